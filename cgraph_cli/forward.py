@@ -1,0 +1,155 @@
+"""The forward pass: bindings -> every node's value, and forward-mode derivatives (jvp).
+
+One loop over a compiled program of flat tuples; no per-op code lives here. Values are a list
+indexed by node id.
+
+>>> from cgraph_cli import parse
+>>> g = parse("p = x + y; g = p * z")
+>>> forward(g, {"x": 1, "y": 3, "z": -3})
+[1.0, 3.0, 4.0, -3.0, -12.0]
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Mapping
+
+from .errors import BindingError, DomainError
+from .ir import Graph
+from .numfmt import format_number
+from .ops import CALL, INFIX, PREFIX
+
+# One instruction per operation node: (node, forward rule, partials rule, arg0, arg1 or -1).
+Instruction = tuple
+
+
+def compile_program(graph: Graph) -> list[Instruction]:
+    """The graph's operation nodes as flat tuples, built once and cached on the graph."""
+    if graph._program is None:
+        program = []
+        for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+            if op.forward is not None:
+                program.append((i, op.forward, op.partials, args[0], args[1] if len(args) > 1 else -1))
+        graph._program = program
+    return graph._program
+
+
+def check_number(name: str, value: object) -> float:
+    """A binding's value as a finite float, or a :class:`BindingError` saying why not."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise BindingError(f"the value of '{name}' is not a number: {value!r}") from None
+    if not math.isfinite(number):
+        raise BindingError(f"the value of '{name}' is not a finite number: {value!r}")
+    return number
+
+
+def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -> list[float]:
+    """A value list with inputs (bindings over source defaults) and constants filled in."""
+    bindings = bindings or {}
+    unknown = [name for name in bindings if name not in graph.inputs]
+    if unknown:
+        raise _unknown_binding(graph, unknown)
+    values = [0.0] * len(graph.ops)
+    for node, value in graph.consts.items():
+        values[node] = value
+    missing = []
+    for name, node in graph.inputs.items():
+        if name in bindings:
+            values[node] = check_number(name, bindings[name])
+        elif name in graph.defaults:
+            values[node] = graph.defaults[name]
+        else:
+            missing.append(name)
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        names = ", ".join(f"'{m}'" for m in missing)
+        example = " ".join(f"{m}=VALUE" for m in missing)
+        raise graph.error(
+            BindingError, f"no value for input{plural} {names}", graph.inputs[missing[0]],
+            hints=[f"bind {'them' if plural else 'it'}: {example}  (or declare a default in the "
+                   f"program: input {missing[0]} = 1)"],
+        )
+    return values
+
+
+def _unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
+    name = unknown[0]
+    if name in graph.names:
+        return BindingError(
+            f"'{name}' is computed by the program, so it cannot be bound",
+            hints=["only inputs (names read before any assignment) take values: "
+                   + (", ".join(graph.inputs) or "this program has none")],
+        )
+    hints = []
+    close = difflib.get_close_matches(name, list(graph.inputs), n=1)
+    if close:
+        hints.append(f"did you mean '{close[0]}'?")
+    hints.append("the program's inputs: " + (", ".join(graph.inputs) or "none"))
+    return BindingError(f"the program has no input named '{name}'", hints=hints)
+
+
+def describe(graph: Graph, node: int, values: list[float]) -> str:
+    """Node ``node`` as a formula over its arguments' values: ``log(-1)``, ``1 / 0``."""
+    op = graph.ops[node]
+    shown = [format_number(values[a]) for a in graph.args[node]]
+    if op.style == CALL:
+        return f"{op.name}({', '.join(shown)})"
+    shown = [f"({s})" if s.startswith("-") else s for s in shown]
+    if op.style == INFIX:
+        return f" {op.symbol} ".join(shown)
+    return op.symbol + shown[0]
+
+
+def domain_error(graph: Graph, node: int, values: list[float], exc: Exception | None) -> DomainError:
+    """The error for node ``node`` failing (``exc``) or producing a non-finite value (``None``)."""
+    op = graph.ops[node]
+    formula = describe(graph, node, values)
+    if isinstance(exc, OverflowError) or exc is None:
+        message = f"{formula} overflows: the result is too large for a float64"
+    else:
+        reason = op.domain or str(exc)
+        message = f"{formula} is undefined: {reason}"
+    return graph.error(DomainError, message, node)
+
+
+def run(graph: Graph, values: list[float]) -> list[float]:
+    """Fill in every operation node of ``values`` (as made by :func:`initial_values`)."""
+    i = -1
+    try:
+        for i, f, _, a, b in compile_program(graph):
+            values[i] = f(values[a]) if b < 0 else f(values[a], values[b])
+    except (ArithmeticError, ValueError) as exc:
+        raise domain_error(graph, i, values, exc) from None
+    if not all(map(math.isfinite, values)):
+        first = next(i for i, v in enumerate(values) if not math.isfinite(v))
+        raise domain_error(graph, first, values, None)
+    return values
+
+
+def forward(graph: Graph, bindings: Mapping[str, object] | None = None) -> list[float]:
+    """Every node's value, indexed by node id."""
+    return run(graph, initial_values(graph, bindings))
+
+
+def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> list[float]:
+    """Forward mode: every node's directional derivative along the input ``tangents``.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("g = (x + y) * z")
+    >>> jvp(g, forward(g, {"x": 1, "y": 3, "z": -3}), {"x": 1.0})[g.output]
+    -3.0
+    """
+    out = [0.0] * len(graph.ops)
+    for name, t in tangents.items():
+        out[graph.inputs[name]] = float(t)
+    for i, _, p, a, b in compile_program(graph):
+        ta, tb = out[a], (out[b] if b >= 0 else 0.0)
+        if ta == 0.0 and tb == 0.0:
+            continue
+        partials = p(values[a], values[i]) if b < 0 else p(values[a], values[b], values[i])
+        # A zero tangent contributes nothing, even where the partial is undefined (x^c, x < 0).
+        out[i] = (partials[0] * ta if ta else 0.0) + (partials[1] * tb if tb else 0.0)
+    return out

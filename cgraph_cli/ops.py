@@ -1,0 +1,160 @@
+"""The op table: the only place an operation is defined.
+
+Each :class:`OpSpec` holds an op's arity, its forward rule, its local partial derivatives, how
+it prints in source and in diagrams, what its domain is, and an example the tests parse. Both
+differentiation modes follow from the local partials ``p_k = ∂out/∂arg_k``:
+
+- reverse (vjp): ``grad[arg_k] += p_k * grad[node]``
+- forward (jvp): ``tangent[node] = Σ_k p_k * tangent[arg_k]``
+
+Rules take plain floats; ``partials`` also receives the node's own output, which several
+derivatives reuse (``exp' = out``, ``tanh' = 1 - out²``). Domain errors surface as the
+``ValueError``/``ZeroDivisionError``/``OverflowError`` that :mod:`math` raises; the passes turn
+them into messages using ``domain``.
+
+>>> OPS["mul"].forward(4.0, -3.0), OPS["mul"].partials(4.0, -3.0, -12.0)
+(-12.0, (-3.0, 4.0))
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Callable
+
+# Printing precedence, loosest first. Leaves and calls never need parentheses.
+PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
+
+INFIX, PREFIX, CALL, LEAF = "infix", "prefix", "call", "leaf"
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """Everything cgraph knows about one operation."""
+
+    name: str  # the grammar alias / function name; stable, used in JSON and golden files
+    arity: int
+    forward: Callable[..., float] | None
+    partials: Callable[..., tuple[float, ...]] | None  # (*args, out) -> one partial per arg
+    symbol: str  # in source text: "+", "^", "sin"
+    glyph: str  # in tables and diagrams: "×", "−"
+    style: str  # INFIX, PREFIX, CALL or LEAF
+    precedence: int = PREC_ATOM
+    right_assoc: bool = False
+    function: bool = False  # callable as NAME(args) in programs
+    domain: str = ""  # what the forward rule needs, said when it fails
+    example: str = ""  # a program whose output node is this op
+    kink: Callable[..., bool] | None = None  # True where the op is not differentiable
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def _div(x: float, y: float) -> float:
+    return x / y  # ZeroDivisionError for x/0 and 0/0, which the passes report
+
+
+def _pow(x: float, y: float) -> float:
+    return math.pow(x, y)  # raises for (-8)^(1/3) and 0^-1, unlike ** which returns complex
+
+
+def _pow_partials(x: float, y: float, out: float) -> tuple[float, float]:
+    dx = 0.0 if y == 0.0 else y * math.pow(x, y - 1.0)
+    # d/dy x^y = x^y ln x. At x = 0 PyTorch takes 0; for x < 0 it is undefined (nan), which the
+    # reverse pass reports if it reaches an input.
+    if x > 0.0:
+        dy = out * math.log(x)
+    elif x == 0.0:
+        dy = 0.0
+    else:
+        dy = math.nan
+    return dx, dy
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)  # never overflows for x < 0
+    return z / (1.0 + z)
+
+
+def _relu(x: float) -> float:
+    return x if x > 0.0 else 0.0
+
+
+def _sign(x: float) -> float:
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+
+
+def _max_partials(x: float, y: float, out: float) -> tuple[float, float]:
+    if x > y:
+        return 1.0, 0.0
+    if x < y:
+        return 0.0, 1.0
+    return 0.5, 0.5  # a tie splits the gradient, as torch.maximum does
+
+
+def _min_partials(x: float, y: float, out: float) -> tuple[float, float]:
+    if x < y:
+        return 1.0, 0.0
+    if x > y:
+        return 0.0, 1.0
+    return 0.5, 0.5
+
+
+def _kink_at_zero(x: float) -> bool:
+    return x == 0.0
+
+
+def _kink_at_tie(x: float, y: float) -> bool:
+    return x == y
+
+
+def _infix(name, symbol, glyph, prec, forward, partials, example, **kw) -> OpSpec:
+    return OpSpec(name, 2, forward, partials, symbol, glyph, INFIX, prec, example=example, **kw)
+
+
+def _fn(name, arity, forward, partials, example, **kw) -> OpSpec:
+    return OpSpec(name, arity, forward, partials, name, name, CALL, function=True, example=example, **kw)
+
+
+_TABLE = (
+    OpSpec("input", 0, None, None, "", "", LEAF),
+    OpSpec("const", 0, None, None, "", "", LEAF),
+    _infix("add", "+", "+", PREC_SUM, operator.add, lambda x, y, o: (1.0, 1.0), "x + y"),
+    _infix("sub", "-", "−", PREC_SUM, operator.sub, lambda x, y, o: (1.0, -1.0), "x - y"),
+    _infix("mul", "*", "×", PREC_PRODUCT, operator.mul, lambda x, y, o: (y, x), "x * y"),
+    _infix(
+        "div", "/", "÷", PREC_PRODUCT, _div, lambda x, y, o: (1.0 / y, -o / y), "x / y",
+        domain="the divisor must not be 0",
+    ),
+    OpSpec(
+        "pow", 2, _pow, _pow_partials, "^", "^", INFIX, PREC_POWER, right_assoc=True,
+        function=True, example="x ^ y",
+        domain="a negative base needs a whole exponent, and 0 has no negative powers",
+    ),
+    OpSpec("neg", 1, operator.neg, lambda x, o: (-1.0,), "-", "−", PREFIX, PREC_UNARY, example="-x"),
+    _fn("sin", 1, math.sin, lambda x, o: (math.cos(x),), "sin(x)"),
+    _fn("cos", 1, math.cos, lambda x, o: (-math.sin(x),), "cos(x)"),
+    _fn("tan", 1, math.tan, lambda x, o: (1.0 + o * o,), "tan(x)"),
+    _fn("exp", 1, math.exp, lambda x, o: (o,), "exp(x)"),
+    _fn("log", 1, math.log, lambda x, o: (1.0 / x,), "log(x)", domain="log needs a positive argument"),
+    _fn(
+        "sqrt", 1, math.sqrt, lambda x, o: (0.5 / o,), "sqrt(x)",
+        domain="sqrt needs a non-negative argument, and its slope is infinite at 0",
+    ),
+    _fn("tanh", 1, math.tanh, lambda x, o: (1.0 - o * o,), "tanh(x)"),
+    _fn("sigmoid", 1, _sigmoid, lambda x, o: (o * (1.0 - o),), "sigmoid(x)"),
+    _fn("relu", 1, _relu, lambda x, o: (1.0 if x > 0.0 else 0.0,), "relu(x)", kink=_kink_at_zero),
+    _fn("abs", 1, math.fabs, lambda x, o: (_sign(x),), "abs(x)", kink=_kink_at_zero),
+    _fn("min", 2, min, _min_partials, "min(x, y)", kink=_kink_at_tie),
+    _fn("max", 2, max, _max_partials, "max(x, y)", kink=_kink_at_tie),
+)
+
+#: Every op by name.
+OPS: dict[str, OpSpec] = {op.name: op for op in _TABLE}
+#: The ops a program may call as ``NAME(args)``.
+FUNCTIONS: dict[str, OpSpec] = {op.name: op for op in _TABLE if op.function}
+
+INPUT, CONST = OPS["input"], OPS["const"]

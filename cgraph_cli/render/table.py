@@ -1,0 +1,63 @@
+"""Rich renderings for the terminal. Pure: they return renderables, the CLI prints them.
+
+>>> from rich.console import Console
+>>> import io
+>>> from cgraph_cli import grad
+>>> from cgraph_cli.report import grad_report
+>>> out = io.StringIO()
+>>> Console(file=out, width=60, color_system=None).print(gradient_table(
+...     grad_report(grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3}))))
+>>> print(out.getvalue().rstrip())
+  input   value   ∂g/∂input
+ ───────────────────────────
+  x           1          -3
+  y           3          -3
+  z          -3           4
+<BLANKLINE>
+  g = -12
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..numfmt import format_number
+
+
+def _wrap(name: str) -> str:
+    """``g`` stays ``g``; an unnamed output ``x + 1`` becomes ``(x + 1)`` inside ∂·/∂·."""
+    return name if name.isidentifier() else f"({name})"
+
+
+def output_line(report: dict) -> Text:
+    text = Text()
+    text.append(report["output"], style="bold")
+    text.append(f" = {format_number(report['value'])}")
+    return text
+
+
+def value_table(report: dict) -> Table:
+    """Every input and named node with its value; the output in bold."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
+    table.add_column("name")
+    table.add_column("value", justify="right")
+    for name, value in report["values"].items():
+        style = "bold" if name == report["output"] else None
+        table.add_row(name, format_number(value), style=style)
+    return table
+
+
+def gradient_table(report: dict) -> Group:
+    """Per input: its value and ∂output/∂input, then the output's value."""
+    out = _wrap(report["output"])
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
+    table.add_column("input")
+    table.add_column("value", justify="right")
+    table.add_column(f"∂{out}/∂input", justify="right")
+    values = report["values"]
+    for name, g in report["gradients"].items():
+        table.add_row(name, format_number(values[name]), format_number(g))
+    return Group(table, Text(""), Text("  ") + output_line(report))

@@ -1,0 +1,24 @@
+"""Plain renderings for shell scripts: one ``name=value`` line each, numbers in shortest form.
+
+>>> print(plain_lines({"x": 1.0, "g": -12.0}))
+x=1
+g=-12
+"""
+
+from __future__ import annotations
+
+from ..numfmt import format_number
+
+
+def plain_lines(pairs: dict[str, float]) -> str:
+    return "\n".join(f"{name}={format_number(value)}" for name, value in pairs.items())
+
+
+def eval_plain(report: dict, show_all: bool = False) -> str:
+    """``output=value``, or every named value with ``show_all``."""
+    return plain_lines(report["values"] if show_all else {report["output"]: report["value"]})
+
+
+def grad_plain(report: dict) -> str:
+    """One ``input=gradient`` line per input."""
+    return plain_lines(report["gradients"])
