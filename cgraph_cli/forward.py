@@ -68,7 +68,7 @@ def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -
         names = ", ".join(f"'{m}'" for m in missing)
         example = " ".join(f"{m}=VALUE" for m in missing)
         raise graph.error(
-            BindingError, f"no value for input{plural} {names}", graph.inputs[missing[0]],
+            BindingError, f"no value{plural} for input{plural} {names}", graph.inputs[missing[0]],
             hints=[f"bind {'them' if plural else 'it'}: {example}  (or declare a default in the "
                    f"program: input {missing[0]} = 1)"],
         )

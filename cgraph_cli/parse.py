@@ -100,7 +100,8 @@ class _Reader:
         graph = self.b.graph
         node = e[0]
         # A minus sign on a literal is part of the number: -3 is one constant node, not neg(3).
-        if graph.ops[node] is OPS["const"] and graph.starts[node] == e[1]:
+        # (Every literal is a node of its own, so nothing else sees the sign change.)
+        if graph.ops[node] is OPS["const"]:
             graph.consts[node] = -graph.consts[node]
             graph.starts[node] = minus.start_pos
             return node, minus.start_pos, e[2]

@@ -1,0 +1,31 @@
+"""Shared fixtures: golden-file updating and a runner for the CLI."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-golden", action="store_true",
+        help="Rewrite the expected sections of tests/cases/*.cg from the current output.",
+    )
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    return request.config.getoption("--update-golden")
+
+
+@pytest.fixture
+def cli():
+    """Run `cgraph ARGS...` in-process; returns the click Result (stdout and stderr apart)."""
+    from cgraph_cli.cli import main
+
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None):
+        return runner.invoke(main, list(args), input=input, catch_exceptions=False)
+
+    return invoke
