@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .backward import vjp
 from .errors import BindingError

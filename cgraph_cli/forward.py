@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import difflib
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from .errors import BindingError, DomainError
 from .ir import Graph
 from .numfmt import format_number
-from .ops import CALL, INFIX, PREFIX
+from .ops import CALL, INFIX
 
 # One instruction per operation node: (node, forward rule, partials rule, arg0, arg1 or -1).
 Instruction = tuple

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import gc
 from array import array
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from .errors import CgraphError, Source, Span
 from .ops import CONST, INPUT, OPS, OpSpec

@@ -1,8 +1,9 @@
 """Program text -> graph IR. The only module that imports lark.
 
-Lark's LALR parser calls the :class:`_Reader` callbacks as it reduces, so the IR is built while
-parsing, with no parse tree and no recursion. Positions come from the tokens: each expression
-callback returns ``(node, start, end)``.
+Lark's LALR parser calls :class:`~cgraph_cli.reader.Reader` as it reduces, so the IR is built
+while parsing, with no parse tree and no recursion. The tokens come from :class:`_Lexer`, a
+scanner compiled from the grammar's own terminals: one regular-expression match per token,
+whitespace and comments included, where Lark's general lexer takes several.
 
 >>> g = parse("p = x + y; g = p * z")
 >>> g.output_label, list(g.inputs)
@@ -11,22 +12,21 @@ callback returns ``(node, start, end)``.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import CgraphError, ParseError, Source, Span, line_col
-from .ir import Builder, Graph, gc_paused
-from .ops import FUNCTIONS, OPS
+from .ir import Graph, gc_paused
+from .ops import FUNCTIONS
+from .reader import Reader
 
 if TYPE_CHECKING:
-    from lark import Lark, Token
-    from lark.exceptions import UnexpectedInput
+    from lark import Lark
 
-_AUGMENTED = {"+=": OPS["add"], "-=": OPS["sub"], "*=": OPS["mul"], "/=": OPS["div"]}
 _TOKEN_WORDS = {
     "$END": "the end of the program",
     "_NL": "the end of the line",
@@ -44,181 +44,88 @@ def grammar_path() -> Path:
     return packaged if packaged.is_file() else here.parent / "grammars" / "cgraph.lark"
 
 
-def _binary(op_name: str):
-    op = OPS[op_name]
+class Tok:
+    """A token: what the parser and the callbacks read of it. Lighter than ``lark.Token``;
+    positions are character offsets (lines and columns are computed only for messages)."""
 
-    def build(self, children):
-        a, _, b = children
-        return self.b.add(op, (a[0], b[0]), a[1], b[2]), a[1], b[2]
+    __slots__ = ("type", "value", "start_pos", "end_pos")
+    line = column = end_line = end_column = None  # Lark copies these onto its $END token
 
-    return build
+    def __init__(self, type_: str, value: str, start: int, end: int) -> None:
+        self.type, self.value, self.start_pos, self.end_pos = type_, value, start, end
+
+    def __repr__(self) -> str:
+        return f"Tok({self.type}, {self.value!r})"
 
 
-class _Reader:
-    """Parser callbacks, one per grammar alias, each given the list of its rule's children
-    (tokens, and the results of inner callbacks). :meth:`begin` resets the state per parse."""
+class _Lexer:
+    """Tokens for Lark's parser (its custom-lexer interface). Built from the grammar's terminals:
+    ignored terminals become a prefix every match skips; a string terminal that a regex terminal
+    also matches (the keyword ``input`` and NAME) becomes a keyword of that regex terminal.
+
+    Newlines inside parentheses continue the statement, as in Python. The lexer also keeps the
+    open parentheses and the last tokens, which syntax errors name.
+    """
+
+    def __init__(self, lexer_conf) -> None:
+        terminals = [t for t in lexer_conf.terminals if t.name not in lexer_conf.ignore]
+        ignored = [t for t in lexer_conf.terminals if t.name in lexer_conf.ignore]
+        strings = [t for t in terminals if t.pattern.type == "str"]
+        regexes = [t for t in terminals if t.pattern.type == "re"]
+        self.keywords: dict[str, dict[str, str]] = {}
+        for r in regexes:
+            for s in strings:
+                if re.fullmatch(r.pattern.to_regexp(), s.pattern.value):
+                    self.keywords.setdefault(r.name, {})[s.pattern.value] = s.name
+        keyword_names = {name for kw in self.keywords.values() for name in kw.values()}
+        # Lark's own order: longest possible match first, so "**" wins over "*".
+        ordered = sorted(
+            (t for t in terminals if t.name not in keyword_names),
+            key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name),
+        )
+        skip = "|".join(t.pattern.to_regexp() for t in ignored)
+        body = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in ordered)
+        self.pattern = re.compile(f"(?:{skip})*(?:{body})")
+        self.trailer = re.compile(f"(?:{skip})*")
+        self.open: list[Tok] = []
+        self.last: list[Tok] = []
 
     def begin(self, source: Source) -> None:
-        self.b = Builder(source)
-        self.text = source.text
-        self.output = -1
-        self.output_label = ""
-        self.bare: Span | None = None  # a bare expression seen; legal only as the last statement
+        self.source = source
+        self.open = []
+        self.last = []
 
-    def _error(self, message: str, start: int, end: int, **kw) -> ParseError:
-        return ParseError(message, Span(start, end), self.b.graph.source, **kw)
-
-    def _statement(self) -> None:
-        if self.bare is not None:
-            raise self._error(
-                "this value is computed and then lost: only the last statement may be a bare "
-                "expression",
-                *self.bare,
-                hints=["name it (NAME = ...) to keep it, or delete it"],
-            )
-
-    # expressions -----------------------------------------------------------------------------
-    def number(self, children):
-        tok = children[0]
-        value = float(tok)
-        if value == float("inf"):
-            raise self._error(f"the number {tok} is too large for a float64", tok.start_pos, tok.end_pos)
-        return self.b.const(value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
-
-    def name(self, children):
-        tok = children[0]
-        return self.b.read(tok.value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
-
-    add = _binary("add")
-    sub = _binary("sub")
-    mul = _binary("mul")
-    div = _binary("div")
-    pow = _binary("pow")
-
-    def neg(self, children):
-        minus, e = children
-        graph = self.b.graph
-        node = e[0]
-        # A minus sign on a literal is part of the number: -3 is one constant node, not neg(3).
-        # (Every literal is a node of its own, so nothing else sees the sign change.)
-        if graph.ops[node] is OPS["const"]:
-            graph.consts[node] = -graph.consts[node]
-            graph.starts[node] = minus.start_pos
-            return node, minus.start_pos, e[2]
-        return self.b.add(OPS["neg"], (node,), minus.start_pos, e[2]), minus.start_pos, e[2]
-
-    def pos(self, children):
-        plus, e = children
-        return e[0], plus.start_pos, e[2]
-
-    def group(self, children):
-        lpar, e, rpar = children
-        return e[0], lpar.start_pos, rpar.end_pos
-
-    def call(self, children):
-        name, rest = children[0], children[1:]
-        args = [r[0] for r in rest if type(r) is tuple]
-        start, end = name.start_pos, rest[-1].end_pos
-        op = FUNCTIONS.get(name.value)
-        if op is None:
-            close = difflib.get_close_matches(name.value, list(FUNCTIONS), n=1)
-            hints = [f"did you mean '{close[0]}'?"] if close else []
-            hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
-            raise self._error(f"unknown function '{name.value}'", start, name.end_pos, hints=hints)
-        if len(args) != op.arity:
-            plural = "" if op.arity == 1 else "s"
-            raise self._error(
-                f"{op.name} takes {op.arity} argument{plural}, got {len(args)}", start, end,
-                hints=[f"write it as {op.example}"],
-            )
-        return self.b.add(op, tuple(args), start, end), start, end
-
-    # statements ------------------------------------------------------------------------------
-    def assign(self, children):
-        name, _, e = children
-        self._statement()
-        self.b.assign(name.value, e[0])
-        self.output, self.output_label = e[0], name.value
-
-    def augassign(self, children):
-        name, op, e = children
-        self._statement()
-        left = self.b.read(name.value, name.start_pos, name.end_pos)
-        node = self.b.add(_AUGMENTED[op.value], (left, e[0]), name.start_pos, e[2])
-        self.b.assign(name.value, node)
-        self.output, self.output_label = node, name.value
-
-    def bare(self, children):
-        e = children[0]
-        self._statement()
-        self.output = e[0]
-        self.output_label = " ".join(self.text[e[1] : e[2]].split())
-        self.bare = Span(e[1], e[2])
-
-    def signed_number(self, toks):
-        value = float(toks[-1])
-        return -value if len(toks) == 2 else value
-
-    def input_item(self, children):
-        return children[0], (children[2] if len(children) > 1 else None)
-
-    def declare(self, children):
-        items = children[1:]
-        self._statement()
-        graph = self.b.graph
-        for item in items:
-            if type(item) is not tuple:
-                continue  # a comma
-            name, default = item
-            where = (name.start_pos, name.end_pos)
-            if name.value in graph.defaults or (name.value in graph.inputs and default is None):
-                raise self._error(f"input '{name.value}' is declared twice", *where)
-            if name.value in self.b.scope and name.value not in graph.inputs:
-                raise self._error(
-                    f"'{name.value}' is already computed by the program, so it cannot be an input",
-                    *where, hints=["declare inputs before the statements that assign them"],
-                )
-            self.b.read(name.value, *where)
-            if default is not None:
-                if default in (float("inf"), float("-inf")):
-                    raise self._error(f"the default of '{name.value}' is too large", *where)
-                graph.defaults[name.value] = default
-
-    def start(self, _statements) -> Graph:
-        if self.output < 0:
-            what = "has no statements" if not self.b.graph.ops else "computes nothing"
-            raise self._error(
-                f"the program {what}", 0, 0,
-                hints=["write an expression, for example: g = (x + y) * z"],
-            )
-        return self.b.finish(self.output, self.output_label)
-
-
-class _Tokens:
-    """Post-lexer: newlines inside parentheses continue the line, as in Python. It also keeps
-    the open parentheses and the last tokens, which the error messages name."""
-
-    always_accept = ("_NL",)
-
-    def begin(self) -> None:
-        self.open: list[Token] = []
-        self.last: list[Token] = []
-
-    def process(self, stream):
-        depth = 0
-        opened = self.open
-        last = self.last
-        for tok in stream:
-            kind = tok.type
-            if kind == "LPAR":
+    def lex(self, text: str):
+        match = self.pattern.match
+        keywords = self.keywords
+        opened, last = self.open, self.last
+        pos, end, depth = 0, len(text), 0
+        while pos < end:
+            m = match(text, pos)
+            if m is None:
+                pos = self.trailer.match(text, pos).end()
+                if pos < end:
+                    raise ParseError(
+                        f"unexpected character {text[pos]!r}", Span(pos, pos + 1), self.source,
+                        hints=["names are letters, digits and '_'; numbers look like 3, 2.5, .5, 1e-3"],
+                    )
+                return
+            kind = m.lastgroup
+            start, pos = m.start(kind), m.end()
+            value = text[start:pos]
+            if kind in keywords:
+                kind = keywords[kind].get(value, kind)
+            elif kind == "LPAR":
                 depth += 1
-                opened.append(tok)
             elif kind == "RPAR":
                 if depth:
                     depth -= 1
                     opened.pop()
             elif kind == "_NL" and depth:
                 continue
+            tok = Tok(kind, value, start, pos)
+            if kind == "LPAR":
+                opened.append(tok)
             last.append(tok)
             if len(last) > 8:
                 del last[:4]
@@ -226,7 +133,7 @@ class _Tokens:
 
 
 _lock = threading.Lock()
-_parser: tuple[Lark, _Reader, _Tokens] | None = None
+_parser: tuple[Lark, _Driver, Reader, _Lexer] | None = None
 
 
 def _cache_file(grammar: str) -> str | bool:
@@ -244,25 +151,116 @@ def _cache_file(grammar: str) -> str | bool:
     return os.path.join(folder, f"grammar-{key}.lark-cache")
 
 
-def _get_parser() -> tuple[Lark, _Reader, _Tokens]:
+def _get_parser() -> tuple[Lark, _Driver, Reader, _Lexer]:
     global _parser
     if _parser is None:
         from lark import Lark
+        from lark.lexer import Lexer
 
         grammar = grammar_path().read_text(encoding="utf-8")
-        reader, tokens = _Reader(), _Tokens()
+        lexers: list[_Lexer] = []
+
+        class _LarkLexer(_Lexer, Lexer):  # Lark takes a Lexer subclass and makes the instance
+            def __init__(self, lexer_conf) -> None:
+                _Lexer.__init__(self, lexer_conf)
+                lexers.append(self)
+
+        # Lark's cache pickles the class by name, so it must be reachable as a module global.
+        _LarkLexer.__qualname__ = "_LarkLexer"
+        globals()["_LarkLexer"] = _LarkLexer
+        reader = Reader()
         lark_parser = Lark(
-            grammar, parser="lalr", lexer="contextual", transformer=reader, postlex=tokens,
+            grammar, parser="lalr", lexer=_LarkLexer, transformer=reader,
             cache=_cache_file(grammar), maybe_placeholders=False,
         )
-        _parser = lark_parser, reader, tokens
+        _parser = lark_parser, _Driver(lark_parser), reader, lexers[-1]
     return _parser
 
 
-def parse(text: str, filename: str = "<expr>") -> Graph:
+class _Driver:
+    """Lark's LALR(1) tables run by a tight loop of our own.
+
+    The same shift/reduce steps and the same callbacks as Lark's parser loop, without its
+    per-step bookkeeping: about twice as fast, which matters for 10^5-statement programs.
+    ``parse(..., engine="lark")`` runs Lark's own loop, and the tests check the two agree.
+    """
+
+    def __init__(self, lark_parser: Lark) -> None:
+        from lark.parsers.lalr_analysis import Shift
+
+        inner = lark_parser.parser.parser.parser  # frontend -> LALR_Parser -> _Parser
+        table, callbacks = inner.parse_table, inner.callbacks
+        # Per state: token or rule name -> next state (an int, shift/goto) or a reduction
+        # (size, callback, rule name) (a tuple). A `?rule` with one child hands that child up
+        # unchanged (sum -> product -> unary ...): its callback is None and the loop skips it.
+        def reduction(rule):
+            passes_through = rule.options.expand1 and len(rule.expansion) == 1 and not rule.alias
+            return len(rule.expansion), None if passes_through else callbacks[rule], rule.origin.name
+
+        self.states = {
+            state: {
+                name: arg if action is Shift else reduction(arg)
+                for name, (action, arg) in actions.items()
+            }
+            for state, actions in table.states.items()
+        }
+        self.start = table.start_states["start"]
+        self.end = table.end_states["start"]
+
+    def run(self, tokens, source: Source, lexer: _Lexer):
+        states = self.states
+        stack = [self.start]
+        values: list = []
+        push_state, push_value = stack.append, values.append
+        tok = None
+        for tok in tokens:
+            kind = tok.type
+            while True:
+                act = states[stack[-1]].get(kind)
+                if act.__class__ is int:
+                    push_state(act)
+                    push_value(tok)
+                    break
+                if act is None:
+                    raise _syntax_error(tok, _expected(states[stack[-1]]), source, lexer)
+                size, callback, origin = act
+                if callback is None:
+                    del stack[-1]
+                    push_state(states[stack[-1]][origin])
+                    continue
+                if size:
+                    args = values[-size:]
+                    del values[-size:], stack[-size:]
+                else:
+                    args = []
+                push_value(callback(args))
+                push_state(states[stack[-1]][origin])
+        end = len(source.text)
+        eof = Tok("$END", "", end, end)
+        while True:
+            act = states[stack[-1]].get("$END")
+            if act is None:
+                raise _syntax_error(eof, _expected(states[stack[-1]]), source, lexer)
+            size, callback, origin = act
+            args = values[-size:] if size else []
+            del values[len(values) - size :], stack[len(stack) - size :]
+            value = args[0] if callback is None else callback(args)
+            goto = states[stack[-1]][origin]
+            if goto == self.end:
+                return value
+            push_value(value)
+            push_state(goto)
+
+
+def _expected(actions: dict) -> set[str]:
+    return {name for name in actions if name.isupper()}
+
+
+def parse(text: str, filename: str = "<expr>", *, engine: str = "fast") -> Graph:
     """Parse a cgraph program into a :class:`~cgraph_cli.ir.Graph`.
 
     Raises :class:`~cgraph_cli.errors.ParseError` (with the place) for any invalid program.
+    ``engine="lark"`` runs Lark's own parser loop instead of ours (same result, slower).
 
     >>> g = parse("y = sin(x) ^ 2")
     >>> [n.op.name for n in g]
@@ -270,50 +268,43 @@ def parse(text: str, filename: str = "<expr>") -> Graph:
     """
     source = Source(text, filename)
     with _lock:
-        lark_parser, reader, tokens = _get_parser()
+        lark_parser, driver, reader, lexer = _get_parser()
         reader.begin(source)
-        tokens.begin()
+        lexer.begin(source)
         try:
             with gc_paused():
-                return lark_parser.parse(text)
+                if engine == "lark":
+                    return lark_parser.parse(text)
+                return driver.run(lexer.lex(text), source, lexer)
         except CgraphError as e:
-            raise e.located(source)
+            raise e.located(source) from None
         except Exception as e:
-            from lark.exceptions import UnexpectedInput, VisitError
+            from lark.exceptions import UnexpectedToken, VisitError
 
             if isinstance(e, VisitError) and isinstance(e.orig_exc, CgraphError):
                 raise e.orig_exc.located(source) from None
-            if isinstance(e, UnexpectedInput):
-                raise _syntax_error(e, source, tokens) from None
+            if isinstance(e, UnexpectedToken):
+                raise _syntax_error(e.token, set(e.expected), source, lexer) from None
             raise
         finally:
             reader.b = None  # drop the half-built graph
 
 
-def _describe(tok: Token) -> str:
+def _describe(tok) -> str:
     if tok.type in ("NAME", "NUMBER"):
         return f"{_TOKEN_WORDS[tok.type]} '{tok.value}'"
     return _TOKEN_WORDS.get(tok.type) or f"'{tok.value}'"
 
 
-def _syntax_error(e: UnexpectedInput, source: Source, tokens: _Tokens) -> ParseError:
-    """Turn Lark's exception into a message in the user's words, with the caret in place."""
-    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
-
+def _syntax_error(tok, expected: set[str], source: Source, tokens: _Lexer) -> ParseError:
+    """The parser met ``tok`` where it ``expected`` other terminals: say it in the user's words,
+    with the caret in place."""
     text = source.text
-    if isinstance(e, UnexpectedCharacters):
-        pos = e.pos_in_stream
-        char = text[pos]
-        hint = ["names are letters, digits and '_'; numbers look like 3, 2.5, .5, 1e-3"]
-        return ParseError(f"unexpected character {char!r}", Span(pos, pos + 1), source, hints=hint)
-    if not isinstance(e, UnexpectedToken):
-        return ParseError(str(e).splitlines()[0], Span(len(text), len(text)), source)
-    tok, expected = e.token, set(e.expected)
     at_end = tok.type == "$END"
     # Lark puts $END on the last real token; the caret belongs after the text.
     pos = len(text.rstrip()) if at_end else tok.start_pos
     span = Span(pos, pos if at_end else tok.end_pos)
-    # The contextual lexer raises before the post-lexer sees the bad token, the parser after.
+    # Tokens before the bad one (the lexer has already recorded it).
     seen = [t for t in tokens.last if at_end or t.start_pos < tok.start_pos]
     prev = seen[-1] if seen else None
     ends_statement = at_end or tok.type in ("_NL", "_SEMI")

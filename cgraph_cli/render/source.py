@@ -76,7 +76,7 @@ def to_source(graph: Graph) -> str:
             lines.append(f"input {name} = {format_number(graph.defaults[name])}")
     current: dict[str, int] = {name: node for name, node in graph.inputs.items()}
     named_at = _statement_names(graph)
-    for i, op in enumerate(graph.ops):
+    for i in range(len(graph.ops)):
         for name in named_at.get(i, ()):
             text = _ref(graph, exprs, current, i)[0] if graph.labels[i] != name else exprs[i][0]
             lines.append(f"{name} = {text}")
