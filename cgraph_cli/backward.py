@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from itertools import islice
 
 from .errors import DomainError
 from .forward import compile_program, describe
-from .ir import Graph
+from .ir import Graph, gc_paused
 from .ops import INPUT
 
 
@@ -27,24 +28,26 @@ def vjp(graph: Graph, values: list[float], of: int | None = None, seed: float = 
     program = compile_program(graph)
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
-    # Only nodes up to `out` can reach it.
-    upto = bisect_right(program, out, key=lambda ins: ins[0])
+    # Only nodes up to `out` can reach it: skip the instructions after it.
+    skip = len(program.ids) - bisect_right(program.ids, out)
+    steps = islice(program.backward, skip, None)
     i = -1
     try:
-        for i, _, p, a, b in reversed(program[:upto]):
-            g = adj[i]
-            if g == 0.0:
-                continue  # nothing flows back through this node
-            if b < 0:
-                adj[a] += p(values[a], values[i])[0] * g
-            else:
-                pa, pb = p(values[a], values[b], values[i])
-                adj[a] += pa * g
-                adj[b] += pb * g
+        with gc_paused():  # the partials' tuples would otherwise wake the collector
+            for i, p, a, b in steps:
+                g = adj[i]
+                if g == 0.0:
+                    continue  # nothing flows back through this node
+                if b < 0:
+                    adj[a] += p(values[a], values[i])[0] * g
+                else:
+                    pa, pb = p(values[a], values[b], values[i])
+                    adj[a] += pa * g
+                    adj[b] += pb * g
     except (ArithmeticError, ValueError):
         raise _slope_error(graph, i, values) from None
     if not all(math.isfinite(adj[n]) for n in graph.inputs.values()):
-        raise _first_undefined(graph, values, program[:upto], out, seed)
+        raise _first_undefined(graph, values, program.backward[skip:], out, seed)
     return adj
 
 
@@ -56,12 +59,12 @@ def _slope_error(graph: Graph, node: int, values: list[float]) -> DomainError:
     )
 
 
-def _first_undefined(graph: Graph, values, program, out: int, seed: float) -> DomainError:
+def _first_undefined(graph: Graph, values, steps, out: int, seed: float) -> DomainError:
     """Rerun the reverse pass slowly to find the node whose local derivative went non-finite."""
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
     depends = _depends_on_input(graph)
-    for i, _, p, a, b in reversed(program):
+    for i, p, a, b in steps:
         g = adj[i]
         if g == 0.0:
             continue

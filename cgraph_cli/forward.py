@@ -16,22 +16,42 @@ import math
 from collections.abc import Mapping
 
 from .errors import BindingError, DomainError
-from .ir import Graph
+from .ir import Graph, gc_paused
 from .numfmt import format_number
 from .ops import CALL, INFIX
 
-# One instruction per operation node: (node, forward rule, partials rule, arg0, arg1 or -1).
-Instruction = tuple
+
+class Program:
+    """A graph's operation nodes as flat tuples, built once per graph and cached on it.
+
+    ``forward`` holds ``(node, forward rule, arg0, arg1 or -1)`` in topological order;
+    ``backward`` holds ``(node, partials rule, arg0, arg1 or -1)`` in reverse order; ``ids`` the
+    operation nodes' ids, ascending. Four-tuples unpack faster than one shared five-tuple.
+    """
+
+    __slots__ = ("forward", "backward", "ids", "template")
+
+    def __init__(self, graph: Graph) -> None:
+        with gc_paused():
+            ids = [i for i, op in enumerate(graph.ops) if op.forward is not None]
+            forward = []
+            backward = []
+            for i in ids:
+                op, args = graph.ops[i], graph.args[i]
+                b = args[1] if len(args) > 1 else -1
+                forward.append((i, op.forward, args[0], b))
+                backward.append((i, op.partials, args[0], b))
+            backward.reverse()
+            template = [0.0] * len(graph.ops)  # constants in place; copied for every run
+            for node, value in graph.consts.items():
+                template[node] = value
+        self.forward, self.backward, self.ids, self.template = forward, backward, ids, template
 
 
-def compile_program(graph: Graph) -> list[Instruction]:
-    """The graph's operation nodes as flat tuples, built once and cached on the graph."""
+def compile_program(graph: Graph) -> Program:
+    """The graph's :class:`Program`, compiled on first use."""
     if graph._program is None:
-        program = []
-        for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
-            if op.forward is not None:
-                program.append((i, op.forward, op.partials, args[0], args[1] if len(args) > 1 else -1))
-        graph._program = program
+        graph._program = Program(graph)
     return graph._program
 
 
@@ -52,9 +72,7 @@ def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -
     unknown = [name for name in bindings if name not in graph.inputs]
     if unknown:
         raise _unknown_binding(graph, unknown)
-    values = [0.0] * len(graph.ops)
-    for node, value in graph.consts.items():
-        values[node] = value
+    values = list(compile_program(graph).template)
     missing = []
     for name, node in graph.inputs.items():
         if name in bindings:
@@ -119,13 +137,15 @@ def run(graph: Graph, values: list[float]) -> list[float]:
     """Fill in every operation node of ``values`` (as made by :func:`initial_values`)."""
     i = -1
     try:
-        for i, f, _, a, b in compile_program(graph):
+        for i, f, a, b in compile_program(graph).forward:
             values[i] = f(values[a]) if b < 0 else f(values[a], values[b])
     except (ArithmeticError, ValueError) as exc:
         raise domain_error(graph, i, values, exc) from None
-    if not all(map(math.isfinite, values)):
-        first = next(i for i, v in enumerate(values) if not math.isfinite(v))
-        raise domain_error(graph, first, values, None)
+    total = sum(values)  # inf or nan if any value is; one C loop, cheaper than isfinite per value
+    if total - total != 0.0:
+        first = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+        if first is not None:  # else the sum itself overflowed: every value is fine
+            raise domain_error(graph, first, values, None)
     return values
 
 
@@ -145,7 +165,9 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
     out = [0.0] * len(graph.ops)
     for name, t in tangents.items():
         out[graph.inputs[name]] = float(t)
-    for i, _, p, a, b in compile_program(graph):
+    ops = graph.ops
+    for i, _, a, b in compile_program(graph).forward:
+        p = ops[i].partials
         ta, tb = out[a], (out[b] if b >= 0 else 0.0)
         if ta == 0.0 and tb == 0.0:
             continue
