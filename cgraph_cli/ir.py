@@ -50,7 +50,8 @@ class Graph:
 
     __slots__ = (
         "ops", "args", "labels", "starts", "ends", "consts",
-        "inputs", "defaults", "names", "output", "output_label", "source", "_program",
+        "inputs", "defaults", "names", "statements", "output", "output_label", "source",
+        "_program",
     )
 
     def __init__(self, source: Source) -> None:
@@ -63,6 +64,9 @@ class Graph:
         self.inputs: dict[str, int] = {}  # input name -> node id, in order of first use
         self.defaults: dict[str, float] = {}  # input name -> default declared in the source
         self.names: dict[str, int] = {}  # every name -> node it finally refers to
+        # In program order: (kind, name, node, nodes so far), kind "=", "input" or "bare" (whose
+        # name is the expression's text). Statements that only alias a node keep their place.
+        self.statements: list[tuple[str, str, int, int]] = []
         self.output = -1
         self.output_label = ""
         self.source = source
@@ -150,6 +154,9 @@ class Builder:
             self.graph.labels[node] = name
         self.scope[name] = node
         self.graph.names[name] = node
+
+    def statement(self, kind: str, name: str, node: int) -> None:
+        self.graph.statements.append((kind, name, node, len(self.graph.ops)))
 
     def finish(self, output: int, output_label: str) -> Graph:
         self.graph.output = output

@@ -73,9 +73,9 @@ class Reader:
         minus, e = children
         graph = self.b.graph
         node = e[0]
-        # A minus sign on a literal is part of the number: -3 is one constant node, not neg(3).
-        # (Every literal is a node of its own, so nothing else sees the sign change.)
-        if graph.ops[node] is CONST:
+        # A minus sign written on a literal is part of the number: -3 is one constant node, not
+        # neg(3). Not so for -(3) or -c where c names a constant.
+        if graph.ops[node] is CONST and graph.starts[node] == e[1] and graph.ends[node] == e[2]:
             graph.consts[node] = -graph.consts[node]
             graph.starts[node] = minus.start_pos
             return node, minus.start_pos, e[2]
@@ -112,6 +112,7 @@ class Reader:
         name, _, e = children
         self._statement()
         self.b.assign(name.value, e[0])
+        self.b.statement("=", name.value, e[0])
         self.output, self.output_label = e[0], name.value
 
     def augassign(self, children):
@@ -120,6 +121,7 @@ class Reader:
         left = self.b.read(name.value, name.start_pos, name.end_pos)
         node = self.b.add(_AUGMENTED[op.value], (left, e[0]), name.start_pos, e[2])
         self.b.assign(name.value, node)
+        self.b.statement("=", name.value, node)
         self.output, self.output_label = node, name.value
 
     def bare(self, children):
@@ -128,6 +130,7 @@ class Reader:
         self.output = e[0]
         self.output_label = " ".join(self.text[e[1] : e[2]].split())
         self.bare = Span(e[1], e[2])
+        self.b.statement("bare", self.output_label, e[0])
 
     def signed_number(self, toks):
         value = float(toks[-1].value)
@@ -145,18 +148,19 @@ class Reader:
                 continue  # a comma
             name, default = item
             where = (name.start_pos, name.end_pos)
-            if name.value in graph.defaults or (name.value in graph.inputs and default is None):
+            if any(s[0] == "input" and s[1] == name.value for s in graph.statements):
                 raise self._error(f"input '{name.value}' is declared twice", *where)
             if name.value in self.b.scope and name.value not in graph.inputs:
                 raise self._error(
                     f"'{name.value}' is already computed by the program, so it cannot be an input",
                     *where, hints=["declare inputs before the statements that assign them"],
                 )
-            self.b.read(name.value, *where)
+            if default is not None and default in (float("inf"), float("-inf")):
+                raise self._error(f"the default of '{name.value}' is too large", *where)
+            node = self.b.read(name.value, *where)
             if default is not None:
-                if default in (float("inf"), float("-inf")):
-                    raise self._error(f"the default of '{name.value}' is too large", *where)
                 graph.defaults[name.value] = default
+            self.b.statement("input", name.value, node)
 
     def start(self, _statements) -> Graph:
         if self.output < 0:

@@ -42,8 +42,11 @@ def programs(draw, max_statements: int = 3):
         lines.append(f"{target} = {draw(expressions(names, max_leaves=6))}")
         if target not in names:
             names.append(target)
+    if draw(st.booleans()):
+        lines.insert(0, "input x = 1.5, z = -2")
     sep = draw(st.sampled_from(["\n", "; ", "\n\n# a comment\n"]))
     return sep.join(lines) + draw(st.sampled_from(["", "\n", ";"]))
 
 
-points = st.tuples(*[st.floats(-3, 3, allow_nan=False).filter(lambda v: abs(v) > 0.05)] * 3)
+_coordinate = st.floats(0.05, 3) | st.floats(-3, -0.05)
+points = st.tuples(_coordinate, _coordinate, _coordinate)

@@ -1,10 +1,11 @@
 """Graph -> program text that parses back to the same graph.
 
-Named nodes become statements, unnamed ones are written inline with the fewest parentheses the
-precedence rules need. Strings are built in node order, so depth costs no recursion.
+The statements are written in program order; the nodes a statement created are written inline
+with the fewest parentheses the precedence rules need, and earlier nodes by a name that still
+refers to them. Strings are built in node order, so depth costs no recursion.
 
 >>> from cgraph_cli import parse
->>> print(to_source(parse("input x = 1\\np = x + y\\ng = -p ^ 2 * (z - 1)")))
+>>> print(to_source(parse("input x = 1\\np = x+y\\ng = -p^2 * (z - 1)")), end="")
 input x = 1
 p = x + y
 g = -p ^ 2 * (z - 1)
@@ -14,85 +15,74 @@ from __future__ import annotations
 
 from ..ir import Graph
 from ..numfmt import format_number
-from ..ops import CONST, INFIX, INPUT, PREC_ATOM, PREC_UNARY, PREFIX
+from ..ops import CONST, INFIX, INPUT, PREC_ATOM, PREC_UNARY, PREFIX, OpSpec
 
-
-def expressions(graph: Graph) -> list[tuple[str, int]]:
-    """For every node, its inline text and that text's precedence (how tightly it binds).
-
-    A node that a statement named is referred to by its name while that name still means it;
-    otherwise its expression is written out.
-    """
-    exprs: list[tuple[str, int]] = []
-    current: dict[str, int] = {}  # name -> node it refers to at this point of the program
-    for i, op in enumerate(graph.ops):
-        label = graph.labels[i]
-        if op is INPUT:
-            exprs.append((label, PREC_ATOM))
-            current[label] = i
-            continue
-        if op is CONST:
-            value = graph.consts[i]
-            exprs.append((format_number(value), PREC_UNARY if value < 0 else PREC_ATOM))
-        else:
-            exprs.append(_combine(op, [_ref(graph, exprs, current, a) for a in graph.args[i]]))
-        if label is not None:
-            current[label] = i
-    return exprs
-
-
-def _ref(graph: Graph, exprs, current: dict[str, int], node: int) -> tuple[str, int]:
-    label = graph.labels[node]
-    if label is not None and current.get(label) == node:
-        return label, PREC_ATOM
-    return exprs[node]
-
-
-def _combine(op, args: list[tuple[str, int]]) -> tuple[str, int]:
-    if op.style == INFIX:
-        (left, lp), (right, rp) = args
-        p = op.precedence
-        # Parenthesize whatever the parser would otherwise group differently: an equal
-        # precedence on the right of a left-associative op, on the left of a right-associative.
-        if lp < p or (lp == p and op.right_assoc):
-            left = f"({left})"
-        if rp < p or (rp == p and not op.right_assoc):
-            if not (op.right_assoc and rp == PREC_UNARY):  # 2 ^ -1 needs none
-                right = f"({right})"
-        return f"{left} {op.symbol} {right}", p
-    if op.style == PREFIX:
-        (arg, ap), = args
-        return op.symbol + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
-    return f"{op.symbol}({', '.join(a for a, _ in args)})", PREC_ATOM
+Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
 
 def to_source(graph: Graph) -> str:
-    """Program text for ``graph``: input declarations, one statement per named node, and the
-    output as a bare expression when it has no name."""
-    exprs = expressions(graph)
+    """Program text for ``graph``, statement by statement."""
+    exprs: list[Text] = [("", PREC_ATOM)] * len(graph.ops)
+    scope: dict[str, int] = {}  # name -> node it refers to at this point of the program
+    name_of: dict[int, str] = {}  # node -> the last name given to it
+
+    def ref(node: int) -> Text:
+        name = name_of.get(node)
+        if name is not None and scope.get(name) == node:
+            return name, PREC_ATOM
+        return exprs[node]
+
     lines = []
-    for name in graph.inputs:
-        if name in graph.defaults:
-            lines.append(f"input {name} = {format_number(graph.defaults[name])}")
-    current: dict[str, int] = {name: node for name, node in graph.inputs.items()}
-    named_at = _statement_names(graph)
-    for i in range(len(graph.ops)):
-        for name in named_at.get(i, ()):
-            text = _ref(graph, exprs, current, i)[0] if graph.labels[i] != name else exprs[i][0]
+    done = 0  # nodes written so far
+    for kind, name, node, end in graph.statements:
+        for i in range(done, end):
+            exprs[i] = _node_text(graph, i, ref, exprs)
+        text = exprs[node][0] if node >= done else ref(node)[0]
+        done = end
+        if kind == "input":
+            default = graph.defaults.get(name)
+            lines.append(f"input {name}" + ("" if default is None else f" = {format_number(default)}"))
+        elif kind == "bare":
+            lines.append(text)
+        else:
             lines.append(f"{name} = {text}")
-            current[name] = i
-    if graph.output not in named_at:
-        lines.append(exprs[graph.output][0])
+        scope[name] = node
+        name_of[node] = name
     return "\n".join(lines) + "\n"
 
 
-def _statement_names(graph: Graph) -> dict[int, list[str]]:
-    """Node -> names that statements gave it (its label, then aliases), in program order."""
-    named: dict[int, list[str]] = {}
-    for i, label in enumerate(graph.labels):
-        if label is not None and graph.ops[i] is not INPUT:
-            named.setdefault(i, []).append(label)
-    for name, node in graph.names.items():
-        if name not in named.get(node, ()):
-            named.setdefault(node, []).append(name)
-    return named
+def _node_text(graph: Graph, i: int, ref, exprs: list[Text]) -> Text:
+    op = graph.ops[i]
+    if op is INPUT:
+        return graph.labels[i], PREC_ATOM
+    if op is CONST:
+        value = graph.consts[i]
+        return format_number(value), PREC_UNARY if value < 0 else PREC_ATOM
+    args = [ref(a) for a in graph.args[i]]
+    first = graph.args[i][0]
+    if op.style == PREFIX and graph.ops[first] is CONST and args[0] == exprs[first]:
+        args = [(f"({args[0][0]})", PREC_ATOM)]  # -3 would read back as one constant
+    return combine(op, args)
+
+
+def combine(op: OpSpec, args: list[Text]) -> Text:
+    """The text of ``op`` applied to argument texts, parenthesized as the grammar needs.
+
+    >>> from cgraph_cli.ops import OPS
+    >>> combine(OPS["sub"], [("a", 5), ("b - c", 1)])
+    ('a - (b - c)', 1)
+    """
+    if op.style == INFIX:
+        (left, lp), (right, rp) = args
+        p = op.precedence
+        # Parenthesize whatever the parser would group differently: an equal precedence on the
+        # right of a left-associative op, or on the left of a right-associative one.
+        if lp < p or (lp == p and op.right_assoc):
+            left = f"({left})"
+        if (rp < p or (rp == p and not op.right_assoc)) and not (op.right_assoc and rp == PREC_UNARY):
+            right = f"({right})"  # but 2 ^ -1 needs none
+        return f"{left} {op.symbol} {right}", p
+    if op.style == PREFIX:
+        ((arg, ap),) = args
+        return op.symbol + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
+    return f"{op.symbol}({', '.join(a for a, _ in args)})", PREC_ATOM

@@ -1,0 +1,197 @@
+"""Property tests over random programs: gradients against central finite differences and against
+SymPy's exact derivatives; forward mode against reverse mode; print -> parse identity; our
+parser loop against Lark's."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import INPUTS, expressions, points, programs
+
+from cgraph_cli import (
+    CgraphError,
+    DomainError,
+    ParseError,
+    forward,
+    jvp,
+    parse,
+    to_source,
+    validate,
+    vjp,
+)
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _near_kink(graph, values) -> bool:
+    """True where a relu/abs/min/max argument is so near its kink that finite differences
+    straddle it."""
+    for i, op in enumerate(graph.ops):
+        if op.kink is None:
+            continue
+        args = [values[a] for a in graph.args[i]]
+        gap = abs(args[0]) if len(args) == 1 else abs(args[0] - args[1])
+        if gap < 1e-3 * max(1.0, *map(abs, args)):
+            return True
+    return False
+
+
+def _evaluate(graph, bindings):
+    try:
+        values = forward(graph, bindings)
+        return values, vjp(graph, values)
+    except DomainError:
+        return None
+
+
+def _tame(graph, bindings, values) -> bool:
+    """Values in a range where finite differences in float64 mean something."""
+    return all(abs(v) < 1e6 for v in values) and not _near_kink(graph, values)
+
+
+@PROPERTY
+@given(programs(), points)
+def test_gradients_match_central_differences(program, point):
+    graph = validate(parse(program))
+    assume(graph.inputs)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, adjoints = done
+    assume(_tame(graph, bindings, values))
+    for name, node in graph.inputs.items():
+        h = 1e-6 * max(1.0, abs(bindings[name]))
+        shifted = []
+        for sign in (1, -1):
+            moved = dict(bindings, **{name: bindings[name] + sign * h})
+            try:
+                shifted.append(forward(graph, moved)[graph.output])
+            except DomainError:
+                shifted.append(None)
+        assume(None not in shifted)
+        numeric = (shifted[0] - shifted[1]) / (2 * h)
+        # A large second derivative makes the difference quotient itself inexact.
+        assume(abs(numeric) < 1e4)
+        assert adjoints[node] == pytest.approx(numeric, rel=1e-4, abs=1e-5), (program, name)
+
+
+_SYMPY = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "pow": lambda a, b: a**b,
+    "neg": lambda a: -a,
+    "sin": sympy.sin,
+    "cos": sympy.cos,
+    "tan": sympy.tan,
+    "exp": sympy.exp,
+    "log": sympy.log,
+    "sqrt": sympy.sqrt,
+    "tanh": sympy.tanh,
+    "sigmoid": lambda a: 1 / (1 + sympy.exp(-a)),
+    "relu": lambda a: sympy.Max(a, 0),
+    "abs": sympy.Abs,
+    "min": sympy.Min,
+    "max": sympy.Max,
+}
+
+
+def test_sympy_table_covers_every_op():
+    from cgraph_cli.ops import OPS
+
+    assert set(_SYMPY) == {name for name, op in OPS.items() if op.forward is not None}
+
+
+def _to_sympy(graph, symbols):
+    exprs = []
+    for i, op in enumerate(graph.ops):
+        if op.name == "input":
+            exprs.append(symbols[graph.labels[i]])
+        elif op.name == "const":
+            exprs.append(sympy.Float(graph.consts[i], 30))
+        else:
+            exprs.append(_SYMPY[op.name](*(exprs[a] for a in graph.args[i])))
+    return exprs[graph.output]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expressions(max_leaves=5), points)
+def test_gradients_match_sympy(expression, point):
+    graph = parse(f"out = {expression}")
+    assume(graph.inputs)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, adjoints = done
+    assume(not _near_kink(graph, values) and all(abs(v) < 1e8 for v in values))
+    symbols = {name: sympy.Symbol(name, real=True) for name in graph.inputs}
+    expr = _to_sympy(graph, symbols)
+    at = {symbols[name]: sympy.Float(value, 30) for name, value in bindings.items()}
+    for name, node in graph.inputs.items():
+        exact = sympy.diff(expr, symbols[name]).evalf(30, subs=at)
+        assume(exact.is_real and exact.is_finite)
+        assert adjoints[node] == pytest.approx(float(exact), rel=1e-9, abs=1e-12), (expression, name)
+
+
+@PROPERTY
+@given(programs(), points)
+def test_forward_mode_matches_reverse_mode(program, point):
+    graph = parse(program)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, adjoints = done
+    for name, node in graph.inputs.items():
+        tangent = jvp(graph, values, {name: 1.0})[graph.output]
+        assert tangent == pytest.approx(adjoints[node], rel=1e-9, abs=1e-12)
+
+
+def _ir(graph):
+    return [str(node) for node in graph], graph.output, dict(graph.defaults)
+
+
+@PROPERTY
+@given(programs())
+def test_print_then_parse_is_the_identity(program):
+    graph = validate(parse(program))
+    text = to_source(graph)
+    assert _ir(parse(text)) == _ir(graph), text
+    assert to_source(parse(text)) == text
+
+
+@PROPERTY
+@given(programs())
+def test_our_parser_loop_agrees_with_larks(program):
+    assert _ir(parse(program)) == _ir(parse(program, engine="lark"))
+
+
+_MUTATIONS = st.sampled_from(["+", "(", ")", ",", "*", "= ", "\n", "max(", "2 3", "^^", "input "])
+
+
+@PROPERTY
+@given(programs(), _MUTATIONS, st.integers(0, 200))
+def test_broken_programs_fail_the_same_way_in_both_loops(program, junk, at):
+    at = min(at, len(program))
+    broken = program[:at] + junk + program[at:]
+    outcomes = []
+    for engine in ("fast", "lark"):
+        try:
+            outcomes.append(_ir(parse(broken, engine=engine)))
+        except ParseError as e:
+            assert e.span is not None and e.source is not None
+            outcomes.append(e.render())
+        except CgraphError as e:  # pragma: no cover - parse raises only ParseError
+            pytest.fail(f"{type(e).__name__}: {e}")
+    assert outcomes[0] == outcomes[1]
+
+
+def test_finite_difference_helper_detects_kinks():
+    graph = parse("g = relu(x) + max(x, y)")
+    assert _near_kink(graph, forward(graph, {"x": 0.0, "y": 1.0}))
+    assert not _near_kink(graph, forward(graph, {"x": 0.5, "y": 1.0}))
+    assert math.isfinite(forward(graph, {"x": 0.5, "y": 1.0})[-1])
