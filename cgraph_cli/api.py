@@ -14,7 +14,7 @@ from .backward import vjp
 from .errors import BindingError
 from .forward import forward
 from .ir import Graph
-from .parse import parse
+from .parser import parse
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def program_options(command):
 
 def _load(args, expr, file_, binds, bindings_file):
     """The parsed program and its bindings (command line over file over source defaults)."""
-    from .parse import parse
+    from .parser import parse
     from .sources import load_bindings, parse_binding, read_program
 
     if expr is None and file_ is None:

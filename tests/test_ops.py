@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from cgraph_cli import DomainError, forward, grad, jvp, parse, validate
+from cgraph_cli import DomainError, grad, jvp, parse, validate
+from cgraph_cli.forward import forward
 from cgraph_cli.ops import FUNCTIONS, OPS
 
 COMPUTED = [op for op in OPS.values() if op.forward is not None]

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from cgraph_cli import BindingError, DomainError, evaluate, forward, grad, jvp, parse, validate, vjp
+from cgraph_cli import BindingError, DomainError, evaluate, grad, jvp, parse, validate, vjp
+from cgraph_cli.forward import forward
 
 
 def test_worked_example():

@@ -16,13 +16,13 @@ from cgraph_cli import (
     CgraphError,
     DomainError,
     ParseError,
-    forward,
     jvp,
     parse,
     to_source,
     validate,
     vjp,
 )
+from cgraph_cli.forward import forward
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
