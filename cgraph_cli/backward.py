@@ -17,7 +17,7 @@ from bisect import bisect_right
 from itertools import islice
 
 from .errors import DomainError
-from .forward import compile_program, describe
+from .forward import compile_program, slope_error
 from .ir import Graph, gc_paused
 from .ops import INPUT
 
@@ -45,18 +45,10 @@ def vjp(graph: Graph, values: list[float], of: int | None = None, seed: float = 
                     adj[a] += pa * g
                     adj[b] += pb * g
     except (ArithmeticError, ValueError):
-        raise _slope_error(graph, i, values) from None
+        raise slope_error(graph, i, values) from None
     if not all(math.isfinite(adj[n]) for n in graph.inputs.values()):
         raise _first_undefined(graph, values, program.backward[skip:], out, seed)
     return adj
-
-
-def _slope_error(graph: Graph, node: int, values: list[float]) -> DomainError:
-    formula = describe(graph, node, values)
-    return graph.error(
-        DomainError, f"the derivative of {formula} is undefined or infinite", node,
-        hints=[graph.ops[node].domain] if graph.ops[node].domain else [],
-    )
 
 
 def _first_undefined(graph: Graph, values, steps, out: int, seed: float) -> DomainError:
@@ -73,7 +65,7 @@ def _first_undefined(graph: Graph, values, steps, out: int, seed: float) -> Doma
         for arg, partial in zip(args, partials):
             adj[arg] += partial * g
             if depends[arg] and not math.isfinite(adj[arg]):
-                return _slope_error(graph, i, values)
+                return slope_error(graph, i, values)
     # Unreachable while the fast loop and this one agree; kept as a clear message regardless.
     return graph.error(DomainError, "a gradient is not a finite number", out)
 

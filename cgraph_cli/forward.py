@@ -133,6 +133,15 @@ def domain_error(graph: Graph, node: int, values: list[float], exc: Exception | 
     return graph.error(DomainError, message, node)
 
 
+def slope_error(graph: Graph, node: int, values: list[float]) -> DomainError:
+    """The error for node ``node`` whose local derivative is undefined or infinite."""
+    formula = describe(graph, node, values)
+    return graph.error(
+        DomainError, f"the derivative of {formula} is undefined or infinite", node,
+        hints=[graph.ops[node].domain] if graph.ops[node].domain else [],
+    )
+
+
 def run(graph: Graph, values: list[float]) -> list[float]:
     """Fill in every operation node of ``values`` (as made by :func:`initial_values`)."""
     i = -1
@@ -166,12 +175,16 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
     for name, t in tangents.items():
         out[graph.inputs[name]] = float(t)
     ops = graph.ops
-    for i, _, a, b in compile_program(graph).forward:
-        p = ops[i].partials
-        ta, tb = out[a], (out[b] if b >= 0 else 0.0)
-        if ta == 0.0 and tb == 0.0:
-            continue
-        partials = p(values[a], values[i]) if b < 0 else p(values[a], values[b], values[i])
-        # A zero tangent contributes nothing, even where the partial is undefined (x^c, x < 0).
-        out[i] = (partials[0] * ta if ta else 0.0) + (partials[1] * tb if tb else 0.0)
+    i = -1
+    try:
+        for i, _, a, b in compile_program(graph).forward:
+            ta, tb = out[a], (out[b] if b >= 0 else 0.0)
+            if ta == 0.0 and tb == 0.0:
+                continue
+            p = ops[i].partials
+            partials = p(values[a], values[i]) if b < 0 else p(values[a], values[b], values[i])
+            # A zero tangent contributes nothing, even where the partial is not finite.
+            out[i] = (partials[0] * ta if ta else 0.0) + (partials[1] * tb if tb else 0.0)
+    except (ArithmeticError, ValueError):
+        raise slope_error(graph, i, values) from None
     return out

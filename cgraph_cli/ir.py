@@ -45,13 +45,16 @@ class Node(NamedTuple):
         return f"%{self.id} = {body}{named}"
 
 
+_KINDS = ("=", "input", "bare")
+
+
 class Graph:
     """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after."""
 
     __slots__ = (
         "ops", "args", "labels", "starts", "ends", "consts",
-        "inputs", "defaults", "names", "statements", "output", "output_label", "source",
-        "_program",
+        "inputs", "defaults", "names", "stmt_kinds", "stmt_names", "stmt_nodes", "output",
+        "output_label", "source", "_program",
     )
 
     def __init__(self, source: Source) -> None:
@@ -64,9 +67,10 @@ class Graph:
         self.inputs: dict[str, int] = {}  # input name -> node id, in order of first use
         self.defaults: dict[str, float] = {}  # input name -> default declared in the source
         self.names: dict[str, int] = {}  # every name -> node it finally refers to
-        # In program order: (kind, name, node, nodes so far), kind "=", "input" or "bare" (whose
-        # name is the expression's text). Statements that only alias a node keep their place.
-        self.statements: list[tuple[str, str, int, int]] = []
+        # The statements in program order, as columns (see `statements`).
+        self.stmt_kinds = bytearray()
+        self.stmt_names: list[str] = []
+        self.stmt_nodes = array("q")  # node, then the number of nodes so far, per statement
         self.output = -1
         self.output_label = ""
         self.source = source
@@ -85,6 +89,14 @@ class Graph:
 
     def __iter__(self) -> Iterator[Node]:
         return (self[i] for i in range(len(self.ops)))
+
+    def statements(self) -> Iterator[tuple[str, str, int, int]]:
+        """``(kind, name, node, nodes so far)`` per statement, in program order. ``kind`` is
+        ``"="``, ``"input"`` or ``"bare"`` (whose name is the expression's text). A statement
+        that only aliases a node (``b = a``) keeps its place here, though it adds no node."""
+        nodes = self.stmt_nodes
+        for k, (kind, name) in enumerate(zip(self.stmt_kinds, self.stmt_names)):
+            yield _KINDS[kind], name, nodes[2 * k], nodes[2 * k + 1]
 
     def span(self, i: int) -> Span:
         return Span(self.starts[i], self.ends[i])
@@ -156,7 +168,10 @@ class Builder:
         self.graph.names[name] = node
 
     def statement(self, kind: str, name: str, node: int) -> None:
-        self.graph.statements.append((kind, name, node, len(self.graph.ops)))
+        g = self.graph
+        g.stmt_kinds.append(_KINDS.index(kind))
+        g.stmt_names.append(name)
+        g.stmt_nodes.extend((node, len(g.ops)))
 
     def finish(self, output: int, output_label: str) -> Graph:
         self.graph.output = output

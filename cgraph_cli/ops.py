@@ -60,7 +60,12 @@ def _pow(x: float, y: float) -> float:
 
 
 def _pow_partials(x: float, y: float, out: float) -> tuple[float, float]:
-    dx = 0.0 if y == 0.0 else y * math.pow(x, y - 1.0)
+    if y == 0.0:
+        dx = 0.0
+    elif x == 0.0:  # 0^(y-1) with y < 1 is infinite: say so rather than fail here
+        dx = 0.0 if y > 1.0 else (1.0 if y == 1.0 else math.inf)
+    else:
+        dx = y * math.pow(x, y - 1.0)
     # d/dy x^y = x^y ln x. At x = 0 PyTorch takes 0; for x < 0 it is undefined (nan), which the
     # reverse pass reports if it reaches an input.
     if x > 0.0:

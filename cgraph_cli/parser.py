@@ -1,9 +1,8 @@
-"""Program text -> graph IR. The only module that imports lark.
+"""Program text -> graph IR: a scanner and an LALR(1) driver over the grammar's tables.
 
-Lark's LALR parser calls :class:`~cgraph_cli.reader.Reader` as it reduces, so the IR is built
-while parsing, with no parse tree and no recursion. The tokens come from :class:`_Lexer`, a
-scanner compiled from the grammar's own terminals: one regular-expression match per token,
-whitespace and comments included, where Lark's general lexer takes several.
+The tables come from :mod:`cgraph_cli.grammar` (Lark compiles them once; they are cached).
+The driver runs shift/reduce steps in a tight loop and calls :class:`~cgraph_cli.reader.Reader`
+as it reduces, so the IR is built while parsing, with no parse tree and no recursion.
 
 >>> g = parse("p = x + y; g = p * z")
 >>> g.output_label, list(g.inputs)
@@ -12,20 +11,14 @@ whitespace and comments included, where Lark's general lexer takes several.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import threading
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .errors import CgraphError, ParseError, Source, Span, line_col
+from .grammar import CALL, PASS, Tables, tables
 from .ir import Graph, gc_paused
 from .ops import FUNCTIONS
 from .reader import Reader
-
-if TYPE_CHECKING:
-    from lark import Lark
 
 _TOKEN_WORDS = {
     "$END": "the end of the program",
@@ -37,19 +30,11 @@ _TOKEN_WORDS = {
 }
 
 
-def grammar_path() -> Path:
-    """The grammar file: inside the installed package, or ``grammars/`` in a source checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "grammars" / "cgraph.lark"
-    return packaged if packaged.is_file() else here.parent / "grammars" / "cgraph.lark"
-
-
 class Tok:
-    """A token: what the parser and the callbacks read of it. Lighter than ``lark.Token``;
-    positions are character offsets (lines and columns are computed only for messages)."""
+    """A token: its terminal's name, its text, and its character offsets."""
 
     __slots__ = ("type", "value", "start_pos", "end_pos")
-    line = column = end_line = end_column = None  # Lark copies these onto its $END token
+    line = column = end_line = end_column = None  # Lark's parser copies these onto $END
 
     def __init__(self, type_: str, value: str, start: int, end: int) -> None:
         self.type, self.value, self.start_pos, self.end_pos = type_, value, start, end
@@ -58,35 +43,18 @@ class Tok:
         return f"Tok({self.type}, {self.value!r})"
 
 
-class _Lexer:
-    """Tokens for Lark's parser (its custom-lexer interface). Built from the grammar's terminals:
-    ignored terminals become a prefix every match skips; a string terminal that a regex terminal
-    also matches (the keyword ``input`` and NAME) becomes a keyword of that regex terminal.
+class Lexer:
+    """Tokens, one regular-expression match each (ignored text included in the match).
 
     Newlines inside parentheses continue the statement, as in Python. The lexer also keeps the
     open parentheses and the last tokens, which syntax errors name.
     """
 
-    def __init__(self, lexer_conf) -> None:
-        terminals = [t for t in lexer_conf.terminals if t.name not in lexer_conf.ignore]
-        ignored = [t for t in lexer_conf.terminals if t.name in lexer_conf.ignore]
-        strings = [t for t in terminals if t.pattern.type == "str"]
-        regexes = [t for t in terminals if t.pattern.type == "re"]
-        self.keywords: dict[str, dict[str, str]] = {}
-        for r in regexes:
-            for s in strings:
-                if re.fullmatch(r.pattern.to_regexp(), s.pattern.value):
-                    self.keywords.setdefault(r.name, {})[s.pattern.value] = s.name
-        keyword_names = {name for kw in self.keywords.values() for name in kw.values()}
-        # Lark's own order: longest possible match first, so "**" wins over "*".
-        ordered = sorted(
-            (t for t in terminals if t.name not in keyword_names),
-            key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name),
-        )
-        skip = "|".join(t.pattern.to_regexp() for t in ignored)
-        body = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in ordered)
-        self.pattern = re.compile(f"(?:{skip})*(?:{body})")
-        self.trailer = re.compile(f"(?:{skip})*")
+    def __init__(self, pattern: str, trailer: str, keywords: dict[str, dict[str, str]]) -> None:
+        self.pattern = re.compile(pattern)
+        self.trailer = re.compile(trailer)
+        self.keywords = keywords
+        self.source = Source("")
         self.open: list[Tok] = []
         self.last: list[Tok] = []
 
@@ -115,8 +83,6 @@ class _Lexer:
             value = text[start:pos]
             if kind in keywords:
                 kind = keywords[kind].get(value, kind)
-            elif kind == "LPAR":
-                depth += 1
             elif kind == "RPAR":
                 if depth:
                     depth -= 1
@@ -125,6 +91,7 @@ class _Lexer:
                 continue
             tok = Tok(kind, value, start, pos)
             if kind == "LPAR":
+                depth += 1
                 opened.append(tok)
             last.append(tok)
             if len(last) > 8:
@@ -132,119 +99,68 @@ class _Lexer:
             yield tok
 
 
-_lock = threading.Lock()
-_parser: tuple[Lark, _Driver, Reader, _Lexer] | None = None
+class _Splice(list):
+    """Children of a rule that Lark's tree builder inlines into its parent."""
 
 
-def _cache_file(grammar: str) -> str | bool:
-    """A per-user cache path for Lark's tables, keyed by the grammar (never a shared /tmp file:
-    Lark's cache is a pickle)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "cgraph")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-    except OSError:
-        return False
-    import lark
-
-    key = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
-    return os.path.join(folder, f"grammar-{key}.lark-cache")
+def _flatten(children: list) -> list:
+    out = []
+    for c in children:
+        if c.__class__ is _Splice:
+            out.extend(c)
+        elif not (c.__class__ is Tok and c.type[0] == "_"):
+            out.append(c)
+    return out
 
 
-def _get_parser() -> tuple[Lark, _Driver, Reader, _Lexer]:
-    global _parser
-    if _parser is None:
-        from lark import Lark
-        from lark.lexer import Lexer
+class Driver:
+    """The LALR(1) loop: Lark's algorithm over plain tables, calling ``reader``'s methods."""
 
-        grammar = grammar_path().read_text(encoding="utf-8")
-        lexers: list[_Lexer] = []
+    def __init__(self, t: Tables, reader: Reader) -> None:
+        self.states = t.states
+        self.start, self.end = t.start, t.end
+        self.rules = []
+        for mode, name, size, origin, flatten in t.rules:
+            callback = getattr(reader, name) if mode == CALL else None
+            self.rules.append((size, mode, callback, origin, flatten))
 
-        class _LarkLexer(_Lexer, Lexer):  # Lark takes a Lexer subclass and makes the instance
-            def __init__(self, lexer_conf) -> None:
-                _Lexer.__init__(self, lexer_conf)
-                lexers.append(self)
-
-        # Lark's cache pickles the class by name, so it must be reachable as a module global.
-        _LarkLexer.__qualname__ = "_LarkLexer"
-        globals()["_LarkLexer"] = _LarkLexer
-        reader = Reader()
-        lark_parser = Lark(
-            grammar, parser="lalr", lexer=_LarkLexer, transformer=reader,
-            cache=_cache_file(grammar), maybe_placeholders=False,
-        )
-        _parser = lark_parser, _Driver(lark_parser), reader, lexers[-1]
-    return _parser
-
-
-class _Driver:
-    """Lark's LALR(1) tables run by a tight loop of our own.
-
-    The same shift/reduce steps and the same callbacks as Lark's parser loop, without its
-    per-step bookkeeping: about twice as fast, which matters for 10^5-statement programs.
-    ``parse(..., engine="lark")`` runs Lark's own loop, and the tests check the two agree.
-    """
-
-    def __init__(self, lark_parser: Lark) -> None:
-        from lark.parsers.lalr_analysis import Shift
-
-        inner = lark_parser.parser.parser.parser  # frontend -> LALR_Parser -> _Parser
-        table, callbacks = inner.parse_table, inner.callbacks
-        # Per state: token or rule name -> next state (an int, shift/goto) or a reduction
-        # (size, callback, rule name) (a tuple). A `?rule` with one child hands that child up
-        # unchanged (sum -> product -> unary ...): its callback is None and the loop skips it.
-        def reduction(rule):
-            passes_through = rule.options.expand1 and len(rule.expansion) == 1 and not rule.alias
-            return len(rule.expansion), None if passes_through else callbacks[rule], rule.origin.name
-
-        self.states = {
-            state: {
-                name: arg if action is Shift else reduction(arg)
-                for name, (action, arg) in actions.items()
-            }
-            for state, actions in table.states.items()
-        }
-        self.start = table.start_states["start"]
-        self.end = table.end_states["start"]
-
-    def run(self, tokens, source: Source, lexer: _Lexer):
-        states = self.states
+    def run(self, tokens, source: Source, lexer: Lexer):
+        states, rules = self.states, self.rules
         stack = [self.start]
         values: list = []
         push_state, push_value = stack.append, values.append
-        tok = None
         for tok in tokens:
             kind = tok.type
             while True:
                 act = states[stack[-1]].get(kind)
-                if act.__class__ is int:
+                if act is None:
+                    raise _syntax_error(tok, _expected(states[stack[-1]]), source, lexer)
+                if act >= 0:
                     push_state(act)
                     push_value(tok)
                     break
-                if act is None:
-                    raise _syntax_error(tok, _expected(states[stack[-1]]), source, lexer)
-                size, callback, origin = act
-                if callback is None:
+                size, mode, callback, origin, flatten = rules[-1 - act]
+                if mode == PASS:
                     del stack[-1]
-                    push_state(states[stack[-1]][origin])
-                    continue
-                if size:
-                    args = values[-size:]
-                    del values[-size:], stack[-size:]
                 else:
-                    args = []
-                push_value(callback(args))
+                    args = values[-size:] if size else []
+                    del values[len(values) - size :], stack[len(stack) - size :]
+                    if flatten:
+                        args = _flatten(args)
+                    push_value(callback(args) if mode == CALL else _Splice(args))
                 push_state(states[stack[-1]][origin])
         end = len(source.text)
         eof = Tok("$END", "", end, end)
         while True:
             act = states[stack[-1]].get("$END")
-            if act is None:
+            if act is None or act >= 0:
                 raise _syntax_error(eof, _expected(states[stack[-1]]), source, lexer)
-            size, callback, origin = act
+            size, mode, callback, origin, flatten = rules[-1 - act]
             args = values[-size:] if size else []
             del values[len(values) - size :], stack[len(stack) - size :]
-            value = args[0] if callback is None else callback(args)
+            if flatten:
+                args = _flatten(args)
+            value = args[0] if mode == PASS else callback(args) if mode == CALL else _Splice(args)
             goto = states[stack[-1]][origin]
             if goto == self.end:
                 return value
@@ -256,11 +172,53 @@ def _expected(actions: dict) -> set[str]:
     return {name for name in actions if name.isupper()}
 
 
+_lock = threading.Lock()
+_parser: tuple[Driver, Reader, Lexer] | None = None
+
+
+def _get_parser() -> tuple[Driver, Reader, Lexer]:
+    global _parser
+    if _parser is None:
+        t = tables()
+        reader = Reader()
+        _parser = Driver(t, reader), reader, Lexer(t.pattern, t.trailer, t.keywords)
+    return _parser
+
+
+_lark = None
+
+
+def _run_lark(text: str, reader: Reader, lexer: Lexer, source: Source):
+    """The same parse by Lark's own parser loop and tree builder (tests compare the two)."""
+    global _lark
+    from lark.exceptions import UnexpectedToken, VisitError
+
+    if _lark is None:
+        from lark.lexer import Lexer as LarkLexer
+
+        from .grammar import lark_parser
+
+        class Tokens(LarkLexer):
+            def __init__(self, lexer_conf) -> None:
+                pass
+
+            def lex(self, data):
+                return lexer.lex(data)
+
+        _lark = lark_parser(transformer=reader, lexer=Tokens)
+    try:
+        return _lark.parse(text)
+    except VisitError as e:
+        raise e.orig_exc from None
+    except UnexpectedToken as e:
+        raise _syntax_error(e.token, set(e.expected), source, lexer) from None
+
+
 def parse(text: str, filename: str = "<expr>", *, engine: str = "fast") -> Graph:
     """Parse a cgraph program into a :class:`~cgraph_cli.ir.Graph`.
 
     Raises :class:`~cgraph_cli.errors.ParseError` (with the place) for any invalid program.
-    ``engine="lark"`` runs Lark's own parser loop instead of ours (same result, slower).
+    ``engine="lark"`` parses with Lark's own parser instead (same result, slower; for tests).
 
     >>> g = parse("y = sin(x) ^ 2")
     >>> [n.op.name for n in g]
@@ -268,24 +226,16 @@ def parse(text: str, filename: str = "<expr>", *, engine: str = "fast") -> Graph
     """
     source = Source(text, filename)
     with _lock:
-        lark_parser, driver, reader, lexer = _get_parser()
+        driver, reader, lexer = _get_parser()
         reader.begin(source)
         lexer.begin(source)
         try:
             with gc_paused():
                 if engine == "lark":
-                    return lark_parser.parse(text)
+                    return _run_lark(text, reader, lexer, source)
                 return driver.run(lexer.lex(text), source, lexer)
         except CgraphError as e:
             raise e.located(source) from None
-        except Exception as e:
-            from lark.exceptions import UnexpectedToken, VisitError
-
-            if isinstance(e, VisitError) and isinstance(e.orig_exc, CgraphError):
-                raise e.orig_exc.located(source) from None
-            if isinstance(e, UnexpectedToken):
-                raise _syntax_error(e.token, set(e.expected), source, lexer) from None
-            raise
         finally:
             reader.b = None  # drop the half-built graph
 
@@ -296,7 +246,7 @@ def _describe(tok) -> str:
     return _TOKEN_WORDS.get(tok.type) or f"'{tok.value}'"
 
 
-def _syntax_error(tok, expected: set[str], source: Source, tokens: _Lexer) -> ParseError:
+def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> ParseError:
     """The parser met ``tok`` where it ``expected`` other terminals: say it in the user's words,
     with the caret in place."""
     text = source.text

@@ -35,17 +35,18 @@ class Reader:
         self.text = source.text
         self.output = -1
         self.output_label = ""
-        self.bare: Span | None = None  # a bare expression seen; legal only as the last statement
+        self.bare_span: Span | None = None  # a bare expression seen; legal only as the last statement
+        self.declared: set[str] = set()  # names given by `input` statements
 
     def _error(self, message: str, start: int, end: int, **kw) -> ParseError:
         return ParseError(message, Span(start, end), self.b.graph.source, **kw)
 
     def _statement(self) -> None:
-        if self.bare is not None:
+        if self.bare_span is not None:
             raise self._error(
                 "this value is computed and then lost: only the last statement may be a bare "
                 "expression",
-                *self.bare,
+                *self.bare_span,
                 hints=["name it (NAME = ...) to keep it, or delete it"],
             )
 
@@ -129,7 +130,7 @@ class Reader:
         self._statement()
         self.output = e[0]
         self.output_label = " ".join(self.text[e[1] : e[2]].split())
-        self.bare = Span(e[1], e[2])
+        self.bare_span = Span(e[1], e[2])
         self.b.statement("bare", self.output_label, e[0])
 
     def signed_number(self, toks):
@@ -148,7 +149,7 @@ class Reader:
                 continue  # a comma
             name, default = item
             where = (name.start_pos, name.end_pos)
-            if any(s[0] == "input" and s[1] == name.value for s in graph.statements):
+            if name.value in self.declared:
                 raise self._error(f"input '{name.value}' is declared twice", *where)
             if name.value in self.b.scope and name.value not in graph.inputs:
                 raise self._error(
@@ -161,6 +162,7 @@ class Reader:
             if default is not None:
                 graph.defaults[name.value] = default
             self.b.statement("input", name.value, node)
+            self.declared.add(name.value)
 
     def start(self, _statements) -> Graph:
         if self.output < 0:

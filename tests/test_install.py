@@ -37,7 +37,7 @@ def test_installed_command_runs_a_sample(venv, tmp_path):
 
 
 def test_grammar_ships_inside_the_package(venv, tmp_path):
-    code = "import cgraph_cli.parser as p; print(p.grammar_path())"
+    code = "import cgraph_cli.grammar as g; print(g.grammar_path())"
     proc = subprocess.run(
         [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path,
     )

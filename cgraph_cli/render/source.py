@@ -34,7 +34,7 @@ def to_source(graph: Graph) -> str:
 
     lines = []
     done = 0  # nodes written so far
-    for kind, name, node, end in graph.statements:
+    for kind, name, node, end in graph.statements():
         for i in range(done, end):
             exprs[i] = _node_text(graph, i, ref, exprs)
         text = exprs[node][0] if node >= done else ref(node)[0]
