@@ -102,7 +102,6 @@ def measure(kind: str, nodes: int, repeat: int) -> dict:
     fwd = best_of(lambda: forward(graph, bindings), repeat)
     values = forward(graph, bindings)
     bwd = best_of(lambda: vjp(graph, values), repeat)
-    del graph, values
     gc.collect()
     return {
         "graph": kind, "nodes": n, "statements": statements,
@@ -184,6 +183,8 @@ def torch_ns_per_node(nodes: int) -> float | None:
 
 
 def cli_start(runs: int) -> dict:
+    # As after `pip install`, which byte-compiles: this machine sets PYTHONDONTWRITEBYTECODE.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cgraph_cli")], check=True)
     exe = shutil.which("cgraph")
     cgraph = [exe] if exe else [sys.executable, "-m", "cgraph_cli"]
 
