@@ -82,6 +82,8 @@ def program_options(command):
                      help="Bind inputs from a JSON object of name -> number."),
         click.option("--format", "fmt", type=click.Choice([f.value for f in Format]),
                      default="table", show_default=True, help="Output format."),
+        click.option("--precision", type=click.IntRange(1, 17), metavar="N",
+                     help="Significant digits in table and plain output (default: exact)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -134,7 +136,7 @@ def main() -> None:
 @program_options
 @click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")
 @click.option("--of", metavar="NAME", help="Report this named value instead of the last one.")
-def eval_command(args, expr, file_, binds, bindings_file, fmt, show_all, of):
+def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_all, of):
     """Run the forward pass and print the output's value.
 
     \b
@@ -153,12 +155,12 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, show_all, of):
     def table():
         from .render.table import output_line, value_table
 
-        return value_table(report) if show_all else output_line(report)
+        return value_table(report, precision) if show_all else output_line(report, precision)
 
     def plain():
         from .render.text import eval_plain
 
-        return eval_plain(report, show_all)
+        return eval_plain(report, show_all, precision)
 
     _emit(fmt, report, table, plain)
 
@@ -168,13 +170,13 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, show_all, of):
 @click.option("--of", metavar="NAME", help="Differentiate this named value (default: the last).")
 @click.option("--wrt", metavar="A,B", multiple=True,
               help="Report only these names (inputs or named values); repeatable.")
-def grad_command(args, expr, file_, binds, bindings_file, fmt, of, wrt):
+def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, of, wrt):
     """Run the forward and reverse passes: ∂output/∂input for every input.
 
     \b
     Examples:
       cgraph grad 'g = (x + y) * z' x=1 y=3 z=-3        # ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
-      cgraph grad samples/neuron.cg --wrt w1,w2
+      cgraph grad samples/neuron.cg --wrt w1,w2 --precision 4
       cgraph grad samples/seed.cg --of p --format json
     """
     from .api import grad
@@ -187,12 +189,12 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, of, wrt):
     def table():
         from .render.table import gradient_table
 
-        return gradient_table(report)
+        return gradient_table(report, precision)
 
     def plain():
         from .render.text import grad_plain
 
-        return grad_plain(report)
+        return grad_plain(report, precision)
 
     _emit(fmt, report, table, plain)
 

@@ -242,3 +242,11 @@ def test_closed_stdout_is_quiet():
         shell=True, capture_output=True, text=True, input=program,
     )
     assert proc.stderr == ""
+
+
+def test_precision_rounds_table_and_plain_not_json(cli):
+    neuron = str(ROOT / "samples" / "neuron.cg")
+    assert cli("grad", neuron, "--wrt", "x1", "--precision", "3", "--format", "plain").stdout == "x1=-1.5\n"
+    assert "0.7071 " in cli("eval", neuron, "--all", "--precision", "4").stdout
+    exact = json.loads(cli("grad", neuron, "--precision", "3", "--format", "json").stdout)
+    assert exact["gradients"]["x1"] == -1.4999999999999993

@@ -32,25 +32,25 @@ def _wrap(name: str) -> str:
     return name if name.isidentifier() else f"({name})"
 
 
-def output_line(report: dict) -> Text:
+def output_line(report: dict, precision: int | None = None) -> Text:
     text = Text()
     text.append(report["output"], style="bold")
-    text.append(f" = {format_number(report['value'])}")
+    text.append(f" = {format_number(report['value'], precision)}")
     return text
 
 
-def value_table(report: dict) -> Table:
+def value_table(report: dict, precision: int | None = None) -> Table:
     """Every input and named node with its value; the output in bold."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
     table.add_column("name")
     table.add_column("value", justify="right")
     for name, value in report["values"].items():
         style = "bold" if name == report["output"] else None
-        table.add_row(name, format_number(value), style=style)
+        table.add_row(name, format_number(value, precision), style=style)
     return table
 
 
-def gradient_table(report: dict) -> Group:
+def gradient_table(report: dict, precision: int | None = None) -> Group:
     """Per input: its value and ∂output/∂input, then the output's value."""
     out = _wrap(report["output"])
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
@@ -59,5 +59,5 @@ def gradient_table(report: dict) -> Group:
     table.add_column(f"∂{out}/∂input", justify="right")
     values = report["values"]
     for name, g in report["gradients"].items():
-        table.add_row(name, format_number(values[name]), format_number(g))
-    return Group(table, Text(""), Text("  ") + output_line(report))
+        table.add_row(name, format_number(values[name], precision), format_number(g, precision))
+    return Group(table, Text(""), Text("  ") + output_line(report, precision))

@@ -10,15 +10,16 @@ from __future__ import annotations
 from ..numfmt import format_number
 
 
-def plain_lines(pairs: dict[str, float]) -> str:
-    return "\n".join(f"{name}={format_number(value)}" for name, value in pairs.items())
+def plain_lines(pairs: dict[str, float], precision: int | None = None) -> str:
+    return "\n".join(f"{name}={format_number(value, precision)}" for name, value in pairs.items())
 
 
-def eval_plain(report: dict, show_all: bool = False) -> str:
+def eval_plain(report: dict, show_all: bool = False, precision: int | None = None) -> str:
     """``output=value``, or every named value with ``show_all``."""
-    return plain_lines(report["values"] if show_all else {report["output"]: report["value"]})
+    pairs = report["values"] if show_all else {report["output"]: report["value"]}
+    return plain_lines(pairs, precision)
 
 
-def grad_plain(report: dict) -> str:
+def grad_plain(report: dict, precision: int | None = None) -> str:
     """One ``input=gradient`` line per input."""
-    return plain_lines(report["gradients"])
+    return plain_lines(report["gradients"], precision)

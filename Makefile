@@ -1,0 +1,35 @@
+# Two commands set up a fresh machine and run: `make demo` (a sample) and `make test` (the tests).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench golden lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/cgraph eval samples/seed.cg --all
+	$(BIN)/cgraph grad samples/seed.cg
+	$(BIN)/cgraph grad samples/neuron.cg --precision 4
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_core.py
+
+golden: $(STAMP)
+	$(BIN)/python -m pytest tests/test_golden.py --update-golden
+	git diff --stat tests/cases
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check cgraph_cli
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info
