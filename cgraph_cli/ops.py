@@ -46,6 +46,9 @@ class OpSpec:
     domain: str = ""  # what the forward rule needs, said when it fails
     example: str = ""  # a program whose output node is this op
     kink: Callable[..., bool] | None = None  # True where the op is not differentiable
+    # Each local partial as a formula, for diagrams and explanations: {0}, {1} name the
+    # arguments, {out} the node itself. mul: ∂out/∂a = b, ∂out/∂b = a.
+    derivative: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -116,45 +119,115 @@ def _kink_at_tie(x: float, y: float) -> bool:
     return x == y
 
 
-def _infix(name, symbol, glyph, prec, forward, partials, example, **kw) -> OpSpec:
-    return OpSpec(name, 2, forward, partials, symbol, glyph, INFIX, prec, example=example, **kw)
+def _infix(name, symbol, glyph, prec, forward, partials, example, derivative, **kw) -> OpSpec:
+    return OpSpec(
+        name,
+        2,
+        forward,
+        partials,
+        symbol,
+        glyph,
+        INFIX,
+        prec,
+        example=example,
+        derivative=derivative,
+        **kw,
+    )
 
 
-def _fn(name, arity, forward, partials, example, **kw) -> OpSpec:
-    return OpSpec(name, arity, forward, partials, name, name, CALL, function=True, example=example, **kw)
+def _fn(name, arity, forward, partials, example, derivative, **kw) -> OpSpec:
+    return OpSpec(
+        name,
+        arity,
+        forward,
+        partials,
+        name,
+        name,
+        CALL,
+        function=True,
+        example=example,
+        derivative=derivative,
+        **kw,
+    )
 
 
 _TABLE = (
     OpSpec("input", 0, None, None, "", "", LEAF),
     OpSpec("const", 0, None, None, "", "", LEAF),
-    _infix("add", "+", "+", PREC_SUM, operator.add, lambda x, y, o: (1.0, 1.0), "x + y"),
-    _infix("sub", "-", "−", PREC_SUM, operator.sub, lambda x, y, o: (1.0, -1.0), "x - y"),
-    _infix("mul", "*", "×", PREC_PRODUCT, operator.mul, lambda x, y, o: (y, x), "x * y"),
     _infix(
-        "div", "/", "÷", PREC_PRODUCT, _div, lambda x, y, o: (1.0 / y, -o / y), "x / y",
+        "add", "+", "+", PREC_SUM, operator.add, lambda x, y, o: (1.0, 1.0), "x + y", ("1", "1")
+    ),
+    _infix(
+        "sub", "-", "−", PREC_SUM, operator.sub, lambda x, y, o: (1.0, -1.0), "x - y", ("1", "-1")
+    ),
+    _infix(
+        "mul", "*", "×", PREC_PRODUCT, operator.mul, lambda x, y, o: (y, x), "x * y", ("{1}", "{0}")
+    ),
+    _infix(
+        "div",
+        "/",
+        "÷",
+        PREC_PRODUCT,
+        _div,
+        lambda x, y, o: (1.0 / y, -o / y),
+        "x / y",
+        ("1/{1}", "-{out}/{1}"),
         domain="the divisor must not be 0",
     ),
     OpSpec(
-        "pow", 2, _pow, _pow_partials, "^", "^", INFIX, PREC_POWER, right_assoc=True,
-        function=True, example="x ^ y",
+        name="pow", arity=2, forward=_pow, partials=_pow_partials, symbol="^", glyph="^",
+        style=INFIX, precedence=PREC_POWER, right_assoc=True, function=True, example="x ^ y",
+        derivative=("{1}·{0}^({1} - 1)", "{out}·log({0})"),
         domain="a negative base needs a whole exponent, and 0 has no negative powers",
     ),
-    OpSpec("neg", 1, operator.neg, lambda x, o: (-1.0,), "-", "−", PREFIX, PREC_UNARY, example="-x"),
-    _fn("sin", 1, math.sin, lambda x, o: (math.cos(x),), "sin(x)"),
-    _fn("cos", 1, math.cos, lambda x, o: (-math.sin(x),), "cos(x)"),
-    _fn("tan", 1, math.tan, lambda x, o: (1.0 + o * o,), "tan(x)"),
-    _fn("exp", 1, math.exp, lambda x, o: (o,), "exp(x)"),
-    _fn("log", 1, math.log, lambda x, o: (1.0 / x,), "log(x)", domain="log needs a positive argument"),
+    OpSpec(
+        name="neg", arity=1, forward=operator.neg, partials=lambda x, o: (-1.0,), symbol="-",
+        glyph="−", style=PREFIX, precedence=PREC_UNARY, example="-x", derivative=("-1",),
+    ),
+    _fn("sin", 1, math.sin, lambda x, o: (math.cos(x),), "sin(x)", ("cos({0})",)),
+    _fn("cos", 1, math.cos, lambda x, o: (-math.sin(x),), "cos(x)", ("-sin({0})",)),
+    _fn("tan", 1, math.tan, lambda x, o: (1.0 + o * o,), "tan(x)", ("1 + {out}²",)),
+    _fn("exp", 1, math.exp, lambda x, o: (o,), "exp(x)", ("{out}",)),
     _fn(
-        "sqrt", 1, math.sqrt, lambda x, o: (0.5 / o,), "sqrt(x)",
+        "log",
+        1,
+        math.log,
+        lambda x, o: (1.0 / x,),
+        "log(x)",
+        ("1/{0}",),
+        domain="log needs a positive argument",
+    ),
+    _fn(
+        "sqrt",
+        1,
+        math.sqrt,
+        lambda x, o: (0.5 / o,),
+        "sqrt(x)",
+        ("1/(2·{out})",),
         domain="sqrt needs a non-negative argument, and its slope is infinite at 0",
     ),
-    _fn("tanh", 1, math.tanh, lambda x, o: (1.0 - o * o,), "tanh(x)"),
-    _fn("sigmoid", 1, _sigmoid, lambda x, o: (o * (1.0 - o),), "sigmoid(x)"),
-    _fn("relu", 1, _relu, lambda x, o: (1.0 if x > 0.0 else 0.0,), "relu(x)", kink=_kink_at_zero),
-    _fn("abs", 1, math.fabs, lambda x, o: (_sign(x),), "abs(x)", kink=_kink_at_zero),
-    _fn("min", 2, min, _min_partials, "min(x, y)", kink=_kink_at_tie),
-    _fn("max", 2, max, _max_partials, "max(x, y)", kink=_kink_at_tie),
+    _fn("tanh", 1, math.tanh, lambda x, o: (1.0 - o * o,), "tanh(x)", ("1 - {out}²",)),
+    _fn(
+        "sigmoid", 1, _sigmoid, lambda x, o: (o * (1.0 - o),), "sigmoid(x)", ("{out}·(1 - {out})",)
+    ),
+    _fn(
+        "relu",
+        1,
+        _relu,
+        lambda x, o: (1.0 if x > 0.0 else 0.0,),
+        "relu(x)",
+        ("[{0} > 0]",),
+        kink=_kink_at_zero,
+    ),
+    _fn(
+        "abs", 1, math.fabs, lambda x, o: (_sign(x),), "abs(x)", ("sign({0})",), kink=_kink_at_zero
+    ),
+    _fn(
+        "min", 2, min, _min_partials, "min(x, y)", ("[{0} < {1}]", "[{1} < {0}]"), kink=_kink_at_tie
+    ),
+    _fn(
+        "max", 2, max, _max_partials, "max(x, y)", ("[{0} > {1}]", "[{1} > {0}]"), kink=_kink_at_tie
+    ),
 )
 
 #: Every op by name.

@@ -117,3 +117,10 @@ def test_pow_of_a_negative_base():
         grad("g = x ^ y", {"x": -1.5, "y": 2})
     assert "derivative of (-1.5) ^ 2" in err.value.message
     assert err.value.where() == "<expr>:1:5"
+
+
+@pytest.mark.parametrize("op", COMPUTED, ids=lambda op: op.name)
+def test_every_op_has_a_derivative_formula_per_argument(op):
+    assert len(op.derivative) == op.arity
+    for formula in op.derivative:
+        formula.format("a", "b", out="o")  # only {0}, {1} and {out} placeholders
