@@ -29,7 +29,6 @@ golden: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check cgraph_cli
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

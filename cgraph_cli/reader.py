@@ -129,7 +129,10 @@ class Reader:
         e = children[0]
         self._statement()
         self.output = e[0]
-        self.output_label = " ".join(self.text[e[1] : e[2]].split())
+        # The expression's text, on one line: without comments or line continuations.
+        text = self.text[e[1] : e[2]].replace("\\\n", " ")
+        self.output_label = " ".join(line.split("#")[0] for line in text.splitlines()).strip()
+        self.output_label = " ".join(self.output_label.split())
         self.bare_span = Span(e[1], e[2])
         self.b.statement("bare", self.output_label, e[0])
 

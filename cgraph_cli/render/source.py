@@ -65,8 +65,9 @@ def _node_text(graph: Graph, i: int, ref, exprs: list[Text]) -> Text:
     return combine(op, args)
 
 
-def combine(op: OpSpec, args: list[Text]) -> Text:
+def combine(op: OpSpec, args: list[Text], symbol: str | None = None) -> Text:
     """The text of ``op`` applied to argument texts, parenthesized as the grammar needs.
+    ``symbol`` replaces the operator's source symbol (``op.glyph`` for display).
 
     >>> from cgraph_cli.ops import OPS
     >>> combine(OPS["sub"], [("a", 5), ("b - c", 1)])
@@ -81,8 +82,8 @@ def combine(op: OpSpec, args: list[Text]) -> Text:
             left = f"({left})"
         if (rp < p or (rp == p and not op.right_assoc)) and not (op.right_assoc and rp == PREC_UNARY):
             right = f"({right})"  # but 2 ^ -1 needs none
-        return f"{left} {op.symbol} {right}", p
+        return f"{left} {symbol or op.symbol} {right}", p
     if op.style == PREFIX:
         ((arg, ap),) = args
-        return op.symbol + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
+        return (symbol or op.symbol) + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
     return f"{op.symbol}({', '.join(a for a, _ in args)})", PREC_ATOM

@@ -1,0 +1,85 @@
+"""Diagrams of a program: evaluate what can be evaluated, then build the DOT, then render.
+
+>>> from cgraph_cli import parse
+>>> d = diagram_of(parse("g = (x + y) * z"), {"x": 1, "y": 3, "z": -3})
+>>> d.nodes, d.note
+(5, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .api import grad, resolve_name
+from .errors import UsageError
+from .ir import Graph
+from .render.dot import DiagramOptions, ancestors, diagram
+
+#: Beyond this many nodes a diagram is slow to lay out and unreadable; --force draws anyway.
+MAX_NODES = 500
+
+
+@dataclass(frozen=True)
+class Diagram:
+    dot: object  # graphviz.Digraph
+    nodes: int  # nodes drawn
+    note: str | None  # what the user should know (values left out, and why)
+
+    @property
+    def source(self) -> str:
+        return self.dot.source
+
+
+def diagram_of(
+    graph: Graph,
+    bindings: Mapping[str, object] | None = None,
+    options: DiagramOptions = DiagramOptions(),
+    *,
+    of: str | None = None,
+    focus: str | None = None,
+    force: bool = False,
+) -> Diagram:
+    """The annotated diagram of ``graph``. Missing bindings leave the values out (with a note)
+    instead of failing; any other evaluation error is raised."""
+    out = graph.output if of is None else resolve_name(graph, of)
+    focus_node = None if focus is None else resolve_name(graph, focus)
+    count = sum(ancestors(graph, out if focus_node is None else focus_node))
+    if count > MAX_NODES and not force:
+        raise UsageError(
+            f"the diagram would have {count:,} nodes; more than {MAX_NODES} are slow to lay out "
+            "and hard to read",
+            hints=["draw the part that leads to one value with --focus NAME, or all of it with "
+                   "--force"],
+        )
+    values = adjoints = None
+    note = None
+    if options.values or options.grads:
+        missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
+        if missing:
+            note = ("values need bindings: " + " ".join(f"{m}=VALUE" for m in missing)
+                    + "; drawing the structure only")
+        else:
+            result = grad(graph, bindings, of=of)
+            values, adjoints = result.values, result.adjoints
+    if focus_node is not None:
+        options = DiagramOptions(**{**options.__dict__, "focus": focus_node})
+    return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
+
+
+def output_format(path: str | None, fmt: str | None) -> str:
+    """The image format: ``--format``, else the file's extension, else PNG."""
+    from .render.image import FORMATS
+
+    if fmt:
+        return fmt
+    if path and path != "-" and "." in path.rsplit("/", 1)[-1]:
+        ext = path.rsplit(".", 1)[-1].lower()
+        if ext not in FORMATS:
+            raise UsageError(
+                f"cannot tell the format of {path!r} from its extension",
+                hints=["use .png, .svg, .pdf, .dot or .gv, or say --format"],
+            )
+        return ext
+    return "png"
+

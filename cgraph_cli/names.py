@@ -1,0 +1,39 @@
+"""Readable names for every node, shared by diagrams, the terminal view and explanations.
+
+Inputs keep their names and constants show their value. A node a statement named keeps that
+name; a name assigned again gets primes (c, c', c''), so each node's name is its own. Unnamed
+intermediate results are t1, t2, ... (skipping any name the program uses).
+
+>>> from cgraph_cli import parse
+>>> node_names(parse("c = a * 2; c = c + 1; g = (c - a) * c"))
+['a', '2', 'c', '1', "c'", 't1', 'g']
+"""
+
+from __future__ import annotations
+
+from .ir import Graph
+from .numfmt import format_number
+from .ops import CONST, INPUT
+
+
+def node_names(graph: Graph) -> list[str]:
+    taken = set(graph.inputs) | set(graph.names) | set(filter(None, graph.labels))
+    seen: dict[str, int] = {}
+    counter = 0
+    names = []
+    for i, op in enumerate(graph.ops):
+        label = graph.labels[i]
+        if op is CONST and label is None:
+            names.append(format_number(graph.consts[i]))
+        elif label is not None:
+            primes = seen.get(label, 0)
+            seen[label] = primes + 1
+            names.append(label + "'" * primes if op is not INPUT else label)
+        elif i == graph.output:
+            names.append(graph.output_label)
+        else:
+            counter += 1
+            while f"t{counter}" in taken:
+                counter += 1
+            names.append(f"t{counter}")
+    return names

@@ -1,0 +1,215 @@
+"""Graph -> Graphviz DOT, annotated with values and gradients.
+
+Pure: returns a ``graphviz.Digraph`` (its ``.source`` is the DOT text); nothing is drawn here.
+The same graph, values and options always give the same bytes: node ids are ``n<id>`` and
+nodes and edges are written in node order.
+
+Colour: with gradients shown, each node's gradient cell is tinted by the sign of ∂out/∂node
+(blue positive, red negative; the print theme uses grey) and more strongly the larger its
+magnitude is relative to the largest in the graph. The legend under the diagram says so.
+
+>>> from cgraph_cli import grad
+>>> r = grad("p = x + y; g = p * z", {"x": 1, "y": 3, "z": -3})
+>>> src = diagram(r.graph, r.values, r.adjoints).source
+>>> "n4 [" in src and "n2 -> n4" in src and "-12" in src
+True
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..ir import Graph
+from ..names import node_names
+from ..numfmt import format_number
+from ..ops import CONST, INPUT
+
+
+@dataclass(frozen=True)
+class Theme:
+    background: str
+    text: str
+    muted: str  # secondary text, edges
+    input_fill: str
+    op_fill: str
+    const_fill: str
+    output: str  # the output node's border
+    positive: str  # gradient > 0
+    negative: str  # gradient < 0
+    backward: str  # edges of the backward view
+
+
+THEMES = {
+    "light": Theme("#ffffff", "#1f2328", "#6e7781", "#ddf4ff", "#ffffff", "#f6f8fa", "#8250df",
+                   "#2166ac", "#b2182b", "#cf222e"),
+    "dark": Theme("#0d1117", "#e6edf3", "#8b949e", "#0c2d6b", "#161b22", "#21262d", "#d2a8ff",
+                  "#79c0ff", "#ff7b72", "#ffa198"),
+    "print": Theme("#ffffff", "#000000", "#555555", "#eeeeee", "#ffffff", "#ffffff", "#000000",
+                   "#000000", "#000000", "#000000"),
+}
+FONT = "Arial"  # Liberation Sans or Arimo where Arial is absent: all have ∂ and the glyphs
+
+
+@dataclass(frozen=True)
+class DiagramOptions:
+    theme: str = "light"
+    rankdir: str = "LR"
+    precision: int | None = 4  # significant digits; None: exact
+    values: bool = True
+    grads: bool = True
+    backward: bool = False  # draw the backward pass: local derivatives on the edges
+    focus: int | None = None  # draw only the nodes that lead to this one
+
+
+def ancestors(graph: Graph, node: int) -> list[bool]:
+    """Which nodes lead to ``node`` (itself included), by one backwards sweep."""
+    keep = [False] * len(graph.ops)
+    keep[node] = True
+    for i in range(node, -1, -1):
+        if keep[i]:
+            for a in graph.args[i]:
+                keep[a] = True
+    return keep
+
+
+def diagram(
+    graph: Graph,
+    values: Sequence[float] | None = None,
+    adjoints: Sequence[float] | None = None,
+    options: DiagramOptions = DiagramOptions(),
+    output: int | None = None,
+):
+    """The DOT diagram of ``graph``; values and adjoints (∂output/∂node) label the nodes when
+    given and asked for."""
+    import graphviz
+
+    theme = THEMES[options.theme]
+    out = graph.output if output is None else output
+    names = node_names(graph)
+    values = values if options.values else None
+    adjoints = adjoints if options.grads and values is not None else None
+    shown = ancestors(graph, options.focus if options.focus is not None else out)
+    scale = max((abs(adjoints[i]) for i in range(len(shown)) if shown[i]), default=0.0) if adjoints else 0.0
+
+    dot = graphviz.Digraph("cgraph", format="svg")
+    dot.attr(
+        rankdir=options.rankdir, bgcolor=theme.background, fontname=FONT, fontcolor=theme.text,
+        nodesep="0.3", ranksep="0.45", pad="0.25", newrank="true",
+    )
+    dot.attr("node", fontname=FONT, fontsize="12", fontcolor=theme.text, color=theme.muted,
+             penwidth="1.2", margin="0.06,0.04")
+    dot.attr("edge", fontname=FONT, fontsize="10", fontcolor=theme.muted, color=theme.muted,
+             arrowsize="0.7")
+    fmt = lambda x: format_number(x, options.precision)  # noqa: E731
+    for i, op in enumerate(graph.ops):
+        if not shown[i]:
+            continue
+        attrs = _node_attrs(graph, i, names, theme)
+        grad = None if adjoints is None else adjoints[i]
+        label = _label(graph, i, names, out, theme, fmt,
+                       None if values is None else values[i], grad, scale)
+        if i == out:
+            attrs.update(color=theme.output, penwidth="2.4")
+        dot.node(f"n{i}", f"<{label}>", **attrs)
+    for i, args in enumerate(graph.args):
+        if not shown[i]:
+            continue
+        for k, a in enumerate(args):
+            dot.edge(f"n{a}", f"n{i}", **_edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options))
+    if adjoints is not None:
+        dot.attr(label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10")
+    return dot
+
+
+def _node_attrs(graph: Graph, i: int, names, theme: Theme) -> dict[str, str]:
+    op = graph.ops[i]
+    if op is INPUT:
+        return {"shape": "box", "style": "rounded,filled", "fillcolor": theme.input_fill}
+    if op is CONST:
+        return {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": theme.const_fill,
+                "fontsize": "11"}
+    return {"shape": "box", "style": "rounded,filled", "fillcolor": theme.op_fill}
+
+
+def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad, scale) -> str:
+    op = graph.ops[i]
+    e = html.escape
+    rows = []
+    if op is INPUT:
+        head = f'<B>{e(names[i])}</B>'
+    elif op is CONST:
+        head = f"{e(names[i])}" if graph.labels[i] is None else f"<B>{e(names[i])}</B>"
+    else:
+        name = f'<B>{e(names[i])}</B>' if graph.labels[i] or i == out else \
+            f'<FONT COLOR="{theme.muted}">{e(names[i])}</FONT>'
+        size = 17 if len(op.glyph) == 1 else 13  # a symbol reads larger than a function name
+        head = f'<FONT POINT-SIZE="{size}">{e(op.glyph)}</FONT>  {name}'
+    rows.append(f'<TR><TD COLSPAN="2">{head}</TD></TR>')
+    if value is not None and not (op is CONST and graph.labels[i] is None):
+        rows.append(_row("value", fmt(value), theme.muted))
+    if grad is not None and op is not CONST:
+        who = names[out] if names[out].isidentifier() else "out"
+        rows.append(_row(f"∂{who}/∂{names[i] if names[i].isidentifier() else '·'}",
+                         fmt(grad), theme.muted, _tint(grad, scale, theme)))
+    table = "".join(rows)
+    return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">{table}</TABLE>'
+
+
+def _row(key: str, value: str, key_color: str, fill: str | None = None) -> str:
+    e = html.escape
+    bg = f' BGCOLOR="{fill}"' if fill else ""
+    return (f'<TR><TD ALIGN="LEFT"><FONT COLOR="{key_color}" POINT-SIZE="10">{e(key)}</FONT></TD>'
+            f'<TD ALIGN="RIGHT"{bg}> {e(value)} </TD></TR>')
+
+
+def _tint(grad: float, scale: float, theme: Theme) -> str | None:
+    if grad == 0.0 or scale == 0.0 or not math.isfinite(grad):
+        return None
+    strength = 0.18 + 0.5 * math.sqrt(min(1.0, abs(grad) / scale))
+    if theme.positive == theme.negative:  # print: grey by magnitude only
+        return _mix(theme.background, "#888888", strength)
+    return _mix(theme.background, theme.positive if grad > 0 else theme.negative, strength)
+
+
+def _mix(a: str, b: str, t: float) -> str:
+    ca = [int(a[k : k + 2], 16) for k in (1, 3, 5)]
+    cb = [int(b[k : k + 2], 16) for k in (1, 3, 5)]
+    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))
+
+
+def _edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options) -> dict[str, str]:
+    if not options.backward:
+        return {}
+    attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
+    op = graph.ops[i]
+    args = graph.args[i]
+    formula = op.derivative[k].format(*(names[a] for a in args), out=names[i])
+    text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
+    if values is not None:
+        partials = op.partials(*(values[a] for a in args), values[i])
+        number = fmt(partials[k])
+        if number != formula:
+            text += f" = {number}"
+    attrs["label"] = text  # a plain label: Graphviz's own quoting escapes it
+    return attrs
+
+
+def _legend(theme: Theme, out: str) -> str:
+    who = out if out.isidentifier() else "out"
+    if theme.positive == theme.negative:
+        swatches = (f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.3)}"> small |∂| </TD>'
+                    f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.68)}"> large |∂| </TD>')
+    else:
+        swatches = "".join(
+            f'<TD BGCOLOR="{_mix(theme.background, color, s)}"> {text} </TD>'
+            for color, s, text in (
+                (theme.negative, 0.68, "−large"), (theme.negative, 0.3, "−small"),
+                (theme.positive, 0.3, "+small"), (theme.positive, 0.68, "+large"),
+            )
+        )
+    return (f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>'
+            f'<TD><FONT COLOR="{theme.muted}">∂{html.escape(who)}/∂node:</FONT></TD>{swatches}'
+            f"</TR></TABLE>")

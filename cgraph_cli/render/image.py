@@ -1,0 +1,90 @@
+"""DOT text -> PNG, SVG or PDF bytes, with Graphviz's ``dot`` or the ``graphviz-pure`` package.
+
+``dot`` is used where it is on PATH; otherwise ``graphviz-pure`` (a self-contained port of
+``dot`` installed with cgraph), which draws PNG and SVG but not PDF.
+
+>>> sorted(FORMATS)
+['dot', 'gv', 'pdf', 'png', 'svg']
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+
+FORMATS = {"png", "svg", "pdf", "dot", "gv"}  # dot and gv are the DOT text itself
+RENDERERS = ("auto", "dot", "graphviz-pure")
+_CAN = {"dot": frozenset({"png", "svg", "pdf"}), "graphviz-pure": frozenset({"png", "svg"})}
+INSTALL_DOT = "install Graphviz: apt-get install graphviz, brew install graphviz, or graphviz.org"
+
+
+@dataclass(frozen=True)
+class Renderer:
+    name: str  # "dot" or "graphviz-pure"
+    path: str
+
+    @property
+    def formats(self) -> frozenset[str]:
+        return _CAN[self.name]
+
+
+def locate(name: str) -> Renderer | None:
+    """The renderer called ``name`` if it is installed."""
+    path = shutil.which(name)
+    if path is None and name == "graphviz-pure":
+        # installed beside this Python (a virtual environment that is not activated)
+        beside = Path(sys.executable).parent / "graphviz-pure"
+        path = str(beside) if beside.is_file() else None
+    return Renderer(name, path) if path else None
+
+
+def describe_renderers() -> str:
+    """One line for --help: which renderer `auto` picks here."""
+    dot, pure = locate("dot"), locate("graphviz-pure")
+    if dot:
+        return f"auto uses Graphviz's dot ({dot.path}) for PNG, SVG and PDF."
+    if pure:
+        return f"auto uses graphviz-pure ({pure.path}): PNG and SVG; PDF needs Graphviz's dot."
+    return "No renderer found: only DOT output works; " + INSTALL_DOT + "."
+
+
+def choose(fmt: str, preference: str = "auto") -> Renderer:
+    """The renderer for ``fmt``, or a :class:`UsageError` that says what to install."""
+    names = ("dot", "graphviz-pure") if preference == "auto" else (preference,)
+    for name in names:
+        renderer = locate(name)
+        if renderer is not None and fmt in renderer.formats:
+            return renderer
+    if preference == "graphviz-pure" and locate("graphviz-pure") and fmt not in _CAN["graphviz-pure"]:
+        problem = f"graphviz-pure cannot write {fmt.upper()}"
+    elif preference != "auto":
+        problem = f"the renderer {preference!r} is not installed"
+    else:
+        problem = f"no installed renderer can write {fmt.upper()}"
+    hints = [INSTALL_DOT if fmt == "pdf" or preference == "dot" else
+             "pip install graphviz-pure (PNG and SVG), or " + INSTALL_DOT]
+    hints.append(".dot files work everywhere" + (
+        ", and .png and .svg work with graphviz-pure" if fmt == "pdf" else ""))
+    raise UsageError(problem, hints=hints)
+
+
+def render(source: str, fmt: str, renderer: Renderer, dpi: int | None = None) -> bytes:
+    """Run the renderer on DOT ``source``."""
+    command = [renderer.path, f"-T{fmt}"]
+    if dpi is not None and fmt == "png":
+        command.append(f"-Gdpi={dpi}")
+    try:
+        done = subprocess.run(command, input=source.encode(), capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{renderer.name} took more than 10 minutes; try --focus") from None
+    except OSError as e:
+        raise UsageError(f"cannot run {renderer.path}: {e.strerror}") from None
+    if done.returncode != 0:
+        detail = done.stderr.decode(errors="replace").strip().splitlines()
+        raise UsageError(f"{renderer.name} failed: {detail[-1] if detail else 'no message'}")
+    return done.stdout
