@@ -34,7 +34,7 @@ class Diagram:
 def diagram_of(
     graph: Graph,
     bindings: Mapping[str, object] | None = None,
-    options: DiagramOptions = DiagramOptions(),
+    options: DiagramOptions | None = None,
     *,
     of: str | None = None,
     focus: str | None = None,
@@ -42,6 +42,7 @@ def diagram_of(
 ) -> Diagram:
     """The annotated diagram of ``graph``. Missing bindings leave the values out (with a note)
     instead of failing; any other evaluation error is raised."""
+    options = options or DiagramOptions()
     out = graph.output if of is None else resolve_name(graph, of)
     focus_node = None if focus is None else resolve_name(graph, focus)
     count = sum(ancestors(graph, out if focus_node is None else focus_node))

@@ -79,13 +79,14 @@ def diagram(
     graph: Graph,
     values: Sequence[float] | None = None,
     adjoints: Sequence[float] | None = None,
-    options: DiagramOptions = DiagramOptions(),
+    options: DiagramOptions | None = None,
     output: int | None = None,
 ):
     """The DOT diagram of ``graph``; values and adjoints (∂output/∂node) label the nodes when
     given and asked for."""
     import graphviz
 
+    options = options or DiagramOptions()
     theme = THEMES[options.theme]
     out = graph.output if output is None else output
     names = node_names(graph)
@@ -104,7 +105,7 @@ def diagram(
     dot.attr("edge", fontname=FONT, fontsize="10", fontcolor=theme.muted, color=theme.muted,
              arrowsize="0.7")
     fmt = lambda x: format_number(x, options.precision)  # noqa: E731
-    for i, op in enumerate(graph.ops):
+    for i in range(len(graph.ops)):
         if not shown[i]:
             continue
         attrs = _node_attrs(graph, i, names, theme)
