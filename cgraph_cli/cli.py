@@ -13,7 +13,7 @@ import sys
 import click
 
 from . import __version__
-from .errors import CgraphError
+from .errors import CgraphError, UsageError
 
 EXIT_CODES = """\b
 Exit codes:
@@ -69,9 +69,15 @@ def _print_error(text: str, located: bool = False) -> None:
     click.echo(text, err=True)
 
 
-def program_options(command):
+def _apply(command, options):
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def source_options(command):
     """SOURCE and bindings, shared by every command that runs a program."""
-    options = [
+    return _apply(command, [
         click.argument("args", nargs=-1, metavar="SOURCE [NAME=VALUE]..."),
         click.option("-e", "--expr", metavar="TEXT", help="Read the program from TEXT."),
         click.option("-f", "--file", "file_", metavar="PATH",
@@ -80,14 +86,42 @@ def program_options(command):
                      help="Bind an input (repeatable); same as a positional NAME=VALUE."),
         click.option("--bindings", "bindings_file", metavar="FILE.json",
                      help="Bind inputs from a JSON object of name -> number."),
+    ])
+
+
+def _precision(default_help: str):
+    return click.option("--precision", type=click.IntRange(1, 17), metavar="N",
+                        help=f"Significant digits shown ({default_help}).")
+
+
+def report_options(command):
+    """Output format and precision of eval and grad."""
+    return _apply(command, [
         click.option("--format", "fmt", type=click.Choice([f.value for f in Format]),
                      default="table", show_default=True, help="Output format."),
-        click.option("--precision", type=click.IntRange(1, 17), metavar="N",
-                     help="Significant digits in table and plain output (default: exact)."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+        _precision("table and plain output; default: exact"),
+    ])
+
+
+def diagram_options(command):
+    """What a diagram shows and how it looks, shared by render and dot."""
+    from .render.dot import THEMES
+
+    return _apply(command, [
+        click.option("--theme", type=click.Choice(list(THEMES)), default="light",
+                     show_default=True, help="Colours for slides (light, dark) or paper (print)."),
+        click.option("--rankdir", type=click.Choice(["LR", "TB", "RL", "BT"]), default="LR",
+                     show_default=True, help="Layout direction: left to right, top to bottom..."),
+        _precision("default: 4"),
+        click.option("--no-values", is_flag=True, help="Leave out values (and gradients)."),
+        click.option("--no-grads", is_flag=True, help="Leave out gradients."),
+        click.option("--backward", is_flag=True,
+                     help="Draw the backward pass: local derivatives on the edges."),
+        click.option("--of", metavar="NAME", help="Differentiate this named value."),
+        click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
+        click.option("--force", is_flag=True,
+                     help="Draw graphs larger than 500 nodes (slow, and hard to read)."),
+    ])
 
 
 def _load(args, expr, file_, binds, bindings_file):
@@ -133,7 +167,8 @@ def main() -> None:
 
 
 @main.command("eval", epilog=EXIT_CODES)
-@program_options
+@source_options
+@report_options
 @click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")
 @click.option("--of", metavar="NAME", help="Report this named value instead of the last one.")
 def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_all, of):
@@ -166,7 +201,8 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_a
 
 
 @main.command("grad", epilog=EXIT_CODES)
-@program_options
+@source_options
+@report_options
 @click.option("--of", metavar="NAME", help="Differentiate this named value (default: the last).")
 @click.option("--wrt", metavar="A,B", multiple=True,
               help="Report only these names (inputs or named values); repeatable.")
@@ -197,6 +233,138 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, of, wr
         return grad_plain(report, precision)
 
     _emit(fmt, report, table, plain)
+
+
+def _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
+             no_grads, backward, of, focus, force):
+    from .draw import diagram_of
+    from .render.dot import DiagramOptions
+
+    graph, bindings = _load(args, expr, file_, binds, bindings_file)
+    options = DiagramOptions(
+        theme=theme, rankdir=rankdir, precision=precision or 4, values=not no_values,
+        grads=not no_grads, backward=backward,
+    )
+    result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
+    if result.note:
+        click.echo(f"note: {result.note}", err=True)
+    return result
+
+
+class _RenderCommand(click.Command):
+    """`render --help` says which renderer this machine would use."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        from .render.image import describe_renderers
+
+        formatter.write_paragraph()
+        formatter.write_text("Renderer: " + describe_renderers())
+        super().format_epilog(ctx, formatter)
+
+
+RENDER_EXIT = EXIT_CODES.replace("missing file,", "missing file, a format no renderer can write,")
+
+
+@main.command("render", cls=_RenderCommand, epilog=RENDER_EXIT)
+@source_options
+@diagram_options
+@click.option("-o", "--output", "output", metavar="FILE",
+              help="Where to write ('-': standard output). Default: SOURCE's name, or graph.png.")
+@click.option("--format", "fmt", type=click.Choice(["png", "svg", "pdf", "dot", "gv"]),
+              help="Image format (default: from the file's extension, else png).")
+@click.option("--dpi", type=click.IntRange(30, 1200), default=150, show_default=True,
+              help="Resolution of PNG output.")
+@click.option("--renderer", type=click.Choice(["auto", "dot", "graphviz-pure"]), default="auto",
+              show_default=True, help="Graphviz's dot, or the bundled graphviz-pure.")
+def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
+                   no_grads, backward, of, focus, force, output, fmt, dpi, renderer):
+    """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
+
+    \b
+    Examples:
+      cgraph render 'g = (x + y) * z' x=1 y=3 z=-3 -o seed.png
+      cgraph render samples/neuron.cg -o neuron.svg --theme dark --rankdir TB
+      cgraph render samples/seed.cg --backward -o backward.png     # the chain rule, edge by edge
+      cgraph render samples/seed.cg --no-values -o structure.pdf   # no bindings needed
+
+    Each node shows its value and ∂output/∂node; the gradient cell is tinted blue when
+    positive, red when negative, more strongly the larger it is (legend under the diagram).
+    """
+    from .draw import output_format
+    from .render.image import choose
+    from .render.image import render as render_image
+
+    diagram = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
+                       no_values, no_grads, backward, of, focus, force)
+    kind = output_format(output, fmt)
+    if kind in ("dot", "gv"):
+        data = diagram.source.encode()
+    else:
+        data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
+    target = output or _default_output(args, expr, file_, kind)
+    if target == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    try:
+        with open(target, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise UsageError(f"cannot write {target}: {e.strerror}") from None
+    click.echo(f"wrote {target} ({diagram.nodes} nodes)", err=True)
+
+
+def _default_output(args, expr, file_, kind: str) -> str:
+    import os.path
+
+    path = file_ if file_ not in (None, "-") else (args[0] if args and expr is None and file_ is None else None)
+    if path and os.path.isfile(path):
+        return os.path.splitext(os.path.basename(path))[0] + "." + kind
+    return "graph." + kind
+
+
+@main.command("dot", epilog=EXIT_CODES)
+@source_options
+@diagram_options
+def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
+                no_grads, backward, of, focus, force):
+    """Print the diagram as Graphviz DOT, for your own `dot` command line.
+
+    \b
+    Examples:
+      cgraph dot samples/seed.cg | dot -Tpdf > seed.pdf
+      cgraph dot samples/neuron.cg --backward --theme print > neuron.gv
+    """
+    diagram = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
+                       no_values, no_grads, backward, of, focus, force)
+    click.echo(diagram.source, nl=False)
+
+
+@main.command("show", epilog=EXIT_CODES)
+@source_options
+@click.option("--of", metavar="NAME", help="Start the tree at this named value.")
+@_precision("default: 4")
+@click.option("--no-values", is_flag=True, help="Draw the structure only.")
+def show_command(args, expr, file_, binds, bindings_file, of, precision, no_values):
+    """Draw the graph in the terminal: a tree from the output down, with values and gradients.
+
+    A value used in several places is drawn once and referred to afterwards as ↑ name.
+
+    \b
+    Examples:
+      cgraph show 'g = (x + y) * z' x=1 y=3 z=-3
+      cgraph show samples/micrograd_sanity.cg
+    """
+    from rich.console import Console
+
+    from .draw import evaluate_for_drawing
+    from .render.tree import graph_tree
+
+    graph, bindings = _load(args, expr, file_, binds, bindings_file)
+    out, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, not no_values)
+    if note:
+        click.echo(f"note: {note}", err=True)
+    Console(highlight=False).print(graph_tree(graph, values, adjoints, out, precision or 4))
 
 
 def run() -> None:

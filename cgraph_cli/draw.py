@@ -53,19 +53,25 @@ def diagram_of(
             hints=["draw the part that leads to one value with --focus NAME, or all of it with "
                    "--force"],
         )
-    values = adjoints = None
-    note = None
-    if options.values or options.grads:
-        missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
-        if missing:
-            note = ("values need bindings: " + " ".join(f"{m}=VALUE" for m in missing)
-                    + "; drawing the structure only")
-        else:
-            result = grad(graph, bindings, of=of)
-            values, adjoints = result.values, result.adjoints
+    _, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, options.values)
     if focus_node is not None:
         options = DiagramOptions(**{**options.__dict__, "focus": focus_node})
     return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
+
+
+def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = True):
+    """``(output node, values, adjoints, note)``: values and adjoints are ``None`` when not
+    wanted, or when inputs lack bindings (the note then says which, and how to give them)."""
+    out = graph.output if of is None else resolve_name(graph, of)
+    if not wanted:
+        return out, None, None, None
+    missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
+    if missing:
+        note = ("values need bindings: " + " ".join(f"{m}=VALUE" for m in missing)
+                + "; drawing the structure only")
+        return out, None, None, note
+    result = grad(graph, bindings, of=of)
+    return out, result.values, result.adjoints, None
 
 
 def output_format(path: str | None, fmt: str | None) -> str:
