@@ -103,9 +103,18 @@ class _Splice(list):
     """Children of a rule that Lark's tree builder inlines into its parent."""
 
 
-def _flatten(children: list) -> list:
-    out = []
-    for c in children:
+def _splice(children: list) -> _Splice:
+    return children if children.__class__ is _Splice else _Splice(children)
+
+
+def _flatten(children: list) -> _Splice:
+    # A left-recursive repetition (stmt*, arg*) arrives as (earlier items, new items...): extend
+    # the earlier list in place, or a long program would copy it once per statement.
+    if children and children[0].__class__ is _Splice:
+        out, rest = children[0], children[1:]
+    else:
+        out, rest = _Splice(), children
+    for c in rest:
         if c.__class__ is _Splice:
             out.extend(c)
         elif not (c.__class__ is Tok and c.type[0] == "_"):
@@ -147,7 +156,7 @@ class Driver:
                     del values[len(values) - size :], stack[len(stack) - size :]
                     if flatten:
                         args = _flatten(args)
-                    push_value(callback(args) if mode == CALL else _Splice(args))
+                    push_value(callback(args) if mode == CALL else _splice(args))
                 push_state(states[stack[-1]][origin])
         end = len(source.text)
         eof = Tok("$END", "", end, end)
@@ -160,7 +169,7 @@ class Driver:
             del values[len(values) - size :], stack[len(stack) - size :]
             if flatten:
                 args = _flatten(args)
-            value = args[0] if mode == PASS else callback(args) if mode == CALL else _Splice(args)
+            value = args[0] if mode == PASS else callback(args) if mode == CALL else _splice(args)
             goto = states[stack[-1]][origin]
             if goto == self.end:
                 return value
