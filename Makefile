@@ -22,10 +22,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_core.py
+	$(BIN)/python bench/bench_render.py
 
 golden: $(STAMP)
-	$(BIN)/python -m pytest tests/test_golden.py --update-golden
-	git diff --stat tests/cases
+	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py --update-golden
+	git diff --stat tests/cases tests/golden_dot
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
