@@ -215,6 +215,8 @@ def test_show_draws_a_tree_with_shared_nodes_once(cli):
     assert sum("x = 3  input" in line for line in lines) == 1  # drawn once in full
     assert sum("↑ x" in line for line in lines) == 3  # then referred to (x is read 4 times)
     assert any("t2 = sin(x) = 0.1411" in line for line in lines)
+    first_full = next(k for k, line in enumerate(lines) if "x = 3  input" in line)
+    assert all(k > first_full for k, line in enumerate(lines) if "↑ x" in line)  # reading order
 
 
 def test_show_structure_only(cli):

@@ -68,18 +68,17 @@ def graph_tree(
 
     root = Tree(line(out), guide_style="dim")
     drawn = {out}
-    stack = [(out, root)]
+    # Depth first, in reading order: a node is added when popped, so the first place a reader
+    # meets it (top to bottom) is where it is drawn in full.
+    stack = [(a, root) for a in reversed(graph.args[out])]
     while stack:
-        node, branch = stack.pop()
-        children = []
-        for a in graph.args[node]:
-            if a in drawn and graph.ops[a] is not CONST:
-                children.append((None, branch.add(Text(f"↑ {names[a]}", style="dim"))))
-            else:
-                drawn.add(a)
-                children.append((a, branch.add(line(a))))
-        # push in reverse so that the first argument is expanded first
-        stack.extend((a, b) for a, b in reversed(children) if a is not None and graph.args[a])
+        node, parent = stack.pop()
+        if node in drawn and graph.ops[node] is not CONST:
+            parent.add(Text(f"↑ {names[node]}", style="dim"))
+            continue
+        drawn.add(node)
+        branch = parent.add(line(node))
+        stack.extend((a, branch) for a in reversed(graph.args[node]))
     return root
 
 
