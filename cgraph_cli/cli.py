@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -161,6 +162,8 @@ def main() -> None:
     \b
       cgraph eval 'g = (x + y) * z' x=1 y=3 z=-3
       cgraph grad samples/seed.cg --format json
+      cgraph render samples/seed.cg -o seed.png
+      cgraph show samples/neuron.cg
 
     SOURCE is program text, a file path, or '-' for standard input.
     """
@@ -248,7 +251,7 @@ def _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
     result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
     if result.note:
         click.echo(f"note: {result.note}", err=True)
-    return result
+    return result, graph
 
 
 class _RenderCommand(click.Command):
@@ -294,14 +297,14 @@ def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, prec
     from .render.image import choose
     from .render.image import render as render_image
 
-    diagram = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
-                       no_values, no_grads, backward, of, focus, force)
+    diagram, graph = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir,
+                              precision, no_values, no_grads, backward, of, focus, force)
     kind = output_format(output, fmt)
     if kind in ("dot", "gv"):
         data = diagram.source.encode()
     else:
         data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
-    target = output or _default_output(args, expr, file_, kind)
+    target = output or _default_output(graph.source.filename, kind)
     if target == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
@@ -311,16 +314,14 @@ def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, prec
             f.write(data)
     except OSError as e:
         raise UsageError(f"cannot write {target}: {e.strerror}") from None
-    click.echo(f"wrote {target} ({diagram.nodes} nodes)", err=True)
+    click.echo(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})", err=True)
 
 
-def _default_output(args, expr, file_, kind: str) -> str:
-    import os.path
-
-    path = file_ if file_ not in (None, "-") else (args[0] if args and expr is None and file_ is None else None)
-    if path and os.path.isfile(path):
-        return os.path.splitext(os.path.basename(path))[0] + "." + kind
-    return "graph." + kind
+def _default_output(filename: str, kind: str) -> str:
+    """seed.png for samples/seed.cg, in the current folder; graph.png for text."""
+    if filename.startswith("<"):  # <expr>, <stdin>
+        return f"graph.{kind}"
+    return f"{Path(filename).stem}.{kind}"
 
 
 @main.command("dot", epilog=EXIT_CODES)
@@ -335,8 +336,8 @@ def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precisi
       cgraph dot samples/seed.cg | dot -Tpdf > seed.pdf
       cgraph dot samples/neuron.cg --backward --theme print > neuron.gv
     """
-    diagram = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
-                       no_values, no_grads, backward, of, focus, force)
+    diagram, _ = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
+                          no_values, no_grads, backward, of, focus, force)
     click.echo(diagram.source, nl=False)
 
 

@@ -230,3 +230,11 @@ def test_show_structure_only(cli):
 def test_commands_have_help_with_examples(cli, command):
     result = cli(command, "--help")
     assert result.exit_code == 0 and "Examples:" in result.stdout
+
+
+def test_default_output_is_named_after_the_source(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("render", SEED, "--format", "dot").stderr == "wrote seed.dot (5 nodes)\n"
+    assert (tmp_path / "seed.dot").is_file()
+    assert cli("render", "g = x + 1", "x=1", "--format", "svg").stderr == "wrote graph.svg (3 nodes)\n"
+    assert cli("render", "g = x", "x=1", "--format", "svg").stderr == "wrote graph.svg (1 node)\n"
