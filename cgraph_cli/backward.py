@@ -39,9 +39,10 @@ def vjp(graph: Graph, values: list[float], of: int | None = None, seed: float = 
                 if g == 0.0:
                     continue  # nothing flows back through this node
                 if b < 0:
-                    adj[a] += p(values[a], values[i])[0] * g
+                    pa = p[0] if p.__class__ is tuple else p(values[a], values[i])[0]
+                    adj[a] += pa * g
                 else:
-                    pa, pb = p(values[a], values[b], values[i])
+                    pa, pb = p if p.__class__ is tuple else p(values[a], values[b], values[i])
                     adj[a] += pa * g
                     adj[b] += pb * g
     except (ArithmeticError, ValueError):
@@ -61,7 +62,7 @@ def _first_undefined(graph: Graph, values, steps, out: int, seed: float) -> Doma
         if g == 0.0:
             continue
         args = (a,) if b < 0 else (a, b)
-        partials = p(*(values[x] for x in args), values[i])
+        partials = p if p.__class__ is tuple else p(*(values[x] for x in args), values[i])
         for arg, partial in zip(args, partials):
             adj[arg] += partial * g
             if depends[arg] and not math.isfinite(adj[arg]):

@@ -25,7 +25,8 @@ class Program:
     """A graph's operation nodes as flat tuples, built once per graph and cached on it.
 
     ``forward`` holds ``(node, forward rule, arg0, arg1 or -1)`` in topological order;
-    ``backward`` holds ``(node, partials rule, arg0, arg1 or -1)`` in reverse order; ``ids`` the
+    ``backward`` holds ``(node, partials rule or constant partials, arg0, arg1 or -1)`` in
+    reverse order; ``ids`` the
     operation nodes' ids, ascending. Four-tuples unpack faster than one shared five-tuple.
     """
 
@@ -40,7 +41,7 @@ class Program:
                 op, args = graph.ops[i], graph.args[i]
                 b = args[1] if len(args) > 1 else -1
                 forward.append((i, op.forward, args[0], b))
-                backward.append((i, op.partials, args[0], b))
+                backward.append((i, op.constant or op.partials, args[0], b))
             backward.reverse()
             template = [0.0] * len(graph.ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():

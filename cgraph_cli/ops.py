@@ -49,6 +49,9 @@ class OpSpec:
     # Each local partial as a formula, for diagrams and explanations: {0}, {1} name the
     # arguments, {out} the node itself. mul: ∂out/∂a = b, ∂out/∂b = a.
     derivative: tuple[str, ...] = ()
+    # The partials when they do not depend on the values (add, sub, neg): the reverse pass
+    # then reads them instead of calling `partials`, which saves a call on the hot path.
+    constant: tuple[float, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -155,10 +158,12 @@ _TABLE = (
     OpSpec("input", 0, None, None, "", "", LEAF),
     OpSpec("const", 0, None, None, "", "", LEAF),
     _infix(
-        "add", "+", "+", PREC_SUM, operator.add, lambda x, y, o: (1.0, 1.0), "x + y", ("1", "1")
+        "add", "+", "+", PREC_SUM, operator.add, lambda x, y, o: (1.0, 1.0), "x + y", ("1", "1"),
+        constant=(1.0, 1.0),
     ),
     _infix(
-        "sub", "-", "−", PREC_SUM, operator.sub, lambda x, y, o: (1.0, -1.0), "x - y", ("1", "-1")
+        "sub", "-", "−", PREC_SUM, operator.sub, lambda x, y, o: (1.0, -1.0), "x - y", ("1", "-1"),
+        constant=(1.0, -1.0),
     ),
     _infix(
         "mul", "*", "×", PREC_PRODUCT, operator.mul, lambda x, y, o: (y, x), "x * y", ("{1}", "{0}")
@@ -183,6 +188,7 @@ _TABLE = (
     OpSpec(
         name="neg", arity=1, forward=operator.neg, partials=lambda x, o: (-1.0,), symbol="-",
         glyph="−", style=PREFIX, precedence=PREC_UNARY, example="-x", derivative=("-1",),
+        constant=(-1.0,),
     ),
     _fn("sin", 1, math.sin, lambda x, o: (math.cos(x),), "sin(x)", ("cos({0})",)),
     _fn("cos", 1, math.cos, lambda x, o: (-math.sin(x),), "cos(x)", ("-sin({0})",)),

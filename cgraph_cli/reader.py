@@ -1,4 +1,4 @@
-"""Parser callbacks that build the graph IR as Lark's LALR parser reduces.
+"""Parser callbacks that build the graph IR as the LALR parser reduces.
 
 One method per grammar alias; each receives the list of its rule's children (tokens, and what
 inner callbacks returned). Expressions return ``(node, start, end)`` so that spans reach the

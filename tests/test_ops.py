@@ -124,3 +124,9 @@ def test_every_op_has_a_derivative_formula_per_argument(op):
     assert len(op.derivative) == op.arity
     for formula in op.derivative:
         formula.format("a", "b", out="o")  # only {0}, {1} and {out} placeholders
+
+
+@pytest.mark.parametrize("op", [op for op in COMPUTED if op.constant is not None], ids=lambda op: op.name)
+def test_constant_partials_agree_with_the_rule(op):
+    for args in _points(op):
+        assert op.partials(*args, op.forward(*args)) == op.constant
