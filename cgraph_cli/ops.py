@@ -45,7 +45,10 @@ class OpSpec:
     function: bool = False  # callable as NAME(args) in programs
     domain: str = ""  # what the forward rule needs, said when it fails
     example: str = ""  # a program whose output node is this op
-    kink: Callable[..., bool] | None = None  # True where the op is not differentiable
+    # For ops with a kink: a signed quantity whose sign says which smooth piece the arguments
+    # are on (relu: x; max: x - y); 0 at the kink itself. gradcheck skips points where a
+    # finite-difference step crosses it.
+    kink: Callable[..., float] | None = None
     # Each local partial as a formula, for diagrams and explanations: {0}, {1} name the
     # arguments, {out} the node itself. mul: ∂out/∂a = b, ∂out/∂b = a.
     derivative: tuple[str, ...] = ()
@@ -114,12 +117,12 @@ def _min_partials(x: float, y: float, out: float) -> tuple[float, float]:
     return 0.5, 0.5
 
 
-def _kink_at_zero(x: float) -> bool:
-    return x == 0.0
+def _kink_at_zero(x: float) -> float:
+    return x
 
 
-def _kink_at_tie(x: float, y: float) -> bool:
-    return x == y
+def _kink_at_tie(x: float, y: float) -> float:
+    return x - y
 
 
 def _infix(name, symbol, glyph, prec, forward, partials, example, derivative, **kw) -> OpSpec:
