@@ -371,3 +371,6 @@ def show_command(args, expr, file_, binds, bindings_file, of, precision, no_valu
 def run() -> None:
     """Console-script entry point."""
     main(prog_name="cgraph")
+
+
+from . import cli_checks  # noqa: E402, F401  (registers check, gradcheck, explain)

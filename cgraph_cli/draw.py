@@ -90,3 +90,32 @@ def output_format(path: str | None, fmt: str | None) -> str:
         return ext
     return "png"
 
+
+
+def write_frames(graph: Graph, result, folder, fmt: str = "png", precision: int = 4) -> list:
+    """One diagram per step of the backward pass: frame k shows the gradients of the first k
+    nodes the pass reaches (the output first); the others show "?". Returns the paths."""
+    import math
+    from pathlib import Path
+
+    from .explain import frame_order
+    from .render.image import choose, render
+
+    order = frame_order(graph, result.output)
+    renderer = choose(fmt)
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {folder}: {e.strerror}") from None
+    width = len(str(len(order)))
+    options = DiagramOptions(precision=precision, backward=True)
+    paths = []
+    for k in range(1, len(order) + 1):
+        known = set(order[:k])
+        adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
+        dot = diagram(graph, result.values, adjoints, options, output=result.output)
+        path = folder / f"frame-{k:0{width}d}.{fmt}"
+        path.write_bytes(render(dot.source, fmt, renderer, 110))
+        paths.append(path)
+    return paths

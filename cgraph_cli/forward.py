@@ -69,15 +69,12 @@ def check_number(name: str, value: object) -> float:
 
 def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -> list[float]:
     """A value list with inputs (bindings over source defaults) and constants filled in."""
-    bindings = bindings or {}
-    unknown = [name for name in bindings if name not in graph.inputs]
-    if unknown:
-        raise _unknown_binding(graph, unknown)
+    bindings = check_bindings(graph, bindings)
     values = list(compile_program(graph).template)
     missing = []
     for name, node in graph.inputs.items():
         if name in bindings:
-            values[node] = check_number(name, bindings[name])
+            values[node] = bindings[name]
         elif name in graph.defaults:
             values[node] = graph.defaults[name]
         else:
@@ -92,6 +89,15 @@ def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -
                    f"program: input {missing[0]} = 1)"],
         )
     return values
+
+
+def check_bindings(graph: Graph, bindings: Mapping[str, object] | None) -> dict[str, float]:
+    """The bindings as finite floats; a name that is not an input is a :class:`BindingError`."""
+    bindings = bindings or {}
+    unknown = [name for name in bindings if name not in graph.inputs]
+    if unknown:
+        raise _unknown_binding(graph, unknown)
+    return {name: check_number(name, value) for name, value in bindings.items()}
 
 
 def _unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:

@@ -93,7 +93,8 @@ def diagram(
     values = values if options.values else None
     adjoints = adjoints if options.grads and values is not None else None
     shown = ancestors(graph, options.focus if options.focus is not None else out)
-    scale = max((abs(adjoints[i]) for i in range(len(shown)) if shown[i]), default=0.0) if adjoints else 0.0
+    scale = max((abs(adjoints[i]) for i in range(len(shown)) if shown[i] and not math.isnan(adjoints[i])),
+                default=0.0) if adjoints else 0.0
 
     dot = graphviz.Digraph("cgraph", format="svg")
     dot.attr(
@@ -153,8 +154,11 @@ def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad
         rows.append(_row("value", fmt(value), theme.muted))
     if grad is not None and op is not CONST:
         who = names[out] if names[out].isidentifier() else "out"
-        rows.append(_row(f"∂{who}/∂{names[i] if names[i].isidentifier() else '·'}",
-                         fmt(grad), theme.muted, _tint(grad, scale, theme)))
+        key = f"∂{who}/∂{names[i] if names[i].isidentifier() else '·'}"
+        if math.isnan(grad):  # not reached yet (a frame of the backward pass)
+            rows.append(_row(key, "?", theme.muted))
+        else:
+            rows.append(_row(key, fmt(grad), theme.muted, _tint(grad, scale, theme)))
     table = "".join(rows)
     return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">{table}</TABLE>'
 

@@ -61,3 +61,23 @@ def gradient_table(report: dict, precision: int | None = None) -> Group:
     for name, g in report["gradients"].items():
         table.add_row(name, format_number(values[name], precision), format_number(g, precision))
     return Group(table, Text(""), Text("  ") + output_line(report, precision))
+
+
+def gradcheck_table(checks: list, output: str) -> Table:
+    """Per point and input: the analytic gradient, the finite difference, the error, the status."""
+    out = _wrap(output)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
+    for name, justify in (("point", "right"), ("input", "left"), ("value", "right"),
+                          (f"∂{out}/∂input", "right"), ("finite diff.", "right"),
+                          ("error", "right"), ("", "left")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    styles = {"ok": "green", "mismatch": "bold red", "kink": "yellow", "undefined": "yellow"}
+    words = {"ok": "ok", "mismatch": "MISMATCH", "kink": "skipped: kink", "undefined": "skipped: undefined"}
+    for k, c in checks:
+        def show(x):
+            return "" if x is None else format_number(x, 8)
+
+        table.add_row(str(k), c.name, show(c.point[c.name]), show(c.analytic), show(c.numeric),
+                      "" if c.error is None else f"{c.error:.1e}",
+                      Text(words[c.status], style=styles[c.status]))
+    return table

@@ -1,0 +1,206 @@
+"""The `check`, `gradcheck` and `explain` commands (registered on the `cgraph` group)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from .cli import EXIT_CODES, _load, _precision, main, source_options
+from .errors import UsageError
+
+CHECK_EXIT = EXIT_CODES.replace("  0  success\n", "  0  success: every assertion holds\n  1  an assertion failed\n")
+CHECK_EXIT = CHECK_EXIT.replace("unreadable bindings file", "unreadable bindings file, a mistake in the spec file")
+GRADCHECK_EXIT = EXIT_CODES.replace(
+    "  0  success\n", "  0  every gradient matches (kinks and undefined points skipped)\n"
+    "  1  a gradient differs from its finite difference\n",
+)
+
+
+@main.command("check", epilog=CHECK_EXIT)
+@source_options
+@click.option("--expect", multiple=True, metavar="NAME=VALUE",
+              help="Assert a named value (repeatable).")
+@click.option("--expect-grad", "expect_grad", multiple=True, metavar="NAME=VALUE",
+              help="Assert ∂output/∂NAME (repeatable).")
+@click.option("--of", metavar="NAME", help="The output to differentiate (default: the last).")
+@click.option("--rtol", type=click.FloatRange(0), default=1e-9, show_default=True,
+              help="Relative tolerance: |actual - expected| <= atol + rtol·|expected|.")
+@click.option("--atol", type=click.FloatRange(0), default=1e-12, show_default=True,
+              help="Absolute tolerance.")
+@click.option("--spec", metavar="FILE.toml", help="Run the cases of a checks file instead.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Report format.")
+@click.option("--junit", metavar="FILE", help="Also write a JUnit XML report to FILE.")
+def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, of, rtol, atol,
+                  spec, fmt, junit):
+    """Assert values and gradients, for CI: exit 0 when all hold, 1 when any fails.
+
+    \b
+    Examples:
+      cgraph check samples/seed.cg --expect g=-12 --expect-grad x=-3 --expect-grad z=4
+      cgraph check samples/neuron.cg --expect o=0.7071 --rtol 1e-4
+      cgraph check --spec samples/checks.toml --junit report.xml
+
+    A spec file holds [[case]] tables: name, file (relative to the spec) or program,
+    bindings, of, expect, expect_grad, rtol, atol (see the README).
+    """
+    from .checks import Case, junit_xml, load_spec, parse_expectation, report, run_case
+
+    if spec:
+        if args or expr or file_ or expect or expect_grad:
+            raise UsageError("--spec runs the spec's cases: give no program or expectations too")
+        cases = load_spec(spec)
+    else:
+        if not expect and not expect_grad:
+            raise UsageError("nothing to check", hints=["give --expect NAME=VALUE or "
+                                                        "--expect-grad NAME=VALUE, or --spec FILE"])
+        graph, bindings = _load(args, expr, file_, binds, bindings_file)
+        cases = [Case("", graph, bindings, dict(map(parse_expectation, expect)),
+                      dict(map(parse_expectation, expect_grad)), of, rtol, atol)]
+    results = [r for case in cases for r in run_case(case)]
+    if junit:
+        try:
+            Path(junit).write_text(junit_xml(results, Path(spec).stem if spec else "cgraph"))
+        except OSError as e:
+            raise UsageError(f"cannot write {junit}: {e.strerror}") from None
+    if fmt == "json":
+        click.echo(json.dumps(report(results), indent=2, ensure_ascii=False))
+    else:
+        click.echo(_check_text(results, bool(spec)))
+    if not all(r.ok for r in results):
+        raise click.exceptions.Exit(1)
+
+
+def _check_text(results, grouped: bool) -> str:
+    from .numfmt import format_number as f
+
+    lines, case = [], None
+    for r in results:
+        if grouped and r.case != case:
+            case = r.case
+            lines.append(f"{case}:")
+        mark = click.style("ok  ", fg="green") if r.ok else click.style("FAIL", fg="red", bold=True)
+        detail = f"expected {f(r.expected)}" + ("" if r.ok else f", difference {f(r.difference)}")
+        lines.append(f"{'  ' if grouped else ''}{mark}  {r.label} = {f(r.actual)} ({detail})")
+    passed = sum(r.ok for r in results)
+    lines.append(f"{passed} passed, {len(results) - passed} failed")
+    return "\n".join(lines)
+
+
+@main.command("gradcheck", epilog=GRADCHECK_EXIT)
+@source_options
+@click.option("--of", metavar="NAME", help="The output to differentiate (default: the last).")
+@click.option("--points", type=click.IntRange(0, 100_000), default=0,
+              help="Check at N random points instead of the given bindings.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--range", "range_", metavar="LO,HI", default="-2,2", show_default=True,
+              help="Where random points draw each input not bound on the command line.")
+@click.option("--eps", type=click.FloatRange(0, min_open=True), default=1e-6, show_default=True,
+              help="Finite-difference step, relative: h = eps·max(1, |x|).")
+@click.option("--rtol", type=click.FloatRange(0), default=1e-5, show_default=True,
+              help="Relative tolerance.")
+@click.option("--atol", type=click.FloatRange(0), default=1e-7, show_default=True,
+              help="Absolute tolerance.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Report format.")
+def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed, range_, eps,
+                      rtol, atol, fmt):
+    """Compare every reverse-mode gradient with a central finite difference.
+
+    Points where a finite-difference step crosses a kink (relu, abs at 0; max, min at a tie)
+    or leaves the domain are reported as skipped, not failed.
+
+    \b
+    Examples:
+      cgraph gradcheck samples/neuron.cg
+      cgraph gradcheck 'y = x^3 - sin(x)' --points 100 --seed 1
+      cgraph gradcheck samples/logistic.cg --points 20 --range -1,1 --format json
+    """
+    from .api import resolve_name
+    from .forward import check_bindings, initial_values
+    from .gradcheck import gradcheck, random_points
+
+    graph, bindings = _load(args, expr, file_, binds, bindings_file)
+    out = None if of is None else resolve_name(graph, of)
+    if points:
+        low, high = _range(range_)
+        places = random_points(graph, points, seed, check_bindings(graph, bindings), low, high)
+    else:
+        values = initial_values(graph, bindings)  # missing or bad bindings: the usual errors
+        places = [{n: values[i] for n, i in graph.inputs.items()}]
+    checks = [(k, c) for k, p in enumerate(places, 1)
+              for c in gradcheck(graph, p, of=out, eps=eps, rtol=rtol, atol=atol)]
+    counts = {s: sum(c.status == s for _, c in checks) for s in ("ok", "mismatch", "kink", "undefined")}
+    if fmt == "json":
+        click.echo(json.dumps({
+            "passed": counts["ok"], "failed": counts["mismatch"],
+            "skipped": counts["kink"] + counts["undefined"],
+            "checks": [{"point": k, "bindings": c.point, "input": c.name, "analytic": c.analytic,
+                        "numeric": c.numeric, "error": c.error, "status": c.status}
+                       for k, c in checks],
+        }, indent=2, allow_nan=False))
+    else:
+        from rich.console import Console
+
+        from .render.table import gradcheck_table
+
+        Console(highlight=False).print(gradcheck_table(checks, graph.display_name(
+            graph.output if out is None else out)))
+        skipped = counts["kink"] + counts["undefined"]
+        click.echo(f"{counts['ok']} passed, {counts['mismatch']} failed, {skipped} skipped")
+    if counts["mismatch"]:
+        raise click.exceptions.Exit(1)
+
+
+def _range(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise UsageError(f"--range is LO,HI with LO < HI, got {text!r}")
+    return low, high
+
+
+@main.command("explain", epilog=EXIT_CODES)
+@source_options
+@click.option("--of", metavar="NAME", help="The output to differentiate (default: the last).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True, help="How to write the steps.")
+@click.option("--math", type=click.Choice(["plain", "latex"]), default="plain", show_default=True,
+              help="Formulas in markdown: plain text or $LaTeX$.")
+@_precision("default: 4")
+@click.option("--frames", metavar="DIR", help="Also draw one diagram per backward step in DIR.")
+@click.option("--frames-format", type=click.Choice(["png", "svg"]), default="png",
+              show_default=True, help="Image format of the frames.")
+def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames,
+                    frames_format):
+    """Spell out the forward and backward passes, step by step, like a worked example.
+
+    \b
+    Examples:
+      cgraph explain 'g = (x + y) * z' x=1 y=3 z=-3
+      cgraph explain samples/neuron.cg --format markdown --math latex > neuron.md
+      cgraph explain samples/seed.cg --frames frames/     # one PNG per backward step
+    """
+    from .api import grad
+    from .explain import explain, to_markdown, to_text
+
+    graph, bindings = _load(args, expr, file_, binds, bindings_file)
+    result = grad(graph, bindings, of=of)
+    steps = explain(graph, result.values, result.adjoints, result.output)
+    digits = precision or 4
+    if fmt == "json":
+        click.echo(json.dumps(steps, indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        click.echo(to_markdown(steps, math, digits), nl=False)
+    else:
+        click.echo(to_text(steps, digits))
+    if frames:
+        from .draw import write_frames
+
+        written = write_frames(graph, result, Path(frames), frames_format, digits)
+        click.echo(f"wrote {len(written)} frames to {frames}", err=True)
