@@ -4,8 +4,6 @@ parser loop against Lark's."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import sympy
 from hypothesis import HealthCheck, assume, given, settings
@@ -23,21 +21,18 @@ from cgraph_cli import (
     vjp,
 )
 from cgraph_cli.forward import forward
+from cgraph_cli.gradcheck import gradcheck
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _near_kink(graph, values) -> bool:
-    """True where a relu/abs/min/max argument is so near its kink that finite differences
-    straddle it."""
-    for i, op in enumerate(graph.ops):
-        if op.kink is None:
-            continue
-        args = [values[a] for a in graph.args[i]]
-        gap = abs(args[0]) if len(args) == 1 else abs(args[0] - args[1])
-        if gap < 1e-3 * max(1.0, *map(abs, args)):
-            return True
-    return False
+def _at_kink(graph, values) -> bool:
+    """True where a relu/abs/min/max argument sits exactly on its kink (SymPy's derivative
+    there is not PyTorch's convention)."""
+    return any(
+        op.kink(*(values[a] for a in graph.args[i])) == 0.0
+        for i, op in enumerate(graph.ops) if op.kink is not None
+    )
 
 
 def _evaluate(graph, bindings):
@@ -48,35 +43,22 @@ def _evaluate(graph, bindings):
         return None
 
 
-def _tame(graph, bindings, values) -> bool:
-    """Values in a range where finite differences in float64 mean something."""
-    return all(abs(v) < 1e6 for v in values) and not _near_kink(graph, values)
-
-
 @PROPERTY
 @given(programs(), points)
 def test_gradients_match_central_differences(program, point):
+    # The same check as `cgraph gradcheck`: kinks and undefined points are skipped, not failed.
     graph = validate(parse(program))
     assume(graph.inputs)
     bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
     done = _evaluate(graph, bindings)
     assume(done is not None)
-    values, adjoints = done
-    assume(_tame(graph, bindings, values))
-    for name, node in graph.inputs.items():
-        h = 1e-6 * max(1.0, abs(bindings[name]))
-        shifted = []
-        for sign in (1, -1):
-            moved = dict(bindings, **{name: bindings[name] + sign * h})
-            try:
-                shifted.append(forward(graph, moved)[graph.output])
-            except DomainError:
-                shifted.append(None)
-        assume(None not in shifted)
-        numeric = (shifted[0] - shifted[1]) / (2 * h)
-        # A large second derivative makes the difference quotient itself inexact.
-        assume(abs(numeric) < 1e4)
-        assert adjoints[node] == pytest.approx(numeric, rel=1e-4, abs=1e-5), (program, name)
+    # Finite differences in float64 mean little for huge values or steep curvature.
+    assume(all(abs(v) < 1e6 for v in done[0]))
+    checks = gradcheck(graph, bindings, rtol=1e-4, atol=1e-5)
+    compared = [c for c in checks if c.status in ("ok", "mismatch") and abs(c.numeric) < 1e4]
+    assume(compared)
+    for c in compared:
+        assert c.status == "ok", (program, c)
 
 
 _SYMPY = {
@@ -128,7 +110,7 @@ def test_gradients_match_sympy(expression, point):
     done = _evaluate(graph, bindings)
     assume(done is not None)
     values, adjoints = done
-    assume(not _near_kink(graph, values) and all(abs(v) < 1e8 for v in values))
+    assume(not _at_kink(graph, values) and all(abs(v) < 1e8 for v in values))
     symbols = {name: sympy.Symbol(name, real=True) for name in graph.inputs}
     expr = _to_sympy(graph, symbols)
     at = {symbols[name]: sympy.Float(value, 30) for name, value in bindings.items()}
@@ -188,10 +170,3 @@ def test_broken_programs_fail_the_same_way_in_both_loops(program, junk, at):
         except CgraphError as e:  # pragma: no cover - parse raises only ParseError
             pytest.fail(f"{type(e).__name__}: {e}")
     assert outcomes[0] == outcomes[1]
-
-
-def test_finite_difference_helper_detects_kinks():
-    graph = parse("g = relu(x) + max(x, y)")
-    assert _near_kink(graph, forward(graph, {"x": 0.0, "y": 1.0}))
-    assert not _near_kink(graph, forward(graph, {"x": 0.5, "y": 1.0}))
-    assert math.isfinite(forward(graph, {"x": 0.5, "y": 1.0})[-1])

@@ -68,14 +68,14 @@ def gradcheck_table(checks: list, output: str) -> Table:
     out = _wrap(output)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
     for name, justify in (("point", "right"), ("input", "left"), ("value", "right"),
-                          (f"∂{out}/∂input", "right"), ("finite diff.", "right"),
-                          ("error", "right"), ("", "left")):
+                          (f"∂{out}/∂input", "right"), ("numeric", "right"),
+                          ("error", "right"), ("status", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
     styles = {"ok": "green", "mismatch": "bold red", "kink": "yellow", "undefined": "yellow"}
-    words = {"ok": "ok", "mismatch": "MISMATCH", "kink": "skipped: kink", "undefined": "skipped: undefined"}
+    words = {"ok": "ok", "mismatch": "MISMATCH", "kink": "skip (kink)", "undefined": "skip (undefined)"}
     for k, c in checks:
         def show(x):
-            return "" if x is None else format_number(x, 8)
+            return "" if x is None else format_number(x, 6)
 
         table.add_row(str(k), c.name, show(c.point[c.name]), show(c.analytic), show(c.numeric),
                       "" if c.error is None else f"{c.error:.1e}",

@@ -1,0 +1,220 @@
+"""`cgraph check`, `cgraph gradcheck` and `cgraph explain`: results, reports, exit codes."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cgraph_cli import parse
+from cgraph_cli.gradcheck import gradcheck, random_points
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = str(ROOT / "samples" / "seed.cg")
+SPEC = str(ROOT / "samples" / "checks.toml")
+
+
+# --- check ---------------------------------------------------------------------------------------
+def test_check_passes_exit_0(cli):
+    result = cli("check", SEED, "--expect", "g=-12", "--expect-grad", "x=-3", "--expect-grad", "z=4")
+    assert result.exit_code == 0
+    assert result.stdout == (
+        "ok    g = -12 (expected -12)\n"
+        "ok    ∂g/∂x = -3 (expected -3)\n"
+        "ok    ∂g/∂z = 4 (expected 4)\n"
+        "3 passed, 0 failed\n"
+    )
+
+
+def test_check_fails_exit_1_with_the_difference(cli):
+    result = cli("check", SEED, "--expect", "g=-11.5", "--expect-grad", "y=-3")
+    assert result.exit_code == 1
+    assert "FAIL  g = -12 (expected -11.5, difference 0.5)" in result.stdout
+    assert result.stdout.endswith("1 passed, 1 failed\n")
+
+
+def test_check_tolerances(cli):
+    assert cli("check", "y = x / 3", "x=1", "--expect", "y=0.3333").exit_code == 1
+    assert cli("check", "y = x / 3", "x=1", "--expect", "y=0.3333", "--rtol", "1e-3").exit_code == 0
+    assert cli("check", "y = x - x", "x=1", "--expect", "y=1e-9", "--atol", "1e-8").exit_code == 0
+
+
+def test_check_json_and_junit(cli, tmp_path):
+    junit = tmp_path / "report.xml"
+    result = cli("check", SEED, "--expect", "g=-12", "--expect-grad", "z=5", "--format", "json",
+                 "--junit", str(junit))
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert (report["passed"], report["failed"]) == (1, 1)
+    assert report["checks"][1] == {
+        "case": "", "kind": "gradient", "name": "z", "output": "g", "expected": 5.0,
+        "actual": 4.0, "difference": 1.0, "ok": False,
+    }
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    failure = suite.findall("testcase")[1].find("failure")
+    assert failure.get("message") == "∂g/∂z = 4 (expected 5, difference 1)"
+
+
+def test_check_spec_file(cli):
+    result = cli("check", "--spec", SPEC)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "worked example:\n  ok    p = 4 (expected 4)" in result.stdout
+    assert result.stdout.endswith("13 passed, 0 failed\n")
+
+
+def write(tmp_path, text: str) -> str:
+    path = tmp_path / "checks.toml"
+    path.write_text(text)
+    (tmp_path / "prog.cg").write_text("input x = 2\ny = x * x\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ('[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\nexpct_grad = { x = 4 }\n',
+         "unknown key 'expct_grad' in case 1", 4),
+        ('[[case]]\nfile = "prog.cg"\nexpect = { y = "four" }\n',
+         "'expect' in case 1 must be a table of name = number", 3),
+        ('[[case]]\nexpect = { y = 4 }\n', "case 1 needs exactly one of 'file' and 'program'", 1),
+        ('rtol = -1\n[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\n',
+         "'rtol' must be a non-negative number", 1),
+        ('[[case]]\nfile = "prog.cg"\nexpect = { y = 4 \n', "is not valid TOML", 3),
+        ('[[case]]\nfile = "prog.cg"\n', "case 1 expects nothing", 1),
+    ],
+)
+def test_spec_mistakes_exit_2_with_file_line_and_key(cli, tmp_path, text, message, line):
+    path = write(tmp_path, text)
+    result = cli("check", "--spec", path)
+    assert result.exit_code == 2, result.stdout
+    assert message in result.stderr
+    assert result.stderr.startswith(f"{path}:{line}:")
+    assert "Traceback" not in result.stderr
+
+
+def test_spec_program_errors_keep_their_codes(cli, tmp_path):
+    path = write(tmp_path, '[[case]]\nprogram = "y = sinn(x)"\nexpect = { y = 1 }\n')
+    assert cli("check", "--spec", path).exit_code == 3
+    path = write(tmp_path, '[[case]]\nprogram = "y = log(x)"\nbindings = { x = -1 }\nexpect = { y = 1 }\n')
+    assert cli("check", "--spec", path).exit_code == 4
+    path = write(tmp_path, '[[case]]\nfile = "missing.cg"\nexpect = { y = 1 }\n')
+    assert cli("check", "--spec", path).exit_code == 2
+
+
+def test_check_usage_errors(cli):
+    assert "nothing to check" in cli("check", SEED).stderr
+    assert cli("check", SEED).exit_code == 2
+    assert cli("check", SEED, "--expect", "g").exit_code == 2
+    assert cli("check", SEED, "--expect", "g=abc").exit_code == 2
+    assert cli("check", SEED, "--spec", SPEC).exit_code == 2
+    result = cli("check", SEED, "--expect", "gg=1")
+    assert result.exit_code == 4 and "did you mean 'g'?" in result.stderr
+
+
+# --- gradcheck -----------------------------------------------------------------------------------
+def test_gradcheck_library_ok_kink_undefined_mismatch():
+    assert [c.status for c in gradcheck(parse("y = sin(x) * x"), {"x": 0.3})] == ["ok"]
+    assert [c.status for c in gradcheck(parse("y = max(x, z)"), {"x": 1, "z": 1})] == ["kink", "kink"]
+    assert [c.status for c in gradcheck(parse("y = abs(x)"), {"x": 1e-9})] == ["kink"]
+    assert [c.status for c in gradcheck(parse("y = sqrt(x)"), {"x": 0})] == ["undefined"]
+    # a step that leaves the domain: log at 1e-7 shifted by 1e-6
+    assert [c.status for c in gradcheck(parse("y = log(x)"), {"x": 1e-7})] == ["undefined"]
+    # too coarse a step on a curved function: a real disagreement
+    assert [c.status for c in gradcheck(parse("y = exp(10 * x)"), {"x": 1}, eps=1e-2)] == ["mismatch"]
+
+
+def test_random_points_are_reproducible_and_in_range():
+    graph = parse("y = a * b + c")
+    points = random_points(graph, 50, seed=7, fixed={"c": 1.0}, low=-1, high=3)
+    assert points == random_points(graph, 50, seed=7, fixed={"c": 1.0}, low=-1, high=3)
+    assert all(-1 <= p["a"] <= 3 and -1 <= p["b"] <= 3 and p["c"] == 1.0 for p in points)
+
+
+def test_gradcheck_command(cli):
+    result = cli("gradcheck", str(ROOT / "samples" / "neuron.cg"))
+    assert result.exit_code == 0
+    assert result.stdout.endswith("5 passed, 0 failed, 0 skipped\n")
+    result = cli("gradcheck", "y = relu(x) + log(x)", "--points", "20", "--seed", "2")
+    assert result.exit_code == 0
+    passed, failed, skipped = (int(w) for w in result.stdout.splitlines()[-1].split()[::2])
+    assert passed + skipped == 20 and failed == 0 and skipped > 0  # x < 0: log undefined
+    assert "skip (undefined)" in result.stdout
+
+
+def test_gradcheck_mismatch_exit_1_and_json(cli):
+    result = cli("gradcheck", "y = exp(10 * x)", "x=1", "--eps", "0.01", "--format", "json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["failed"] == 1 and report["checks"][0]["status"] == "mismatch"
+    assert report["checks"][0]["analytic"] == pytest.approx(10 * 2.718281828459045**10)
+
+
+def test_gradcheck_errors(cli):
+    assert cli("gradcheck", "y = x * z", "x=1").exit_code == 4  # z missing
+    assert cli("gradcheck", "y = x * z", "--points", "3", "w=1").exit_code == 4
+    assert cli("gradcheck", "y = x", "--points", "3", "--range", "2,1").exit_code == 2
+    assert cli("gradcheck", "y = (x").exit_code == 3
+
+
+# --- explain -------------------------------------------------------------------------------------
+WORKED = """\
+Forward pass
+  1. p = x + y = 1 + 3 = 4
+  2. g = p * z = 4 * (-3) = -12
+Backward pass
+  1. Start at the output: ∂g/∂g = 1
+  2. Through *: ∂g/∂p = z = -3, ∂g/∂z = p = 4
+  3. Through +: ∂p/∂x = 1, ∂p/∂y = 1
+  4. Chain rule: ∂g/∂x = ∂g/∂p · ∂p/∂x = (-3) · 1 = -3
+                 ∂g/∂y = ∂g/∂p · ∂p/∂y = (-3) · 1 = -3
+Gradients: ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
+"""
+
+
+def test_explain_the_worked_example(cli):
+    result = cli("explain", SEED)
+    assert result.exit_code == 0
+    assert result.stdout == WORKED
+
+
+def test_explain_names_unnamed_results_as_diagrams_do(cli):
+    result = cli("explain", "g = (x + y) * z", "x=1", "y=3", "z=-3")
+    assert "1. t1 = x + y = 1 + 3 = 4" in result.stdout
+    dot = cli("dot", "g = (x + y) * z", "x=1", "y=3", "z=-3").stdout
+    assert "t1</FONT>" in dot
+
+
+def test_explain_fan_out_sums_the_paths(cli):
+    result = cli("explain", str(ROOT / "samples" / "fanout.cg"))
+    assert ("∂y/∂x = ∂y/∂t1 · ∂t1/∂x + ∂y/∂t1 · ∂t1/∂x + ∂y/∂t2 · ∂t2/∂x + ∂y/∂y · ∂y/∂x"
+            " = 1 · 3 + 1 · 3 + 1 · (-0.99) + 1 · 1 = 6.01") in result.stdout
+    lines = result.stdout.splitlines()
+    # every chain-rule line comes after the lines of the nodes that read it
+    order = [ln.split("=")[0].strip().split()[-1] for ln in lines if "∂y/∂t" in ln.split("=")[0] or ln.strip().startswith("∂y/∂x")]
+    assert order.index("∂y/∂x") > order.index("∂y/∂t1")
+
+
+def test_explain_markdown_latex_json(cli):
+    md = cli("explain", SEED, "--format", "markdown").stdout
+    assert md.startswith("## Forward pass\n\n1. `p = x + y = 1 + 3 = 4`")
+    tex = cli("explain", SEED, "--format", "markdown", "--math", "latex").stdout
+    assert r"$\frac{\partial g}{\partial x} = \frac{\partial g}{\partial p} \frac{\partial p}{\partial x}" in tex
+    assert r"$g = p \cdot z = 4 \cdot (-3) = -12$" in tex
+    steps = json.loads(cli("explain", SEED, "--format", "json").stdout)
+    assert steps["gradients"] == {"x": -3.0, "y": -3.0, "z": 4.0}
+    assert steps["backward"]["chain"][0] == {
+        "node": "x", "terms": [{"via": "p", "upstream": -3.0, "local": 1.0}], "gradient": -3.0,
+    }
+
+
+def test_explain_frames(cli, tmp_path):
+    result = cli("explain", SEED, "--frames", str(tmp_path / "frames"), "--frames-format", "svg")
+    assert result.exit_code == 0
+    frames = sorted((tmp_path / "frames").iterdir())
+    assert [f.name for f in frames] == [f"frame-{k}.svg" for k in range(1, 6)]
+    first, last = frames[0].read_text(), frames[-1].read_text()
+    assert first.count("> ? <") == 4 and last.count("> ? <") == 0  # one more gradient each frame
+    assert "result" not in result.stderr and "wrote 5 frames" in result.stderr
