@@ -119,8 +119,8 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
       cgraph gradcheck 'y = x^3 - sin(x)' --points 100 --seed 1
       cgraph gradcheck samples/logistic.cg --points 20 --range -1,1 --format json
     """
-    from .api import resolve_name
-    from .forward import check_bindings, initial_values
+    from .api import grad, resolve_name
+    from .forward import check_bindings
     from .gradcheck import gradcheck, random_points
 
     graph, bindings = _load(args, expr, file_, binds, bindings_file)
@@ -129,7 +129,8 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
         low, high = _range(range_)
         places = random_points(graph, points, seed, check_bindings(graph, bindings), low, high)
     else:
-        values = initial_values(graph, bindings)  # missing or bad bindings: the usual errors
+        # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.
+        values = grad(graph, bindings, of=of).values
         places = [{n: values[i] for n, i in graph.inputs.items()}]
     checks = [(k, c) for k, p in enumerate(places, 1)
               for c in gradcheck(graph, p, of=out, eps=eps, rtol=rtol, atol=atol)]
