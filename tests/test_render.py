@@ -238,3 +238,14 @@ def test_default_output_is_named_after_the_source(cli, tmp_path, monkeypatch):
     assert (tmp_path / "seed.dot").is_file()
     assert cli("render", "g = x + 1", "x=1", "--format", "svg").stderr == "wrote graph.svg (3 nodes)\n"
     assert cli("render", "g = x", "x=1", "--format", "svg").stderr == "wrote graph.svg (1 node)\n"
+
+
+def test_big_diagrams_draw_widely_read_leaves_beside_each_reader(cli):
+    # v = v * a + b: a and b are read by every statement; one node each would send edges
+    # across hundreds of ranks, which takes Graphviz minutes to lay out
+    source = cli("dot", big_program(100), "x=1", "--force").stdout
+    tails = re.findall(r"^\t(\S+) -> ", source, re.M)
+    assert max(tails.count(t) for t in set(tails)) <= 4
+    assert source.count("dashed") >= 100
+    small = cli("dot", big_program(3), "x=1").stdout
+    assert "dashed\"" not in small.replace("rounded,filled,dashed", "")

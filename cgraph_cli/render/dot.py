@@ -106,6 +106,8 @@ def diagram(
     dot.attr("edge", fontname=FONT, fontsize="10", fontcolor=theme.muted, color=theme.muted,
              arrowsize="0.7")
     fmt = lambda x: format_number(x, options.precision)  # noqa: E731
+    split = _split_leaves(graph, shown)
+    labels = {}
     for i in range(len(graph.ops)):
         if not shown[i]:
             continue
@@ -115,15 +117,41 @@ def diagram(
                        None if values is None else values[i], grad, scale)
         if i == out:
             attrs.update(color=theme.output, penwidth="2.4")
+        if i in split:
+            labels[i] = (label, attrs)  # drawn beside each reader instead
+            continue
         dot.node(f"n{i}", f"<{label}>", **attrs)
     for i, args in enumerate(graph.args):
         if not shown[i]:
             continue
         for k, a in enumerate(args):
-            dot.edge(f"n{a}", f"n{i}", **_edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options))
+            tail = f"n{a}"
+            if a in labels:
+                tail = f"n{a}_{i}_{k}"
+                label, attrs = labels[a]
+                dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
+            dot.edge(tail, f"n{i}", **_edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options))
     if adjoints is not None:
         dot.attr(label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10")
     return dot
+
+
+#: In diagrams of more nodes than this, an input or constant read in many places is drawn
+#: once beside each reader (dashed): edges from one node to hundreds of ranks make Graphviz's
+#: layout take minutes.
+SPLIT_ABOVE, SPLIT_FAN_OUT = 60, 4
+
+
+def _split_leaves(graph: Graph, shown: list[bool]) -> set[int]:
+    if sum(shown) <= SPLIT_ABOVE:
+        return set()
+    readers = [0] * len(graph.ops)
+    for i, args in enumerate(graph.args):
+        if shown[i]:
+            for a in args:
+                readers[a] += 1
+    return {i for i, n in enumerate(readers)
+            if n > SPLIT_FAN_OUT and graph.ops[i] in (INPUT, CONST)}
 
 
 def _node_attrs(graph: Graph, i: int, names, theme: Theme) -> dict[str, str]:
