@@ -1,12 +1,12 @@
 """Readable names for every node, shared by diagrams, the terminal view and explanations.
 
 Inputs keep their names and constants show their value. A node a statement named keeps that
-name; a name assigned again gets primes (c, c', c''), so each node's name is its own. Unnamed
+name; a name assigned again gets a subscript (c, c₂, c₃), so each node's name is its own. Unnamed
 intermediate results are t1, t2, ... (skipping any name the program uses).
 
 >>> from cgraph_cli import parse
 >>> node_names(parse("c = a * 2; c = c + 1; g = (c - a) * c"))
-['a', '2', 'c', '1', "c'", 't1', 'g']
+['a', '2', 'c', '1', 'c₂', 't1', 'g']
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from __future__ import annotations
 from .ir import Graph
 from .numfmt import format_number
 from .ops import CONST, INPUT
+
+
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def node_names(graph: Graph) -> list[str]:
@@ -26,9 +29,9 @@ def node_names(graph: Graph) -> list[str]:
         if op is CONST and label is None:
             names.append(format_number(graph.consts[i]))
         elif label is not None:
-            primes = seen.get(label, 0)
-            seen[label] = primes + 1
-            names.append(label + "'" * primes if op is not INPUT else label)
+            count = seen.get(label, 0) + 1
+            seen[label] = count
+            names.append(label if count == 1 or op is INPUT else label + str(count).translate(_SUB))
         elif i == graph.output:
             names.append(graph.output_label)
         else:
