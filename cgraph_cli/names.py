@@ -15,7 +15,6 @@ from .ir import Graph
 from .numfmt import format_number
 from .ops import CONST, INPUT
 
-
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 

@@ -20,6 +20,7 @@ from ..errors import UsageError
 FORMATS = {"png", "svg", "pdf", "dot", "gv"}  # dot and gv are the DOT text itself
 RENDERERS = ("auto", "dot", "graphviz-pure")
 _CAN = {"dot": frozenset({"png", "svg", "pdf"}), "graphviz-pure": frozenset({"png", "svg"})}
+PNG_MAX_PIXELS = 30000
 INSTALL_DOT = "install Graphviz: apt-get install graphviz, brew install graphviz, or graphviz.org"
 
 
@@ -76,8 +77,12 @@ def choose(fmt: str, preference: str = "auto") -> Renderer:
 def render(source: str, fmt: str, renderer: Renderer, dpi: int | None = None) -> bytes:
     """Run the renderer on DOT ``source``."""
     command = [renderer.path, f"-T{fmt}"]
-    if dpi is not None and fmt == "png":
-        command.append(f"-Gdpi={dpi}")
+    if fmt == "png":
+        dpi = dpi or 96
+        # Scale a huge drawing down to at most ~30,000 pixels a side: a 500-node chain would
+        # otherwise be a bitmap of gigabytes (SVG and PDF have no such limit).
+        side = PNG_MAX_PIXELS / dpi
+        command += [f"-Gdpi={dpi}", f"-Gsize={side:.0f},{side:.0f}"]
     try:
         done = subprocess.run(command, input=source.encode(), capture_output=True, timeout=600)
     except subprocess.TimeoutExpired:
@@ -85,6 +90,11 @@ def render(source: str, fmt: str, renderer: Renderer, dpi: int | None = None) ->
     except OSError as e:
         raise UsageError(f"cannot run {renderer.path}: {e.strerror}") from None
     if done.returncode != 0:
-        detail = done.stderr.decode(errors="replace").strip().splitlines()
-        raise UsageError(f"{renderer.name} failed: {detail[-1] if detail else 'no message'}")
+        detail = [ln for ln in done.stderr.decode(errors="replace").splitlines()
+                  if ln.strip() and "Warning" not in ln]
+        why = detail[-1] if detail else f"exit status {done.returncode}"
+        if done.returncode < 0 or done.returncode == 137:
+            why = "it was stopped (out of memory?)"
+        raise UsageError(f"{renderer.name} failed: {why}",
+                         hints=["try SVG, or draw less with --focus NAME"])
     return done.stdout
