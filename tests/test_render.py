@@ -249,3 +249,8 @@ def test_big_diagrams_draw_widely_read_leaves_beside_each_reader(cli):
     assert source.count("dashed") >= 100
     small = cli("dot", big_program(3), "x=1").stdout
     assert "dashed\"" not in small.replace("rounded,filled,dashed", "")
+
+
+def test_big_diagrams_ask_graphviz_for_a_quicker_layout(cli):
+    assert "mclimit=0.1" in cli("dot", big_program(60), "x=1", "--force").stdout
+    assert "mclimit" not in cli("dot", SEED).stdout

@@ -105,6 +105,10 @@ def diagram(
              penwidth="1.2", margin="0.06,0.04")
     dot.attr("edge", fontname=FONT, fontsize="10", fontcolor=theme.muted, color=theme.muted,
              arrowsize="0.7")
+    if sum(shown) > FAST_LAYOUT_ABOVE:
+        # Fewer crossing-minimisation and ranking passes: a 2,000-node diagram lays out in
+        # about a third of the time, a little less tidily.
+        dot.attr(mclimit="0.1", nslimit="1")
     fmt = lambda x: format_number(x, options.precision)  # noqa: E731
     split = _split_leaves(graph, shown)
     labels = {}
@@ -140,6 +144,7 @@ def diagram(
 #: once beside each reader (dashed): edges from one node to hundreds of ranks make Graphviz's
 #: layout take minutes.
 SPLIT_ABOVE, SPLIT_FAN_OUT = 60, 4
+FAST_LAYOUT_ABOVE = 200
 
 
 def _split_leaves(graph: Graph, shown: list[bool]) -> set[int]:
