@@ -17,7 +17,7 @@ from bisect import bisect_right
 from itertools import islice
 
 from .errors import DomainError
-from .forward import compile_program, slope_error
+from .forward import SWAPPED, compile_program, slope_error
 from .ir import Graph, gc_paused
 from .ops import INPUT
 
@@ -42,6 +42,10 @@ def vjp(graph: Graph, values: list[float], of: int | None = None, seed: float = 
                     pa = p[0] if p.__class__ is tuple else p(values[a], values[i])[0]
                     adj[a] += pa * g
                 else:
+                    if p is SWAPPED:
+                        adj[a] += values[b] * g
+                        adj[b] += values[a] * g
+                        continue
                     pa, pb = p if p.__class__ is tuple else p(values[a], values[b], values[i])
                     adj[a] += pa * g
                     adj[b] += pb * g
@@ -62,7 +66,10 @@ def _first_undefined(graph: Graph, values, steps, out: int, seed: float) -> Doma
         if g == 0.0:
             continue
         args = (a,) if b < 0 else (a, b)
-        partials = p if p.__class__ is tuple else p(*(values[x] for x in args), values[i])
+        if p is SWAPPED:
+            partials = (values[b], values[a])
+        else:
+            partials = p if p.__class__ is tuple else p(*(values[x] for x in args), values[i])
         for arg, partial in zip(args, partials):
             adj[arg] += partial * g
             if depends[arg] and not math.isfinite(adj[arg]):

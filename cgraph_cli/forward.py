@@ -20,6 +20,9 @@ from .ir import Graph, gc_paused
 from .numfmt import format_number
 from .ops import CALL, INFIX
 
+#: The reverse pass's marker for a binary op whose partials are its arguments swapped (mul).
+SWAPPED = "swapped"
+
 
 class Program:
     """A graph's operation nodes as flat tuples, built once per graph and cached on it.
@@ -41,7 +44,7 @@ class Program:
                 op, args = graph.ops[i], graph.args[i]
                 b = args[1] if len(args) > 1 else -1
                 forward.append((i, op.forward, args[0], b))
-                backward.append((i, op.constant or op.partials, args[0], b))
+                backward.append((i, SWAPPED if op.swapped else op.constant or op.partials, args[0], b))
             backward.reverse()
             template = [0.0] * len(graph.ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():

@@ -55,6 +55,8 @@ class OpSpec:
     # The partials when they do not depend on the values (add, sub, neg): the reverse pass
     # then reads them instead of calling `partials`, which saves a call on the hot path.
     constant: tuple[float, ...] | None = None
+    # For mul: each partial is the other argument, which the reverse pass reads directly.
+    swapped: bool = False
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -169,7 +171,8 @@ _TABLE = (
         constant=(1.0, -1.0),
     ),
     _infix(
-        "mul", "*", "×", PREC_PRODUCT, operator.mul, lambda x, y, o: (y, x), "x * y", ("{1}", "{0}")
+        "mul", "*", "×", PREC_PRODUCT, operator.mul, lambda x, y, o: (y, x), "x * y", ("{1}", "{0}"),
+        swapped=True,
     ),
     _infix(
         "div",

@@ -130,3 +130,9 @@ def test_every_op_has_a_derivative_formula_per_argument(op):
 def test_constant_partials_agree_with_the_rule(op):
     for args in _points(op):
         assert op.partials(*args, op.forward(*args)) == op.constant
+
+
+@pytest.mark.parametrize("op", [op for op in COMPUTED if op.swapped], ids=lambda op: op.name)
+def test_swapped_partials_agree_with_the_rule(op):
+    for x, y in _points(op):
+        assert op.partials(x, y, op.forward(x, y)) == (y, x)
