@@ -260,7 +260,7 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Par
     with the caret in place."""
     text = source.text
     at_end = tok.type == "$END"
-    # Lark puts $END on the last real token; the caret belongs after the text.
+    # At the end of the program the caret goes just after its last visible character.
     pos = len(text.rstrip()) if at_end else tok.start_pos
     span = Span(pos, pos if at_end else tok.end_pos)
     # Tokens before the bad one (the lexer has already recorded it).
