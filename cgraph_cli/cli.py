@@ -154,7 +154,8 @@ def _emit(fmt: str, report: dict, table, plain) -> None:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog=EXIT_CODES)
+             epilog=EXIT_CODES.replace("  0  success\n", "  0  success\n  1  a check failed "
+                                       "(check, gradcheck)\n"))
 @click.version_option(__version__, "-V", "--version", prog_name="cgraph")
 def main() -> None:
     """Computational graphs: values and gradients of expression programs.
@@ -169,7 +170,7 @@ def main() -> None:
     """
 
 
-@main.command("eval", epilog=EXIT_CODES)
+@main.command("eval", short_help="Print the output's value (the forward pass).", epilog=EXIT_CODES)
 @source_options
 @report_options
 @click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")
@@ -203,7 +204,7 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_a
     _emit(fmt, report, table, plain)
 
 
-@main.command("grad", epilog=EXIT_CODES)
+@main.command("grad", short_help="Print ∂output/∂input for every input.", epilog=EXIT_CODES)
 @source_options
 @report_options
 @click.option("--of", metavar="NAME", help="Differentiate this named value (default: the last).")
@@ -268,7 +269,7 @@ class _RenderCommand(click.Command):
 RENDER_EXIT = EXIT_CODES.replace("missing file,", "missing file, a format no renderer can write,")
 
 
-@main.command("render", cls=_RenderCommand, epilog=RENDER_EXIT)
+@main.command("render", short_help="Draw the graph as PNG, SVG, PDF or DOT.", cls=_RenderCommand, epilog=RENDER_EXIT)
 @source_options
 @diagram_options
 @click.option("-o", "--output", "output", metavar="FILE",
@@ -324,7 +325,7 @@ def _default_output(filename: str, kind: str) -> str:
     return f"{Path(filename).stem}.{kind}"
 
 
-@main.command("dot", epilog=EXIT_CODES)
+@main.command("dot", short_help="Print the diagram as Graphviz DOT.", epilog=EXIT_CODES)
 @source_options
 @diagram_options
 def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
@@ -341,7 +342,7 @@ def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precisi
     click.echo(diagram.source, nl=False)
 
 
-@main.command("show", epilog=EXIT_CODES)
+@main.command("show", short_help="Draw the graph as a tree in the terminal.", epilog=EXIT_CODES)
 @source_options
 @click.option("--of", metavar="NAME", help="Start the tree at this named value.")
 @_precision("default: 4")

@@ -19,7 +19,7 @@ GRADCHECK_EXIT = EXIT_CODES.replace(
 )
 
 
-@main.command("check", epilog=CHECK_EXIT)
+@main.command("check", short_help="Assert values and gradients (for CI).", epilog=CHECK_EXIT)
 @source_options
 @click.option("--expect", multiple=True, metavar="NAME=VALUE",
               help="Assert a named value (repeatable).")
@@ -90,7 +90,7 @@ def _check_text(results, grouped: bool) -> str:
     return "\n".join(lines)
 
 
-@main.command("gradcheck", epilog=GRADCHECK_EXIT)
+@main.command("gradcheck", short_help="Compare gradients with finite differences.", epilog=GRADCHECK_EXIT)
 @source_options
 @click.option("--of", metavar="NAME", help="The output to differentiate (default: the last).")
 @click.option("--points", type=click.IntRange(0, 100_000), default=0,
@@ -166,7 +166,7 @@ def _range(text: str) -> tuple[float, float]:
     return low, high
 
 
-@main.command("explain", epilog=EXIT_CODES)
+@main.command("explain", short_help="Spell out both passes step by step.", epilog=EXIT_CODES)
 @source_options
 @click.option("--of", metavar="NAME", help="The output to differentiate (default: the last).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
