@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .api import grad, resolve_name
 from .errors import UsageError
@@ -55,7 +55,7 @@ def diagram_of(
         )
     _, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, options.values)
     if focus_node is not None:
-        options = DiagramOptions(**{**options.__dict__, "focus": focus_node})
+        options = replace(options, focus=focus_node)
     return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .forward import local_partials
 from .ir import Graph
 from .names import node_names
 from .numfmt import format_number
@@ -44,15 +45,16 @@ def explain(
         for i in ops
     ]
     through = []
+    local: dict[int, tuple[float, ...]] = {}  # node -> its local partials
     for i in reversed(ops):
         if not reach[i]:
             continue
         op, args = graph.ops[i], graph.args[i]
-        local = op.partials(*(values[a] for a in args), values[i])
+        local[i] = local_partials(graph, values, i)
         through.append({"node": names[i], "op": op.name, "partials": [
             {"wrt": names[a],
              "formula": op.derivative[k].format(*(names[x] for x in args), out=names[i]),
-             "value": local[k]}
+             "value": local[i][k]}
             for k, a in enumerate(args)
         ]})
     uses: dict[int, list[tuple[int, int]]] = {}  # node -> (consumer, argument position)
@@ -75,8 +77,7 @@ def explain(
             continue  # read once, by the output: its gradient is the local partial shown above
         terms = []
         for c, k in uses[a]:
-            local = graph.ops[c].partials(*(values[x] for x in graph.args[c]), values[c])[k]
-            terms.append({"via": names[c], "upstream": adjoints[c], "local": local})
+            terms.append({"via": names[c], "upstream": adjoints[c], "local": local[c][k]})
         chain.append({"node": names[a], "terms": terms, "gradient": adjoints[a]})
     return {
         "output": names[out],

@@ -143,6 +143,12 @@ def domain_error(graph: Graph, node: int, values: list[float], exc: Exception | 
     return graph.error(DomainError, message, node)
 
 
+def local_partials(graph: Graph, values: list[float], node: int) -> tuple[float, ...]:
+    """∂node/∂arg for each argument of ``node``, at ``values`` (for diagrams and explanations;
+    the passes use the compiled program instead)."""
+    return graph.ops[node].partials(*(values[a] for a in graph.args[node]), values[node])
+
+
 def slope_error(graph: Graph, node: int, values: list[float]) -> DomainError:
     """The error for node ``node`` whose local derivative is undefined or infinite."""
     formula = describe(graph, node, values)

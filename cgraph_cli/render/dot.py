@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..forward import local_partials
 from ..ir import Graph
 from ..names import node_names
 from ..numfmt import format_number
@@ -134,7 +135,7 @@ def diagram(
                 tail = f"n{a}_{i}_{k}"
                 label, attrs = labels[a]
                 dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
-            dot.edge(tail, f"n{i}", **_edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options))
+            dot.edge(tail, f"n{i}", **_edge_attrs(graph, i, k, names, theme, fmt, values, options))
     if adjoints is not None:
         dot.attr(label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10")
     return dot
@@ -218,7 +219,7 @@ def _mix(a: str, b: str, t: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))
 
 
-def _edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options) -> dict[str, str]:
+def _edge_attrs(graph, i, k, names, theme, fmt, values, options) -> dict[str, str]:
     if not options.backward:
         return {}
     attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
@@ -227,8 +228,7 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, adjoints, options) -> di
     formula = op.derivative[k].format(*(names[a] for a in args), out=names[i])
     text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
     if values is not None:
-        partials = op.partials(*(values[a] for a in args), values[i])
-        number = fmt(partials[k])
+        number = fmt(local_partials(graph, values, i)[k])
         if number != formula:
             text += f" = {number}"
     attrs["label"] = text  # a plain label: Graphviz's own quoting escapes it
