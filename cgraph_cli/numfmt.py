@@ -31,13 +31,3 @@ def format_number(x: float, precision: int | None = None) -> str:
         mantissa, exp = text.split("e")
         return f"{mantissa}e{int(exp)}"
     return text
-
-
-def parenthesize_negative(x: float) -> str:
-    """A number as an operand in a worked formula: ``(-3)`` but ``4``.
-
-    >>> parenthesize_negative(-3.0), parenthesize_negative(4.0)
-    ('(-3)', '4')
-    """
-    text = format_number(x)
-    return f"({text})" if text.startswith("-") else text
