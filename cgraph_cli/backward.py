@@ -17,13 +17,17 @@ from bisect import bisect_right
 from itertools import islice
 
 from .errors import DomainError
-from .forward import SWAPPED, compile_program, slope_error
+from .forward import SWAPPED, compile_program, is_tensor_run, slope_error
 from .ir import Graph, gc_paused
 from .ops import INPUT
 
 
 def vjp(graph: Graph, values: list[float], of: int | None = None, seed: float = 1.0) -> list[float]:
     """Adjoints of node ``of`` (default: the output) with respect to every node."""
+    if is_tensor_run(graph, values):
+        from .tensors import vjp_tensors
+
+        return vjp_tensors(graph, values, of, seed)
     out = graph.output if of is None else of
     program = compile_program(graph)
     adj = [0.0] * len(graph.ops)

@@ -16,6 +16,7 @@ import click
 from . import __version__
 from .errors import CgraphError, UsageError
 
+SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 EXIT_CODES = """\b
 Exit codes:
   0  success
@@ -85,8 +86,9 @@ def source_options(command):
                      help="Read the program from PATH ('-' for standard input)."),
         click.option("--bind", "binds", multiple=True, metavar="NAME=VALUE",
                      help="Bind an input (repeatable); same as a positional NAME=VALUE."),
-        click.option("--bindings", "bindings_file", metavar="FILE.json",
-                     help="Bind inputs from a JSON object of name -> number."),
+        click.option("--bindings", "bindings_file", metavar="FILE",
+                     help="Bind inputs from a JSON object of name -> number or nested list, "
+                          "or a NumPy .npz file of named arrays."),
     ])
 
 
@@ -101,6 +103,9 @@ def report_options(command):
         click.option("--format", "fmt", type=click.Choice([f.value for f in Format]),
                      default="table", show_default=True, help="Output format."),
         _precision("table and plain output; default: exact"),
+        click.option("--full", is_flag=True,
+                     help=f"Show every element of tensors (tables summarise those over "
+                          f"{SMALL_TENSOR} elements)."),
     ])
 
 
@@ -142,9 +147,9 @@ def _load(args, expr, file_, binds, bindings_file):
 
 def _emit(fmt: str, report: dict, table, plain) -> None:
     if fmt == Format.json.value:
-        import json
+        from .report import to_json_text
 
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        click.echo(to_json_text(report))
     elif fmt == Format.plain.value:
         click.echo(plain())
     else:
@@ -175,7 +180,7 @@ def main() -> None:
 @report_options
 @click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")
 @click.option("--of", metavar="NAME", help="Report this named value instead of the last one.")
-def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_all, of):
+def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, show_all, of):
     """Run the forward pass and print the output's value.
 
     \b
@@ -194,7 +199,9 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_a
     def table():
         from .render.table import output_line, value_table
 
-        return value_table(report, precision) if show_all else output_line(report, precision)
+        if show_all:
+            return value_table(report, precision, full)
+        return output_line(report, precision, full)
 
     def plain():
         from .render.text import eval_plain
@@ -210,7 +217,7 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, show_a
 @click.option("--of", metavar="NAME", help="Differentiate this named value (default: the last).")
 @click.option("--wrt", metavar="A,B", multiple=True,
               help="Report only these names (inputs or named values); repeatable.")
-def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, of, wrt):
+def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, of, wrt):
     """Run the forward and reverse passes: ∂output/∂input for every input.
 
     \b
@@ -229,7 +236,7 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, of, wr
     def table():
         from .render.table import gradient_table
 
-        return gradient_table(report, precision)
+        return gradient_table(report, precision, full)
 
     def plain():
         from .render.text import grad_plain

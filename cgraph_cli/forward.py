@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from .errors import BindingError, DomainError
 from .ir import Graph, gc_paused
 from .numfmt import format_number
-from .ops import CALL, INFIX
+from .ops import CALL, INFIX, LEAF
 
 #: The reverse pass's marker for a binary op whose partials are its arguments swapped (mul).
 SWAPPED = "swapped"
@@ -33,11 +33,11 @@ class Program:
     operation nodes' ids, ascending. Four-tuples unpack faster than one shared five-tuple.
     """
 
-    __slots__ = ("forward", "backward", "ids", "template")
+    __slots__ = ("forward", "backward", "ids", "template", "tensor")
 
     def __init__(self, graph: Graph) -> None:
         with gc_paused():
-            ids = [i for i, op in enumerate(graph.ops) if op.forward is not None]
+            ids = [i for i, op in enumerate(graph.ops) if op.style != LEAF]
             forward = []
             backward = []
             for i in ids:
@@ -50,6 +50,10 @@ class Program:
             for node, value in graph.consts.items():
                 template[node] = value
         self.forward, self.backward, self.ids, self.template = forward, backward, ids, template
+        # Array constants or ops that are not elementwise: the graph runs on NumPy arrays.
+        self.tensor = any(not graph.ops[i].elementwise for i in ids) or any(
+            v.__class__ is not float for v in graph.consts.values()
+        )
 
 
 def compile_program(graph: Graph) -> Program:
@@ -57,6 +61,20 @@ def compile_program(graph: Graph) -> Program:
     if graph._program is None:
         graph._program = Program(graph)
     return graph._program
+
+
+def check_value(name: str, value: object):
+    """A binding's value: a finite float, a finite float64 array (given as an array, nested
+    lists, or JSON text such as ``"[1, 2]"``), or a :class:`BindingError` saying why not."""
+    if value.__class__ is float or value.__class__ is int:
+        return check_number(name, value)
+    if isinstance(value, str) and not value.lstrip().startswith("["):
+        return check_number(name, value)
+    if isinstance(value, (str, list, tuple)) or hasattr(value, "__array__"):
+        from .tensors import as_array
+
+        return as_array(name, value)
+    return check_number(name, value)
 
 
 def check_number(name: str, value: object) -> float:
@@ -94,13 +112,14 @@ def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -
     return values
 
 
-def check_bindings(graph: Graph, bindings: Mapping[str, object] | None) -> dict[str, float]:
-    """The bindings as finite floats; a name that is not an input is a :class:`BindingError`."""
+def check_bindings(graph: Graph, bindings: Mapping[str, object] | None) -> dict[str, object]:
+    """The bindings as finite floats or arrays; a name that is not an input is a
+    :class:`BindingError`."""
     bindings = bindings or {}
     unknown = [name for name in bindings if name not in graph.inputs]
     if unknown:
         raise _unknown_binding(graph, unknown)
-    return {name: check_number(name, value) for name, value in bindings.items()}
+    return {name: check_value(name, value) for name, value in bindings.items()}
 
 
 def _unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
@@ -119,10 +138,26 @@ def _unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
     return BindingError(f"the program has no input named '{name}'", hints=hints)
 
 
-def describe(graph: Graph, node: int, values: list[float]) -> str:
-    """Node ``node`` as a formula over its arguments' values: ``log(-1)``, ``1 / 0``."""
+def is_tensor_run(graph: Graph, values: list) -> bool:
+    """Whether ``values`` (inputs filled in) need the NumPy passes of :mod:`cgraph_cli.tensors`."""
+    return compile_program(graph).tensor or any(
+        values[n].__class__ is not float for n in graph.inputs.values()
+    )
+
+
+def _brief(value) -> str:
+    if value.__class__ is float or not hasattr(value, "shape"):
+        return format_number(value)
+    return f"{tuple(value.shape)} tensor" if value.shape else format_number(float(value))
+
+
+def describe(graph: Graph, node: int, values: list) -> str:
+    """Node ``node`` as a formula over its arguments' values: ``log(-1)``, ``1 / 0``. ``values``
+    may also be the argument values themselves."""
     op = graph.ops[node]
-    shown = [format_number(values[a]) for a in graph.args[node]]
+    args = graph.args[node]
+    given = values if len(values) == len(args) and len(values) != len(graph.ops) else None
+    shown = [_brief(v) for v in (given or [values[a] for a in args])]
     if op.style == CALL:
         return f"{op.name}({', '.join(shown)})"
     shown = [f"({s})" if s.startswith("-") else s for s in shown]
@@ -174,9 +209,14 @@ def run(graph: Graph, values: list[float]) -> list[float]:
     return values
 
 
-def forward(graph: Graph, bindings: Mapping[str, object] | None = None) -> list[float]:
-    """Every node's value, indexed by node id."""
-    return run(graph, initial_values(graph, bindings))
+def forward(graph: Graph, bindings: Mapping[str, object] | None = None) -> list:
+    """Every node's value, indexed by node id: floats, or NumPy arrays for tensors."""
+    values = initial_values(graph, bindings)
+    if is_tensor_run(graph, values):
+        from .tensors import forward_tensors
+
+        return forward_tensors(graph, values)
+    return run(graph, values)
 
 
 def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> list[float]:
@@ -187,6 +227,10 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
     >>> jvp(g, forward(g, {"x": 1, "y": 3, "z": -3}), {"x": 1.0})[g.output]
     -3.0
     """
+    if is_tensor_run(graph, values):
+        from .tensors import jvp_tensors
+
+        return jvp_tensors(graph, values, tangents)
     out = [0.0] * len(graph.ops)
     for name, t in tangents.items():
         out[graph.inputs[name]] = float(t)

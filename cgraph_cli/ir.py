@@ -32,17 +32,34 @@ class Node(NamedTuple):
     args: tuple[int, ...]
     label: str | None
     span: Span
-    value: float | None  # constants only
+    value: object  # constants only: a float or a NumPy array
+    params: tuple = ()  # the numbers written in a call after its arguments: sum(x, 0) -> (0,)
 
     def __str__(self) -> str:
         if self.op is INPUT:
             body = f"input {self.label}"
         elif self.op is CONST:
-            body = f"const {self.value!r}"
+            value = self.value.tolist() if hasattr(self.value, "tolist") else self.value
+            body = f"const {value!r}"
         else:
             body = " ".join([self.op.name] + [f"%{a}" for a in self.args])
+            body += "".join(f" {k}={_show_param(v)}" for k, v in zip(self.op.params, self.params))
         named = f" ({self.label})" if self.label and self.op is not INPUT else ""
         return f"%{self.id} = {body}{named}"
+
+
+def _show_param(value) -> str:
+    if isinstance(value, tuple) and any(isinstance(v, slice) for v in value):
+        return "[" + ", ".join(show_subscript(v) for v in value) + "]"
+    return repr(list(value)) if isinstance(value, tuple) else repr(value)
+
+
+def show_subscript(item) -> str:
+    """An index as written: ``1``, ``:``, ``1:3``, ``::2``."""
+    if not isinstance(item, slice):
+        return str(item)
+    parts = ["" if p is None else str(p) for p in (item.start, item.stop, item.step)]
+    return ":".join(parts[:2] if item.step is None else parts)
 
 
 _KINDS = ("=", "input", "bare")
@@ -52,7 +69,7 @@ class Graph:
     """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after."""
 
     __slots__ = (
-        "ops", "args", "labels", "starts", "ends", "consts",
+        "ops", "args", "labels", "starts", "ends", "consts", "params",
         "inputs", "defaults", "names", "stmt_kinds", "stmt_names", "stmt_nodes", "output",
         "output_label", "source", "_program",
     )
@@ -63,9 +80,10 @@ class Graph:
         self.labels: list[str | None] = []
         self.starts = array("l")
         self.ends = array("l")
-        self.consts: dict[int, float] = {}  # const node id -> value
+        self.consts: dict[int, object] = {}  # const node id -> value (float or NumPy array)
+        self.params: dict[int, tuple] = {}  # node id -> its op's params (sum(x, 0): (0,))
         self.inputs: dict[str, int] = {}  # input name -> node id, in order of first use
-        self.defaults: dict[str, float] = {}  # input name -> default declared in the source
+        self.defaults: dict[str, object] = {}  # input name -> default declared in the source
         self.names: dict[str, int] = {}  # every name -> node it finally refers to
         # The statements in program order, as columns (see `statements`).
         self.stmt_kinds = bytearray()
@@ -84,7 +102,7 @@ class Graph:
             i += len(self.ops)
         return Node(
             i, self.ops[i], self.args[i], self.labels[i],
-            Span(self.starts[i], self.ends[i]), self.consts.get(i),
+            Span(self.starts[i], self.ends[i]), self.consts.get(i), self.params.get(i, ()),
         )
 
     def __iter__(self) -> Iterator[Node]:
@@ -151,6 +169,16 @@ class Builder:
         self.graph.consts[node] = value
         return node
 
+    def pop_const(self, node: int):
+        """Remove the constant just added as ``node`` (a number that turned out to be an op's
+        parameter, as the 0 in sum(x, 0)); its value, or None if ``node`` is not such."""
+        g = self.graph
+        if node != len(g.ops) - 1 or g.ops[node] is not CONST:
+            return None
+        for column in (g.ops, g.args, g.labels, g.starts, g.ends):
+            column.pop()
+        return g.consts.pop(node)
+
     def read(self, name: str, start: int, end: int) -> int:
         """The node ``name`` refers to now; a name never assigned before becomes an input."""
         node = self.scope.get(name)
@@ -211,6 +239,8 @@ def validate(graph: Graph) -> Graph:
         assert all(0 <= a < i for a in args), f"node %{i}: argument out of topological order"
         assert (op is CONST) == (i in graph.consts), f"node %{i}: constant value mismatch"
         assert graph.starts[i] <= graph.ends[i], f"node %{i}: reversed span"
+        given = len(graph.params.get(i, ()))
+        assert op.required <= given <= len(op.params), f"node %{i}: {op.name} has {given} params"
         if op is INPUT:
             assert graph.inputs.get(graph.labels[i]) == i, f"node %{i}: input defined twice"
     assert len(graph.inputs) == sum(op is INPUT for op in graph.ops), "input table mismatch"

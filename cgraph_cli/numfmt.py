@@ -31,3 +31,63 @@ def format_number(x: float, precision: int | None = None) -> str:
         mantissa, exp = text.split("e")
         return f"{mantissa}e{int(exp)}"
     return text
+
+
+#: Tensors with at most this many elements are shown in full in tables; larger ones summarised.
+SMALL = 16
+
+
+def is_tensor(value) -> bool:
+    return value.__class__ is not float and bool(getattr(value, "shape", ()))
+
+
+def shape_text(value) -> str:
+    """``2×3`` for a (2, 3) tensor, ``3`` for a vector, ``scalar`` for a number."""
+    if not is_tensor(value):
+        return "scalar"
+    return "×".join(str(n) for n in value.shape)
+
+
+def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "") -> str:
+    """A tensor as nested brackets: ``[[1, 2], [3, 4]]``. ``rows`` goes between the rows of a
+    matrix (``"\\n "`` puts each on its own line)."""
+    if not is_tensor(value):
+        return format_number(float(value), precision)
+    if value.ndim == 1:
+        return "[" + sep.join(format_number(float(x), precision) for x in value) + "]"
+    inner = [nested(row, precision, sep, rows.replace("\n", "\n ") if rows else "")
+             for row in value]
+    return "[" + (sep.rstrip() + rows if rows else sep).join(inner) + "]"
+
+
+def plain_value(value) -> str:
+    """The one-line form for scripts: numbers in shortest form; a tensor as JSON without spaces
+    (``[[1,2],[3,4]]``), which cgraph reads back as a binding."""
+    return nested(value, None, ",") if is_tensor(value) else format_number(float(value))
+
+
+def summary(value, precision: int | None = 4) -> str:
+    """A large tensor in one line: its shape, min, max, mean and its first entries."""
+    flat = value.ravel()
+    first = ", ".join(format_number(float(x), precision) for x in flat[:3])
+    return (f"{shape_text(value)}  min {format_number(float(flat.min()), precision)}  "
+            f"max {format_number(float(flat.max()), precision)}  "
+            f"mean {format_number(float(flat.mean()), precision)}  [{first}, …]")
+
+
+def format_value(value, precision: int | None = None, full: bool = False,
+                 rows: str = "\n ") -> str:
+    """A number as :func:`format_number`; a tensor in full when small (or ``full``), else as a
+    :func:`summary`. Matrix rows go on separate lines unless ``rows`` says otherwise."""
+    if not is_tensor(value):
+        return format_number(float(value), precision)
+    if full or value.size <= SMALL:
+        return nested(value, precision, rows=rows)
+    return summary(value, precision or 4)
+
+
+def to_json(value):
+    """``json.dumps``'s fallback: tensors become nested lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

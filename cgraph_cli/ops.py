@@ -7,7 +7,11 @@ differentiation modes follow from the local partials ``p_k = ∂out/∂arg_k``:
 - reverse (vjp): ``grad[arg_k] += p_k * grad[node]``
 - forward (jvp): ``tangent[node] = Σ_k p_k * tangent[arg_k]``
 
-Rules take plain floats; ``partials`` also receives the node's own output, which several
+Scalar rules take plain floats (the fast path for scalar programs); the ``array_*`` rules take
+NumPy arrays. Elementwise ops broadcast, and the reverse pass sums a broadcast operand's
+gradient back to its shape. Ops that are not elementwise (``matmul``, ``sum``...) give their
+own ``shape``, ``vjp`` and ``jvp`` rules and take static ``params`` written in the program
+(``sum(x, 0)``: the axis). ``partials`` also receives the node's own output, which several
 derivatives reuse (``exp' = out``, ``tanh' = 1 - out²``). Domain errors surface as the
 ``ValueError``/``ZeroDivisionError``/``OverflowError`` that :mod:`math` raises; the passes turn
 them into messages using ``domain``.
@@ -23,10 +27,13 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import arrays as A
+from .arrays import np
+
 # Printing precedence, loosest first. Leaves and calls never need parentheses.
 PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
 
-INFIX, PREFIX, CALL, LEAF = "infix", "prefix", "call", "leaf"
+INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,23 @@ class OpSpec:
     constant: tuple[float, ...] | None = None
     # For mul: each partial is the other argument, which the reverse pass reads directly.
     swapped: bool = False
+    # Tensors. Elementwise ops: NumPy forms of `forward` and `partials` (None: the scalar rule
+    # works on arrays as it is). Other ops: `forward(*args, *params)`, and `vjp(g, args, out,
+    # params)` -> one cotangent per argument, `jvp(tangents, args, out, params)` -> the tangent
+    # (a tangent of None is zero). `shape(arg shapes, params)` raises arrays.ShapeMismatch.
+    elementwise: bool = True
+    array_forward: Callable | None = None
+    array_partials: Callable | None = None
+    vjp: Callable | None = None
+    jvp: Callable | None = None
+    shape: Callable = A.elementwise_shape
+    # Names of the numbers a call writes after its arguments (`sum(x, 0)`: "axis"); the first
+    # `required` are required.
+    params: tuple[str, ...] = ()
+    required: int = 0
+    # The reverse rule as formulas over the incoming gradient {g}, for explanations of tensor
+    # ops: matmul ("{g} @ {1}ᵀ", "{0}ᵀ @ {g}").
+    adjoint: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -159,6 +183,15 @@ def _fn(name, arity, forward, partials, example, derivative, **kw) -> OpSpec:
     )
 
 
+def _tensor_fn(name, forward, vjp, jvp, shape, params, adjoint, *, required=0, symbol=None,
+               example=None) -> OpSpec:
+    return OpSpec(
+        name, 1, None, None, symbol or name, symbol or name, CALL, function=True,
+        example=example or f"{symbol or name}(x)", elementwise=False, array_forward=forward,
+        vjp=vjp, jvp=jvp, shape=shape, params=params, required=required, adjoint=adjoint,
+    )
+
+
 _TABLE = (
     OpSpec("input", 0, None, None, "", "", LEAF),
     OpSpec("const", 0, None, None, "", "", LEAF),
@@ -189,6 +222,7 @@ _TABLE = (
         name="pow", arity=2, forward=_pow, partials=_pow_partials, symbol="^", glyph="^",
         style=INFIX, precedence=PREC_POWER, right_assoc=True, function=True, example="x ^ y",
         derivative=("{1}·{0}^({1} - 1)", "{out}·log({0})"),
+        array_forward=lambda x, y: np.power(x, y), array_partials=A.pow_partials,
         domain="a negative base needs a whole exponent, and 0 has no negative powers",
     ),
     OpSpec(
@@ -196,10 +230,14 @@ _TABLE = (
         glyph="−", style=PREFIX, precedence=PREC_UNARY, example="-x", derivative=("-1",),
         constant=(-1.0,),
     ),
-    _fn("sin", 1, math.sin, lambda x, o: (math.cos(x),), "sin(x)", ("cos({0})",)),
-    _fn("cos", 1, math.cos, lambda x, o: (-math.sin(x),), "cos(x)", ("-sin({0})",)),
-    _fn("tan", 1, math.tan, lambda x, o: (1.0 + o * o,), "tan(x)", ("1 + {out}²",)),
-    _fn("exp", 1, math.exp, lambda x, o: (o,), "exp(x)", ("{out}",)),
+    _fn("sin", 1, math.sin, lambda x, o: (math.cos(x),), "sin(x)", ("cos({0})",),
+        array_forward=lambda x: np.sin(x), array_partials=lambda x, o: (np.cos(x),)),
+    _fn("cos", 1, math.cos, lambda x, o: (-math.sin(x),), "cos(x)", ("-sin({0})",),
+        array_forward=lambda x: np.cos(x), array_partials=lambda x, o: (-np.sin(x),)),
+    _fn("tan", 1, math.tan, lambda x, o: (1.0 + o * o,), "tan(x)", ("1 + {out}²",),
+        array_forward=lambda x: np.tan(x)),
+    _fn("exp", 1, math.exp, lambda x, o: (o,), "exp(x)", ("{out}",),
+        array_forward=lambda x: np.exp(x)),
     _fn(
         "log",
         1,
@@ -208,6 +246,7 @@ _TABLE = (
         "log(x)",
         ("1/{0}",),
         domain="log needs a positive argument",
+        array_forward=lambda x: np.log(x),
     ),
     _fn(
         "sqrt",
@@ -217,10 +256,13 @@ _TABLE = (
         "sqrt(x)",
         ("1/(2·{out})",),
         domain="sqrt needs a non-negative argument, and its slope is infinite at 0",
+        array_forward=lambda x: np.sqrt(x),
     ),
-    _fn("tanh", 1, math.tanh, lambda x, o: (1.0 - o * o,), "tanh(x)", ("1 - {out}²",)),
+    _fn("tanh", 1, math.tanh, lambda x, o: (1.0 - o * o,), "tanh(x)", ("1 - {out}²",),
+        array_forward=lambda x: np.tanh(x)),
     _fn(
-        "sigmoid", 1, _sigmoid, lambda x, o: (o * (1.0 - o),), "sigmoid(x)", ("{out}·(1 - {out})",)
+        "sigmoid", 1, _sigmoid, lambda x, o: (o * (1.0 - o),), "sigmoid(x)", ("{out}·(1 - {out})",),
+        array_forward=A.sigmoid,
     ),
     _fn(
         "relu",
@@ -230,21 +272,60 @@ _TABLE = (
         "relu(x)",
         ("[{0} > 0]",),
         kink=_kink_at_zero,
+        array_forward=A.relu,
+        array_partials=lambda x, o: (A.step(x),),
     ),
     _fn(
-        "abs", 1, math.fabs, lambda x, o: (_sign(x),), "abs(x)", ("sign({0})",), kink=_kink_at_zero
+        "abs", 1, math.fabs, lambda x, o: (_sign(x),), "abs(x)", ("sign({0})",), kink=_kink_at_zero,
+        array_forward=lambda x: np.abs(x), array_partials=lambda x, o: (np.sign(x),),
     ),
     _fn(
-        "min", 2, min, _min_partials, "min(x, y)", ("[{0} < {1}]", "[{1} < {0}]"), kink=_kink_at_tie
+        "min", 2, min, _min_partials, "min(x, y)", ("[{0} < {1}]", "[{1} < {0}]"), kink=_kink_at_tie,
+        array_forward=lambda x, y: np.minimum(x, y), array_partials=A.min_partials,
     ),
     _fn(
-        "max", 2, max, _max_partials, "max(x, y)", ("[{0} > {1}]", "[{1} > {0}]"), kink=_kink_at_tie
+        "max", 2, max, _max_partials, "max(x, y)", ("[{0} > {1}]", "[{1} > {0}]"), kink=_kink_at_tie,
+        array_forward=lambda x, y: np.maximum(x, y), array_partials=A.max_partials,
+    ),
+    # Tensor ops ------------------------------------------------------------------------------
+    OpSpec(
+        name="matmul", arity=2, forward=None, partials=None, symbol="@", glyph="@", style=INFIX,
+        precedence=PREC_PRODUCT, example="a @ b", elementwise=False,
+        array_forward=lambda a, b: a @ b, vjp=A.matmul_vjp, jvp=A.matmul_jvp,
+        shape=A.matmul_shape, adjoint=("{g} @ {1}ᵀ", "{0}ᵀ @ {g}"),
+    ),
+    _tensor_fn("sum", A.sum_forward, A.sum_vjp, A.linear_jvp(A.sum_forward), A.reduce_shape,
+               ("axis",), ("{g} broadcast to the shape of {0}",)),
+    _tensor_fn("mean", A.mean_forward, A.mean_vjp, A.linear_jvp(A.mean_forward), A.reduce_shape,
+               ("axis",), ("{g} / n, broadcast to the shape of {0}",)),
+    _tensor_fn("transpose", lambda x: np.transpose(x), A.transpose_vjp,
+               A.linear_jvp(lambda x: np.transpose(x)), A.transpose_shape, (), ("{g}ᵀ",)),
+    _tensor_fn("reshape", A.reshape_forward, A.reshape_vjp, A.reshape_jvp, A.reshape_shape,
+               ("shape",), ("{g} reshaped to the shape of {0}",), required=1,
+               example="reshape(x, [2, 3])"),
+    _tensor_fn("softmax", A.softmax_forward, A.softmax_vjp, A.softmax_jvp, A.keep_shape,
+               ("axis",), ("{out} ⊙ ({g} − Σ {g} ⊙ {out})",)),
+    _tensor_fn("logsumexp", A.logsumexp_forward, A.logsumexp_vjp, A.logsumexp_jvp,
+               A.reduce_shape, ("axis",), ("softmax({0}) ⊙ {g}",)),
+    _tensor_fn("amax", lambda x: np.max(x), A.extreme_vjp, A.extreme_jvp, A.all_shape, (),
+               ("{g} at the largest element of {0}",), symbol="max", example="max(x)"),
+    _tensor_fn("amin", lambda x: np.min(x), A.extreme_vjp, A.extreme_jvp, A.all_shape, (),
+               ("{g} at the smallest element of {0}",), symbol="min", example="min(x)"),
+    OpSpec(
+        name="index", arity=1, forward=None, partials=None, symbol="[]", glyph="[]",
+        style=POSTFIX, example="x[0]", elementwise=False, array_forward=A.index_forward,
+        vjp=A.index_vjp, jvp=A.index_jvp, shape=A.index_shape, params=("indices",), required=1,
+        adjoint=("{g} placed at {0}[…], 0 elsewhere",),
     ),
 )
 
 #: Every op by name.
 OPS: dict[str, OpSpec] = {op.name: op for op in _TABLE}
-#: The ops a program may call as ``NAME(args)``.
-FUNCTIONS: dict[str, OpSpec] = {op.name: op for op in _TABLE if op.function}
+#: The ops a program may call as ``NAME(args)``, by name: one op per number of arguments
+#: (``max(x, y)`` is elementwise, ``max(x)`` the largest element).
+FUNCTIONS: dict[str, dict[int, OpSpec]] = {}
+for _op in _TABLE:
+    if _op.function:
+        FUNCTIONS.setdefault(_op.symbol if _op.style == CALL else _op.name, {})[_op.arity] = _op
 
 INPUT, CONST = OPS["input"], OPS["const"]

@@ -46,7 +46,7 @@ class Tok:
 class Lexer:
     """Tokens, one regular-expression match each (ignored text included in the match).
 
-    Newlines inside parentheses continue the statement, as in Python. The lexer also keeps the
+    Newlines inside parentheses and brackets continue the statement, as in Python. The lexer also keeps the
     open parentheses and the last tokens, which syntax errors name.
     """
 
@@ -83,14 +83,14 @@ class Lexer:
             value = text[start:pos]
             if kind in keywords:
                 kind = keywords[kind].get(value, kind)
-            elif kind == "RPAR":
+            elif kind == "RPAR" or kind == "RSQB":
                 if depth:
                     depth -= 1
                     opened.pop()
             elif kind == "_NL" and depth:
                 continue
             tok = Tok(kind, value, start, pos)
-            if kind == "LPAR":
+            if kind == "LPAR" or kind == "LSQB":
                 depth += 1
                 opened.append(tok)
             last.append(tok)
@@ -274,9 +274,20 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Par
             "'input' declares inputs and cannot be a name", span, source,
             hints=["write: input x = 1, y = 2  (or pick another name)"],
         )
-    if ends_statement and tokens.open and "RPAR" in expected and not wants_expression:
-        line, col = line_col(text, tokens.open[-1].start_pos)
-        return ParseError(f"expected ')' to close the '(' at {line}:{col}", span, source)
+    closer = {"LPAR": "RPAR", "LSQB": "RSQB"}.get(tokens.open[-1].type) if tokens.open else None
+    if ends_statement and closer in expected and not wants_expression:
+        opener = tokens.open[-1]
+        line, col = line_col(text, opener.start_pos)
+        close = ")" if closer == "RPAR" else "]"
+        return ParseError(f"expected '{close}' to close the '{opener.value}' at {line}:{col}",
+                          span, source)
+    if wants_expression and "NAME" not in expected:
+        # Inside an array literal or an index: only numbers may be written there.
+        return ParseError(
+            f"expected a number, found {_describe(tok)}", span, source,
+            hints=["array literals and indices hold numbers written in the program: "
+                   "[1, 2], x[0], x[:, 1]"],
+        )
     if wants_expression:
         if prev is None or prev.type in ("_NL", "_SEMI"):
             return ParseError(f"expected a statement, found {_describe(tok)}", span, source)
@@ -287,8 +298,8 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Par
             "only a name can be assigned to", span, source,
             hints=["a statement is NAME = expression, for example: p = x + y"],
         )
-    if tok.type == "RPAR":
-        return ParseError("unmatched ')'", span, source)
+    if tok.type in ("RPAR", "RSQB"):
+        return ParseError(f"unmatched '{tok.value}'", span, source)
     if tok.type == "COMMA":
         return ParseError(
             "',' separates a function's arguments; here it has nothing to separate", span, source,

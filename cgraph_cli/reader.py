@@ -8,10 +8,12 @@ nodes without a parse tree. This module does not import lark.
 from __future__ import annotations
 
 import difflib
+import math
+from typing import NamedTuple
 
 from .errors import ParseError, Source, Span
 from .ir import Builder, Graph
-from .ops import CONST, FUNCTIONS, OPS
+from .ops import CONST, FUNCTIONS, OPS, OpSpec
 
 _AUGMENTED = {"+=": OPS["add"], "-=": OPS["sub"], "*=": OPS["mul"], "/=": OPS["div"]}
 
@@ -24,6 +26,24 @@ def _binary(op_name: str):
         return self.b.add(op, (a[0], b[0]), a[1], b[2]), a[1], b[2]
 
     return build
+
+
+class Literal(NamedTuple):
+    """An array literal as read: nested lists of floats, its shape and its span."""
+
+    rows: list
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+
+def _count_args(op: OpSpec) -> str:
+    if not op.params:
+        return f"{op.arity} argument{'' if op.arity == 1 else 's'}"
+    extra = " and ".join(op.params[: op.required])
+    optional = " and ".join(op.params[op.required :])
+    return (f"{op.arity} argument" + (f" and its {extra}" if extra else "")
+            + (f" and an optional {optional}" if optional else ""))
 
 
 class Reader:
@@ -69,6 +89,61 @@ class Reader:
     mul = _binary("mul")
     div = _binary("div")
     pow = _binary("pow")
+    matmul = _binary("matmul")
+
+    def array(self, children):
+        lsqb, rsqb = children[0], children[-1]
+        items = [c for c in children[1:-1] if c.__class__ is float or c.__class__ is Literal]
+        start, end = lsqb.start_pos, rsqb.end_pos
+        if not items:
+            raise self._error("an array literal needs at least one number", start, end)
+        shapes = {() if i.__class__ is float else i.shape for i in items}
+        if len(shapes) > 1:
+            raise self._error(
+                "the rows of an array literal must all have the same shape", start, end,
+                hints=["every row needs as many numbers as the others: [[1, 2], [3, 4]]"],
+            )
+        rows = [i if i.__class__ is float else i.rows for i in items]
+        if not all(math.isfinite(x) for x in _flat(rows)):
+            raise self._error("a number in this array is too large for a float64", start, end)
+        return Literal(rows, (len(items), *shapes.pop()), start, end)
+
+    def literal(self, children):
+        lit = children[0]
+        return self.b.const(_to_array(lit.rows), lit.start, lit.end), lit.start, lit.end
+
+    def slice(self, children):
+        parts: list[int | None] = [None]
+        for c in children:
+            if c.__class__ is float:
+                parts[-1] = self._whole(c, children)
+            else:
+                parts.append(None)
+        if len(parts) == 3 and parts[2] == 0:
+            raise self._error("a slice's step cannot be 0", *self._where(children))
+        return slice(*parts)
+
+    def _where(self, children) -> tuple[int, int]:
+        toks = [c for c in children if hasattr(c, "start_pos")]
+        return (toks[0].start_pos, toks[-1].end_pos) if toks else (0, 0)
+
+    def _whole(self, number: float, children) -> int:
+        if not number.is_integer():
+            raise self._error(
+                f"an index is a whole number, got {number:g}", *self._where(children)
+            )
+        return int(number)
+
+    def index(self, children):
+        e, lsqb, rest = children[0], children[1], children[2:]
+        items = tuple(
+            self._whole(c, [lsqb, rest[-1]]) if c.__class__ is float else c
+            for c in rest if c.__class__ is float or c.__class__ is slice
+        )
+        end = rest[-1].end_pos
+        node = self.b.add(OPS["index"], (e[0],), e[1], end)
+        self.b.graph.params[node] = (items,)
+        return node, e[1], end
 
     def neg(self, children):
         minus, e = children
@@ -92,21 +167,51 @@ class Reader:
 
     def call(self, children):
         name, rest = children[0], children[1:]
-        args = [r[0] for r in rest if type(r) is tuple]
+        given = [r for r in rest if type(r) is tuple]
         start, end = name.start_pos, rest[-1].end_pos
-        op = FUNCTIONS.get(name.value)
-        if op is None:
+        overloads = FUNCTIONS.get(name.value)
+        if overloads is None:
             close = difflib.get_close_matches(name.value, list(FUNCTIONS), n=1)
             hints = [f"did you mean '{close[0]}'?"] if close else []
             hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
             raise self._error(f"unknown function '{name.value}'", start, name.end_pos, hints=hints)
-        if len(args) != op.arity:
-            plural = "" if op.arity == 1 else "s"
+        ranked = sorted(overloads.values(), key=lambda o: o.arity)
+        op = next((o for o in ranked
+                   if o.arity + o.required <= len(given) <= o.arity + len(o.params)), None)
+        if op is None:
+            if all(not o.params for o in ranked) and len(ranked) > 1:
+                counts = " or ".join(str(o.arity) for o in ranked) + " arguments"
+            else:
+                counts = " or ".join(_count_args(o) for o in ranked)
+            examples = " or ".join(o.example for o in ranked)
             raise self._error(
-                f"{op.name} takes {op.arity} argument{plural}, got {len(args)}", start, end,
-                hints=[f"write it as {op.example}"],
+                f"{name.value} takes {counts}, got {len(given)}", start, end,
+                hints=[f"write it as {examples}"],
             )
-        return self.b.add(op, tuple(args), start, end), start, end
+        params = tuple(self._param(op, k, e) for k, e in reversed(list(enumerate(given)))
+                       if k >= op.arity)[::-1]
+        node = self.b.add(op, tuple(e[0] for e in given[: op.arity]), start, end)
+        if params:
+            self.b.graph.params[node] = params
+        return node, start, end
+
+    def _param(self, op: OpSpec, k: int, e):
+        """The number written as argument ``k`` of a call to ``op`` (an axis, a shape)."""
+        what = op.params[k - op.arity]
+        value = self.b.pop_const(e[0])
+        if value is not None and what == "shape":
+            shape = [value] if value.__class__ is float else value.tolist()
+            if isinstance(shape, list) and all(
+                isinstance(n, float) and n.is_integer() for n in shape
+            ):
+                return tuple(int(n) for n in shape)
+        elif value.__class__ is float and value.is_integer():
+            return int(value)
+        example = "[2, 3]" if what == "shape" else "0"
+        raise self._error(
+            f"the {what} of {op.symbol} must be written as a whole number{'s' if what == 'shape' else ''}"
+            f" in the program", e[1], e[2], hints=[f"for example: {op.symbol}(x, {example})"],
+        )
 
     # statements ------------------------------------------------------------------------------
     def assign(self, children):
@@ -136,12 +241,15 @@ class Reader:
         self.bare_span = Span(e[1], e[2])
         self.b.statement("bare", self.output_label, e[0])
 
+    def input_item(self, children):
+        default = children[2] if len(children) > 1 else None
+        if default.__class__ is Literal:
+            default = _to_array(default.rows)
+        return children[0], default
+
     def signed_number(self, toks):
         value = float(toks[-1].value)
         return -value if len(toks) == 2 else value
-
-    def input_item(self, children):
-        return children[0], (children[2] if len(children) > 1 else None)
 
     def declare(self, children):
         items = children[1:]
@@ -159,7 +267,7 @@ class Reader:
                     f"'{name.value}' is already computed by the program, so it cannot be an input",
                     *where, hints=["declare inputs before the statements that assign them"],
                 )
-            if default is not None and default in (float("inf"), float("-inf")):
+            if default.__class__ is float and default in (float("inf"), float("-inf")):
                 raise self._error(f"the default of '{name.value}' is too large", *where)
             node = self.b.read(name.value, *where)
             if default is not None:
@@ -175,3 +283,19 @@ class Reader:
                 hints=["write an expression, for example: g = (x + y) * z"],
             )
         return self.b.finish(self.output, self.output_label)
+
+
+def _flat(rows: list):
+    stack = [rows]
+    while stack:
+        for x in stack.pop():
+            if x.__class__ is list:
+                stack.append(x)
+            else:
+                yield x
+
+
+def _to_array(rows: list):
+    from .arrays import np
+
+    return np.array(rows, dtype=float)

@@ -156,9 +156,15 @@ def test_unknown_function_suggests_the_nearest():
 
 
 def test_wrong_argument_count():
-    err = error("g = max(x)")
-    assert err.message == "max takes 2 arguments, got 1"
-    assert err.hints == ("write it as max(x, y)",)
+    err = error("g = sin(x, y)")
+    assert err.message == "sin takes 1 argument, got 2"
+    assert err.hints == ("write it as sin(x)",)
+    err = error("g = max(x, y, z)")
+    assert err.message == "max takes 1 or 2 arguments, got 3"
+    assert err.hints == ("write it as max(x) or max(x, y)",)
+    err = error("g = sum(x, 0, 1)")
+    assert err.message == "sum takes 1 argument and an optional axis, got 3"
+    assert error("g = reshape(x)").message == "reshape takes 1 argument and its shape, got 1"
 
 
 def test_calling_without_parentheses_hints_the_call():

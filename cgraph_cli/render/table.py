@@ -24,7 +24,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..numfmt import format_number
+from ..numfmt import format_number, format_value, is_tensor, shape_text
 
 
 def _wrap(name: str) -> str:
@@ -32,35 +32,59 @@ def _wrap(name: str) -> str:
     return name if name.isidentifier() else f"({name})"
 
 
-def output_line(report: dict, precision: int | None = None) -> Text:
+def output_line(report: dict, precision: int | None = None, full: bool = False) -> Text:
+    """``g = -12``; a tensor output with its shape, its rows aligned under the first."""
     text = Text()
     text.append(report["output"], style="bold")
-    text.append(f" = {format_number(report['value'], precision)}")
+    value = report["value"]
+    if is_tensor(value):
+        lead = " " * (len(report["output"]) + 3)
+        shown = format_value(value, precision, full, rows="\n " + lead)
+        text.append(f" = {shown}")
+        text.append(f"    ({shape_text(value)})", style="dim")
+    else:
+        text.append(f" = {format_number(value, precision)}")
     return text
 
 
-def value_table(report: dict, precision: int | None = None) -> Table:
-    """Every input and named node with its value; the output in bold."""
+def _cell(value, precision: int | None, full: bool) -> str:
+    return format_value(value, precision, full) if is_tensor(value) else format_number(
+        value, precision)
+
+
+def value_table(report: dict, precision: int | None = None, full: bool = False) -> Table:
+    """Every input and named node with its value (and shape, for tensor programs); the output
+    in bold. Tensors over :data:`numfmt.SMALL` elements are summarised unless ``full``."""
+    shapes = "shapes" in report
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
     table.add_column("name")
-    table.add_column("value", justify="right")
+    if shapes:
+        table.add_column("shape", justify="right")
+    table.add_column("value", justify="left" if shapes else "right")
     for name, value in report["values"].items():
         style = "bold" if name == report["output"] else None
-        table.add_row(name, format_number(value, precision), style=style)
+        cells = [name, shape_text(value)] if shapes else [name]
+        table.add_row(*cells, _cell(value, precision, full), style=style)
     return table
 
 
-def gradient_table(report: dict, precision: int | None = None) -> Group:
-    """Per input: its value and ∂output/∂input, then the output's value."""
+def gradient_table(report: dict, precision: int | None = None, full: bool = False) -> Group:
+    """Per input: its value and ∂output/∂input (a tensor of its shape), then the output."""
     out = _wrap(report["output"])
+    shapes = "shapes" in report
+    justify = "left" if shapes else "right"
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
     table.add_column("input")
-    table.add_column("value", justify="right")
-    table.add_column(f"∂{out}/∂input", justify="right")
+    if shapes:
+        table.add_column("shape", justify="right")
+    table.add_column("value", justify=justify)
+    table.add_column(f"∂{out}/∂input", justify=justify)
     values = report["values"]
     for name, g in report["gradients"].items():
-        table.add_row(name, format_number(values[name], precision), format_number(g, precision))
-    return Group(table, Text(""), Text("  ") + output_line(report, precision))
+        value = values.get(name, g)
+        cells = [name, shape_text(g)] if shapes else [name]
+        table.add_row(*cells, _cell(value, precision, full), _cell(g, precision, full))
+    return Group(table, Text(""), Text("  ") + output_line(report, precision, full))
 
 
 def gradcheck_table(checks: list, output: str) -> Table:

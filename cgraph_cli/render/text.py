@@ -1,4 +1,5 @@
-"""Plain renderings for shell scripts: one ``name=value`` line each, numbers in shortest form.
+"""Plain renderings for shell scripts: one ``name=value`` line each, numbers in shortest form,
+tensors as JSON nested lists without spaces (``W=[[1,2],[3,4]]``: the form bindings take).
 
 >>> print(plain_lines({"x": 1.0, "g": -12.0}))
 x=1
@@ -7,11 +8,17 @@ g=-12
 
 from __future__ import annotations
 
-from ..numfmt import format_number
+from ..numfmt import format_number, is_tensor, nested
 
 
-def plain_lines(pairs: dict[str, float], precision: int | None = None) -> str:
-    return "\n".join(f"{name}={format_number(value, precision)}" for name, value in pairs.items())
+def _plain(value, precision: int | None) -> str:
+    if is_tensor(value):
+        return nested(value, precision, ",")
+    return format_number(float(value), precision)
+
+
+def plain_lines(pairs: dict, precision: int | None = None) -> str:
+    return "\n".join(f"{name}={_plain(value, precision)}" for name, value in pairs.items())
 
 
 def eval_plain(report: dict, show_all: bool = False, precision: int | None = None) -> str:

@@ -1,0 +1,236 @@
+"""The passes for programs whose values include NumPy arrays: shapes, forward, vjp and jvp.
+
+Scalar programs never come here (see :func:`cgraph_cli.forward.forward`): they run on plain
+floats. Here every node's shape is inferred before anything is computed, so a mismatch is
+reported at its source span; then the same loops as the scalar passes run over the op table's
+NumPy rules. An elementwise op's gradient is summed back over the axes broadcasting stretched.
+
+>>> from cgraph_cli import parse
+>>> g = parse("loss = sum((W @ x - t) ^ 2)")
+>>> values = forward_tensors(g, initial({"W": [[1, 2], [3, 4]], "x": [1, -1], "t": [0, 0]}, g))
+>>> values[g.output], vjp_tensors(g, values)[g.inputs["W"]].tolist()
+(2.0, [[-2.0, 2.0], [-2.0, 2.0]])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+from .arrays import ShapeMismatch, np, shape_of, show_shape, unbroadcast
+from .errors import BindingError, DomainError, EvalError
+from .ir import Graph
+from .ops import INPUT, LEAF
+
+
+class ShapeError(EvalError):
+    """Shapes that do not fit together (exit code 4, like every error found before running)."""
+
+
+def as_array(name: str, value):
+    """A binding given as nested lists, JSON text or an array: a finite float64 array (a float
+    if it has no axes), or a :class:`BindingError`."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise BindingError(
+                f"the value of '{name}' is not a number or an array: {value!r} ({e.msg} at "
+                f"character {e.pos + 1})",
+                hints=["arrays are written as JSON: W='[[1, 2], [3, 4]]'"],
+            ) from None
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise BindingError(
+            f"the value of '{name}' is not a rectangular array of numbers: {_short(value)}",
+            hints=["every row needs as many numbers as the others: [[1, 2], [3, 4]]"],
+        ) from None
+    if not np.isfinite(array).all():
+        raise BindingError(f"the value of '{name}' holds a value that is not a finite number")
+    if array.size == 0:
+        raise BindingError(f"the value of '{name}' is an empty array")
+    return float(array) if array.ndim == 0 else array
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+def initial(bindings: Mapping[str, object], graph: Graph) -> list:
+    """Values with inputs and constants filled in (for the doctest; the CLI uses
+    :func:`cgraph_cli.forward.initial_values`)."""
+    from .forward import initial_values
+
+    return initial_values(graph, bindings)
+
+
+def shapes(graph: Graph, values: list) -> list[tuple[int, ...]]:
+    """Every node's shape, from the leaves' values and the op table's shape rules."""
+    out: list[tuple[int, ...]] = [()] * len(graph.ops)
+    params = graph.params
+    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        if op.style == LEAF:
+            out[i] = shape_of(values[i])
+            continue
+        try:
+            out[i] = op.shape([out[a] for a in args], params.get(i, ()))
+        except ShapeMismatch as e:
+            raise graph.error(ShapeError, str(e), i) from None
+    return out
+
+
+def forward_tensors(graph: Graph, values: list) -> list:
+    """Fill in every operation node of ``values``; shapes are checked first."""
+    shapes(graph, values)
+    params = graph.params
+    with np.errstate(all="ignore"):
+        for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+            if op.style == LEAF:
+                continue
+            f = op.array_forward or op.forward
+            xs = [values[a] for a in args]
+            try:
+                out = f(*xs) if op.elementwise else f(*xs, *params.get(i, ()))
+            except (ArithmeticError, ValueError) as exc:  # the scalar rules raise
+                from .forward import domain_error
+
+                raise domain_error(graph, i, values, exc) from None
+            if out.__class__ is not float and np.ndim(out) == 0:
+                out = float(out)
+            if not (math.isfinite(out) if out.__class__ is float else np.isfinite(out).all()):
+                raise _bad_element(graph, i, values, out)
+            values[i] = out
+    return values
+
+
+def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
+    """The error for node ``i`` whose result has a non-finite element: the element's formula
+    when the op is elementwise (``log(-1) is undefined at [1]``)."""
+    from .forward import describe
+
+    op = graph.ops[i]
+    where = np.argwhere(~np.isfinite(np.asarray(out)))[0]
+    at = "[" + ", ".join(str(k) for k in where) + "]"
+    if not op.elementwise:
+        return graph.error(
+            DomainError, f"{op.name} overflows at {at}: the result is too large for a float64", i
+        )
+    args = np.broadcast_arrays(*(values[a] for a in graph.args[i]))
+    scalars = [float(a[tuple(where)]) for a in args]
+    formula = describe(graph, i, scalars)
+    try:
+        op.forward(*scalars)
+    except (ValueError, ZeroDivisionError) as exc:
+        reason = op.domain or str(exc)
+        return graph.error(DomainError, f"{formula} is undefined at {at}: {reason}", i)
+    except OverflowError:
+        pass
+    return graph.error(DomainError, f"{formula} overflows at {at}: too large for a float64", i)
+
+
+def require_scalar(graph: Graph, values: list, node: int) -> None:
+    """A gradient is of one number: say how to get one from a tensor ``node``."""
+    value = values[node]
+    if value.__class__ is float or np.ndim(value) == 0:
+        return
+    name = graph.display_name(node)
+    shown = name if name.isidentifier() else f"({name})"
+    first = ", ".join("0" for _ in np.shape(value))
+    raise graph.error(
+        EvalError,
+        f"{name} is a {show_shape(np.shape(value))} tensor; gradients need a single number",
+        node,
+        hints=[f"reduce it, as a loss does: sum({name}) or mean({name}); "
+               f"or pick one element: {shown}[{first}]"],
+    )
+
+
+def vjp_tensors(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) -> list:
+    """Adjoints of node ``of`` (a scalar) with respect to every node, shaped like the nodes.
+    Nodes the output does not depend on get zeros."""
+    out = graph.output if of is None else of
+    require_scalar(graph, values, out)
+    adj = _reverse(graph, values, out, seed, checked=False)
+    if not all(np.isfinite(adj[n]).all() for n in graph.inputs.values() if adj[n] is not None):
+        _reverse(graph, values, out, seed, checked=True)  # raises at the node that went bad
+    return [
+        (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if a is None else a
+        for i, a in enumerate(adj)
+    ]
+
+
+def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -> list:
+    from .forward import slope_error
+
+    adj: list = [None] * len(graph.ops)
+    adj[out] = seed
+    ops, all_args, params = graph.ops, graph.args, graph.params
+    depends = _depends_on_input(graph) if checked else None
+    with np.errstate(all="ignore"):
+        for i in range(out, -1, -1):
+            g, op = adj[i], ops[i]
+            if g is None or op.style == LEAF:
+                continue
+            args = all_args[i]
+            xs = [values[a] for a in args]
+            if not op.elementwise:
+                cotangents = op.vjp(g, xs, values[i], params.get(i, ()))
+            else:
+                if op.constant is not None:
+                    partials = op.constant
+                elif op.swapped:
+                    partials = (xs[1], xs[0])
+                else:
+                    partials = (op.array_partials or op.partials)(*xs, values[i])
+                # A zero gradient contributes nothing, even where the partial is not finite.
+                cotangents = [
+                    unbroadcast(np.where(g == 0.0, 0.0, p * g) if checked else p * g, np.shape(x))
+                    for p, x in zip(partials, xs)
+                ]
+            for a, c in zip(args, cotangents):
+                if c.__class__ is not float and np.ndim(c) == 0:
+                    c = float(c)
+                adj[a] = c if adj[a] is None else adj[a] + c
+                if checked and depends[a] and not np.isfinite(adj[a]).all():
+                    raise slope_error(graph, i, values)
+    return adj
+
+
+def _depends_on_input(graph: Graph) -> list[bool]:
+    depends = [False] * len(graph.ops)
+    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        depends[i] = op is INPUT or any(depends[a] for a in args)
+    return depends
+
+
+def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
+    """Forward mode: every node's directional derivative along the input ``tangents``."""
+    tan: list = [None] * len(graph.ops)
+    for name, t in tangents.items():
+        tan[graph.inputs[name]] = t if t.__class__ is float else np.asarray(t, dtype=float)
+    ops, params = graph.ops, graph.params
+    with np.errstate(all="ignore"):
+        for i, (op, args) in enumerate(zip(ops, graph.args)):
+            ts = [tan[a] for a in args]
+            if op.style == LEAF or all(t is None for t in ts):
+                continue
+            xs = [values[a] for a in args]
+            if not op.elementwise:
+                tan[i] = op.jvp(ts, xs, values[i], params.get(i, ()))
+                continue
+            if op.constant is not None:
+                partials = op.constant
+            elif op.swapped:
+                partials = (xs[1], xs[0])
+            else:
+                partials = (op.array_partials or op.partials)(*xs, values[i])
+            total = sum(p * t for p, t in zip(partials, ts) if t is not None)
+            tan[i] = np.broadcast_to(total, np.shape(values[i])) + 0.0
+    return [
+        (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if t is None
+        else (float(t) if np.ndim(t) == 0 else t)
+        for i, t in enumerate(tan)
+    ]
