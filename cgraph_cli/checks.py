@@ -1,6 +1,7 @@
 """Assertions on values and gradients, for CI: from the command line or a TOML spec file.
 
-An assertion holds when |actual - expected| <= atol + rtol · |expected|.
+An assertion holds when |actual - expected| <= atol + rtol · |expected| (for tensors: element by
+element, and the shapes must be equal).
 
 >>> from cgraph_cli import parse
 >>> [r.ok for r in run_case(Case("seed", parse("p = x + y; g = p * z"), {"x": 1, "y": 3, "z": -3},
@@ -41,12 +42,19 @@ class Result:
     kind: str  # "value" or "gradient"
     name: str  # the named value, or the input differentiated against
     output: str  # the output differentiated
-    expected: float
-    actual: float
+    expected: object  # a float, or a NumPy array for tensors
+    actual: object
     ok: bool
 
     @property
     def difference(self) -> float:
+        """The largest elementwise difference (infinite when the shapes differ)."""
+        if _shape(self.actual) != _shape(self.expected):
+            return math.inf
+        if _shape(self.actual):
+            from .arrays import np
+
+            return float(np.max(np.abs(self.actual - self.expected)))
         return abs(self.actual - self.expected)
 
     @property
@@ -63,20 +71,53 @@ def run_case(case: Case) -> list[Result]:
         for name, expected in expectations.items():
             node = resolve_name(case.graph, name)
             actual = result.values[node] if kind == "value" else result.adjoints[node]
-            ok = abs(actual - expected) <= case.atol + case.rtol * abs(expected)
-            results.append(Result(case.name, kind, name, out, float(expected), actual, ok))
+            expected = _expected_value(name, expected)
+            ok = _close(actual, expected, case.rtol, case.atol)
+            results.append(Result(case.name, kind, name, out, expected, actual, ok))
     return results
 
 
-def parse_expectation(text: str) -> tuple[str, float]:
-    """``NAME=VALUE`` with a number, for --expect and --expect-grad."""
+def _shape(value) -> tuple:
+    return tuple(getattr(value, "shape", ()))
+
+
+def _expected_value(name: str, value):
+    if isinstance(value, (int, float)):
+        return float(value)
+    from .errors import BindingError
+    from .tensors import as_array
+
+    try:
+        return as_array(name, value)
+    except BindingError as e:
+        raise UsageError(f"the expected {e.message.removeprefix('the ')}") from None
+
+
+def _close(actual, expected, rtol: float, atol: float) -> bool:
+    if _shape(actual) != _shape(expected):
+        return False
+    if not _shape(actual):
+        return abs(actual - expected) <= atol + rtol * abs(expected)
+    from .arrays import np
+
+    return bool(np.all(np.abs(actual - expected) <= atol + rtol * np.abs(expected)))
+
+
+def parse_expectation(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` with a number, or a tensor as JSON (``W=[[1, 2], [3, 4]]``), for --expect
+    and --expect-grad."""
     name, eq, value = text.partition("=")
+    if value.strip().startswith("[") and eq and name.strip().isidentifier():
+        return name.strip(), _expected_value(name.strip(), value.strip())
     try:
         number = float(value)
     except ValueError:
         number = math.nan
     if not eq or not name.strip().isidentifier() or not math.isfinite(number):
-        raise UsageError(f"an expectation is NAME=NUMBER, got {text!r}", hints=["for example: g=-12"])
+        raise UsageError(
+            f"an expectation is NAME=NUMBER or NAME=[ARRAY], got {text!r}",
+            hints=["for example: g=-12 or W='[[1, 2], [3, 4]]'"],
+        )
     return name.strip(), number
 
 
@@ -196,15 +237,16 @@ class _Locator:
             raise self.error(f"'{key}' must be a non-negative number", case, key)
         return float(value)
 
-    def numbers(self, table: dict, key: str, case: int) -> dict[str, float]:
+    def numbers(self, table: dict, key: str, case: int) -> dict[str, object]:
+        """A table of name = number, or name = array of numbers (nested for matrices)."""
         value = table.get(key, {})
         if not isinstance(value, dict) or any(
-            isinstance(v, bool) or not isinstance(v, (int, float)) for v in value.values()
+            isinstance(v, bool) or not isinstance(v, (int, float, list)) for v in value.values()
         ):
             raise self.error(
-                f"'{key}' in case {case + 1} must be a table of name = number", case, key
+                f"'{key}' in case {case + 1} must be a table of name = number or array", case, key
             )
-        return {k: float(v) for k, v in value.items()}
+        return {k: v if isinstance(v, list) else float(v) for k, v in value.items()}
 
 
 # --- reports -------------------------------------------------------------------------------------
@@ -215,7 +257,8 @@ def report(results: list[Result]) -> dict:
         "failed": sum(not r.ok for r in results),
         "checks": [
             {"case": r.case, "kind": r.kind, "name": r.name, "output": r.output,
-             "expected": r.expected, "actual": r.actual, "difference": r.difference, "ok": r.ok}
+             "expected": r.expected, "actual": r.actual,
+             "difference": None if math.isinf(r.difference) else r.difference, "ok": r.ok}
             for r in results
         ],
     }
@@ -225,7 +268,7 @@ def junit_xml(results: list[Result], suite: str = "cgraph") -> str:
     """JUnit XML: one testcase per assertion, failures with expected, actual and difference."""
     from xml.sax.saxutils import quoteattr
 
-    from .numfmt import format_number as f
+    from .numfmt import plain_value as f
 
     failed = sum(not r.ok for r in results)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',

@@ -67,7 +67,9 @@ def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, 
         except OSError as e:
             raise UsageError(f"cannot write {junit}: {e.strerror}") from None
     if fmt == "json":
-        click.echo(json.dumps(report(results), indent=2, ensure_ascii=False))
+        from .report import to_json_text
+
+        click.echo(to_json_text(report(results)))
     else:
         click.echo(_check_text(results, bool(spec)))
     if not all(r.ok for r in results):
@@ -75,7 +77,10 @@ def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, 
 
 
 def _check_text(results, grouped: bool) -> str:
-    from .numfmt import format_number as f
+    from .numfmt import format_value
+
+    def f(value):
+        return format_value(value, rows=" ")
 
     lines, case = [], None
     for r in results:
@@ -84,6 +89,8 @@ def _check_text(results, grouped: bool) -> str:
             lines.append(f"{case}:")
         mark = click.style("ok  ", fg="green") if r.ok else click.style("FAIL", fg="red", bold=True)
         detail = f"expected {f(r.expected)}" + ("" if r.ok else f", difference {f(r.difference)}")
+        if math.isinf(r.difference):
+            detail = f"expected {f(r.expected)}: the shapes differ"
         lines.append(f"{'  ' if grouped else ''}{mark}  {r.label} = {f(r.actual)} ({detail})")
     passed = sum(r.ok for r in results)
     lines.append(f"{passed} passed, {len(results) - passed} failed")

@@ -79,19 +79,49 @@ def read_stdin(stdin: BinaryIO | None) -> Source:
     return Source(decode(stdin.read(), "<stdin>"), "<stdin>")
 
 
-def parse_binding(text: str) -> tuple[str, str]:
-    """``NAME=VALUE`` -> ``(NAME, VALUE)``; the value is checked when the program runs."""
+def parse_binding(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` -> ``(NAME, VALUE)``; the value is checked when the program runs.
+    ``NAME=@FILE`` reads the value from a NumPy ``.npy`` file (or a JSON file)."""
     name, eq, value = text.partition("=")
     name = name.strip()
     if not eq or not _NAME.match(name):
         raise UsageError(
             f"a binding is NAME=VALUE, got {text!r}", hints=["for example: x=1.5 or --bind x=1.5"]
         )
-    return name, value.strip()
+    value = value.strip()
+    if value.startswith("@"):
+        return name, load_value(value[1:])
+    return name, value
 
 
-def load_bindings(path: str) -> dict[str, float]:
-    """A JSON object of name -> number."""
+def _numpy_load(path: str):
+    from .arrays import np
+
+    try:
+        return np.load(path, allow_pickle=False)  # never unpickle: a file must not run code
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {path} as a NumPy file: {e}") from None
+
+
+def load_value(path: str):
+    """One value from a file: a ``.npy`` array, else JSON (a number or nested lists)."""
+    if path.endswith(".npy"):
+        return _numpy_load(path)
+    src = read_file(path)
+    try:
+        return json.loads(src.text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path} is not valid JSON: {e.msg}", Span(e.pos, e.pos + 1), src) from None
+
+
+def load_bindings(path: str) -> dict[str, object]:
+    """Bindings from a file: a NumPy ``.npz`` archive of named arrays, or a JSON object of
+    name -> number or nested lists of numbers."""
+    if path.endswith(".npz"):
+        with _numpy_load(path) as archive:
+            return {name: archive[name] for name in archive.files}
     src = read_file(path)
     try:
         data = json.loads(src.text)
@@ -100,6 +130,8 @@ def load_bindings(path: str) -> dict[str, float]:
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold a JSON object of name -> number, like {{\"x\": 1}}")
     for name, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BindingError(f"in {path}: the value of '{name}' is not a number: {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, list)):
+            raise BindingError(
+                f"in {path}: the value of '{name}' is not a number or an array: {value!r}"
+            )
     return data
