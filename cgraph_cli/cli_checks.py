@@ -143,13 +143,15 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
               for c in gradcheck(graph, p, of=out, eps=eps, rtol=rtol, atol=atol)]
     counts = {s: sum(c.status == s for _, c in checks) for s in ("ok", "mismatch", "kink", "undefined")}
     if fmt == "json":
-        click.echo(json.dumps({
+        from .report import to_json_text
+
+        click.echo(to_json_text({
             "passed": counts["ok"], "failed": counts["mismatch"],
             "skipped": counts["kink"] + counts["undefined"],
-            "checks": [{"point": k, "bindings": c.point, "input": c.name, "analytic": c.analytic,
+            "checks": [{"point": k, "bindings": c.point, "input": c.label, "analytic": c.analytic,
                         "numeric": c.numeric, "error": c.error, "status": c.status}
                        for k, c in checks],
-        }, indent=2, allow_nan=False))
+        }))
     else:
         from rich.console import Console
 

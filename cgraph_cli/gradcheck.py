@@ -4,7 +4,8 @@ For each input x: numeric = (f(x + h) - f(x - h)) / 2h with h = eps · max(1, |x
 the analytic gradient as |analytic - numeric| <= atol + rtol · max(|analytic|, |numeric|).
 A point where a step crosses a kink (relu, abs at 0; max, min at a tie) is skipped, not
 failed: there the function has no derivative for a difference to approximate. So is a point
-where f or a shifted f is undefined.
+where f or a shifted f is undefined. For a tensor input, each element is checked (at most
+``elements`` of them, chosen at random, for a large tensor).
 
 >>> from cgraph_cli import parse
 >>> [(c.name, c.status) for c in gradcheck(parse("y = x * x + relu(x)"), {"x": 3})]
@@ -22,20 +23,35 @@ from dataclasses import dataclass
 
 from .backward import vjp
 from .errors import DomainError
-from .forward import forward
+from .forward import check_value, forward
 from .ir import Graph
 
 EPS, RTOL, ATOL = 1e-6, 1e-5, 1e-7
 RANGE = (-2.0, 2.0)  # where --points draws each input
+ELEMENTS = 64  # elements checked per tensor input at most
 
 
 @dataclass(frozen=True)
 class Check:
-    point: dict[str, float]  # the bindings of every input
+    point: dict[str, object]  # the bindings of every input
     name: str  # the input
     analytic: float | None
     numeric: float | None
     status: str  # "ok", "mismatch", "kink" (skipped), "undefined" (skipped)
+    element: tuple[int, ...] = ()  # which element of a tensor input
+
+    @property
+    def label(self) -> str:
+        """``x``, or ``W[0, 1]`` for an element of a tensor."""
+        if not self.element:
+            return self.name
+        return f"{self.name}[{', '.join(str(k) for k in self.element)}]"
+
+    @property
+    def value(self) -> float:
+        """The input's (element's) value at the point."""
+        x = self.point[self.name]
+        return float(x[self.element]) if self.element else x
 
     @property
     def error(self) -> float | None:
@@ -44,12 +60,17 @@ class Check:
         return abs(self.analytic - self.numeric)
 
 
-def _branches(graph: Graph, values: list[float]) -> list[float]:
-    """The kink quantity of every op that has one (see OpSpec.kink)."""
-    return [
-        op.kink(*(values[a] for a in graph.args[i]))
-        for i, op in enumerate(graph.ops) if op.kink is not None
-    ]
+def _branches(graph: Graph, values: list) -> list[float]:
+    """The kink quantity of every op that has one (see OpSpec.kink), element by element."""
+    out: list[float] = []
+    for i, op in enumerate(graph.ops):
+        if op.kink is not None:
+            k = op.kink(*(values[a] for a in graph.args[i]))
+            if k.__class__ is float:
+                out.append(k)
+            else:
+                out.extend(k.ravel().tolist() if hasattr(k, "ravel") else [float(k)])
+    return out
 
 
 def crosses_kink(base: list[float], *shifted: list[float]) -> bool:
@@ -68,36 +89,69 @@ def gradcheck(
     eps: float = EPS,
     rtol: float = RTOL,
     atol: float = ATOL,
+    elements: int = ELEMENTS,
+    seed: int = 0,
 ) -> list[Check]:
-    """One :class:`Check` per input at the point ``bindings`` (inputs with defaults may be
-    left out)."""
+    """One :class:`Check` per input (per checked element of a tensor input) at the point
+    ``bindings`` (inputs with defaults may be left out)."""
     out = graph.output if of is None else of
-    point = {n: float(bindings.get(n, graph.defaults.get(n, math.nan))) for n in graph.inputs}
+    point = {
+        n: check_value(n, bindings[n]) if n in bindings else graph.defaults.get(n, math.nan)
+        for n in graph.inputs
+    }
     try:
         values = forward(graph, point)
         adjoints = vjp(graph, values, of=out)
     except DomainError:
         return [Check(point, n, None, None, "undefined") for n in graph.inputs]
     base = _branches(graph, values)
+    rng = random.Random(seed)
     checks = []
     for name, node in graph.inputs.items():
-        h = eps * max(1.0, abs(point[name]))
-        try:
-            up = forward(graph, {**point, name: point[name] + h})
-            down = forward(graph, {**point, name: point[name] - h})
-        except DomainError:
-            checks.append(Check(point, name, adjoints[node], None, "undefined"))
-            continue
-        numeric = (up[out] - down[out]) / (2 * h)
-        analytic = adjoints[node]
-        if crosses_kink(base, _branches(graph, up), _branches(graph, down)):
-            status = "kink"
-        elif abs(analytic - numeric) <= atol + rtol * max(abs(analytic), abs(numeric)):
-            status = "ok"
-        else:
-            status = "mismatch"
-        checks.append(Check(point, name, analytic, numeric, status))
+        x = point[name]
+        for element in _elements(x, elements, rng):
+            xv = float(x[element]) if element else x
+            h = eps * max(1.0, abs(xv))
+            analytic = float(adjoints[node][element]) if element else adjoints[node]
+            try:
+                up = forward(graph, {**point, name: _shifted(x, element, xv + h)})
+                down = forward(graph, {**point, name: _shifted(x, element, xv - h)})
+            except DomainError:
+                checks.append(Check(point, name, analytic, None, "undefined", element))
+                continue
+            numeric = (up[out] - down[out]) / (2 * h)
+            if crosses_kink(base, _branches(graph, up), _branches(graph, down)):
+                status = "kink"
+            elif abs(analytic - numeric) <= atol + rtol * max(abs(analytic), abs(numeric)):
+                status = "ok"
+            else:
+                status = "mismatch"
+            checks.append(Check(point, name, analytic, numeric, status, element))
     return checks
+
+
+def _elements(x, limit: int, rng: random.Random) -> list[tuple[int, ...]]:
+    """The elements of ``x`` to check: ``[()]`` for a number; all of a small tensor; else
+    ``limit`` of them at random, in order."""
+    if x.__class__ is float or not getattr(x, "shape", ()):
+        return [()]
+    import itertools
+
+    every = x.size <= limit
+    flat = range(x.size) if every else sorted(rng.sample(range(x.size), limit))
+    if every:
+        return list(itertools.product(*(range(n) for n in x.shape)))
+    from .arrays import np
+
+    return [tuple(int(k) for k in np.unravel_index(f, x.shape)) for f in flat]
+
+
+def _shifted(x, element: tuple[int, ...], value: float):
+    if not element:
+        return value
+    y = x.copy()
+    y[element] = value
+    return y
 
 
 def random_points(
@@ -112,7 +166,17 @@ def random_points(
     """
     rng = random.Random(seed)
     fixed = fixed or {}
+
+    def draw(name: str):
+        shape = getattr(graph.defaults.get(name), "shape", ())
+        if not shape:
+            return rng.uniform(low, high)
+        from .arrays import np
+
+        # A tensor input takes its default's shape.
+        return np.random.default_rng(rng.getrandbits(32)).uniform(low, high, shape)
+
     return [
-        {n: fixed[n] if n in fixed else rng.uniform(low, high) for n in graph.inputs}
+        {n: fixed[n] if n in fixed else draw(n) for n in graph.inputs}
         for _ in range(count)
     ]

@@ -35,6 +35,8 @@ def format_number(x: float, precision: int | None = None) -> str:
 
 #: Tensors with at most this many elements are shown in full in tables; larger ones summarised.
 SMALL = 16
+#: Significant digits of tensor elements in tables, unless --precision says otherwise.
+TENSOR_DIGITS = 4
 
 
 def is_tensor(value) -> bool:
@@ -50,14 +52,18 @@ def shape_text(value) -> str:
 
 def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "") -> str:
     """A tensor as nested brackets: ``[[1, 2], [3, 4]]``. ``rows`` goes between the rows of a
-    matrix (``"\\n "`` puts each on its own line)."""
+    matrix (``"\\n"`` puts each on its own line, numbers then right-aligned in columns)."""
     if not is_tensor(value):
         return format_number(float(value), precision)
-    if value.ndim == 1:
-        return "[" + sep.join(format_number(float(x), precision) for x in value) + "]"
-    inner = [nested(row, precision, sep, rows.replace("\n", "\n ") if rows else "")
-             for row in value]
-    return "[" + (sep.rstrip() + rows if rows else sep).join(inner) + "]"
+    texts = [format_number(float(x), precision) for x in value.ravel()]
+    width = max(map(len, texts)) if rows and value.ndim > 1 else 0
+    texts = [t.rjust(width) for t in texts]
+    # Join from the innermost axis out: each pass groups `n` neighbours into one bracket; a row
+    # on its own line is indented by the brackets open before it.
+    for depth, n in enumerate(reversed(value.shape)):
+        joint = sep if depth == 0 or not rows else sep.rstrip() + rows + " " * (value.ndim - depth)
+        texts = ["[" + joint.join(texts[k : k + n]) + "]" for k in range(0, len(texts), n)]
+    return texts[0]
 
 
 def plain_value(value) -> str:
@@ -76,14 +82,14 @@ def summary(value, precision: int | None = 4) -> str:
 
 
 def format_value(value, precision: int | None = None, full: bool = False,
-                 rows: str = "\n ") -> str:
+                 rows: str = "\n") -> str:
     """A number as :func:`format_number`; a tensor in full when small (or ``full``), else as a
     :func:`summary`. Matrix rows go on separate lines unless ``rows`` says otherwise."""
     if not is_tensor(value):
         return format_number(float(value), precision)
     if full or value.size <= SMALL:
-        return nested(value, precision, rows=rows)
-    return summary(value, precision or 4)
+        return nested(value, precision or TENSOR_DIGITS, rows=rows)
+    return summary(value, precision or TENSOR_DIGITS)
 
 
 def to_json(value):

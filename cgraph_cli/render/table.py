@@ -24,7 +24,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..numfmt import format_number, format_value, is_tensor, shape_text
+from ..numfmt import SMALL, format_number, format_value, is_tensor, shape_text
 
 
 def _wrap(name: str) -> str:
@@ -39,9 +39,9 @@ def output_line(report: dict, precision: int | None = None, full: bool = False) 
     value = report["value"]
     if is_tensor(value):
         lead = " " * (len(report["output"]) + 3)
-        shown = format_value(value, precision, full, rows="\n " + lead)
-        text.append(f" = {shown}")
-        text.append(f"    ({shape_text(value)})", style="dim")
+        text.append(f" = {format_value(value, precision, full, rows=chr(10) + lead)}")
+        if full or value.size <= SMALL:  # a summary starts with the shape
+            text.append(f"    ({shape_text(value)})", style="dim")
     else:
         text.append(f" = {format_number(value, precision)}")
     return text
@@ -69,21 +69,26 @@ def value_table(report: dict, precision: int | None = None, full: bool = False) 
 
 
 def gradient_table(report: dict, precision: int | None = None, full: bool = False) -> Group:
-    """Per input: its value and ∂output/∂input (a tensor of its shape), then the output."""
+    """Per input: its value and ∂output/∂input, then the output's value. For tensor programs,
+    each input's gradient (a tensor of its shape) goes on the rows under its value, which
+    keeps two matrices from sharing a line."""
     out = _wrap(report["output"])
-    shapes = "shapes" in report
-    justify = "left" if shapes else "right"
+    values = report["values"]
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
     table.add_column("input")
-    if shapes:
+    if "shapes" not in report:
+        table.add_column("value", justify="right")
+        table.add_column(f"∂{out}/∂input", justify="right")
+        for name, g in report["gradients"].items():
+            table.add_row(name, format_number(values[name], precision), format_number(g, precision))
+    else:
         table.add_column("shape", justify="right")
-    table.add_column("value", justify=justify)
-    table.add_column(f"∂{out}/∂input", justify=justify)
-    values = report["values"]
-    for name, g in report["gradients"].items():
-        value = values.get(name, g)
-        cells = [name, shape_text(g)] if shapes else [name]
-        table.add_row(*cells, _cell(value, precision, full), _cell(g, precision, full))
+        table.add_column(f"value, then ∂{out}/∂input")
+        for name, g in report["gradients"].items():
+            if name in values:
+                table.add_row(name, shape_text(g), _cell(values[name], precision, full))
+            table.add_row(Text(f"  ∂{out}/∂{_wrap(name)}", style="dim"), "",
+                          _cell(g, precision, full), end_section=True)
     return Group(table, Text(""), Text("  ") + output_line(report, precision, full))
 
 
@@ -101,7 +106,7 @@ def gradcheck_table(checks: list, output: str) -> Table:
         def show(x):
             return "" if x is None else format_number(x, 6)
 
-        table.add_row(str(k), c.name, show(c.point[c.name]), show(c.analytic), show(c.numeric),
+        table.add_row(str(k), c.label, show(c.value), show(c.analytic), show(c.numeric),
                       "" if c.error is None else f"{c.error:.1e}",
                       Text(words[c.status], style=styles[c.status]))
     return table
