@@ -173,7 +173,7 @@ def _expand(g, x, axis):
     """``g`` (reduced over ``axis``) broadcast back over ``x``'s shape."""
     if axis is not None:
         g = np.expand_dims(g, axis)
-    return np.broadcast_to(g, x.shape)
+    return np.broadcast_to(g, np.shape(x))
 
 
 def sum_forward(x, axis=None):
@@ -189,7 +189,7 @@ def mean_forward(x, axis=None):
 
 
 def _count(x, axis) -> int:
-    return x.size if axis is None else x.shape[axis]
+    return np.size(x) if axis is None else np.shape(x)[axis]
 
 
 def mean_vjp(g, args, out, params):
@@ -229,7 +229,7 @@ def logsumexp_jvp(tangents, args, out, params):
 
 
 def _extreme_mask(x, out):
-    mask = (x == out).astype(float)
+    mask = np.asarray(x == out, dtype=float)
     return mask / mask.sum()  # ties share the gradient equally, as torch.amax does
 
 

@@ -1,0 +1,295 @@
+"""Tensors: every tensor op and every elementwise op under broadcasting, against central finite
+differences and forward mode; the MLP sample against a hand-derived NumPy backward pass; shape
+errors at their span; tensor bindings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cgraph_cli import EvalError, grad, jvp, parse, validate
+from cgraph_cli.gradcheck import gradcheck
+from cgraph_cli.tensors import ShapeError
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _random(shape, seed, low=-2.0, high=2.0):
+    return np.random.default_rng(seed).uniform(low, high, shape) if shape else float(
+        np.random.default_rng(seed).uniform(low, high))
+
+
+def _check(program: str, shapes: dict, low=-2.0, high=2.0, seed=0):
+    """gradcheck at random points, then vjp against jvp along a random direction."""
+    graph = validate(parse(program))
+    for k in range(2):
+        point = {n: _random(s, seed + 10 * k + i, low, high) for i, (n, s) in enumerate(shapes.items())}
+        checks = gradcheck(graph, point, elements=1000)
+        bad = [(c.label, c.analytic, c.numeric) for c in checks if c.status != "ok"]
+        assert not bad, (program, bad)
+        result = grad(graph, point)
+        direction = {n: _random(s, 99 + i) for i, (n, s) in enumerate(shapes.items())}
+        tangent = jvp(graph, result.values, direction)[graph.output]
+        pairing = sum(np.sum(result.gradients[n] * direction[n]) for n in shapes)
+        assert tangent == pytest.approx(pairing, rel=1e-9, abs=1e-12), program
+
+
+BROADCASTS = [
+    ((), (2, 3)),  # scalar with matrix
+    ((2, 3), ()),
+    ((3,), (2, 3)),  # row with matrix
+    ((2, 1), (2, 3)),  # column with matrix
+    ((1, 3), (2, 1)),  # both stretched
+    ((2, 3), (2, 3)),
+    ((4,), (4,)),
+]
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "max", "min"])
+@pytest.mark.parametrize("shapes", BROADCASTS, ids=str)
+def test_binary_elementwise_ops_broadcast(op, shapes):
+    text = f"{op}(a, b)" if op.isalpha() else f"a {op} b"
+    low = 0.5 if op == "/" else -2.0  # keep divisors off 0
+    _check(f"y = sum(sin({text}))", dict(zip("ab", shapes)), low=low)
+
+
+@pytest.mark.parametrize("shapes", BROADCASTS[:4], ids=str)
+def test_pow_broadcasts(shapes):
+    _check("y = sum(sin(a ^ b))", dict(zip("ab", shapes)), low=0.5, high=2.0)
+
+
+UNARY = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "-"]
+
+
+@pytest.mark.parametrize("fn", UNARY)
+@pytest.mark.parametrize("shape", [(3,), (2, 3)], ids=str)
+def test_unary_elementwise_ops_on_tensors(fn, shape):
+    low, high = (0.2, 1.2) if fn in ("log", "sqrt", "tan") else (-2.0, 2.0)
+    _check(f"y = sum(sin({fn}(x)))" if fn != "-" else "y = sum(sin(-x))", {"x": shape}, low, high)
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((2, 3), (3,)), ((3,), (3, 4)), ((3,), (3,))],
+                         ids=str)
+def test_matmul(shapes):
+    _check("y = sum(sin(a @ b))", dict(zip("ab", shapes)))
+
+
+@pytest.mark.parametrize("call", [
+    "sum(x)", "sum(x, 0)", "sum(x, 1)", "sum(x, -1)", "mean(x)", "mean(x, 0)", "mean(x, 1)",
+    "transpose(x)", "reshape(x, [3, 2])", "reshape(x, [6])", "reshape(x, [-1, 2])",
+    "softmax(x)", "softmax(x, 0)", "softmax(x, 1)", "logsumexp(x)", "logsumexp(x, 0)",
+    "logsumexp(x, -1)", "max(x)", "min(x)", "x[1]", "x[0, 2]", "x[:, 1]", "x[1:, ::2]", "x[-1, -1]",
+])
+@pytest.mark.parametrize("shape", [(2, 3), (3, 2)], ids=str)
+def test_tensor_ops(call, shape):
+    if "reshape" in call or ("[0, 2]" in call and shape == (3, 2)):
+        shape = (2, 3)
+    _check(f"y = sum(sin({call}))", {"x": shape})
+
+
+@pytest.mark.parametrize("call", ["sum(v)", "mean(v)", "softmax(v)", "logsumexp(v)", "max(v)",
+                                  "v[2]", "v[1:3]", "transpose(v)", "reshape(v, [2, 2])"])
+def test_tensor_ops_on_vectors(call):
+    _check(f"y = sum(sin({call}))", {"v": (4,)})
+
+
+def test_ties_share_the_gradient_of_max_and_min():
+    result = grad("y = max(x) + min(x)", {"x": [3.0, 1.0, 3.0, 1.0]})
+    assert result.gradients["x"].tolist() == [0.5, 0.5, 0.5, 0.5]
+
+
+def test_softmax_sums_to_one_and_logsumexp_does_not_overflow():
+    result = grad("y = logsumexp(x)", {"x": [1000.0, 1000.0]})
+    assert result.value == pytest.approx(1000 + np.log(2))
+    assert result.gradients["x"].tolist() == [0.5, 0.5]
+    p = grad("p = softmax(x); y = sum(p)", {"x": [800.0, 0.0, -5.0]})
+    assert p.value == pytest.approx(1.0)
+
+
+def _mlp_by_hand(X, T, W1, b1, W2, b2):
+    """The MLP sample's loss and gradients, derived by hand."""
+    a1 = X @ W1 + b1
+    H = np.maximum(a1, 0)
+    Y = H @ W2 + b2
+    loss = np.mean((Y - T) ** 2)
+    dY = 2 * (Y - T) / Y.size
+    dW2, db2 = H.T @ dY, dY.sum(axis=0)
+    da1 = (dY @ W2.T) * (a1 > 0)
+    dW1, db1 = X.T @ da1, da1.sum(axis=0)
+    return loss, {"X": da1 @ W1.T, "T": -dY, "W1": dW1, "b1": db1, "W2": dW2, "b2": db2}
+
+
+@pytest.mark.parametrize("width", [None, 8, 64])
+def test_mlp_sample_matches_hand_derived_numpy(width):
+    graph = parse((SAMPLES / "mlp.cg").read_text())
+    bindings = {}
+    if width is not None:  # the same program at another size
+        rng = np.random.default_rng(width)
+        bindings = {"X": rng.normal(size=(16, 3)), "T": rng.normal(size=(16, 2)),
+                    "W1": rng.normal(size=(3, width)), "b1": rng.normal(size=width),
+                    "W2": rng.normal(size=(width, 2)), "b2": rng.normal(size=2)}
+    result = grad(graph, bindings)
+    given = {n: np.asarray(bindings.get(n, graph.defaults[n])) for n in graph.inputs}
+    loss, expected = _mlp_by_hand(**given)
+    assert result.value == pytest.approx(loss, rel=1e-12)
+    for name, g in expected.items():
+        np.testing.assert_allclose(result.gradients[name], g, rtol=1e-10, atol=1e-14)
+
+
+def test_softmax_cross_entropy_sample_equals_logsumexp_form():
+    text = (SAMPLES / "softmax_cross_entropy.cg").read_text()
+    result = grad(text)
+    stable = grad(text + "check = logsumexp(z) - z[1]\n")
+    assert result.value == pytest.approx(stable.value, rel=1e-12)
+    for name in ("W", "b", "x"):
+        np.testing.assert_allclose(result.gradients[name], stable.gradients[name], rtol=1e-10)
+    # The gradient of the scores is p - y.
+    p = result.named["p"]
+    np.testing.assert_allclose(result.wrt("z"), p - np.array([0, 1, 0]), rtol=1e-12)
+
+
+def test_logistic_regression_sample_gradient_is_the_textbook_formula():
+    result = grad((SAMPLES / "logistic_regression.cg").read_text())
+    X, y = result.named["X"], result.named["y"]
+    p = result.named["p"]
+    np.testing.assert_allclose(result.gradients["w"], X.T @ (p - y) / len(y), rtol=1e-12)
+    assert result.gradients["b"] == pytest.approx(np.mean(p - y), rel=1e-12)
+
+
+# --- shapes -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("program, bindings, message, caret", [
+    ("y = a @ b", {"a": np.ones((2, 3)), "b": np.ones((2, 3))},
+     "(2, 3) @ (2, 3): inner dimensions 3 and 2 differ", "a @ b"),
+    ("y = a + b", {"a": np.ones((2, 3)), "b": np.ones(2)},
+     "(2, 3) and (2,) do not broadcast: sizes 2 and 3 differ in axis -1", "a + b"),
+    ("y = sum(a, 2)", {"a": np.ones((2, 3))}, "axis 2 is out of range for a (2, 3) tensor",
+     "sum(a, 2)"),
+    ("y = reshape(a, [4, 2])", {"a": np.ones((2, 3))},
+     "cannot reshape (2, 3) (6 elements) to (4, 2)", "reshape(a, [4, 2])"),
+    ("y = a[2]", {"a": np.ones((2, 3))},
+     "index 2 is out of range for axis 0 of size 2 (a (2, 3) tensor)", "a[2]"),
+    ("y = a[0, 0, 0]", {"a": np.ones((2, 3))},
+     "3 indices for a (2, 3) tensor, which has 2 axes", "a[0, 0, 0]"),
+    ("y = 2 @ a", {"a": np.ones(2)}, "() @ (2,): @ multiplies vectors and matrices; "
+     "to scale by a scalar, use *", "2 @ a"),
+])
+def test_shape_mismatch_is_reported_at_its_span_before_evaluation(program, bindings, message,
+                                                                  caret):
+    with pytest.raises(ShapeError) as info:
+        grad(program, bindings)
+    err = info.value
+    assert err.message == message
+    assert err.exit_code == 4
+    assert program[err.span.start : err.span.end] == caret
+
+
+def test_shape_pass_runs_before_anything_is_computed():
+    # log(-1) comes first in the program, but the shape error is what is reported.
+    with pytest.raises(ShapeError):
+        grad("u = log(c); y = a @ b", {"c": -1.0, "a": np.ones(2), "b": np.ones(3)})
+
+
+def test_gradient_of_a_tensor_output_says_to_reduce_it():
+    with pytest.raises(EvalError) as info:
+        grad("y = W @ x", {"W": np.eye(2), "x": [1, 2]})
+    assert info.value.message == "y is a (2,) tensor; gradients need a single number"
+    assert "sum(y)" in info.value.hints[0] and "y[0]" in info.value.hints[0]
+
+
+def test_domain_error_names_the_element():
+    with pytest.raises(EvalError) as info:
+        grad("y = sum(log(x))", {"x": [1.0, -2.0]})
+    assert info.value.message == "log(-2) is undefined at [1]: log needs a positive argument"
+
+
+def test_gradient_of_each_input_has_its_shape():
+    result = grad("y = sum(a * b) + c", {"a": np.ones((2, 3)), "b": [1.0, 2.0, 3.0], "c": 1.0})
+    assert result.gradients["a"].shape == (2, 3)
+    assert result.gradients["b"].tolist() == [2.0, 2.0, 2.0]
+    assert result.gradients["c"] == 1.0
+
+
+def test_input_the_output_does_not_read_gets_zeros_of_its_shape():
+    result = grad("u = sum(w); y = sum(v) * 2", {"v": [1.0, 2.0], "w": np.ones((2, 3))})
+    assert result.gradients["v"].tolist() == [2.0, 2.0]
+    assert result.gradients["w"].tolist() == [[0.0] * 3] * 2
+
+
+# --- language and bindings -----------------------------------------------------------------------
+def test_array_literals_and_declared_tensor_defaults():
+    graph = parse("input W = [[1, 2],\n  [3, 4]]\ny = sum(W * [-1, 1])")
+    assert graph.defaults["W"].tolist() == [[1, 2], [3, 4]]
+    assert grad(graph).value == 2.0
+
+
+def test_scalar_programs_never_import_numpy():
+    code = ("import sys; from cgraph_cli import grad; grad('y = x * sin(x)', {'x': 2}); "
+            "print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_bindings_from_json_npz_and_npy(cli, tmp_path):
+    np.savez(tmp_path / "w.npz", W=np.array([[1.0, 2.0], [3.0, 4.0]]), b=np.zeros(2))
+    np.save(tmp_path / "x.npy", np.array([1.0, -1.0]))
+    (tmp_path / "t.json").write_text(json.dumps({"t": [1, 1]}))
+    program = "loss = sum((W @ x + b - t)^2)"
+    result = cli("grad", program, "--bindings", str(tmp_path / "w.npz"), f"x=@{tmp_path / 'x.npy'}",
+                 "t=[1,1]", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["value"] == 8.0
+    assert report["gradients"]["W"] == [[-4.0, 4.0], [-4.0, 4.0]]
+    assert report["shapes"]["W"] == [2, 2] and report["shapes"]["loss"] == []
+    result = cli("grad", program, "W=[[1,2],[3,4]]", "x=[1,-1]", "b=[0,0]", "--bindings",
+                 str(tmp_path / "t.json"), "--format", "plain")
+    assert result.stdout.splitlines() == ["W=[[-4,4],[-4,4]]", "x=[-16,-24]", "b=[-4,-4]",
+                                          "t=[4,4]"]
+
+
+@pytest.mark.parametrize("binding, message", [
+    ("W=[[1,2],[3]]", "not a rectangular array"),
+    ("W=[1,", "is not a number or an array"),
+    ("W=[]", "empty array"),
+])
+def test_bad_tensor_bindings_exit_4(cli, binding, message):
+    result = cli("eval", "y = sum(W)", binding)
+    assert result.exit_code == 4
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_npy_file_is_a_usage_error(cli, tmp_path):
+    result = cli("eval", "y = sum(W)", f"W=@{tmp_path / 'nope.npy'}")
+    assert result.exit_code == 2
+    assert "no such file" in result.stderr
+
+
+def test_shape_error_on_the_command_line(cli):
+    result = cli("grad", "y = sum(a @ b)", "a=[[1,2,3],[4,5,6]]", "b=[[1,2,3],[4,5,6]]")
+    assert result.exit_code == 4
+    assert "(2, 3) @ (2, 3): inner dimensions 3 and 2 differ" in result.stderr
+    assert "^~~~~" in result.stderr
+
+
+def test_check_compares_tensors_elementwise(cli):
+    args = ["check", "loss = sum((W @ x)^2)", "W=[[1,2],[3,4]]", "x=[1,-1]"]
+    ok = cli(*args, "--expect-grad", "W=[[-2,2],[-2,2]]", "--expect-grad", "x=[-8,-12]")
+    assert ok.exit_code == 0, ok.stdout
+    bad = cli(*args, "--expect-grad", "W=[[-2,2],[-2,2.001]]")
+    assert bad.exit_code == 1
+    assert "FAIL" in bad.stdout
+    wrong_shape = cli(*args, "--expect-grad", "x=[-8]")
+    assert wrong_shape.exit_code == 1 and "shapes differ" in wrong_shape.stdout
+
+
+def test_tables_summarise_large_tensors_unless_full(cli):
+    args = ["eval", "y = reshape(x, [5, 4])", "x=" + json.dumps(list(range(20)))]
+    short = cli(*args)
+    assert "5×4  min 0  max 19  mean 9.5" in short.stdout
+    full = cli(*args, "--full")
+    assert "[16, 17, 18, 19]]" in full.stdout
