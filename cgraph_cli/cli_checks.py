@@ -204,7 +204,9 @@ def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, prec
     steps = explain(graph, result.values, result.adjoints, result.output)
     digits = precision or 4
     if fmt == "json":
-        click.echo(json.dumps(steps, indent=2, ensure_ascii=False))
+        from .report import to_json_text
+
+        click.echo(to_json_text(steps))
     elif fmt == "markdown":
         click.echo(to_markdown(steps, math, digits), nl=False)
     else:

@@ -34,7 +34,13 @@ from .render.source import combine
 def explain(
     graph: Graph, values: Sequence[float], adjoints: Sequence[float], output: int | None = None
 ) -> dict:
-    """The steps of both passes, as data."""
+    """The steps of both passes, as data (for tensor programs, see :mod:`explain_tensors`)."""
+    from .forward import is_tensor_run
+
+    if is_tensor_run(graph, values):
+        from .explain_tensors import explain_tensors
+
+        return explain_tensors(graph, values, adjoints, output)
     out = graph.output if output is None else output
     names = node_names(graph)
     reach = ancestors(graph, out)
@@ -135,6 +141,10 @@ def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[st
 
 
 def to_text(steps: dict, precision: int | None = None) -> str:
+    if steps.get("tensors"):
+        from . import explain_tensors
+
+        return explain_tensors.to_text(steps, precision)
     forward, backward, gradients = lines(steps, precision)
     out = ["Forward pass"]
     out += [f"  {k}. {line}" for k, line in enumerate(forward, 1)]
@@ -147,7 +157,12 @@ def to_text(steps: dict, precision: int | None = None) -> str:
 
 
 def to_markdown(steps: dict, math: str = "plain", precision: int | None = None) -> str:
-    """Markdown for notes and slides; ``math="latex"`` writes the formulas as $...$ LaTeX."""
+    """Markdown for notes and slides; ``math="latex"`` writes the formulas as $...$ LaTeX
+    (for scalar programs; tensor programs are written in plain text formulas)."""
+    if steps.get("tensors"):
+        from . import explain_tensors
+
+        return explain_tensors.to_markdown(steps, precision)
     if math == "latex":
         return _latex_markdown(steps, precision)
     forward, backward, gradients = lines(steps, precision)

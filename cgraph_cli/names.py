@@ -12,10 +12,17 @@ intermediate results are t1, t2, ... (skipping any name the program uses).
 from __future__ import annotations
 
 from .ir import Graph
-from .numfmt import format_number
+from .numfmt import format_number, is_tensor, nested, shape_text
 from .ops import CONST, INPUT
 
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def const_name(value) -> str:
+    """A constant as it reads: ``2``, ``[1, -1]``; a large array by its shape."""
+    if not is_tensor(value):
+        return format_number(value)
+    return nested(value) if value.size <= 6 else f"[{shape_text(value)} array]"
 
 
 def node_names(graph: Graph) -> list[str]:
@@ -26,7 +33,7 @@ def node_names(graph: Graph) -> list[str]:
     for i, op in enumerate(graph.ops):
         label = graph.labels[i]
         if op is CONST and label is None:
-            names.append(format_number(graph.consts[i]))
+            names.append(const_name(graph.consts[i]))
         elif label is not None:
             count = seen.get(label, 0) + 1
             seen[label] = count

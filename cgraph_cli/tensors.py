@@ -167,7 +167,7 @@ def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -
 
     adj: list = [None] * len(graph.ops)
     adj[out] = seed
-    ops, all_args, params = graph.ops, graph.args, graph.params
+    ops, all_args = graph.ops, graph.args
     depends = _depends_on_input(graph) if checked else None
     with np.errstate(all="ignore"):
         for i in range(out, -1, -1):
@@ -175,28 +175,31 @@ def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -
             if g is None or op.style == LEAF:
                 continue
             args = all_args[i]
-            xs = [values[a] for a in args]
-            if not op.elementwise:
-                cotangents = op.vjp(g, xs, values[i], params.get(i, ()))
-            else:
-                if op.constant is not None:
-                    partials = op.constant
-                elif op.swapped:
-                    partials = (xs[1], xs[0])
-                else:
-                    partials = (op.array_partials or op.partials)(*xs, values[i])
-                # A zero gradient contributes nothing, even where the partial is not finite.
-                cotangents = [
-                    unbroadcast(np.where(g == 0.0, 0.0, p * g) if checked else p * g, np.shape(x))
-                    for p, x in zip(partials, xs)
-                ]
-            for a, c in zip(args, cotangents):
-                if c.__class__ is not float and np.ndim(c) == 0:
-                    c = float(c)
+            for a, c in zip(args, cotangents(graph, values, i, g, checked)):
                 adj[a] = c if adj[a] is None else adj[a] + c
                 if checked and depends[a] and not np.isfinite(adj[a]).all():
                     raise slope_error(graph, i, values)
     return adj
+
+
+def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> list:
+    """What node ``i`` passes back to each of its arguments, given its adjoint ``g``: the op's
+    vjp rule, or for an elementwise op its partials times ``g`` summed back to each argument's
+    shape. ``checked``: a zero in ``g`` contributes nothing even where a partial is infinite."""
+    op = graph.ops[i]
+    xs = [values[a] for a in graph.args[i]]
+    if not op.elementwise:
+        out = op.vjp(g, xs, values[i], graph.params.get(i, ()))
+    else:
+        if op.constant is not None:
+            partials = op.constant
+        elif op.swapped:
+            partials = (xs[1], xs[0])
+        else:
+            partials = (op.array_partials or op.partials)(*xs, values[i])
+        out = [unbroadcast(np.where(g == 0.0, 0.0, p * g) if checked else p * g, np.shape(x))
+               for p, x in zip(partials, xs)]
+    return [float(c) if c.__class__ is not float and np.ndim(c) == 0 else c for c in out]
 
 
 def _depends_on_input(graph: Graph) -> list[bool]:

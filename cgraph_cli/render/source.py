@@ -13,9 +13,9 @@ g = -p ^ 2 * (z - 1)
 
 from __future__ import annotations
 
-from ..ir import Graph
-from ..numfmt import format_number
-from ..ops import CONST, INFIX, INPUT, PREC_ATOM, PREC_UNARY, PREFIX, OpSpec
+from ..ir import Graph, show_subscript
+from ..numfmt import format_number, is_tensor, nested
+from ..ops import CONST, INFIX, INPUT, POSTFIX, PREC_ATOM, PREC_UNARY, PREFIX, OpSpec
 
 Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
@@ -41,7 +41,7 @@ def to_source(graph: Graph) -> str:
         done = end
         if kind == "input":
             default = graph.defaults.get(name)
-            lines.append(f"input {name}" + ("" if default is None else f" = {format_number(default)}"))
+            lines.append(f"input {name}" + ("" if default is None else f" = {literal(default)}"))
         elif kind == "bare":
             lines.append(text)
         else:
@@ -57,22 +57,40 @@ def _node_text(graph: Graph, i: int, ref, exprs: list[Text]) -> Text:
         return graph.labels[i], PREC_ATOM
     if op is CONST:
         value = graph.consts[i]
+        if is_tensor(value):
+            return literal(value), PREC_ATOM
         return format_number(value), PREC_UNARY if value < 0 else PREC_ATOM
     args = [ref(a) for a in graph.args[i]]
     first = graph.args[i][0]
     if op.style == PREFIX and graph.ops[first] is CONST and args[0] == exprs[first]:
         args = [(f"({args[0][0]})", PREC_ATOM)]  # -3 would read back as one constant
-    return combine(op, args)
+    return combine(op, args, params=graph.params.get(i, ()))
 
 
-def combine(op: OpSpec, args: list[Text], symbol: str | None = None) -> Text:
+def literal(value) -> str:
+    """A number or an array as program text: ``-3``, ``[[1, 2], [3, 4]]``."""
+    return nested(value) if is_tensor(value) else format_number(value)
+
+
+def _param(value) -> str:
+    return "[" + ", ".join(map(str, value)) + "]" if isinstance(value, tuple) else str(value)
+
+
+def combine(op: OpSpec, args: list[Text], symbol: str | None = None, params: tuple = ()) -> Text:
     """The text of ``op`` applied to argument texts, parenthesized as the grammar needs.
-    ``symbol`` replaces the operator's source symbol (``op.glyph`` for display).
+    ``symbol`` replaces the operator's source symbol (``op.glyph`` for display); ``params`` are
+    the numbers written after a call's arguments (``sum(x, 0)``) or an index's subscripts.
 
     >>> from cgraph_cli.ops import OPS
     >>> combine(OPS["sub"], [("a", 5), ("b - c", 1)])
     ('a - (b - c)', 1)
+    >>> combine(OPS["index"], [("a + b", 1)], params=((0, slice(1, None)),))
+    ('(a + b)[0, 1:]', 5)
     """
+    if op.style == POSTFIX:
+        ((arg, ap),) = args
+        items = ", ".join(show_subscript(k) for k in params[0])
+        return (arg if ap >= PREC_ATOM else f"({arg})") + f"[{items}]", PREC_ATOM
     if op.style == INFIX:
         (left, lp), (right, rp) = args
         p = op.precedence
@@ -86,4 +104,5 @@ def combine(op: OpSpec, args: list[Text], symbol: str | None = None) -> Text:
     if op.style == PREFIX:
         ((arg, ap),) = args
         return (symbol or op.symbol) + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
-    return f"{op.symbol}({', '.join(a for a, _ in args)})", PREC_ATOM
+    texts = [a for a, _ in args] + [_param(p) for p in params]
+    return f"{op.symbol}({', '.join(texts)})", PREC_ATOM
