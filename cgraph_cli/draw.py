@@ -70,6 +70,14 @@ def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = 
         note = ("values need bindings: " + " ".join(f"{m}=VALUE" for m in missing)
                 + "; drawing the structure only")
         return out, None, None, note
+    from .api import evaluate
+    from .numfmt import is_tensor, shape_text
+
+    ev = evaluate(graph, bindings, of=of)
+    if is_tensor(ev.value):
+        note = (f"{ev.output_name} is a {shape_text(ev.value)} tensor: gradients need a single "
+                "number (sum(...) or an element); drawing values only")
+        return out, ev.values, None, note
     result = grad(graph, bindings, of=of)
     return out, result.values, result.adjoints, None
 

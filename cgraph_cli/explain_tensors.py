@@ -42,7 +42,7 @@ def _shape(value) -> list[int]:
     return list(np.shape(value))
 
 
-def _derivative(graph: Graph, i: int, k: int, g: str, names: list[str]) -> str:
+def reverse_rule(graph: Graph, i: int, k: int, g: str, names: list[str]) -> str:
     """The rule that gives argument ``k``'s gradient, as a formula over the gradient ``g``."""
     op, args = graph.ops[i], graph.args[i]
     if not op.elementwise:
@@ -79,7 +79,7 @@ def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: 
                 continue
             uses.setdefault(a, []).append(names[i])
             summed = _summed_axes(graph, values, i, a)
-            parts.append({"wrt": names[a], "formula": _derivative(graph, i, k, gradient, names),
+            parts.append({"wrt": names[a], "formula": reverse_rule(graph, i, k, gradient, names),
                           "summed_axes": summed, "shape": _shape(c), "value": c})
         through.append({"node": names[i], "op": graph.ops[i].name,
                         "formula": _formula(graph, i, names), "gradients": parts})

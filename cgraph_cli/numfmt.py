@@ -44,10 +44,8 @@ def is_tensor(value) -> bool:
 
 
 def shape_text(value) -> str:
-    """``2×3`` for a (2, 3) tensor, ``3`` for a vector, ``scalar`` for a number."""
-    if not is_tensor(value):
-        return "scalar"
-    return "×".join(str(n) for n in value.shape)
+    """A value's shape as NumPy writes it: ``(2, 3)``, ``(3,)``; ``()`` for a number."""
+    return str(tuple(getattr(value, "shape", ())))
 
 
 def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "") -> str:
@@ -76,7 +74,7 @@ def summary(value, precision: int | None = 4) -> str:
     """A large tensor in one line: its shape, min, max, mean and its first entries."""
     flat = value.ravel()
     first = ", ".join(format_number(float(x), precision) for x in flat[:3])
-    return (f"{shape_text(value)}  min {format_number(float(flat.min()), precision)}  "
+    return (f"{shape_text(value)} tensor  min {format_number(float(flat.min()), precision)}  "
             f"max {format_number(float(flat.max()), precision)}  "
             f"mean {format_number(float(flat.mean()), precision)}  [{first}, …]")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cgraph_cli import EvalError, grad, jvp, parse, validate
+from cgraph_cli import EvalError, grad, jvp, parse, to_source, validate
 from cgraph_cli.gradcheck import gradcheck
 from cgraph_cli.tensors import ShapeError
 
@@ -290,6 +290,72 @@ def test_check_compares_tensors_elementwise(cli):
 def test_tables_summarise_large_tensors_unless_full(cli):
     args = ["eval", "y = reshape(x, [5, 4])", "x=" + json.dumps(list(range(20)))]
     short = cli(*args)
-    assert "5×4  min 0  max 19  mean 9.5" in short.stdout
+    assert "(5, 4) tensor  min 0  max 19  mean 9.5" in short.stdout
     full = cli(*args, "--full")
     assert "[16, 17, 18, 19]]" in full.stdout
+
+
+# --- printing, diagrams, explanations -------------------------------------------------------------
+@pytest.mark.parametrize("name", ["mlp", "logistic_regression", "softmax_cross_entropy"])
+def test_tensor_programs_print_back_to_the_same_graph(name):
+    graph = parse((SAMPLES / f"{name}.cg").read_text())
+    again = parse(to_source(graph))
+    assert [str(n) for n in again] == [str(n) for n in graph]
+    assert all(np.array_equal(again.defaults[k], v) for k, v in graph.defaults.items())
+
+
+def test_indexing_and_params_print_back():
+    text = "y = sum((a + b)[0, 1:], -1) + reshape(x, [2, -1])[::2] @ [-1, 2]"
+    assert to_source(parse(text)).strip() == text
+
+
+def test_diagram_shows_edge_shapes_and_small_tensors_in_their_nodes(cli):
+    result = cli("dot", str(SAMPLES / "softmax_cross_entropy.cg"))
+    assert result.exit_code == 0, result.stderr
+    dot = result.stdout
+    assert 'label="(3, 4)"' in dot  # W -> W @ x
+    assert 'label="(3,)"' in dot
+    assert ">0.6875</TD>" in dot  # an element of ∂loss/∂z, in a grid cell
+    backward = cli("dot", str(SAMPLES / "softmax_cross_entropy.cg"), "--backward").stdout
+    assert "∂/∂t1 @ xᵀ" in backward  # the reverse rule of @ on the edge from W
+
+
+def test_diagram_summarises_large_tensors(cli):
+    result = cli("dot", "y = sum(W @ x)", "W=" + json.dumps(np.ones((4, 5)).tolist()),
+                 "x=" + json.dumps([1.0] * 5))
+    assert "(4, 5)  mean 1  [1, 1]" in result.stdout
+
+
+def test_tensor_output_is_drawn_with_values_only(cli, tmp_path):
+    result = cli("render", "y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]", "-o", str(tmp_path / "y.png"))
+    assert result.exit_code == 0, result.stderr
+    assert "gradients need a single number" in result.stderr
+    assert (tmp_path / "y.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_render_mlp_sample_to_png(cli, tmp_path):
+    result = cli("render", str(SAMPLES / "mlp.cg"), "-o", str(tmp_path / "mlp.png"))
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "mlp.png").stat().st_size > 10_000
+
+
+def test_explain_tensor_program(cli):
+    result = cli("explain", "y = sum(W @ x)", "W=[[1,2],[3,4]]", "x=[1,-1]")
+    assert result.exit_code == 0, result.stderr
+    assert "1. t1 = W @ x: (2, 2) @ (2,) -> (2,) = [-1, -1]" in result.stdout
+    assert "∂y/∂W = ∂y/∂t1 @ xᵀ = [[1, -1], [1, -1]]" in result.stdout
+    assert "∂y/∂x = Wᵀ @ ∂y/∂t1 = [4, 6]" in result.stdout
+    steps = json.loads(cli("explain", "y = sum(W @ x)", "W=[[1,2],[3,4]]", "x=[1,-1]",
+                           "--format", "json").stdout)
+    assert steps["gradients"]["W"] == [[1.0, -1.0], [1.0, -1.0]]
+
+
+def test_explain_says_where_broadcasting_sums(cli):
+    result = cli("explain", "y = sum(X + b)", "X=[[1,2],[3,4]]", "b=[1,1]")
+    assert "∂y/∂b = ∂y/∂t1, summed over axis 0 (broadcast) = [2, 2]" in result.stdout
+
+
+def test_show_tensor_program(cli):
+    result = cli("show", str(SAMPLES / "softmax_cross_entropy.cg"))
+    assert result.exit_code == 0, result.stderr
+    assert "p = softmax(z) = [0.6875, 0.1818, 0.1307]" in result.stdout

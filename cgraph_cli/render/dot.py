@@ -25,8 +25,12 @@ from dataclasses import dataclass
 from ..forward import local_partials
 from ..ir import Graph
 from ..names import node_names
-from ..numfmt import format_number
+from ..numfmt import format_number, is_tensor, shape_text
 from ..ops import CONST, INPUT
+
+#: Tensors with at most this many elements (and two axes) are drawn in full inside their
+#: node, as a grid; larger ones as a summary.
+SMALL_IN_NODE = 12
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,9 @@ def diagram(
     values = values if options.values else None
     adjoints = adjoints if options.grads and values is not None else None
     shown = ancestors(graph, options.focus if options.focus is not None else out)
-    scale = max((abs(adjoints[i]) for i in range(len(shown)) if shown[i] and not math.isnan(adjoints[i])),
+    scale = max((_magnitude(adjoints[i]) for i in range(len(shown)) if shown[i]),
                 default=0.0) if adjoints else 0.0
+    tensors = values is not None and any(is_tensor(v) for v in values)
 
     dot = graphviz.Digraph("cgraph", format="svg")
     dot.attr(
@@ -135,7 +140,11 @@ def diagram(
                 tail = f"n{a}_{i}_{k}"
                 label, attrs = labels[a]
                 dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
-            dot.edge(tail, f"n{i}", **_edge_attrs(graph, i, k, names, theme, fmt, values, options))
+            attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options)
+            if tensors and is_tensor(values[a]):  # the shape of the value the edge carries
+                attrs["label"] = shape_text(values[a]) + (
+                    "\n" + attrs["label"] if "label" in attrs else "")
+            dot.edge(tail, f"n{i}", **attrs)
     if adjoints is not None:
         dot.attr(label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10")
     return dot
@@ -184,24 +193,59 @@ def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad
         size = 17 if len(op.glyph) == 1 else 13  # a symbol reads larger than a function name
         head = f'<FONT POINT-SIZE="{size}">{e(op.glyph)}</FONT>  {name}'
     rows.append(f'<TR><TD COLSPAN="2">{head}</TD></TR>')
-    if value is not None and not (op is CONST and graph.labels[i] is None):
-        rows.append(_row("value", fmt(value), theme.muted))
+    if value is not None and not (op is CONST and graph.labels[i] is None and not is_tensor(value)):
+        if is_tensor(value):
+            rows.append(_row("value", _tensor_html(value, fmt), theme.muted, html_value=True))
+        else:
+            rows.append(_row("value", fmt(value), theme.muted))
     if grad is not None and op is not CONST:
         who = names[out] if names[out].isidentifier() else "out"
         key = f"∂{who}/∂{names[i] if names[i].isidentifier() else '·'}"
-        if math.isnan(grad):  # not reached yet (a frame of the backward pass)
+        if grad.__class__ is float and math.isnan(grad):  # not reached yet (a backward frame)
             rows.append(_row(key, "?", theme.muted))
+        elif is_tensor(grad):
+            cell = _tensor_html(grad, fmt, lambda g: _tint(g, scale, theme))
+            rows.append(_row(key, cell, theme.muted, html_value=True))
         else:
             rows.append(_row(key, fmt(grad), theme.muted, _tint(grad, scale, theme)))
     table = "".join(rows)
     return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">{table}</TABLE>'
 
 
-def _row(key: str, value: str, key_color: str, fill: str | None = None) -> str:
+def _row(key: str, value: str, key_color: str, fill: str | None = None,
+         html_value: bool = False) -> str:
     e = html.escape
     bg = f' BGCOLOR="{fill}"' if fill else ""
+    cell = value if html_value else f" {e(value)} "
     return (f'<TR><TD ALIGN="LEFT"><FONT COLOR="{key_color}" POINT-SIZE="10">{e(key)}</FONT></TD>'
-            f'<TD ALIGN="RIGHT"{bg}> {e(value)} </TD></TR>')
+            f'<TD ALIGN="RIGHT"{bg}>{cell}</TD></TR>')
+
+
+def _magnitude(x) -> float:
+    """|x|, or the largest |element| of a tensor; 0 for a gradient not known yet (nan)."""
+    if is_tensor(x):
+        return float(abs(x).max())
+    return 0.0 if math.isnan(x) else abs(x)
+
+
+def _tensor_html(x, fmt, tint=None) -> str:
+    """A small tensor as a grid of its elements (each tinted by ``tint``), a large one as its
+    shape, mean and range."""
+    e = html.escape
+    if x.size > SMALL_IN_NODE or x.ndim > 2:
+        flat = x.ravel()
+        return (f" {e(shape_text(x))}  mean {e(fmt(float(flat.mean())))}  "
+                f"[{e(fmt(float(flat.min())))}, {e(fmt(float(flat.max())))}] ")
+    rows = []
+    for row in x.reshape(1, -1) if x.ndim == 1 else x:
+        cells = []
+        for v in row.tolist():
+            fill = tint(v) if tint else None
+            bg = f' BGCOLOR="{fill}"' if fill else ""
+            cells.append(f'<TD ALIGN="RIGHT"{bg}>{e(fmt(v))}</TD>')
+        rows.append("<TR>" + "".join(cells) + "</TR>")
+    return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="1">'
+            + "".join(rows) + "</TABLE>")
 
 
 def _tint(grad: float, scale: float, theme: Theme) -> str | None:
@@ -225,6 +269,12 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options) -> dict[str, st
     attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
     op = graph.ops[i]
     args = graph.args[i]
+    if values is not None and any(is_tensor(values[a]) for a in (*args, i)) or not op.elementwise:
+        # A tensor edge carries the op's reverse rule applied to the node's gradient.
+        from ..explain_tensors import reverse_rule
+
+        attrs["label"] = reverse_rule(graph, i, k, f"∂/∂{names[i]}", names)
+        return attrs
     formula = op.derivative[k].format(*(names[a] for a in args), out=names[i])
     text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
     if values is not None:

@@ -24,7 +24,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..numfmt import SMALL, format_number, format_value, is_tensor, shape_text
+from ..numfmt import SMALL, TENSOR_DIGITS, format_number, format_value, is_tensor, shape_text
 
 
 def _wrap(name: str) -> str:
@@ -48,8 +48,9 @@ def output_line(report: dict, precision: int | None = None, full: bool = False) 
 
 
 def _cell(value, precision: int | None, full: bool) -> str:
+    """A cell of a tensor program's table: numbers to the same digits as tensor elements."""
     return format_value(value, precision, full) if is_tensor(value) else format_number(
-        value, precision)
+        value, precision or TENSOR_DIGITS)
 
 
 def value_table(report: dict, precision: int | None = None, full: bool = False) -> Table:

@@ -26,7 +26,7 @@ from rich.tree import Tree
 
 from ..ir import Graph
 from ..names import node_names
-from ..numfmt import format_number
+from ..numfmt import format_number, format_value, is_tensor
 from ..ops import CONST, INPUT, PREC_ATOM
 from .source import combine
 
@@ -41,7 +41,10 @@ def graph_tree(
     out = graph.output if output is None else output
     names = node_names(graph)
     who = names[out] if names[out].isidentifier() else "out"
-    fmt = lambda x: format_number(x, precision)  # noqa: E731
+    def fmt(x) -> str:
+        if is_tensor(x):  # on one line; summarised when large
+            return format_value(x, precision, rows="")
+        return format_number(x, precision)
 
     def line(i: int) -> Text:
         op = graph.ops[i]
@@ -56,13 +59,16 @@ def graph_tree(
                 text.append(f" = {fmt(graph.consts[i])}")
             text.append("  constant", style="dim")
         else:
-            text.append(" = " + _formula(op, [names[a] for a in graph.args[i]]), style="cyan")
+            formula = combine(op, [(names[a], PREC_ATOM) for a in graph.args[i]], symbol=op.glyph,
+                              params=graph.params.get(i, ()))[0]
+            text.append(" = " + formula, style="cyan")
             if values is not None:
                 text.append(f" = {fmt(values[i])}")
         if adjoints is not None and op is not CONST:
             g = adjoints[i]
-            style = "green" if g > 0 else "red" if g < 0 else "dim"
-            text.append(f"    ∂{who}/∂{names[i]} = ", style="dim")
+            style = "dim" if is_tensor(g) else "green" if g > 0 else "red" if g < 0 else "dim"
+            gap = "\n  " if is_tensor(g) else "    "  # a tensor's gradient on a line of its own
+            text.append(f"{gap}∂{who}/∂{names[i]} = ", style="dim")
             text.append(fmt(g), style=style)
         return text
 
@@ -80,7 +86,3 @@ def graph_tree(
         branch = parent.add(line(node))
         stack.extend((a, branch) for a in reversed(graph.args[node]))
     return root
-
-
-def _formula(op, args: list[str]) -> str:
-    return combine(op, [(a, PREC_ATOM) for a in args], symbol=op.glyph)[0]
