@@ -21,7 +21,9 @@ class _LazyNumpy:
     def __getattr__(self, name: str):
         import numpy
 
-        return getattr(numpy, name)
+        value = getattr(numpy, name)
+        setattr(self, name, value)  # later look-ups find it directly, without this call
+        return value
 
 
 np = _LazyNumpy()
@@ -282,9 +284,19 @@ def linear_jvp(forward):
 
 # elementwise partials that need more than one NumPy call --------------------------------------
 def pow_partials(x, y, out):
+    """As the scalar rule; ∂/∂y (a log over every element) is computed only if asked for: for
+    ``x ^ 2`` it never is."""
     with np.errstate(all="ignore"):
-        dx = np.where(y == 0.0, 0.0, y * np.power(x, y - 1.0))
-        dy = np.where(x > 0.0, out * np.log(np.where(x > 0.0, x, 1.0)), np.where(x == 0.0, 0.0, np.nan))
+        if np.ndim(y) == 0 and y != 0.0:
+            dx = y * np.power(x, y - 1.0)
+        else:
+            dx = np.where(y == 0.0, 0.0, y * np.power(x, y - 1.0))
+
+    def dy():
+        with np.errstate(all="ignore"):
+            logs = np.log(np.where(x > 0.0, x, 1.0))
+            return np.where(x > 0.0, out * logs, np.where(x == 0.0, 0.0, np.nan))
+
     return dx, dy
 
 

@@ -33,7 +33,7 @@ class Program:
     operation nodes' ids, ascending. Four-tuples unpack faster than one shared five-tuple.
     """
 
-    __slots__ = ("forward", "backward", "ids", "template", "tensor")
+    __slots__ = ("forward", "backward", "ids", "template", "tensor", "shapes")
 
     def __init__(self, graph: Graph) -> None:
         with gc_paused():
@@ -54,6 +54,7 @@ class Program:
         self.tensor = any(not graph.ops[i].elementwise for i in ids) or any(
             v.__class__ is not float for v in graph.consts.values()
         )
+        self.shapes = None  # (input shapes, every node's shape) of the last tensor run
 
 
 def compile_program(graph: Graph) -> Program:

@@ -65,7 +65,8 @@ class OpSpec:
     # For mul: each partial is the other argument, which the reverse pass reads directly.
     swapped: bool = False
     # Tensors. Elementwise ops: NumPy forms of `forward` and `partials` (None: the scalar rule
-    # works on arrays as it is). Other ops: `forward(*args, *params)`, and `vjp(g, args, out,
+    # works on arrays as it is); an array partial may be a function of no arguments, called
+    # only when that argument needs a gradient (pow's ∂/∂y, a log of every element). Other ops: `forward(*args, *params)`, and `vjp(g, args, out,
     # params)` -> one cotangent per argument, `jvp(tangents, args, out, params)` -> the tangent
     # (a tangent of None is zero). `shape(arg shapes, params)` raises arrays.ShapeMismatch.
     elementwise: bool = True

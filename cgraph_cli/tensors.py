@@ -20,8 +20,9 @@ from collections.abc import Mapping
 
 from .arrays import ShapeMismatch, np, shape_of, show_shape, unbroadcast
 from .errors import BindingError, DomainError, EvalError
+from .forward import compile_program, describe, domain_error, initial_values, slope_error
 from .ir import Graph
-from .ops import INPUT, LEAF
+from .ops import CONST, INPUT, LEAF
 
 
 class ShapeError(EvalError):
@@ -41,17 +42,26 @@ def as_array(name: str, value):
                 hints=["arrays are written as JSON: W='[[1, 2], [3, 4]]'"],
             ) from None
     try:
-        array = np.array(value, dtype=float)
+        array = np.asarray(value, dtype=float)  # no copy of a float64 array: nothing mutates it
     except (TypeError, ValueError):
         raise BindingError(
             f"the value of '{name}' is not a rectangular array of numbers: {_short(value)}",
             hints=["every row needs as many numbers as the others: [[1, 2], [3, 4]]"],
         ) from None
-    if not np.isfinite(array).all():
+    if not all_finite(array):
         raise BindingError(f"the value of '{name}' holds a value that is not a finite number")
     if array.size == 0:
         raise BindingError(f"the value of '{name}' is an empty array")
     return float(array) if array.ndim == 0 else array
+
+
+def all_finite(x) -> bool:
+    """Whether every element is finite: one summing pass (no temporary array) unless the sum
+    itself says otherwise."""
+    if isinstance(x, float):
+        return math.isfinite(x)
+    total = float(x.sum())
+    return math.isfinite(total) or bool(np.isfinite(x).all())
 
 
 def _short(value) -> str:
@@ -62,13 +72,22 @@ def _short(value) -> str:
 def initial(bindings: Mapping[str, object], graph: Graph) -> list:
     """Values with inputs and constants filled in (for the doctest; the CLI uses
     :func:`cgraph_cli.forward.initial_values`)."""
-    from .forward import initial_values
-
     return initial_values(graph, bindings)
 
 
 def shapes(graph: Graph, values: list) -> list[tuple[int, ...]]:
-    """Every node's shape, from the leaves' values and the op table's shape rules."""
+    """Every node's shape, from the leaves' values and the op table's shape rules. The last
+    result is kept per graph: a training loop runs with the same input shapes every time."""
+    program = compile_program(graph)
+    key = tuple(shape_of(values[n]) for n in graph.inputs.values())
+    if program.shapes is not None and program.shapes[0] == key:
+        return program.shapes[1]
+    out = _infer(graph, values)
+    program.shapes = (key, out)
+    return out
+
+
+def _infer(graph: Graph, values: list) -> list[tuple[int, ...]]:
     out: list[tuple[int, ...]] = [()] * len(graph.ops)
     params = graph.params
     for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
@@ -95,12 +114,10 @@ def forward_tensors(graph: Graph, values: list) -> list:
             try:
                 out = f(*xs) if op.elementwise else f(*xs, *params.get(i, ()))
             except (ArithmeticError, ValueError) as exc:  # the scalar rules raise
-                from .forward import domain_error
-
                 raise domain_error(graph, i, values, exc) from None
             if out.__class__ is not float and np.ndim(out) == 0:
                 out = float(out)
-            if not (math.isfinite(out) if out.__class__ is float else np.isfinite(out).all()):
+            if not all_finite(out):
                 raise _bad_element(graph, i, values, out)
             values[i] = out
     return values
@@ -109,8 +126,6 @@ def forward_tensors(graph: Graph, values: list) -> list:
 def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
     """The error for node ``i`` whose result has a non-finite element: the element's formula
     when the op is elementwise (``log(-1) is undefined at [1]``)."""
-    from .forward import describe
-
     op = graph.ops[i]
     where = np.argwhere(~np.isfinite(np.asarray(out)))[0]
     at = "[" + ", ".join(str(k) for k in where) + "]"
@@ -154,7 +169,7 @@ def vjp_tensors(graph: Graph, values: list, of: int | None = None, seed: float =
     out = graph.output if of is None else of
     require_scalar(graph, values, out)
     adj = _reverse(graph, values, out, seed, checked=False)
-    if not all(np.isfinite(adj[n]).all() for n in graph.inputs.values() if adj[n] is not None):
+    if not all(all_finite(adj[n]) for n in graph.inputs.values() if adj[n] is not None):
         _reverse(graph, values, out, seed, checked=True)  # raises at the node that went bad
     return [
         (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if a is None else a
@@ -163,8 +178,6 @@ def vjp_tensors(graph: Graph, values: list, of: int | None = None, seed: float =
 
 
 def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -> list:
-    from .forward import slope_error
-
     adj: list = [None] * len(graph.ops)
     adj[out] = seed
     ops, all_args = graph.ops, graph.args
@@ -186,8 +199,8 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
     """What node ``i`` passes back to each of its arguments, given its adjoint ``g``: the op's
     vjp rule, or for an elementwise op its partials times ``g`` summed back to each argument's
     shape. ``checked``: a zero in ``g`` contributes nothing even where a partial is infinite."""
-    op = graph.ops[i]
-    xs = [values[a] for a in graph.args[i]]
+    op, args = graph.ops[i], graph.args[i]
+    xs = [values[a] for a in args]
     if not op.elementwise:
         out = op.vjp(g, xs, values[i], graph.params.get(i, ()))
     else:
@@ -197,8 +210,15 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
             partials = (xs[1], xs[0])
         else:
             partials = (op.array_partials or op.partials)(*xs, values[i])
-        out = [unbroadcast(np.where(g == 0.0, 0.0, p * g) if checked else p * g, np.shape(x))
-               for p, x in zip(partials, xs)]
+        out = []
+        for a, p, x in zip(args, partials, xs):
+            if graph.ops[a] is CONST:  # a constant needs no gradient
+                out.append(0.0 if x.__class__ is float else np.zeros_like(x))
+                continue
+            if callable(p):
+                p = p()
+            c = p * g if p.__class__ is not float or p != 1.0 else g
+            out.append(unbroadcast(np.where(g == 0.0, 0.0, c) if checked else c, np.shape(x)))
     return [float(c) if c.__class__ is not float and np.ndim(c) == 0 else c for c in out]
 
 
@@ -230,7 +250,8 @@ def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
                 partials = (xs[1], xs[0])
             else:
                 partials = (op.array_partials or op.partials)(*xs, values[i])
-            total = sum(p * t for p, t in zip(partials, ts) if t is not None)
+            total = sum((p() if callable(p) else p) * t for p, t in zip(partials, ts)
+                        if t is not None)
             tan[i] = np.broadcast_to(total, np.shape(values[i])) + 0.0
     return [
         (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if t is None
