@@ -4,6 +4,8 @@ parser loop against Lark's."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import sympy
 from hypothesis import HealthCheck, assume, given, settings
@@ -134,7 +136,8 @@ def test_forward_mode_matches_reverse_mode(program, point):
 
 
 def _ir(graph):
-    return [str(node) for node in graph], graph.output, dict(graph.defaults)
+    defaults = {k: getattr(v, "tolist", lambda v=v: v)() for k, v in graph.defaults.items()}
+    return [str(node) for node in graph], graph.output, defaults
 
 
 @PROPERTY
@@ -152,7 +155,9 @@ def test_our_parser_loop_agrees_with_larks(program):
     assert _ir(parse(program)) == _ir(parse(program, engine="lark"))
 
 
-_MUTATIONS = st.sampled_from(["+", "(", ")", ",", "*", "= ", "\n", "max(", "2 3", "^^", "input "])
+
+_MUTATIONS = st.sampled_from(["+", "(", ")", ",", "*", "= ", "\n", "max(", "2 3", "^^", "input ",
+                              "[", "]", "[1, 2]", "@", ":", "[0]", "sum("])
 
 
 @PROPERTY
@@ -170,3 +175,20 @@ def test_broken_programs_fail_the_same_way_in_both_loops(program, junk, at):
         except CgraphError as e:  # pragma: no cover - parse raises only ParseError
             pytest.fail(f"{type(e).__name__}: {e}")
     assert outcomes[0] == outcomes[1]
+
+
+TENSOR_PROGRAMS = [
+    (Path(__file__).resolve().parent.parent / "samples" / f"{name}.cg").read_text()
+    for name in ("mlp", "logistic_regression", "softmax_cross_entropy")
+] + ["y = sum((a + b)[0, 1:], -1) + reshape(x, [2, -1])[::2] @ -[1, 2]\n"]
+
+
+@pytest.mark.parametrize("program", TENSOR_PROGRAMS)
+def test_both_parser_loops_read_tensor_programs_alike(program):
+    assert _ir(parse(program)) == _ir(parse(program, engine="lark"))
+
+
+@PROPERTY
+@given(st.sampled_from(TENSOR_PROGRAMS), _MUTATIONS, st.integers(0, 400))
+def test_broken_tensor_programs_fail_the_same_way_in_both_loops(program, junk, at):
+    test_broken_programs_fail_the_same_way_in_both_loops.hypothesis.inner_test(program, junk, at)

@@ -33,6 +33,8 @@ CASES = {
     "neuron_print_backward": ("neuron.cg", {"theme": "print", "backward": True}),
     "fanout_backward": ("fanout.cg", {"backward": True}),
     "micrograd_sanity_no_grads": ("micrograd_sanity.cg", {"grads": False}),
+    "softmax_cross_entropy": ("softmax_cross_entropy.cg", {}),
+    "mlp_backward": ("mlp.cg", {"backward": True}),
 }
 
 
