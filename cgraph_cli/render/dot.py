@@ -140,7 +140,7 @@ def diagram(
                 tail = f"n{a}_{i}_{k}"
                 label, attrs = labels[a]
                 dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
-            attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options)
+            attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options, names[out])
             if tensors and is_tensor(values[a]):  # the shape of the value the edge carries
                 attrs["label"] = shape_text(values[a]) + (
                     "\n" + attrs["label"] if "label" in attrs else "")
@@ -263,7 +263,7 @@ def _mix(a: str, b: str, t: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))
 
 
-def _edge_attrs(graph, i, k, names, theme, fmt, values, options) -> dict[str, str]:
+def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out"):
     if not options.backward:
         return {}
     attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
@@ -273,7 +273,8 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options) -> dict[str, st
         # A tensor edge carries the op's reverse rule applied to the node's gradient.
         from ..explain_tensors import reverse_rule
 
-        attrs["label"] = reverse_rule(graph, i, k, f"∂/∂{names[i]}", names)
+        who = out_name if out_name.isidentifier() else "out"
+        attrs["label"] = reverse_rule(graph, i, k, f"∂{who}/∂{names[i]}", names)
         return attrs
     formula = op.derivative[k].format(*(names[a] for a in args), out=names[i])
     text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
