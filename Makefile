@@ -16,6 +16,7 @@ demo: $(STAMP)
 	$(BIN)/cgraph eval samples/seed.cg --all
 	$(BIN)/cgraph grad samples/seed.cg
 	$(BIN)/cgraph grad samples/neuron.cg --precision 4
+	$(BIN)/cgraph grad samples/softmax_cross_entropy.cg
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -23,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_core.py
 	$(BIN)/python bench/bench_render.py
+	$(BIN)/python bench/bench_tensors.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py --update-golden

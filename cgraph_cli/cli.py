@@ -22,7 +22,8 @@ Exit codes:
   0  success
   2  usage error: bad option, missing file, unreadable bindings file
   3  invalid program: syntax, unknown function, wrong argument count
-  4  cannot evaluate: missing or unknown binding, log(-1), 1/0, overflow"""
+  4  cannot evaluate: missing or unknown binding, shapes that do not fit,
+     log(-1), 1/0, overflow"""
 
 
 class Format(enum.Enum):
@@ -225,6 +226,8 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph grad 'g = (x + y) * z' x=1 y=3 z=-3        # ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
       cgraph grad samples/neuron.cg --wrt w1,w2 --precision 4
       cgraph grad samples/seed.cg --of p --format json
+      cgraph grad 'loss = sum((W @ x - t)^2)' W='[[1,2],[3,4]]' x='[1,-1]' t='[0,1]'
+      cgraph grad samples/mlp.cg --bindings weights.npz --format json
     """
     from .api import grad
     from .report import grad_report

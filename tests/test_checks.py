@@ -62,7 +62,8 @@ def test_check_spec_file(cli):
     result = cli("check", "--spec", SPEC)
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "worked example:\n  ok    p = 4 (expected 4)" in result.stdout
-    assert result.stdout.endswith("13 passed, 0 failed\n")
+    assert "tensors: the softmax cross-entropy sample:\n  ok    p = [0.6874665437783251," in result.stdout
+    assert result.stdout.endswith("16 passed, 0 failed\n")
 
 
 def write(tmp_path, text: str) -> str:
