@@ -117,10 +117,12 @@ def reshape_shape(shapes, params) -> Shape:
 
 def index_shape(shapes, params) -> Shape:
     (shape,), items = shapes, params[0]
+    if not shape:
+        raise ShapeMismatch("a number has no elements to index: indexing needs a tensor")
     if len(items) > len(shape):
-        raise ShapeMismatch(
-            f"{len(items)} indices for a {show_shape(shape)} tensor, which has {len(shape)} axes"
-        )
+        indices = "1 index" if len(items) == 1 else f"{len(items)} indices"
+        axes = "1 axis" if len(shape) == 1 else f"{len(shape)} axes"
+        raise ShapeMismatch(f"{indices} for a {show_shape(shape)} tensor, which has {axes}")
     out = []
     for axis, (item, size) in enumerate(zip(items, shape)):
         if isinstance(item, slice):

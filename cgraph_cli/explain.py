@@ -146,13 +146,18 @@ def to_text(steps: dict, precision: int | None = None) -> str:
 
         return explain_tensors.to_text(steps, precision)
     forward, backward, gradients = lines(steps, precision)
+    return layout(forward, backward, [gradients])
+
+
+def layout(forward: list[str], backward: list[str], gradients: list[str]) -> str:
+    """The numbered steps of both passes as text; a step's later lines indented under it."""
     out = ["Forward pass"]
     out += [f"  {k}. {line}" for k, line in enumerate(forward, 1)]
     out.append("Backward pass")
     for k, line in enumerate(backward, 1):
         head = f"  {k}. "
         out.append(head + line.replace("\n", "\n" + " " * len(head)))
-    out.append(gradients)
+    out += gradients
     return "\n".join(out)
 
 

@@ -150,16 +150,10 @@ def _symbol(op_name: str) -> str:
 
 
 def to_text(steps: dict, precision: int | None = None) -> str:
+    from .explain import layout
+
     forward, backward, gradients = lines(steps, precision)
-    out = ["Forward pass"]
-    out += [f"  {k}. {line}" for k, line in enumerate(forward, 1)]
-    out.append("Backward pass")
-    for k, line in enumerate(backward, 1):
-        head = f"  {k}. "
-        out.append(head + line.replace("\n", "\n" + " " * len(head)))
-    out.append("Gradients")
-    out += [f"  {line}" for line in gradients]
-    return "\n".join(out)
+    return layout(forward, backward, ["Gradients"] + [f"  {line}" for line in gradients])
 
 
 def to_markdown(steps: dict, precision: int | None = None) -> str:

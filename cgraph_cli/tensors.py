@@ -204,14 +204,8 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
     if not op.elementwise:
         out = op.vjp(g, xs, values[i], graph.params.get(i, ()))
     else:
-        if op.constant is not None:
-            partials = op.constant
-        elif op.swapped:
-            partials = (xs[1], xs[0])
-        else:
-            partials = (op.array_partials or op.partials)(*xs, values[i])
         out = []
-        for a, p, x in zip(args, partials, xs):
+        for a, p, x in zip(args, _partials(op, xs, values[i]), xs):
             if graph.ops[a] is CONST:  # a constant needs no gradient
                 out.append(0.0 if x.__class__ is float else np.zeros_like(x))
                 continue
@@ -220,6 +214,15 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
             c = p * g if p.__class__ is not float or p != 1.0 else g
             out.append(unbroadcast(np.where(g == 0.0, 0.0, c) if checked else c, np.shape(x)))
     return [float(c) if c.__class__ is not float and np.ndim(c) == 0 else c for c in out]
+
+
+def _partials(op, xs: list, out) -> tuple:
+    """An elementwise op's local partials at ``xs`` (arrays, or functions giving them)."""
+    if op.constant is not None:
+        return op.constant
+    if op.swapped:
+        return xs[1], xs[0]
+    return (op.array_partials or op.partials)(*xs, out)
 
 
 def _depends_on_input(graph: Graph) -> list[bool]:
@@ -244,12 +247,7 @@ def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
             if not op.elementwise:
                 tan[i] = op.jvp(ts, xs, values[i], params.get(i, ()))
                 continue
-            if op.constant is not None:
-                partials = op.constant
-            elif op.swapped:
-                partials = (xs[1], xs[0])
-            else:
-                partials = (op.array_partials or op.partials)(*xs, values[i])
+            partials = _partials(op, xs, values[i])
             total = sum((p() if callable(p) else p) * t for p, t in zip(partials, ts)
                         if t is not None)
             tan[i] = np.broadcast_to(total, np.shape(values[i])) + 0.0
