@@ -287,6 +287,14 @@ def test_check_compares_tensors_elementwise(cli):
     assert wrong_shape.exit_code == 1 and "shapes differ" in wrong_shape.stdout
 
 
+def test_check_values_of_a_tensor_output(cli):
+    result = cli("check", "y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]", "--expect", "y=[3, 7]")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    result = cli("check", "y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]", "--expect-grad", "x=[1, 1]")
+    assert result.exit_code == 4
+    assert "gradients need a single number" in result.stderr
+
+
 def test_tables_summarise_large_tensors_unless_full(cli):
     args = ["eval", "y = reshape(x, [5, 4])", "x=" + json.dumps(list(range(20)))]
     short = cli(*args)
