@@ -367,3 +367,44 @@ def test_show_tensor_program(cli):
     result = cli("show", str(SAMPLES / "softmax_cross_entropy.cg"))
     assert result.exit_code == 0, result.stderr
     assert "p = softmax(z) = [0.6875, 0.1818, 0.1307]" in result.stdout
+
+
+# --- against SymPy ---------------------------------------------------------------------------------
+def _symbols(name: str, shape):
+    import sympy
+
+    return sympy.Matrix(*shape, lambda i, j: sympy.Symbol(f"{name}{i}{j}")) if len(shape) == 2 \
+        else sympy.Matrix(shape[0], 1, lambda i, _: sympy.Symbol(f"{name}{i}"))
+
+
+def test_a_layer_with_softmax_against_sympy():
+    """loss = logsumexp(tanh(W @ x + b)) - sum(tanh(W @ x + b) * y): every gradient element
+    equals SymPy's symbolic derivative."""
+    import sympy
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    W, x, b, y = _symbols("W", (2, 3)), _symbols("x", (3,)), _symbols("b", (2,)), _symbols("y", (2,))
+    h = (W * x + b).applyfunc(sympy.tanh)
+    loss = sympy.log(sum(sympy.exp(e) for e in h)) - sum(h[k] * y[k] for k in range(2))
+    symbols = {"W": W, "x": x, "b": b, "y": y}
+    derivatives = {n: [sympy.diff(loss, s) for s in m] for n, m in symbols.items()}
+    graph = parse("h = tanh(W @ x + b)\nloss = logsumexp(h) - sum(h * y)")
+
+    @settings(max_examples=8, deadline=None)
+    @given(st.lists(st.floats(-2, 2), min_size=13, max_size=13))
+    def check(numbers):
+        it = iter(numbers)
+        point = {n: np.array([[next(it) for _ in range(m.cols)] for _ in range(m.rows)])
+                 for n, m in symbols.items()}
+        point = {n: v if n == "W" else v.ravel() for n, v in point.items()}
+        subs = {s: float(point[n].ravel()[k]) for n, m in symbols.items()
+                for k, s in enumerate(m)}
+        result = grad(graph, point)
+        assert result.value == pytest.approx(float(loss.subs(subs)), rel=1e-9, abs=1e-12)
+        for name in symbols:
+            expected = [float(d.subs(subs)) for d in derivatives[name]]
+            np.testing.assert_allclose(result.gradients[name].ravel(), expected, rtol=1e-9,
+                                       atol=1e-12)
+
+    check()
