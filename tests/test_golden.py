@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import grad, parse, to_source, validate
-from cgraph_cli.numfmt import format_number
+from cgraph_cli.numfmt import plain_value
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.cg"))
 MARK = "# ==="
@@ -22,8 +22,8 @@ def sections(graph, bindings) -> dict[str, str]:
     result = grad(graph, bindings)
     return {
         "ir": "\n".join(str(node) for node in graph),
-        "values": "\n".join(f"{k} = {format_number(v)}" for k, v in result.named.items()),
-        "gradients": "\n".join(f"{k} = {format_number(v)}" for k, v in result.gradients.items()),
+        "values": "\n".join(f"{k} = {plain_value(v)}" for k, v in result.named.items()),
+        "gradients": "\n".join(f"{k} = {plain_value(v)}" for k, v in result.gradients.items()),
         "source": to_source(graph).rstrip("\n"),
     }
 
@@ -37,10 +37,11 @@ def split(text: str) -> tuple[str, dict[str, str]]:
     return program + "\n", found
 
 
-def bindings_of(program: str) -> dict[str, float]:
+def bindings_of(program: str) -> dict[str, str]:
+    """``# bindings: x=3 W=[[1,2],[3,4]]``: values as the command line gives them."""
     for line in program.splitlines():
         if line.startswith("# bindings:"):
-            return {k: float(v) for k, v in (b.split("=") for b in line.split(":", 1)[1].split())}
+            return dict(b.split("=", 1) for b in line.split(":", 1)[1].split())
     return {}
 
 
