@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cgraph_cli import EvalError, grad, jvp, parse, to_source, validate
+from cgraph_cli import EvalError, ParseError, grad, jvp, parse, to_source, validate
 from cgraph_cli.gradcheck import gradcheck
 from cgraph_cli.tensors import ShapeError
 
@@ -424,3 +424,59 @@ def test_every_op_of_the_table_is_gradchecked_on_tensors_here():
         "y = max(a, b)", "y = min(a, b)", "y = a @ b"]
     covered = {op.name for p in programs for op in parse(p).ops}
     assert covered >= {op.name for op in OPS.values() if op.style != "leaf"}
+
+
+# --- random tensor programs --------------------------------------------------------------------
+def _tensor_expressions():
+    """Random expressions over A (2, 3), r (3,), c (2, 1) and s (a number): smooth elementwise
+    functions and operators under broadcasting, products and reductions along the way."""
+    from hypothesis import strategies as st
+
+    leaves = st.sampled_from(["A", "r", "c", "s", "(A @ transpose(A))[:, 1:]", "softmax(A, 1)",
+                              "reshape(r, [1, 3])", "A[1]", "mean(A, 0)"])
+
+    def grow(inner):
+        unary = st.tuples(st.sampled_from(["sin", "tanh", "sigmoid", "exp(-abs", "cos"]), inner)
+        binary = st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner)
+        return (unary.map(lambda t: f"{t[0]}({t[1]})" + (")" if "(" in t[0] else ""))
+                | binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})"))
+
+    return st.recursive(leaves, grow, max_leaves=6)
+
+
+def test_random_tensor_programs_against_finite_differences():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    shapes = {"A": (2, 3), "r": (3,), "c": (2, 1), "s": ()}
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_tensor_expressions(), st.sampled_from(["sum", "mean", "logsumexp"]),
+           st.integers(0, 1000))
+    def check(expr, reduce, seed):
+        program = f"y = {reduce}({expr})"
+        try:
+            graph = parse(program)
+        except ParseError:
+            raise AssertionError(program) from None
+        point = {n: _random(shapes[n], seed + k) for k, n in enumerate(graph.inputs)}
+        try:
+            checks = gradcheck(graph, point, elements=1000)
+        except ShapeError:
+            return  # (2, 2) with (2, 3): a program a user would be told is wrong
+        bad = [(c.label, c.analytic, c.numeric) for c in checks if c.status == "mismatch"]
+        assert not bad, (program, bad)
+
+    check()
+
+
+def test_explain_markdown_and_frames_of_a_tensor_program(cli, tmp_path):
+    args = ["explain", str(SAMPLES / "softmax_cross_entropy.cg")]
+    md = cli(*args, "--format", "markdown").stdout
+    assert "## Backward pass" in md
+    assert "   - `∂loss/∂z = p ⊙ (∂loss/∂p − Σ ∂loss/∂p ⊙ p) = [0.6875, -0.8182, 0.1307]`" in md
+    result = cli(*args, "--frames", str(tmp_path), "--frames-format", "svg")
+    assert result.exit_code == 0, result.stderr
+    frames = sorted(tmp_path.glob("frame-*.svg"))
+    assert len(frames) == 11  # the output and every node that leads to it, constants aside
+    assert "?" in frames[0].read_text() and "?" not in frames[-1].read_text().split("</title>")[-1]
