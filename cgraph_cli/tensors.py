@@ -6,8 +6,10 @@ reported at its source span; then the same loops as the scalar passes run over t
 NumPy rules. An elementwise op's gradient is summed back over the axes broadcasting stretched.
 
 >>> from cgraph_cli import parse
+>>> from cgraph_cli.forward import initial_values
 >>> g = parse("loss = sum((W @ x - t) ^ 2)")
->>> values = forward_tensors(g, initial({"W": [[1, 2], [3, 4]], "x": [1, -1], "t": [0, 0]}, g))
+>>> values = forward_tensors(g, initial_values(g, {"W": [[1, 2], [3, 4]], "x": [1, -1],
+...                                                "t": [0, 0]}))
 >>> values[g.output], vjp_tensors(g, values)[g.inputs["W"]].tolist()
 (2.0, [[-2.0, 2.0], [-2.0, 2.0]])
 """
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 
 from .arrays import ShapeMismatch, np, shape_of, show_shape, unbroadcast
 from .errors import BindingError, DomainError, EvalError
-from .forward import compile_program, describe, domain_error, initial_values, slope_error
+from .forward import compile_program, describe, domain_error, slope_error
 from .ir import Graph
 from .ops import CONST, INPUT, LEAF
 
@@ -67,12 +69,6 @@ def all_finite(x) -> bool:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) < 60 else text[:57] + "..."
-
-
-def initial(bindings: Mapping[str, object], graph: Graph) -> list:
-    """Values with inputs and constants filled in (for the doctest; the CLI uses
-    :func:`cgraph_cli.forward.initial_values`)."""
-    return initial_values(graph, bindings)
 
 
 def shapes(graph: Graph, values: list) -> list[tuple[int, ...]]:
@@ -170,7 +166,9 @@ def vjp_tensors(graph: Graph, values: list, of: int | None = None, seed: float =
     require_scalar(graph, values, out)
     adj = _reverse(graph, values, out, seed, checked=False)
     if not all(all_finite(adj[n]) for n in graph.inputs.values() if adj[n] is not None):
-        _reverse(graph, values, out, seed, checked=True)  # raises at the node that went bad
+        # Again, slowly: an infinite partial met by a zero gradient contributes nothing; any
+        # other non-finite gradient raises at the node that made it.
+        adj = _reverse(graph, values, out, seed, checked=True)
     return [
         (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if a is None else a
         for i, a in enumerate(adj)
@@ -190,8 +188,8 @@ def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -
             args = all_args[i]
             for a, c in zip(args, cotangents(graph, values, i, g, checked)):
                 adj[a] = c if adj[a] is None else adj[a] + c
-                if checked and depends[a] and not np.isfinite(adj[a]).all():
-                    raise slope_error(graph, i, values)
+                if checked and depends[a] and not all_finite(adj[a]):
+                    raise _slope_error(graph, values, i, g)
     return adj
 
 
@@ -214,6 +212,29 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
             c = p * g if p.__class__ is not float or p != 1.0 else g
             out.append(unbroadcast(np.where(g == 0.0, 0.0, c) if checked else c, np.shape(x)))
     return [float(c) if c.__class__ is not float and np.ndim(c) == 0 else c for c in out]
+
+
+def _slope_error(graph: Graph, values: list, i: int, g) -> DomainError:
+    """The error for node ``i`` whose local derivative is not finite where it is needed: for an
+    elementwise op, at the first such element (``sqrt(0)`` at ``[1]``)."""
+    op, args = graph.ops[i], graph.args[i]
+    if not op.elementwise:
+        return slope_error(graph, i, values)
+    xs = [values[a] for a in args]
+    shape = np.shape(values[i])
+    for p in _partials(op, xs, values[i]):
+        p = np.broadcast_to(p() if callable(p) else p, shape)
+        bad = ~np.isfinite(p) & (np.broadcast_to(g, shape) != 0.0)
+        if bad.any():
+            where = tuple(int(k) for k in np.argwhere(bad)[0])
+            scalars = [float(np.broadcast_to(x, shape)[where]) for x in xs]
+            at = "[" + ", ".join(map(str, where)) + "]"
+            return graph.error(
+                DomainError,
+                f"the derivative of {describe(graph, i, scalars)} is undefined or infinite at {at}",
+                i, hints=[op.domain] if op.domain else [],
+            )
+    return slope_error(graph, i, values)
 
 
 def _partials(op, xs: list, out) -> tuple:

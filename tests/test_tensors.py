@@ -211,6 +211,14 @@ def test_domain_error_names_the_element():
     assert info.value.message == "log(-2) is undefined at [1]: log needs a positive argument"
 
 
+def test_an_infinite_slope_names_its_element_unless_no_gradient_flows_there():
+    with pytest.raises(EvalError) as info:
+        grad("y = sum(sqrt(x))", {"x": [1.0, 0.0]})
+    assert info.value.message == "the derivative of sqrt(0) is undefined or infinite at [1]"
+    result = grad("y = sum(sqrt(x) * m)", {"x": [1.0, 0.0], "m": [1.0, 0.0]})
+    assert result.gradients["x"].tolist() == [0.5, 0.0]
+
+
 def test_gradient_of_each_input_has_its_shape():
     result = grad("y = sum(a * b) + c", {"a": np.ones((2, 3)), "b": [1.0, 2.0, 3.0], "c": 1.0})
     assert result.gradients["a"].shape == (2, 3)
