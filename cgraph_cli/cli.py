@@ -171,8 +171,10 @@ def main() -> None:
       cgraph grad samples/seed.cg --format json
       cgraph render samples/seed.cg -o seed.png
       cgraph show samples/neuron.cg
+      cgraph grad samples/mlp.cg                  # tensors: a two-layer perceptron
 
-    SOURCE is program text, a file path, or '-' for standard input.
+    SOURCE is program text, a file path, or '-' for standard input. Values are numbers or
+    tensors (W='[[1,2],[3,4]]', --bindings weights.npz, W=@w.npy).
     """
 
 
@@ -190,6 +192,7 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph eval samples/neuron.cg --all               # every named value
       cgraph eval -e 'x^2 + 1' --bind x=3 --format plain
       echo 'y = 2 * x' | cgraph eval - x=4
+      cgraph eval 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]'   # y = [3, 7]
     """
     from .api import evaluate
     from .report import eval_report
@@ -303,6 +306,8 @@ def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, prec
 
     Each node shows its value and ∂output/∂node; the gradient cell is tinted blue when
     positive, red when negative, more strongly the larger it is (legend under the diagram).
+    In tensor programs each edge is labelled with the shape it carries, and small tensors
+    are drawn inside their nodes, element by element.
     """
     from .draw import output_format
     from .render.image import choose

@@ -41,7 +41,7 @@ def output_line(report: dict, precision: int | None = None, full: bool = False) 
         lead = " " * (len(report["output"]) + 3)
         text.append(f" = {format_value(value, precision, full, rows=chr(10) + lead)}")
         if full or value.size <= SMALL:  # a summary starts with the shape
-            text.append(f"    ({shape_text(value)})", style="dim")
+            text.append(f"    shape {shape_text(value)}", style="dim")
     else:
         text.append(f" = {format_number(value, precision)}")
     return text
