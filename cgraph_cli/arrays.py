@@ -321,6 +321,3 @@ def relu(x):
 def step(x):
     return (x > 0.0).astype(float)
 
-
-def size_of(shape: Shape) -> int:
-    return prod(shape)
