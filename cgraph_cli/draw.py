@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from .api import grad, resolve_name
+from .api import evaluate, resolve_name
+from .backward import vjp
 from .errors import UsageError
 from .ir import Graph
 from .render.dot import DiagramOptions, ancestors, diagram
@@ -70,7 +71,6 @@ def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = 
         note = ("values need bindings: " + " ".join(f"{m}=VALUE" for m in missing)
                 + "; drawing the structure only")
         return out, None, None, note
-    from .api import evaluate
     from .numfmt import is_tensor, shape_text
 
     ev = evaluate(graph, bindings, of=of)
@@ -78,8 +78,7 @@ def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = 
         note = (f"{ev.output_name} is a {shape_text(ev.value)} tensor: gradients need a single "
                 "number (sum(...) or an element); drawing values only")
         return out, ev.values, None, note
-    result = grad(graph, bindings, of=of)
-    return out, result.values, result.adjoints, None
+    return out, ev.values, vjp(graph, ev.values, of=out), None
 
 
 def output_format(path: str | None, fmt: str | None) -> str:
