@@ -135,14 +135,9 @@ def _elements(x, limit: int, rng: random.Random) -> list[tuple[int, ...]]:
     ``limit`` of them at random, in order."""
     if x.__class__ is float or not getattr(x, "shape", ()):
         return [()]
-    import itertools
-
-    every = x.size <= limit
-    flat = range(x.size) if every else sorted(rng.sample(range(x.size), limit))
-    if every:
-        return list(itertools.product(*(range(n) for n in x.shape)))
     from .arrays import np
 
+    flat = range(x.size) if x.size <= limit else sorted(rng.sample(range(x.size), limit))
     return [tuple(int(k) for k in np.unravel_index(f, x.shape)) for f in flat]
 
 
