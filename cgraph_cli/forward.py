@@ -152,13 +152,13 @@ def _brief(value) -> str:
     return f"{tuple(value.shape)} tensor" if value.shape else format_number(float(value))
 
 
-def describe(graph: Graph, node: int, values: list) -> str:
-    """Node ``node`` as a formula over its arguments' values: ``log(-1)``, ``1 / 0``. ``values``
-    may also be the argument values themselves."""
+def describe(graph: Graph, node: int, values: list, arg_values: list | None = None) -> str:
+    """Node ``node`` as a formula over its arguments' values: ``log(-1)``, ``1 / 0``.
+    ``arg_values`` replaces them (one element of each tensor argument, say)."""
     op = graph.ops[node]
-    args = graph.args[node]
-    given = values if len(values) == len(args) and len(values) != len(graph.ops) else None
-    shown = [_brief(v) for v in (given or [values[a] for a in args])]
+    if arg_values is None:
+        arg_values = [values[a] for a in graph.args[node]]
+    shown = [_brief(v) for v in arg_values]
     if op.style == CALL:
         return f"{op.name}({', '.join(shown)})"
     shown = [f"({s})" if s.startswith("-") else s for s in shown]
@@ -167,15 +167,17 @@ def describe(graph: Graph, node: int, values: list) -> str:
     return op.symbol + shown[0]
 
 
-def domain_error(graph: Graph, node: int, values: list[float], exc: Exception | None) -> DomainError:
-    """The error for node ``node`` failing (``exc``) or producing a non-finite value (``None``)."""
+def domain_error(graph: Graph, node: int, values: list, exc: Exception | None,
+                 arg_values: list | None = None, at: str = "") -> DomainError:
+    """The error for node ``node`` failing (``exc``) or producing a non-finite value (``None``);
+    for a tensor, ``arg_values`` are the elements involved and ``at`` says where (`` at [1]``)."""
     op = graph.ops[node]
-    formula = describe(graph, node, values)
+    formula = describe(graph, node, values, arg_values)
     if isinstance(exc, OverflowError) or exc is None:
-        message = f"{formula} overflows: the result is too large for a float64"
+        message = f"{formula} overflows{at}: the result is too large for a float64"
     else:
         reason = op.domain or str(exc)
-        message = f"{formula} is undefined: {reason}"
+        message = f"{formula} is undefined{at}: {reason}"
     return graph.error(DomainError, message, node)
 
 
@@ -185,11 +187,13 @@ def local_partials(graph: Graph, values: list[float], node: int) -> tuple[float,
     return graph.ops[node].partials(*(values[a] for a in graph.args[node]), values[node])
 
 
-def slope_error(graph: Graph, node: int, values: list[float]) -> DomainError:
-    """The error for node ``node`` whose local derivative is undefined or infinite."""
-    formula = describe(graph, node, values)
+def slope_error(graph: Graph, node: int, values: list, arg_values: list | None = None,
+                at: str = "") -> DomainError:
+    """The error for node ``node`` whose local derivative is undefined or infinite (``at`` and
+    ``arg_values`` as for :func:`domain_error`)."""
+    formula = describe(graph, node, values, arg_values)
     return graph.error(
-        DomainError, f"the derivative of {formula} is undefined or infinite", node,
+        DomainError, f"the derivative of {formula} is undefined or infinite{at}", node,
         hints=[graph.ops[node].domain] if graph.ops[node].domain else [],
     )
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from .arrays import ShapeMismatch, np, shape_of, show_shape, unbroadcast
 from .errors import BindingError, DomainError, EvalError
-from .forward import compile_program, describe, domain_error, slope_error
+from .forward import compile_program, domain_error, slope_error
 from .ir import Graph
 from .ops import CONST, INPUT, LEAF
 
@@ -123,23 +123,25 @@ def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
     """The error for node ``i`` whose result has a non-finite element: the element's formula
     when the op is elementwise (``log(-1) is undefined at [1]``)."""
     op = graph.ops[i]
-    where = np.argwhere(~np.isfinite(np.asarray(out)))[0]
-    at = "[" + ", ".join(str(k) for k in where) + "]"
+    scalars, at = _element(graph, values, i, ~np.isfinite(np.asarray(out)))
     if not op.elementwise:
         return graph.error(
-            DomainError, f"{op.name} overflows at {at}: the result is too large for a float64", i
+            DomainError, f"{op.name} overflows{at}: the result is too large for a float64", i
         )
-    args = np.broadcast_arrays(*(values[a] for a in graph.args[i]))
-    scalars = [float(a[tuple(where)]) for a in args]
-    formula = describe(graph, i, scalars)
     try:
         op.forward(*scalars)
-    except (ValueError, ZeroDivisionError) as exc:
-        reason = op.domain or str(exc)
-        return graph.error(DomainError, f"{formula} is undefined at {at}: {reason}", i)
-    except OverflowError:
-        pass
-    return graph.error(DomainError, f"{formula} overflows at {at}: too large for a float64", i)
+    except (ValueError, ZeroDivisionError, OverflowError) as exc:
+        return domain_error(graph, i, values, exc, scalars, at)
+    return domain_error(graph, i, values, None, scalars, at)
+
+
+def _element(graph: Graph, values: list, i: int, bad) -> tuple[list[float], str]:
+    """Where ``bad`` (a mask over node ``i``'s shape) first holds: each argument's element
+    there, broadcast as the op saw it, and `` at [j, k]`` (nothing for a number)."""
+    where = tuple(int(k) for k in np.argwhere(bad)[0])
+    shape = np.shape(bad)
+    scalars = [float(np.broadcast_to(values[a], shape)[where]) for a in graph.args[i]]
+    return scalars, " at [" + ", ".join(map(str, where)) + "]" if where else ""
 
 
 def require_scalar(graph: Graph, values: list, node: int) -> None:
@@ -217,23 +219,14 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
 def _slope_error(graph: Graph, values: list, i: int, g) -> DomainError:
     """The error for node ``i`` whose local derivative is not finite where it is needed: for an
     elementwise op, at the first such element (``sqrt(0)`` at ``[1]``)."""
-    op, args = graph.ops[i], graph.args[i]
-    if not op.elementwise:
-        return slope_error(graph, i, values)
-    xs = [values[a] for a in args]
-    shape = np.shape(values[i])
-    for p in _partials(op, xs, values[i]):
-        p = np.broadcast_to(p() if callable(p) else p, shape)
-        bad = ~np.isfinite(p) & (np.broadcast_to(g, shape) != 0.0)
-        if bad.any():
-            where = tuple(int(k) for k in np.argwhere(bad)[0])
-            scalars = [float(np.broadcast_to(x, shape)[where]) for x in xs]
-            at = "[" + ", ".join(map(str, where)) + "]"
-            return graph.error(
-                DomainError,
-                f"the derivative of {describe(graph, i, scalars)} is undefined or infinite at {at}",
-                i, hints=[op.domain] if op.domain else [],
-            )
+    op = graph.ops[i]
+    if op.elementwise:
+        shape = np.shape(values[i])
+        for p in _partials(op, [values[a] for a in graph.args[i]], values[i]):
+            p = np.broadcast_to(p() if callable(p) else p, shape)
+            bad = ~np.isfinite(p) & (np.broadcast_to(g, shape) != 0.0)
+            if bad.any():
+                return slope_error(graph, i, values, *_element(graph, values, i, bad))
     return slope_error(graph, i, values)
 
 

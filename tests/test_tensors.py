@@ -209,6 +209,13 @@ def test_domain_error_names_the_element():
     with pytest.raises(EvalError) as info:
         grad("y = sum(log(x))", {"x": [1.0, -2.0]})
     assert info.value.message == "log(-2) is undefined at [1]: log needs a positive argument"
+    with pytest.raises(EvalError) as info:  # a number inside a tensor program: no element
+        grad("y = log(a) + sum(x)", {"a": -1.0, "x": [1.0]})
+    assert info.value.message == "log(-1) is undefined: log needs a positive argument"
+    with pytest.raises(EvalError) as info:
+        grad("y = sum(exp(x))", {"x": [1.0, 1000.0]})
+    assert info.value.message == ("exp(1000) overflows at [1]: the result is too large for a "
+                                  "float64")
 
 
 def test_an_infinite_slope_names_its_element_unless_no_gradient_flows_there():
