@@ -64,10 +64,11 @@ def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "")
     return texts[0]
 
 
-def plain_value(value) -> str:
+def plain_value(value, precision: int | None = None) -> str:
     """The one-line form for scripts: numbers in shortest form; a tensor as JSON without spaces
     (``[[1,2],[3,4]]``), which cgraph reads back as a binding."""
-    return nested(value, None, ",") if is_tensor(value) else format_number(float(value))
+    return nested(value, precision, ",") if is_tensor(value) else format_number(
+        float(value), precision)
 
 
 def summary(value, precision: int | None = 4) -> str:
@@ -89,9 +90,3 @@ def format_value(value, precision: int | None = None, full: bool = False,
         return nested(value, precision or TENSOR_DIGITS, rows=rows)
     return summary(value, precision or TENSOR_DIGITS)
 
-
-def to_json(value):
-    """``json.dumps``'s fallback: tensors become nested lists."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -8,17 +8,11 @@ g=-12
 
 from __future__ import annotations
 
-from ..numfmt import format_number, is_tensor, nested
-
-
-def _plain(value, precision: int | None) -> str:
-    if is_tensor(value):
-        return nested(value, precision, ",")
-    return format_number(float(value), precision)
+from ..numfmt import plain_value
 
 
 def plain_lines(pairs: dict, precision: int | None = None) -> str:
-    return "\n".join(f"{name}={_plain(value, precision)}" for name, value in pairs.items())
+    return "\n".join(f"{name}={plain_value(value, precision)}" for name, value in pairs.items())
 
 
 def eval_plain(report: dict, show_all: bool = False, precision: int | None = None) -> str:
