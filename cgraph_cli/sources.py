@@ -107,8 +107,10 @@ def _numpy_load(path: str):
 
 def load_value(path: str):
     """One value from a file: a ``.npy`` array, else JSON (a number or nested lists)."""
-    if path.endswith(".npy"):
-        return _numpy_load(path)
+    return _numpy_load(path) if path.endswith(".npy") else _read_json(path)
+
+
+def _read_json(path: str):
     src = read_file(path)
     try:
         return json.loads(src.text)
@@ -122,11 +124,7 @@ def load_bindings(path: str) -> dict[str, object]:
     if path.endswith(".npz"):
         with _numpy_load(path) as archive:
             return {name: archive[name] for name in archive.files}
-    src = read_file(path)
-    try:
-        data = json.loads(src.text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path} is not valid JSON: {e.msg}", Span(e.pos, e.pos + 1), src) from None
+    data = _read_json(path)
     if not isinstance(data, dict):
         raise UsageError(f"{path} must hold a JSON object of name -> number, like {{\"x\": 1}}")
     for name, value in data.items():
