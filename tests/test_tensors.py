@@ -314,6 +314,11 @@ def test_check_values_of_a_tensor_output(cli):
     assert "gradients need a single number" in result.stderr
 
 
+def test_scalar_tables_stay_exact(cli):
+    result = cli("eval", str(SAMPLES / "neuron.cg"), "--all")
+    assert " 6.881373587019543 " in result.stdout  # b, exact as before tensors came
+
+
 def test_tables_summarise_large_tensors_unless_full(cli):
     args = ["eval", "y = reshape(x, [5, 4])", "x=" + json.dumps(list(range(20)))]
     short = cli(*args)

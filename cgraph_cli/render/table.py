@@ -47,10 +47,12 @@ def output_line(report: dict, precision: int | None = None, full: bool = False) 
     return text
 
 
-def _cell(value, precision: int | None, full: bool) -> str:
-    """A cell of a tensor program's table: numbers to the same digits as tensor elements."""
-    return format_value(value, precision, full) if is_tensor(value) else format_number(
-        value, precision or TENSOR_DIGITS)
+def _cell(value, precision: int | None, full: bool, tensors: bool) -> str:
+    """A table cell: in a tensor program, numbers to the same digits as tensor elements;
+    otherwise exact unless ``precision``."""
+    if is_tensor(value):
+        return format_value(value, precision, full)
+    return format_number(value, precision or (TENSOR_DIGITS if tensors else None))
 
 
 def value_table(report: dict, precision: int | None = None, full: bool = False) -> Table:
@@ -65,7 +67,7 @@ def value_table(report: dict, precision: int | None = None, full: bool = False) 
     for name, value in report["values"].items():
         style = "bold" if name == report["output"] else None
         cells = [name, shape_text(value)] if shapes else [name]
-        table.add_row(*cells, _cell(value, precision, full), style=style)
+        table.add_row(*cells, _cell(value, precision, full, shapes), style=style)
     return table
 
 
@@ -87,9 +89,9 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
         table.add_column(f"value, then ∂{out}/∂input")
         for name, g in report["gradients"].items():
             if name in values:
-                table.add_row(name, shape_text(g), _cell(values[name], precision, full))
+                table.add_row(name, shape_text(g), _cell(values[name], precision, full, True))
             table.add_row(Text(f"  ∂{out}/∂{_wrap(name)}", style="dim"), "",
-                          _cell(g, precision, full), end_section=True)
+                          _cell(g, precision, full, True), end_section=True)
     return Group(table, Text(""), Text("  ") + output_line(report, precision, full))
 
 
