@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench golden lint clean
+.PHONY: demo test bench golden tables lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ bench: $(STAMP)
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py --update-golden
 	git diff --stat tests/cases tests/golden_dot
+
+# After editing grammars/cgraph.lark: rebuild the parser's tables (cgraph_cli/_tables.py).
+tables: $(STAMP)
+	$(BIN)/python cgraph_cli/grammar.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -6,6 +6,7 @@ status of the CLI; its ``span`` (half-open character offsets) locates it in the 
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 
@@ -28,39 +29,111 @@ class Source(NamedTuple):
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of a character offset.
+    """1-based line and column of a character offset. Lines end at ``\\n``, ``\\r\\n`` or a
+    lone ``\\r``, as Python reads source.
 
-    >>> line_col("a = 1\\nb = a +", 12)
-    (2, 7)
+    >>> line_col("a = 1\\nb = a +", 12), line_col("a = 1\\r\\nb = a +", 13)
+    ((2, 7), (2, 7))
     """
     offset = max(0, min(offset, len(text)))
-    line = text.count("\n", 0, offset) + 1
-    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return line, col
+    line = text.count("\n", 0, offset) + text.count("\r", 0, offset) - text.count("\r\n", 0, offset)
+    return line + 1, offset - _line_start(text, offset) + 1
+
+
+def _line_start(text: str, offset: int) -> int:
+    return max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+
+
+def _line_end(text: str, offset: int) -> int:
+    ends = [k for k in (text.find("\n", offset), text.find("\r", offset)) if k >= 0]
+    return min(ends) if ends else len(text)
+
+
+# Characters a terminal would act on or hide instead of showing: C0 and C1 controls, DEL, and
+# the invisible format characters (bidirectional overrides, zero-width spaces, the BOM).
+_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u200b-\u200f\u2028-\u202e"
+                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\x1b": "\\x1b"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(text: str, keep: str = "") -> str:
+    """``text`` with every control or invisible character written as an escape (``\\x1b``,
+    ``\\r``, ``\\u202e``), so that nothing a user typed can move the cursor, recolour the
+    terminal or hide itself in a message. Characters in ``keep`` (a newline, say) stay.
+
+    >>> visible("x\\x1b[2Jy\\u200b")
+    'x\\\\x1b[2Jy\\\\u200b'
+    """
+    return _HIDDEN.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
+
+
+def shorten(text: str, limit: int = 40) -> str:
+    """``text``, or its start and end around ``…`` with its length when it is longer than
+    ``limit`` characters (a 100,000-digit number is not worth printing whole).
+
+    >>> shorten("1234567890" * 10, 20)
+    '1234567890123…4567890 (100 characters)'
+    """
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]}…{text[head - limit:]} ({len(text):,} characters)"
+
+
+def _width(char: str) -> int:
+    """Terminal columns a (visible) character takes: 2 for wide East Asian forms, 0 for a
+    combining mark."""
+    if char < "\u0300":
+        return 1
+    import unicodedata
+
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+EXCERPT = 100  # columns of a long line shown around the caret
 
 
 def render_caret(text: str, span: Span, *, gutter: bool = True) -> str:
     """The source line holding ``span.start`` with ``^~~~`` under the span (first line only).
+    Control characters show as escapes; a long line is cut around the caret.
 
     >>> print(render_caret("g = x +* y", Span(6, 7)))
         1 | g = x +* y
           |       ^
     """
-    line_no, col = line_col(text, span.start)
-    line_start = span.start - (col - 1)
-    line_end = text.find("\n", line_start)
-    if line_end < 0:
-        line_end = len(text)
-    line = text[line_start:line_end].rstrip("\r")
-    # Tabs become one space each so that the caret lines up with what the terminal shows.
-    shown = line.replace("\t", " ")
-    width = max(1, min(span.end, line_end) - span.start)
-    marker = " " * (col - 1) + "^" + "~" * (width - 1)
+    line_no, _ = line_col(text, span.start)
+    start = max(0, min(span.start, len(text)))
+    line_start = _line_start(text, start)
+    line_end = _line_end(text, line_start)
+    start = min(start, line_end)
+    end = max(start + 1, min(span.end, line_end))
+    # The line as cells of display text; the caret goes under the cells of the span.
+    cells = [" " if c == "\t" else visible(c) for c in text[line_start:line_end]]
+    first, last = start - line_start, end - line_start
+    left, right = 0, len(cells)
+    widths = [sum(_width(c) for c in cell) for cell in cells]
+    if sum(widths) > EXCERPT:  # cut around the caret
+        left = max(0, first - EXCERPT // 3)
+        right = min(len(cells), left + EXCERPT)
+        left = max(0, min(left, right - EXCERPT))
+    shown = ("…" if left else "") + "".join(cells[left:right]) + ("…" if right < len(cells) else "")
+    pad = (1 if left else 0) + sum(widths[left:first])
+    if first < len(widths) and widths[first] == 0 and pad:
+        pad -= 1  # a combining mark: point at the letter it sits on
+    width = max(1, sum(widths[first:min(last, right)]))
+    marker = " " * pad + "^" + "~" * (width - 1)
     if not gutter:
         return f"{shown}\n{marker}"
     number = str(line_no)
-    pad = " " * max(4, len(number))
-    return f"{number.rjust(len(pad))} | {shown}\n{pad} | {marker}"
+    gap = " " * max(4, len(number))
+    return f"{number.rjust(len(gap))} | {shown}\n{gap} | {marker}"
 
 
 class CgraphError(Exception):
@@ -106,11 +179,12 @@ class CgraphError(Exception):
               |        ^
         """
         where = self.where()
-        head = f"{where}: error: {self.message}" if where else f"error: {self.message}"
+        message = visible(self.message, keep="\n")
+        head = f"{visible(where)}: error: {message}" if where else f"error: {message}"
         parts = [head]
         if where:
             parts.append(render_caret(self.source.text, self.span))
-        parts.extend(f"help: {hint}" for hint in self.hints)
+        parts.extend(f"help: {visible(hint)}" for hint in self.hints)
         return "\n".join(parts)
 
     def __str__(self) -> str:

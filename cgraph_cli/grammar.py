@@ -1,75 +1,52 @@
-"""The grammar, compiled by Lark into LALR(1) tables and a scanner. The only module that imports
-lark, and only when the tables are not cached yet.
+"""The grammar compiled into the parser's tables: a build step, not part of a normal run.
 
-Lark reads ``grammars/cgraph.lark`` and computes the parse tables; this module turns them into
-plain data (:class:`Tables`): per state, the next state or the rule to reduce by, and per rule
-the parser callback to call. The data is cached as JSON in the user's cache folder, keyed by a
-checksum of the grammar, so a normal start never imports Lark (about 70 ms saved per command) and
-never unpickles anything.
+Lark reads ``grammars/cgraph.lark`` and computes the LALR(1) tables; :func:`build_tables` turns
+them into plain data and :func:`module_text` writes that data as the Python module
+``cgraph_cli/_tables.py``, which ships in the package. At run time cgraph imports only that
+module: it never imports Lark, never reads or writes a cache, and trusts no file outside the
+installed package. A test rebuilds the tables from the grammar and requires them to equal the
+shipped module, so the two cannot drift apart.
 
->>> tables().keywords
+    python -m cgraph_cli.grammar          # (make tables) rewrite cgraph_cli/_tables.py
+
+>>> build_tables()["keywords"]
 {'NAME': {'input': 'INPUT'}}
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import zlib
-from dataclasses import dataclass
+import sys
 from pathlib import Path
-
-FORMAT = 1  # bump when the JSON layout or the meaning of a field changes
 
 # How a reduction builds its value. CALL: call the reader method named by the rule; PASS: a
 # `?rule` with one child hands it up unchanged; SPLICE: a rule Lark inlines (`_sep`, the
 # helpers behind `*` and `+`) hands its children to the parent.
 CALL, PASS, SPLICE = 0, 1, 2
 
-
-def grammar_path() -> Path:
-    """The grammar file: inside the installed package, or ``grammars/`` in a source checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "grammars" / "cgraph.lark"
-    return packaged if packaged.is_file() else here.parent / "grammars" / "cgraph.lark"
+ROOT = Path(__file__).resolve().parent.parent
+GRAMMAR = ROOT / "grammars" / "cgraph.lark"
+MODULE = Path(__file__).resolve().parent / "_tables.py"
 
 
-@dataclass(frozen=True)
-class Tables:
-    """A compiled grammar, as plain data.
+def lark_parser(**options):
+    """Lark's own LALR parser for the grammar (the tests compare cgraph's parser with it)."""
+    from lark import Lark
 
-    ``states[s][symbol]`` is a state (shift or goto, >= 0) or ``-1 - r`` (reduce by rule r).
-    ``rules[r]`` is ``(mode, callback name, size, origin, flatten)``; ``flatten`` says the
-    children may hold spliced lists or ``_``-named tokens to drop (as Lark's tree builder does).
-    ``pattern`` matches one token, after any ignored text; ``keywords`` maps a terminal and a
-    text to the keyword terminal it really is (NAME "input" -> INPUT).
-    """
-
-    states: list[dict[str, int]]
-    rules: list[tuple[int, str | None, int, str, bool]]
-    start: int
-    end: int
-    pattern: str
-    trailer: str
-    keywords: dict[str, dict[str, str]]
-
-    def to_json(self) -> str:
-        return json.dumps({"format": FORMAT, **self.__dict__}, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str) -> Tables:
-        data = json.loads(text)
-        if data.pop("format") != FORMAT:
-            raise ValueError("old table format")
-        data["rules"] = [tuple(r) for r in data["rules"]]
-        return cls(**data)
+    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", maybe_placeholders=False,
+                **options)
 
 
 def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]]]:
-    """The one-token pattern, the trailing-ignorable pattern, and the keywords, from Lark's
-    terminal definitions: ignored terminals become a prefix every match skips; a string
-    terminal that a regex terminal also matches becomes a keyword of that regex terminal."""
+    """The one-token pattern, the pattern of ignorable text alone, and the keywords, from
+    Lark's terminal definitions.
+
+    Ignored text (spaces, comments, line continuations) becomes a prefix of every token's
+    match, inside a lookahead so that it is atomic: the regular-expression engine cannot
+    backtrack into a comment to find a token there, just as Lark's lexer, which matches each
+    ignored terminal on its own and whole, never does. A string terminal that a regex terminal
+    also matches becomes a keyword of that regex terminal (NAME "input" -> INPUT), as in Lark.
+    """
     kept = [t for t in terminals if t.name not in ignore]
     strings = [t for t in kept if t.pattern.type == "str"]
     regexes = [t for t in kept if t.pattern.type == "re"]
@@ -85,48 +62,59 @@ def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]
         key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name),
     )
     skip = "|".join(t.pattern.to_regexp() for t in terminals if t.name in ignore)
+    atomic = f"(?=(?P<_IGNORED>(?:{skip})*))(?P=_IGNORED)"
     body = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in ordered)
-    return f"(?:{skip})*(?:{body})", f"(?:{skip})*", keywords
+    return f"{atomic}(?:{body})", atomic, keywords
 
 
-def lark_parser(transformer=None, lexer=None):
-    """Lark's own LALR parser for the grammar (for the tests that compare against it)."""
-    from lark import Lark
+def build_tables() -> dict:
+    """Compile the grammar with Lark and flatten the result into plain data:
 
-    return Lark(
-        grammar_path().read_text(encoding="utf-8"), parser="lalr", maybe_placeholders=False,
-        transformer=transformer, **({"lexer": lexer} if lexer else {}),
-    )
-
-
-def build_tables() -> Tables:
-    """Compile the grammar with Lark and flatten the result into :class:`Tables`."""
+    ``states[s][symbol]`` is a state (shift or goto, >= 0) or ``-1 - r`` (reduce by rule r);
+    ``rules[r]`` is ``(mode, callback name, size, origin, flatten)``, where ``flatten`` says the
+    children may hold spliced lists or ``_``-named tokens to drop (as Lark's tree builder
+    does); ``pattern`` matches one token after any ignored text, ``trailer`` ignored text
+    alone; ``keywords`` maps a terminal and a text to the keyword terminal it really is.
+    """
     from lark.parsers.lalr_analysis import Shift
 
     parser = lark_parser()
     table = parser.parser.parser.parser.parse_table  # frontend -> LALR_Parser -> _Parser
+    # Lark numbers states and rules in an order that varies from run to run (it follows set
+    # iteration, which string hashing randomises): number them canonically instead, in the
+    # order a breadth-first walk from the start state meets them, symbols sorted.
+    start = table.start_states["start"]
+    number = {start: 0}
+    queue = [start]
     index: dict = {}
     rules = []
-    for state_actions in table.states.values():
-        for action, arg in state_actions.values():
-            if action is not Shift and arg not in index:
-                index[arg] = len(rules)
-                rules.append(_rule(arg))
-    states = [
-        {sym: (arg if action is Shift else -1 - index[arg]) for sym, (action, arg) in actions.items()}
-        for _, actions in sorted(table.states.items())
-    ]
-    assert [s for s, _ in sorted(table.states.items())] == list(range(len(states)))
+    states = []
+    for state in queue:
+        actions = {}
+        for sym, (action, arg) in sorted(table.states[state].items(), key=lambda kv: str(kv[0])):
+            if action is Shift:
+                if arg not in number:
+                    number[arg] = len(number)
+                    queue.append(arg)
+                actions[str(sym)] = number[arg]
+            else:
+                if arg not in index:
+                    index[arg] = len(rules)
+                    rules.append(_rule(arg))
+                actions[str(sym)] = -1 - index[arg]
+        states.append(actions)
+    assert len(states) == len(table.states), "a state no walk from the start reaches"
     pattern, trailer, keywords = scanner_parts(parser.lexer_conf.terminals, parser.lexer_conf.ignore)
-    return Tables(
-        states, rules, table.start_states["start"], table.end_states["start"],
-        pattern, trailer, keywords,
-    )
+    return {
+        "states": states, "rules": rules,
+        "start": 0, "end": number[table.end_states["start"]],
+        "pattern": pattern, "trailer": trailer, "keywords": keywords,
+    }
 
 
 def _rule(rule) -> tuple[int, str | None, int, str, bool]:
-    origin = rule.origin.name
-    names = [s.name for s in rule.expansion]
+    origin = str(rule.origin.name)
+    names = [str(s.name) for s in rule.expansion]
     flatten = any(n.startswith("_") for n in names)
     if origin.startswith("_"):
         return SPLICE, None, len(names), origin, flatten
@@ -135,29 +123,34 @@ def _rule(rule) -> tuple[int, str | None, int, str, bool]:
         # grammar never does that, so each such rule has exactly one child to pass up.
         assert len(names) == 1, f"?{origin} with {names} would build a tree node"
         return PASS, None, 1, origin, False
-    return CALL, rule.alias or origin, len(names), origin, flatten
+    return CALL, str(rule.alias or origin), len(names), origin, flatten
 
 
-def _cache_path(grammar: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key = f"{zlib.crc32(grammar.encode()):08x}-{len(grammar)}"  # hashlib would cost 7 ms to import
-    return Path(base) / "cgraph" / f"tables-v{FORMAT}-{key}.json"
+def module_text(tables: dict) -> str:
+    """The tables as the source of ``cgraph_cli/_tables.py``."""
+    lines = [
+        '"""The parser\'s tables, generated from grammars/cgraph.lark by cgraph_cli/grammar.py.',
+        "",
+        "Do not edit: `make tables` writes this file, and a test rebuilds it from the grammar",
+        'with Lark and requires it to be equal."""',
+        "",
+        "# fmt: off",
+        f"CALL, PASS, SPLICE = {CALL}, {PASS}, {SPLICE}",
+    ]
+    for key, value in tables.items():
+        if isinstance(value, list):  # one state or rule a line
+            text = "[\n" + "".join(f"    {item!r},\n" for item in value) + "]"
+        else:
+            text = repr(value)
+        lines.append(f"{key.upper()} = {text}")
+    return "\n".join(lines) + "\n"
 
 
-def tables() -> Tables:
-    """The grammar's tables: from the cache when it is current, else built and cached."""
-    grammar = grammar_path().read_text(encoding="utf-8")
-    path = _cache_path(grammar)
-    try:
-        return Tables.from_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError, KeyError):
-        pass  # missing, unreadable or stale: rebuild
-    built = build_tables()
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(built.to_json(), encoding="utf-8")
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
-    except OSError:
-        pass  # a read-only home still works, only slower to start
-    return built
+def main() -> None:
+    text = module_text(build_tables())
+    MODULE.write_text(text, encoding="utf-8")
+    print(f"wrote {MODULE.relative_to(ROOT)} ({len(text):,} bytes)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

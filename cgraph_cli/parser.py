@@ -1,6 +1,7 @@
 """Program text -> graph IR: a scanner and an LALR(1) driver over the grammar's tables.
 
-The tables come from :mod:`cgraph_cli.grammar` (Lark compiles them once; they are cached).
+The tables are data in the package (:mod:`cgraph_cli._tables`, generated from the grammar by
+:mod:`cgraph_cli.grammar` when the grammar changes); nothing is read from outside the package.
 The driver runs shift/reduce steps in a tight loop and calls :class:`~cgraph_cli.reader.Reader`
 as it reduces, so the IR is built while parsing, with no parse tree and no recursion.
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 import re
 import threading
 
-from .errors import CgraphError, ParseError, Source, Span, line_col
-from .grammar import CALL, PASS, Tables, tables
+from . import _tables
+from ._tables import CALL, PASS
+from .errors import CgraphError, ParseError, Source, Span, line_col, shorten
 from .ir import Graph, gc_paused
 from .ops import FUNCTIONS
 from .reader import Reader
@@ -28,6 +30,11 @@ _TOKEN_WORDS = {
     "NUMBER": "number",
     "INPUT": "keyword",
 }
+
+
+class UnexpectedInput(ParseError):
+    """Text the grammar does not allow: a character no token starts with, or a token the
+    parser cannot take where it stands (as opposed to a valid parse the reader refuses)."""
 
 
 class Tok:
@@ -73,10 +80,7 @@ class Lexer:
             if m is None:
                 pos = self.trailer.match(text, pos).end()
                 if pos < end:
-                    raise ParseError(
-                        f"unexpected character {text[pos]!r}", Span(pos, pos + 1), self.source,
-                        hints=["names are letters, digits and '_'; numbers look like 3, 2.5, .5, 1e-3"],
-                    )
+                    raise _bad_character(text, pos, self.source)
                 return
             kind = m.lastgroup
             start, pos = m.start(kind), m.end()
@@ -125,11 +129,11 @@ def _flatten(children: list) -> _Splice:
 class Driver:
     """The LALR(1) loop: Lark's algorithm over plain tables, calling ``reader``'s methods."""
 
-    def __init__(self, t: Tables, reader: Reader) -> None:
-        self.states = t.states
-        self.start, self.end = t.start, t.end
+    def __init__(self, t, reader: Reader) -> None:
+        self.states = t.STATES
+        self.start, self.end = t.START, t.END
         self.rules = []
-        for mode, name, size, origin, flatten in t.rules:
+        for mode, name, size, origin, flatten in t.RULES:
             callback = getattr(reader, name) if mode == CALL else None
             self.rules.append((size, mode, callback, origin, flatten))
 
@@ -188,46 +192,16 @@ _parser: tuple[Driver, Reader, Lexer] | None = None
 def _get_parser() -> tuple[Driver, Reader, Lexer]:
     global _parser
     if _parser is None:
-        t = tables()
+        t = _tables
         reader = Reader()
-        _parser = Driver(t, reader), reader, Lexer(t.pattern, t.trailer, t.keywords)
+        _parser = Driver(t, reader), reader, Lexer(t.PATTERN, t.TRAILER, t.KEYWORDS)
     return _parser
 
 
-_lark = None
-
-
-def _run_lark(text: str, reader: Reader, lexer: Lexer, source: Source):
-    """The same parse by Lark's own parser loop and tree builder (tests compare the two)."""
-    global _lark
-    from lark.exceptions import UnexpectedToken, VisitError
-
-    if _lark is None:
-        from lark.lexer import Lexer as LarkLexer
-
-        from .grammar import lark_parser
-
-        class Tokens(LarkLexer):
-            def __init__(self, lexer_conf) -> None:
-                pass
-
-            def lex(self, data):
-                return lexer.lex(data)
-
-        _lark = lark_parser(transformer=reader, lexer=Tokens)
-    try:
-        return _lark.parse(text)
-    except VisitError as e:
-        raise e.orig_exc from None
-    except UnexpectedToken as e:
-        raise _syntax_error(e.token, set(e.expected), source, lexer) from None
-
-
-def parse(text: str, filename: str = "<expr>", *, engine: str = "fast") -> Graph:
+def parse(text: str, filename: str = "<expr>") -> Graph:
     """Parse a cgraph program into a :class:`~cgraph_cli.ir.Graph`.
 
     Raises :class:`~cgraph_cli.errors.ParseError` (with the place) for any invalid program.
-    ``engine="lark"`` parses with Lark's own parser instead (same result, slower; for tests).
 
     >>> g = parse("y = sin(x) ^ 2")
     >>> [n.op.name for n in g]
@@ -240,8 +214,6 @@ def parse(text: str, filename: str = "<expr>", *, engine: str = "fast") -> Graph
         lexer.begin(source)
         try:
             with gc_paused():
-                if engine == "lark":
-                    return _run_lark(text, reader, lexer, source)
                 return driver.run(lexer.lex(text), source, lexer)
         except CgraphError as e:
             raise e.located(source) from None
@@ -251,17 +223,48 @@ def parse(text: str, filename: str = "<expr>", *, engine: str = "fast") -> Graph
 
 def _describe(tok) -> str:
     if tok.type in ("NAME", "NUMBER"):
-        return f"{_TOKEN_WORDS[tok.type]} '{tok.value}'"
+        return f"{_TOKEN_WORDS[tok.type]} '{shorten(tok.value)}'"
     return _TOKEN_WORDS.get(tok.type) or f"'{tok.value}'"
 
 
-def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> ParseError:
+def _bad_character(text: str, pos: int, source: Source) -> UnexpectedInput:
+    """The error for a character no token starts with, with a hint for look-alikes (a Unicode
+    minus, fullwidth digits, a non-breaking space) and stray backslashes."""
+    from .lookalike import describe, hint
+
+    char = text[pos]
+    span = Span(pos, pos + 1)
+    if char == "\\":
+        return UnexpectedInput(
+            "a '\\' continues a statement on the next line, so it must end its line",
+            span, source, hints=["delete it, or move what follows it to the next line"],
+        )
+    if char.isascii() and char.isprintable():
+        return UnexpectedInput(
+            f"unexpected character '{char}'", span, source,
+            hints=["names are letters, digits and '_'; numbers look like 3, 2.5, .5, 1e-3"],
+        )
+    import unicodedata
+
+    if unicodedata.combining(char):
+        return UnexpectedInput(
+            f"unexpected character {describe(char)}", span, source,
+            hints=["a combining accent: write the accented letter as one character (é, not e + ◌́)"],
+        )
+    help_line = hint(char) or (
+        "a control character cannot appear in a program" if not char.isprintable()
+        else "names are letters, digits and '_'; numbers are written with the digits 0-9"
+    )
+    return UnexpectedInput(f"unexpected character {describe(char)}", span, source, hints=[help_line])
+
+
+def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> UnexpectedInput:
     """The parser met ``tok`` where it ``expected`` other terminals: say it in the user's words,
     with the caret in place."""
     text = source.text
     at_end = tok.type == "$END"
-    # At the end of the program the caret goes just after its last visible character.
-    pos = len(text.rstrip()) if at_end else tok.start_pos
+    # At the end of the program the caret goes just after its last token (as Lark places it).
+    pos = (tokens.last[-1].end_pos if tokens.last else 0) if at_end else tok.start_pos
     span = Span(pos, pos if at_end else tok.end_pos)
     # Tokens before the bad one (the lexer has already recorded it).
     seen = [t for t in tokens.last if at_end or t.start_pos < tok.start_pos]
@@ -270,7 +273,7 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Par
     wants_expression = "NUMBER" in expected
 
     if prev is not None and prev.type == "INPUT":
-        return ParseError(
+        return UnexpectedInput(
             "'input' declares inputs and cannot be a name", span, source,
             hints=["write: input x = 1, y = 2  (or pick another name)"],
         )
@@ -279,29 +282,29 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Par
         opener = tokens.open[-1]
         line, col = line_col(text, opener.start_pos)
         close = ")" if closer == "RPAR" else "]"
-        return ParseError(f"expected '{close}' to close the '{opener.value}' at {line}:{col}",
+        return UnexpectedInput(f"expected '{close}' to close the '{opener.value}' at {line}:{col}",
                           span, source)
     if wants_expression and "NAME" not in expected:
         # Inside an array literal or an index: only numbers may be written there.
-        return ParseError(
+        return UnexpectedInput(
             f"expected a number, found {_describe(tok)}", span, source,
             hints=["array literals and indices hold numbers written in the program: "
                    "[1, 2], x[0], x[:, 1]"],
         )
     if wants_expression:
         if prev is None or prev.type in ("_NL", "_SEMI"):
-            return ParseError(f"expected a statement, found {_describe(tok)}", span, source)
+            return UnexpectedInput(f"expected a statement, found {_describe(tok)}", span, source)
         found = "" if ends_statement else f", found {_describe(tok)}"
-        return ParseError(f"expected an expression after '{prev.value}'{found}", span, source)
+        return UnexpectedInput(f"expected an expression after '{prev.value}'{found}", span, source)
     if tok.type == "EQUAL":
-        return ParseError(
+        return UnexpectedInput(
             "only a name can be assigned to", span, source,
             hints=["a statement is NAME = expression, for example: p = x + y"],
         )
     if tok.type in ("RPAR", "RSQB"):
-        return ParseError(f"unmatched '{tok.value}'", span, source)
+        return UnexpectedInput(f"unmatched '{tok.value}'", span, source)
     if tok.type == "COMMA":
-        return ParseError(
+        return UnexpectedInput(
             "',' separates a function's arguments; here it has nothing to separate", span, source,
         )
     if tok.type in ("NAME", "NUMBER", "LPAR", "INPUT"):
@@ -309,8 +312,8 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Par
         hint = "separate statements with a newline or ';'"
         if prev is not None and prev.value in FUNCTIONS:
             hint = f"to call {prev.value}, put its argument in parentheses: {prev.value}(...)"
-        return ParseError(
+        return UnexpectedInput(
             f"unexpected {_describe(tok)}{after}: expected an operator or the end of the statement",
             span, source, hints=[hint],
         )
-    return ParseError(f"unexpected {_describe(tok)}", span, source)
+    return UnexpectedInput(f"unexpected {_describe(tok)}", span, source)

@@ -11,7 +11,7 @@ import difflib
 import math
 from typing import NamedTuple
 
-from .errors import ParseError, Source, Span
+from .errors import ParseError, Source, Span, shorten
 from .ir import Builder, Graph
 from .ops import CONST, FUNCTIONS, OPS, OpSpec
 
@@ -76,13 +76,31 @@ class Reader:
         value = float(tok.value)
         if value == float("inf"):
             raise self._error(
-                f"the number {tok.value} is too large for a float64", tok.start_pos, tok.end_pos
+                f"the number {shorten(tok.value)} is too large for a float64", tok.start_pos,
+                tok.end_pos,
             )
         return self.b.const(value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
 
+    def _name(self, tok) -> str:
+        """A NAME token's text, refused if it holds a look-alike of an ASCII character
+        (fullwidth ``ｘ``, ``x²``); letters of any script are names, in their composed form."""
+        text = tok.value
+        if text.isascii():
+            return text
+        import unicodedata
+
+        from .lookalike import check_name
+
+        why = check_name(unicodedata.normalize("NFC", text))
+        if why is not None:
+            raise self._error(f"'{text}' is not a valid name", tok.start_pos, tok.end_pos,
+                              hints=[why])
+        return unicodedata.normalize("NFC", text)
+
     def name(self, children):
         tok = children[0]
-        return self.b.read(tok.value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
+        name = self._name(tok)
+        return self.b.read(name, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
 
     add = _binary("add")
     sub = _binary("sub")
@@ -167,6 +185,7 @@ class Reader:
 
     def call(self, children):
         name, rest = children[0], children[1:]
+        self._name(name)
         given = [r for r in rest if type(r) is tuple]
         start, end = name.start_pos, rest[-1].end_pos
         overloads = FUNCTIONS.get(name.value)
@@ -215,20 +234,22 @@ class Reader:
 
     # statements ------------------------------------------------------------------------------
     def assign(self, children):
-        name, _, e = children
+        tok, _, e = children
         self._statement()
-        self.b.assign(name.value, e[0])
-        self.b.statement("=", name.value, e[0])
-        self.output, self.output_label = e[0], name.value
+        name = self._name(tok)
+        self.b.assign(name, e[0])
+        self.b.statement("=", name, e[0])
+        self.output, self.output_label = e[0], name
 
     def augassign(self, children):
-        name, op, e = children
+        tok, op, e = children
         self._statement()
-        left = self.b.read(name.value, name.start_pos, name.end_pos)
-        node = self.b.add(_AUGMENTED[op.value], (left, e[0]), name.start_pos, e[2])
-        self.b.assign(name.value, node)
-        self.b.statement("=", name.value, node)
-        self.output, self.output_label = node, name.value
+        name = self._name(tok)
+        left = self.b.read(name, tok.start_pos, tok.end_pos)
+        node = self.b.add(_AUGMENTED[op.value], (left, e[0]), tok.start_pos, e[2])
+        self.b.assign(name, node)
+        self.b.statement("=", name, node)
+        self.output, self.output_label = node, name
 
     def bare(self, children):
         e = children[0]
@@ -258,22 +279,23 @@ class Reader:
         for item in items:
             if type(item) is not tuple:
                 continue  # a comma
-            name, default = item
-            where = (name.start_pos, name.end_pos)
-            if name.value in self.declared:
-                raise self._error(f"input '{name.value}' is declared twice", *where)
-            if name.value in self.b.scope and name.value not in graph.inputs:
+            tok, default = item
+            where = (tok.start_pos, tok.end_pos)
+            name = self._name(tok)
+            if name in self.declared:
+                raise self._error(f"input '{name}' is declared twice", *where)
+            if name in self.b.scope and name not in graph.inputs:
                 raise self._error(
-                    f"'{name.value}' is already computed by the program, so it cannot be an input",
+                    f"'{name}' is already computed by the program, so it cannot be an input",
                     *where, hints=["declare inputs before the statements that assign them"],
                 )
             if default.__class__ is float and default in (float("inf"), float("-inf")):
-                raise self._error(f"the default of '{name.value}' is too large", *where)
-            node = self.b.read(name.value, *where)
+                raise self._error(f"the default of '{name}' is too large", *where)
+            node = self.b.read(name, *where)
             if default is not None:
-                graph.defaults[name.value] = default
-            self.b.statement("input", name.value, node)
-            self.declared.add(name.value)
+                graph.defaults[name] = default
+            self.b.statement("input", name, node)
+            self.declared.add(name)
 
     def start(self, _statements) -> Graph:
         if self.output < 0:

@@ -1,5 +1,6 @@
-"""A non-editable `pip install .` into a fresh virtual environment works: the entry point runs
-and the grammar is read from inside the installed package."""
+"""A non-editable `pip install .` into a fresh virtual environment works: the entry point runs,
+the parser's tables load from inside the installed package, and neither Lark nor a cache
+folder is needed."""
 
 from __future__ import annotations
 
@@ -36,15 +37,23 @@ def test_installed_command_runs_a_sample(venv, tmp_path):
     assert json.loads(proc.stdout)["gradients"] == {"x": -3.0, "y": -3.0, "z": 4.0}
 
 
-def test_grammar_ships_inside_the_package(venv, tmp_path):
-    code = "import cgraph_cli.grammar as g; print(g.grammar_path())"
+def test_tables_ship_inside_the_package_and_lark_is_not_needed(venv, tmp_path):
+    code = ("import sys, cgraph_cli, cgraph_cli._tables as t; cgraph_cli.parse('y = x + 1'); "
+            "print(t.__file__); print('lark' in sys.modules)")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
     proc = subprocess.run(
         [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    path = Path(proc.stdout.strip())
-    assert path.is_file() and "site-packages" in path.parts
-    assert path.read_text() == (ROOT / "grammars" / "cgraph.lark").read_text()
+    path, lark_loaded = proc.stdout.split()
+    assert "site-packages" in Path(path).parts and lark_loaded == "False"
+    assert list(home.iterdir()) == []  # nothing cached, nothing written
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", "lark"],
+                         capture_output=True, text=True)
+    assert pip.returncode != 0  # lark is not a dependency of an installed cgraph
 
 
 def test_module_entry_point(venv, tmp_path):

@@ -185,3 +185,36 @@ def test_error_caret_lines_up_after_tabs():
     rendered = error("g =\tx +").render().splitlines()
     assert rendered[1].endswith("g = x +")
     assert rendered[2].endswith("       ^")
+
+
+# --- the tables ----------------------------------------------------------------------------------
+def test_shipped_tables_equal_the_grammar_compiled_by_lark():
+    """cgraph_cli/_tables.py is generated; it must be what `make tables` writes today."""
+    from pathlib import Path
+
+    from cgraph_cli import grammar
+
+    expected = grammar.module_text(grammar.build_tables())
+    shipped = Path(grammar.MODULE).read_text(encoding="utf-8")
+    assert shipped == expected, "grammars/cgraph.lark changed: run `make tables`"
+
+
+def test_parsing_reads_no_cache_and_never_imports_lark(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, cgraph_cli; cgraph_cli.parse('y = x # c'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lark'))")
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert (proc.returncode, proc.stdout) == (0, "[]\n"), proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_module_reads_a_cache_folder():
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "cgraph_cli"
+    for path in package.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert ".cache" not in text and "XDG_CACHE_HOME" not in text, path

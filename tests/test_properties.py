@@ -1,21 +1,16 @@
 """Property tests over random programs: gradients against central finite differences and against
 SymPy's exact derivatives; forward mode against reverse mode; print -> parse identity; our
-parser loop against Lark's."""
+parser against Lark's (tests/test_scanner.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 import sympy
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 from strategies import INPUTS, expressions, points, programs
 
 from cgraph_cli import (
-    CgraphError,
     DomainError,
-    ParseError,
     jvp,
     parse,
     to_source,
@@ -147,48 +142,3 @@ def test_print_then_parse_is_the_identity(program):
     text = to_source(graph)
     assert _ir(parse(text)) == _ir(graph), text
     assert to_source(parse(text)) == text
-
-
-@PROPERTY
-@given(programs())
-def test_our_parser_loop_agrees_with_larks(program):
-    assert _ir(parse(program)) == _ir(parse(program, engine="lark"))
-
-
-
-_MUTATIONS = st.sampled_from(["+", "(", ")", ",", "*", "= ", "\n", "max(", "2 3", "^^", "input ",
-                              "[", "]", "[1, 2]", "@", ":", "[0]", "sum("])
-
-
-@PROPERTY
-@given(programs(), _MUTATIONS, st.integers(0, 200))
-def test_broken_programs_fail_the_same_way_in_both_loops(program, junk, at):
-    at = min(at, len(program))
-    broken = program[:at] + junk + program[at:]
-    outcomes = []
-    for engine in ("fast", "lark"):
-        try:
-            outcomes.append(_ir(parse(broken, engine=engine)))
-        except ParseError as e:
-            assert e.span is not None and e.source is not None
-            outcomes.append(e.render())
-        except CgraphError as e:  # pragma: no cover - parse raises only ParseError
-            pytest.fail(f"{type(e).__name__}: {e}")
-    assert outcomes[0] == outcomes[1]
-
-
-TENSOR_PROGRAMS = [
-    (Path(__file__).resolve().parent.parent / "samples" / f"{name}.cg").read_text()
-    for name in ("mlp", "logistic_regression", "softmax_cross_entropy")
-] + ["y = sum((a + b)[0, 1:], -1) + reshape(x, [2, -1])[::2] @ -[1, 2]\n"]
-
-
-@pytest.mark.parametrize("program", TENSOR_PROGRAMS)
-def test_both_parser_loops_read_tensor_programs_alike(program):
-    assert _ir(parse(program)) == _ir(parse(program, engine="lark"))
-
-
-@PROPERTY
-@given(st.sampled_from(TENSOR_PROGRAMS), _MUTATIONS, st.integers(0, 400))
-def test_broken_tensor_programs_fail_the_same_way_in_both_loops(program, junk, at):
-    test_broken_programs_fail_the_same_way_in_both_loops.hypothesis.inner_test(program, junk, at)

@@ -1,0 +1,174 @@
+"""cgraph's scanner and LALR driver against Lark's own lexer and parser (tests/lark_reference.py),
+on the whole language: programs built from the grammar's tokens and from the text between
+them (spaces, tabs, comments anywhere, with and without a final newline, CRLF and lone CR line
+endings, line continuations, blank lines, Unicode letters and look-alikes). Both must build the
+same graph, or fail at the same place."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from lark_reference import lark_outcome, our_outcome
+from strategies import programs
+
+from cgraph_cli import ParseError, grad, parse
+
+DIFFERENTIAL = settings(max_examples=400, deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow])
+
+# Every terminal of the grammar, in several spellings, and text that is not one.
+TOKENS = [
+    "x", "y", "w1", "_t", "α", "βeta", "ｘ", "x²", "х",  # ASCII, Greek, fullwidth, superscript, Cyrillic
+    "input", "inputs", "sin", "max", "sum", "reshape", "mean",
+    "3", "2.5", ".5", "7.", "1e-3", "6.02E23", "1e", "1.2.3", "１２", "٣", "1" * 30,
+    "+", "-", "*", "/", "^", "**", "@", "=", "+=", "-=", "*=", "/=", ",", ":", ";",
+    "(", ")", "[", "]", "−", "×", "÷", "·", "√", "$", "?", "'", "\"", "!", "==", "\\",
+]
+BETWEEN = [
+    "", " ", "  ", "\t", "\f", "\n", "\r\n", "\r", "\n\n", "\r\n\r\n", " \n  ", "\n\t",
+    "# c\n", " # note\n", "#\r\n", "# x = 1 + 2", "#", "\\\n", " \\\r\n", "\\\r", " \\ \n",
+    "\u00a0", "\u200b", "\u3000", "\x1b", "\x00", "\ufeff",
+]
+ENDINGS = ["", "\n", "\r\n", "\r", "# end", "  # end", "\n# end", "\\", ";", " \\\n"]
+
+
+@st.composite
+def token_text(draw) -> str:
+    """Tokens with random text between them."""
+    parts = []
+    for _ in range(draw(st.integers(0, 14))):
+        parts.append(draw(st.sampled_from(BETWEEN)))
+        parts.append(draw(st.sampled_from(TOKENS)))
+    return "".join(parts) + draw(st.sampled_from(ENDINGS))
+
+
+_SPLIT = re.compile(r"\s+|(?<=[^\w.])|(?=[^\w.])")
+
+
+@st.composite
+def respaced_programs(draw) -> str:
+    """A valid program with the text between its tokens replaced at random: mostly still
+    valid, sometimes not."""
+    words = [w for w in _SPLIT.split(draw(programs())) if w]
+    out = []
+    for w in words:
+        out.append(w)
+        gap = draw(st.sampled_from(BETWEEN[:22] + [" ", " ", " ", " "]))
+        out.append(gap if gap.strip() or w[-1:] not in "abcdefghijklmnopqrstuvwxyz0123456789_" else " ")
+    return "".join(out) + draw(st.sampled_from(ENDINGS))
+
+
+def _agree(text: str) -> None:
+    assert our_outcome(text) == lark_outcome(text), repr(text)
+
+
+@DIFFERENTIAL
+@given(token_text())
+@example("input x = 2\ny = x * x\n# gradient w.r.t. x")  # the comment read as code (issue 9)
+@example("g = x # note")
+@example("y = x + 1 # c\r# d")
+@example("y = (x +\r\n 1)\r")
+@example("y = x \\")
+def test_token_soup_parses_alike(text):
+    _agree(text)
+
+
+@DIFFERENTIAL
+@given(respaced_programs())
+def test_respaced_programs_parse_alike(text):
+    _agree(text)
+
+
+TENSOR_PROGRAMS = [
+    (Path(__file__).resolve().parent.parent / "samples" / f"{name}.cg").read_text()
+    for name in ("mlp", "logistic_regression", "softmax_cross_entropy")
+] + ["y = sum((a + b)[0, 1:], -1) + reshape(x, [2, -1])[::2] @ -[1, 2]\n"]
+_MUTATIONS = st.sampled_from(["+", "(", ")", ",", "*", "= ", "\n", "max(", "2 3", "^^", "input ",
+                              "[", "]", "[1, 2]", "@", ":", "[0]", "sum(", "#", "\r", "\\"])
+
+
+@pytest.mark.parametrize("program", TENSOR_PROGRAMS)
+def test_tensor_programs_parse_alike(program):
+    _agree(program)
+    _agree(program.replace("\n", "\r\n"))
+
+
+@DIFFERENTIAL
+@given(st.sampled_from(TENSOR_PROGRAMS) | programs(), _MUTATIONS, st.integers(0, 400))
+def test_broken_programs_fail_at_the_same_place(program, junk, at):
+    at = min(at, len(program))
+    _agree(program[:at] + junk + program[at:])
+
+
+# --- what a user sees -------------------------------------------------------------------------
+def test_a_final_comment_without_a_newline_is_a_comment():
+    graph = parse("input x = 2\ny = x * x\n# gradient w.r.t. x")
+    assert graph.output_label == "y"
+    assert grad(graph).gradients == {"x": 4.0}
+    assert parse("g = x # note").output_label == "g"
+
+
+def test_line_endings_crlf_and_lone_cr_are_newlines():
+    for nl in ("\n", "\r\n", "\r"):
+        graph = parse(f"a = x{nl}# c{nl}b = a * 2{nl}")
+        assert graph.output_label == "b" and list(graph.inputs) == ["x"]
+
+
+@pytest.mark.parametrize("text, col, hint", [
+    ("y = x − 1", 7, "'\u2212' (U+2212 MINUS SIGN) looks like '-' but is not: type '-'"),
+    ("y = １２ + x", 5, "'１' (U+FF11 FULLWIDTH DIGIT ONE) looks like '1' but is not: type '1'"),
+    ("y = x\u00a0+ 1", 6, "looks like a space but is not one: type a plain space"),
+    ("y = x +\u200b1", 8, "'\\u200b' (U+200B ZERO WIDTH SPACE) is invisible: delete it"),
+    ("y = 2 × x", 7, "looks like '*' but is not: type '*'"),
+    ("y = x\x1b[2J", 6, "a control character cannot appear in a program"),
+])
+def test_lookalikes_are_errors_at_their_place_with_the_ascii_meant(text, col, hint):
+    with pytest.raises(ParseError) as e:
+        parse(text)
+    assert e.value.where() == f"<expr>:1:{col}"
+    assert any(hint in h for h in e.value.hints), e.value.hints
+    assert "\x1b" not in e.value.render()
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("ｘ = 1", "'ｘ' (U+FF58 FULLWIDTH LATIN SMALL LETTER X) looks like 'x'"),
+    ("y = x² + 1", "'²' (U+00B2 SUPERSCRIPT TWO) is not a power: write x^2"),
+])
+def test_names_with_lookalike_letters_are_refused(text, hint):
+    with pytest.raises(ParseError) as e:
+        parse(text)
+    assert "is not a valid name" in e.value.message
+    assert any(hint in h for h in e.value.hints), e.value.hints
+
+
+def test_names_in_other_scripts_are_names():
+    assert list(parse("y = α * βeta + θ_0").inputs) == ["α", "βeta", "θ_0"]
+    # a decomposed é (e + U+0301) is refused with a hint; the composed one is a name
+    assert list(parse("y = caf\u00e9 * 2").inputs) == ["caf\u00e9"]
+    with pytest.raises(ParseError) as e:
+        parse("y = cafe\u0301 * 2")
+    assert "write the accented letter as one character" in e.value.hints[0]
+
+
+def test_subscript_digits_say_how_to_write_the_name():
+    with pytest.raises(ParseError) as e:
+        parse("y = θ₀ + 1")
+    assert "write x0 or x_0" in e.value.hints[0]
+
+
+def test_a_stray_backslash_says_what_it_is_for():
+    with pytest.raises(ParseError) as e:
+        parse("y = x \\ + 1")
+    assert e.value.where() == "<expr>:1:7" and "continues a statement" in e.value.message
+
+
+def test_long_numbers_are_shortened_in_messages():
+    digits = "9" * 100_000
+    with pytest.raises(ParseError) as e:
+        parse(f"y = x {digits}")
+    text = e.value.render()
+    assert len(text) < 600 and "100,000 characters" in text
