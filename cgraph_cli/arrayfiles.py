@@ -145,6 +145,8 @@ def read_npy(data: bytes, subject: str = "it"):
 
     if not data:
         raise Unreadable(f"{subject} is empty")
+    if not data.startswith(NPY_MAGIC):
+        raise Unreadable(f"{subject} is not a NumPy .npy file (those start with \\x93NUMPY)")
     fp = io.BytesIO(data)
     try:
         version = npy_format.read_magic(fp)
@@ -155,13 +157,17 @@ def read_npy(data: bytes, subject: str = "it"):
         else:
             raise Unreadable(f"{subject} uses .npy format version {version[0]}.{version[1]}, which "
                              "cgraph does not read (numpy.save writes 1.0)")
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+    except Unreadable:
+        raise
+    except Exception:  # NumPy's header parser raises several kinds (tokenize, ast, ValueError)
         raise Unreadable(f"{subject} has a damaged NumPy header") from None
     problem = dtype_problem(dtype, in_file=True)
     if problem:
         raise Unreadable(f"{subject} {problem}")
-    if len(shape) > MAX_AXES or any(n < 0 for n in shape):
-        raise Unreadable(f"{subject} has a NumPy header with an impossible shape {shape}")
+    if len(shape) > MAX_AXES:
+        raise Unreadable(f"{subject} has {len(shape)} axes; arrays have at most {MAX_AXES}")
+    if any(n < 0 for n in shape):
+        raise Unreadable(f"{subject} has a damaged NumPy header: a negative size in {shape}")
     count = prod(shape)
     need, have = count * dtype.itemsize, len(data) - fp.tell()
     what = f"a {shape} array of {dtype}"

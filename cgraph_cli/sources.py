@@ -297,7 +297,7 @@ def _npy(data: bytes, path: str):
 
 
 def _not_npz(data: bytes, path: str) -> UsageError:
-    why = "the file is empty" if not data else "it is neither a NumPy .npy file nor an .npz archive"
+    why = "it is empty" if not data else "it is not an .npz archive (numpy.savez writes a zip)"
     return UsageError(f"cannot read {path}: {why}")
 
 
@@ -305,7 +305,7 @@ def _json(data: bytes, path: str, **hooks):
     """A JSON file's value; integers are read as floats (see :func:`arrayfiles.json_int`)."""
     text = decode_data(data, path)
     if not text.strip():
-        raise UsageError(f"cannot read {path}: the file is empty")
+        raise UsageError(f"cannot read {path}: it is empty")
     try:
         return json.loads(text, parse_int=json_int, **hooks)
     except IntegerTooLarge as e:
