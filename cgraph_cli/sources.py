@@ -25,7 +25,6 @@ from .arrayfiles import (
     Unreadable,
     file_kind,
     json_int,
-    list_problem,
     size_text,
 )
 from .errors import ParseError, Source, Span, UsageError, line_col
@@ -321,22 +320,20 @@ def _json(data: bytes, path: str, **hooks):
 
 def _no_repeated_names(path: str):
     def pairs_to_dict(pairs):
-        names = [name for name, _ in pairs]
-        repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
-        if repeated is not None:
+        out = dict(pairs)
+        if len(out) < len(pairs):  # JSON itself lets the last of two equal names win silently
+            seen: set[str] = set()
+            repeated = next(n for n, _ in pairs if n in seen or seen.add(n))
             raise UsageError(f"cannot read {path}: it binds '{repeated}' twice")
-        return dict(pairs)
+        return out
 
     return pairs_to_dict
 
 
 def _check_json_value(value, path: str, subject: str) -> None:
-    """A JSON value read from a file must be a number or nested lists of numbers."""
-    if isinstance(value, list):
-        problem = list_problem(value)
-        if problem:
-            raise UsageError(f"cannot read {path}: {subject} {problem}")
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A JSON value read from a file must be a number or a list (whose elements
+    :func:`_checked` checks)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, list)):
         if isinstance(value, str):
             shown = f"the text {_short(value)}"
         elif isinstance(value, dict):
