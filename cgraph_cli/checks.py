@@ -84,12 +84,15 @@ def _shape(value) -> tuple:
 
 
 def _expected_value(name: str, value):
-    if isinstance(value, (int, float)):
-        return float(value)
     from .errors import BindingError
+    from .forward import check_number
     from .tensors import as_array
 
     try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return check_number(name, value)  # a TOML integer past float64's range
+        if isinstance(value, float):
+            return value
         return as_array(name, value)
     except BindingError as e:
         raise UsageError(f"the expected {e.message.removeprefix('the ')}") from None
@@ -117,7 +120,8 @@ def parse_expectation(text: str) -> tuple[str, object]:
         number = math.nan
     if not eq or not name.strip().isidentifier() or not math.isfinite(number):
         raise UsageError(
-            f"an expectation is NAME=NUMBER or NAME=[ARRAY], got {text!r}",
+            f"an expectation is NAME=NUMBER or NAME=[ARRAY], got "
+            f"{text[:40] + '...' if len(text) > 60 else text!r}",
             hints=["for example: g=-12 or W='[[1, 2], [3, 4]]'"],
         )
     return name.strip(), number

@@ -134,7 +134,7 @@ def diagram_options(command):
 def _load(args, expr, file_, binds, bindings_file):
     """The parsed program and its bindings (command line over file over source defaults)."""
     from .parser import parse
-    from .sources import load_bindings, parse_binding, read_program
+    from .sources import command_line_bindings, load_bindings, read_program
 
     if expr is None and file_ is None:
         source_arg, rest = (args[0], args[1:]) if args else (None, ())
@@ -142,7 +142,7 @@ def _load(args, expr, file_, binds, bindings_file):
         source_arg, rest = None, args
     source = read_program(source_arg, expr=expr, file=file_)
     bindings: dict[str, object] = dict(load_bindings(bindings_file)) if bindings_file else {}
-    bindings.update(parse_binding(b) for b in (*binds, *rest))
+    bindings.update(command_line_bindings((*binds, *rest)))  # a name twice is a usage error
     return parse(source.text, source.filename), bindings
 
 

@@ -79,14 +79,34 @@ def check_value(name: str, value: object):
 
 
 def check_number(name: str, value: object) -> float:
-    """A binding's value as a finite float, or a :class:`BindingError` saying why not."""
+    """A binding's value as a finite float, or a :class:`BindingError` saying why not.
+
+    >>> check_number("x", "1e400")
+    Traceback (most recent call last):
+    cgraph_cli.errors.BindingError: error: the value of 'x' is not a finite number: '1e400'
+    """
+    if isinstance(value, (bool, complex)):
+        kind = "true or false (a boolean)" if isinstance(value, bool) else "a complex number"
+        raise BindingError(
+            f"the value of '{name}' is {kind}; cgraph computes with real numbers"
+        )
     try:
         number = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # a Python integer past float64's range
+        number = math.inf
     except (TypeError, ValueError):
-        raise BindingError(f"the value of '{name}' is not a number: {value!r}") from None
+        raise BindingError(f"the value of '{name}' is not a number: {_shown(value)}") from None
     if not math.isfinite(number):
-        raise BindingError(f"the value of '{name}' is not a finite number: {value!r}")
+        raise BindingError(f"the value of '{name}' is not a finite number: {_shown(value)}")
     return number
+
+
+def _shown(value: object) -> str:
+    """The value as typed, cut short: a 5,000-digit number is not repeated back in full."""
+    if isinstance(value, int) and value.bit_length() > 3000:  # repr would refuse it
+        return f"an integer of about {value.bit_length() * 0.30103:,.0f} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:40] + f"... ({len(text):,} characters)"
 
 
 def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -> list[float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 
 from .arrays import ShapeMismatch, np, shape_of, show_shape, unbroadcast
@@ -33,18 +34,31 @@ class ShapeError(EvalError):
 
 def as_array(name: str, value):
     """A binding given as nested lists, JSON text or an array: a finite float64 array (a float
-    if it has no axes), or a :class:`BindingError`."""
+    if it has no axes), or a :class:`BindingError`. Elements must be real numbers (integers and
+    floats of any precision); nesting deeper than NumPy's 64 axes is refused before parsing.
+
+    >>> as_array("W", "[[1, 2], [3, 4]]").tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+    >>> as_array("W", "[1, true]")
+    Traceback (most recent call last):
+    cgraph_cli.errors.BindingError: error: the value of 'W' holds true/false values (booleans); cgraph computes with real numbers
+    """
+    from .arrayfiles import dtype_problem, list_problem
+
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as e:
-            raise BindingError(
-                f"the value of '{name}' is not a number or an array: {value!r} ({e.msg} at "
-                f"character {e.pos + 1})",
-                hints=["arrays are written as JSON: W='[[1, 2], [3, 4]]'"],
-            ) from None
+        value = _parse_json(name, value)
+    if isinstance(value, (list, tuple)):
+        problem = list_problem(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        problem = None
+    else:
+        problem = dtype_problem(np.asarray(value).dtype)
+    if problem:
+        raise BindingError(f"the value of '{name}' {problem}")
     try:
         array = np.asarray(value, dtype=float)  # no copy of a float64 array: nothing mutates it
+    except OverflowError:  # a Python integer past float64's range
+        raise BindingError(f"the value of '{name}' holds a value that is not a finite number") from None
     except (TypeError, ValueError):
         raise BindingError(
             f"the value of '{name}' is not a rectangular array of numbers: {_short(value)}",
@@ -57,6 +71,34 @@ def as_array(name: str, value):
     return float(array) if array.ndim == 0 else array
 
 
+def _parse_json(name: str, text: str):
+    """JSON text from the command line. Its depth is counted first, since the JSON parser
+    recurses; integers become floats, since Python refuses to convert 5,000-digit ones."""
+    from itertools import accumulate
+
+    from .arrayfiles import MAX_AXES, IntegerTooLarge, json_int
+
+    depth = max(accumulate(1 if c == "[" else -1 for c in _BRACKETS.findall(text)), default=0)
+    if depth > MAX_AXES:
+        raise BindingError(
+            f"the value of '{name}' is nested {depth} levels deep; arrays have at most "
+            f"{MAX_AXES} axes"
+        )
+    try:
+        return json.loads(text, parse_int=json_int)
+    except IntegerTooLarge as e:
+        raise BindingError(f"the value of '{name}' {e}") from None
+    except json.JSONDecodeError as e:
+        raise BindingError(
+            f"the value of '{name}' is not a number or an array: {_short(text)} ({e.msg} at "
+            f"character {e.pos + 1})",
+            hints=["arrays are written as JSON: W='[[1, 2], [3, 4]]'"],
+        ) from None
+
+
+_BRACKETS = re.compile(r"[][]")
+
+
 def all_finite(x) -> bool:
     """Whether every element is finite: one summing pass (no temporary array) unless the sum
     itself says otherwise."""
@@ -67,7 +109,12 @@ def all_finite(x) -> bool:
 
 
 def _short(value) -> str:
-    text = repr(value)
+    """At most about 60 characters of a value, however long or deeply nested it is."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxstring, short.maxother = 4, 8, 50, 50
+    text = short.repr(value)
     return text if len(text) < 60 else text[:57] + "..."
 
 

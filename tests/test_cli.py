@@ -183,10 +183,11 @@ def test_usage_errors_exit_2(cli, tmp_path):
     assert "no such file" in error_of(cli("eval", PROGRAM, "--bindings", str(tmp_path / "no.json")), 2)
 
 
-def test_bindings_file_with_a_non_number_exit_4(cli, tmp_path):
+def test_bindings_file_with_a_non_number_exit_2(cli, tmp_path):
+    # What is wrong in a bindings file is a usage error (exit 2); typed as x=one it is exit 4.
     path = tmp_path / "b.json"
     path.write_text('{"x": "one"}')
-    assert "the value of 'x' is not a number" in error_of(cli("eval", "g = x", "--bindings", str(path)), 4)
+    assert "the value of 'x' is not a number" in error_of(cli("eval", "g = x", "--bindings", str(path)), 2)
 
 
 def test_unknown_names_for_of_and_wrt_exit_4(cli):
