@@ -15,6 +15,7 @@ from .errors import ParseError, Source, Span, shorten
 from .ir import Builder, Graph
 from .ops import CONST, FUNCTIONS, OPS, OpSpec
 
+MAX_AXES = 64  # NumPy's limit on a tensor's axes
 _AUGMENTED = {"+=": OPS["add"], "-=": OPS["sub"], "*=": OPS["mul"], "/=": OPS["div"]}
 
 
@@ -121,10 +122,16 @@ class Reader:
                 "the rows of an array literal must all have the same shape", start, end,
                 hints=["every row needs as many numbers as the others: [[1, 2], [3, 4]]"],
             )
+        shape = (len(items), *shapes.pop())
+        if len(shape) > MAX_AXES:
+            raise self._error(
+                f"an array literal has at most {MAX_AXES} axes (NumPy's limit); this one has more",
+                start, end,
+            )
         rows = [i if i.__class__ is float else i.rows for i in items]
         if not all(math.isfinite(x) for x in _flat(rows)):
             raise self._error("a number in this array is too large for a float64", start, end)
-        return Literal(rows, (len(items), *shapes.pop()), start, end)
+        return Literal(rows, shape, start, end)
 
     def literal(self, children):
         lit = children[0]

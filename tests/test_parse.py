@@ -218,3 +218,15 @@ def test_no_module_reads_a_cache_folder():
     for path in package.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert ".cache" not in text and "XDG_CACHE_HOME" not in text, path
+
+
+def test_an_array_literal_deeper_than_64_axes_is_refused_quickly():
+    import time
+
+    text = "y = " + "[" * 10_000 + "1" + "]" * 10_000
+    started = time.perf_counter()
+    with pytest.raises(ParseError) as e:
+        parse(text)
+    assert "at most 64 axes" in e.value.message
+    assert time.perf_counter() - started < 5  # was 15 s (quadratic) and then exit 70
+    assert parse("y = " + "[" * 64 + "1" + "]" * 64).output_label == "y"
