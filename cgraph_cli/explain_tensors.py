@@ -3,7 +3,7 @@ node's reverse rule (its vjp) through the backward pass.
 
 A scalar explanation multiplies local derivatives; with tensors each step applies an op's rule
 to the incoming gradient: ``∂loss/∂H = ∂loss/∂Y @ W2ᵀ``, or for an elementwise op the
-gradient times the local derivative, element by element (⊙), summed over the axes that
+gradient times the local derivative, element by element (·), summed over the axes that
 broadcasting stretched.
 
 >>> from cgraph_cli import grad
@@ -50,7 +50,7 @@ def reverse_rule(graph: Graph, i: int, k: int, g: str, names: list[str]) -> str:
     if op.constant is not None:
         return g if op.constant[k] == 1.0 else f"-{g}"
     local = op.derivative[k].format(*(names[a] for a in args), out=names[i])
-    return f"{g} ⊙ {local}" if " " not in local or local[0] == "[" else f"{g} ⊙ ({local})"
+    return f"{g} · {local}" if " " not in local or local[0] == "[" else f"{g} · ({local})"
 
 
 def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: int | None = None
@@ -115,7 +115,7 @@ def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[st
     the gradient lines, in plain text."""
 
     def f(value) -> str:
-        return format_value(value, precision or 4, rows="")
+        return format_value(value, precision or 4, rows="", shape=True)
 
     forward = []
     for s in steps["forward"]:
