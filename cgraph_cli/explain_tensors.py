@@ -74,7 +74,11 @@ def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: 
             continue
         gradient = f"{g_out}/∂{names[i]}"
         parts = []
-        for k, (a, c) in enumerate(zip(graph.args[i], cotangents(graph, values, i, adjoints[i]))):
+        # As the reverse pass computed them: where the gradient is 0, an infinite local
+        # derivative contributes 0, not nan (and NumPy says nothing).
+        with np.errstate(all="ignore"):
+            pulled = cotangents(graph, values, i, adjoints[i], checked=True)
+        for k, (a, c) in enumerate(zip(graph.args[i], pulled)):
             if graph.ops[a] is CONST:
                 continue
             uses.setdefault(a, []).append(names[i])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from math import prod
 
 from .arrays import (
     MAX_AXES,
@@ -108,7 +107,7 @@ def _infer(graph: Graph, values: list) -> list[tuple[int, ...]]:
             raise graph.error(ShapeError, f"{graph.text(i)} {e}", i) from None
         except ShapeMismatch as e:
             raise graph.error(ShapeError, str(e), i) from None
-        if len(out[i]) > MAX_AXES or prod(out[i]) > MAX_ELEMENTS:
+        if len(out[i]) > MAX_AXES or math.prod(out[i]) > MAX_ELEMENTS:
             raise _too_large(graph, i, out)
     return out
 
@@ -126,7 +125,7 @@ def _too_large(graph: Graph, i: int, shapes: list) -> ShapeError:
             f"most {MAX_AXES} (NumPy's limit)", i, hints=hints)
     return graph.error(
         ShapeError, f"the result of {what} would be a {show_shape(shape)} tensor of "
-        f"{size_text(prod(shape))}; the limit is {MAX_ELEMENTS:,} elements "
+        f"{size_text(math.prod(shape))}; the limit is {MAX_ELEMENTS:,} elements "
         f"({size_text(MAX_ELEMENTS)}) per value", i, hints=hints)
 
 
@@ -158,7 +157,7 @@ def _no_memory(graph: Graph, i: int, values: list) -> EvalError:
     shape = shapes(graph, values)[i]
     return graph.error(
         EvalError, f"not enough memory for the result of {graph.text(i)}, a {show_shape(shape)} "
-        f"tensor of {size_text(prod(shape))}", i)
+        f"tensor of {size_text(math.prod(shape))}", i)
 
 
 def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
