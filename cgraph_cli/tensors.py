@@ -20,9 +20,9 @@ import json
 import math
 from collections.abc import Mapping
 
+from . import arrays
 from .arrays import (
     MAX_AXES,
-    MAX_ELEMENTS,
     NoValue,
     ShapeMismatch,
     np,
@@ -107,7 +107,7 @@ def _infer(graph: Graph, values: list) -> list[tuple[int, ...]]:
             raise graph.error(ShapeError, f"{graph.text(i)} {e}", i) from None
         except ShapeMismatch as e:
             raise graph.error(ShapeError, str(e), i) from None
-        if len(out[i]) > MAX_AXES or math.prod(out[i]) > MAX_ELEMENTS:
+        if len(out[i]) > MAX_AXES or math.prod(out[i]) > arrays.MAX_ELEMENTS:
             raise _too_large(graph, i, out)
     return out
 
@@ -125,8 +125,8 @@ def _too_large(graph: Graph, i: int, shapes: list) -> ShapeError:
             f"most {MAX_AXES} (NumPy's limit)", i, hints=hints)
     return graph.error(
         ShapeError, f"the result of {what} would be a {show_shape(shape)} tensor of "
-        f"{size_text(math.prod(shape))}; the limit is {MAX_ELEMENTS:,} elements "
-        f"({size_text(MAX_ELEMENTS)}) per value", i, hints=hints)
+        f"{size_text(math.prod(shape))}; the limit is {arrays.MAX_ELEMENTS:,} elements "
+        f"({size_text(arrays.MAX_ELEMENTS)}) per value", i, hints=hints)
 
 
 def forward_tensors(graph: Graph, values: list) -> list:
