@@ -10,6 +10,7 @@ pass places it at the node's source span.
 
 from __future__ import annotations
 
+import sys
 from math import prod
 
 Shape = tuple[int, ...]
@@ -145,6 +146,8 @@ def reshape_shape(shapes, params) -> Shape:
     size = prod(shape)
     if new.count(-1) > 1 or any(n < -1 for n in new):
         raise ShapeMismatch(f"{show_shape(new)} is not a shape: sizes are whole numbers, one -1")
+    if any(n > sys.maxsize for n in new):  # an empty tensor has room for any other size
+        raise ShapeMismatch(f"{show_shape(new)} is not a shape: a size is at most {sys.maxsize}")
     known = prod(n for n in new if n != -1)
     if -1 in new and known and size % known == 0:
         new = tuple(size // known if n == -1 else n for n in new)

@@ -210,6 +210,14 @@ def test_more_than_64_axes_is_a_shape_error(cli):
         forward(parse(f"y = reshape(x, {ones(65)})"), {"x": [2.0]})
 
 
+def test_a_size_numpy_cannot_index_is_a_shape_error(cli):
+    fine = cli("eval", "y = reshape(x[2:1], [100000000000, 0])", "x=[1,2,3]")
+    assert fine.stdout == "y = []    shape (100000000000, 0)\n"  # no elements: nothing to hold
+    result = cli("eval", "y = reshape(x[2:1], [" + "1" + "0" * 30 + ", 0])", "x=[1,2,3]")
+    assert result.exit_code == 4
+    assert "is not a shape: a size is at most 9223372036854775807" in result.stderr
+
+
 # 5. NumPy warnings never reach the user --------------------------------------------------------
 NASTY = [
     ["eval", "y = sum(x)", "x=[1e308,1e308]"],
