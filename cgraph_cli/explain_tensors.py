@@ -85,8 +85,9 @@ def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: 
             summed = _summed_axes(graph, values, i, a)
             parts.append({"wrt": names[a], "formula": reverse_rule(graph, i, k, gradient, names),
                           "summed_axes": summed, "shape": _shape(c), "value": c})
-        through.append({"node": names[i], "op": graph.ops[i].name,
-                        "formula": _formula(graph, i, names), "gradients": parts})
+        if parts:  # a node of constants only passes no gradient back
+            through.append({"node": names[i], "op": graph.ops[i].name,
+                            "formula": _formula(graph, i, names), "gradients": parts})
     fanout = [{"node": names[a], "via": via, "gradient": adjoints[a]}
               for a, via in sorted(uses.items()) if len(via) > 1]
     return {

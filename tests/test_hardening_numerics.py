@@ -292,6 +292,11 @@ def test_a_node_of_constants_only_has_no_through_step(cli):
     steps = json.loads(cli("explain", "y = x * (2 * 3)", "x=1", "--format", "json").stdout)
     assert [s["node"] for s in steps["backward"]["through"]] == ["y"]
     assert steps["gradients"] == {"x": 6.0}
+    tensors = json.loads(cli("explain", "y = sum(x * ([1, 2] * 2))", "x=[1,1]", "--format",
+                             "json").stdout)
+    through = tensors["backward"]["through"]
+    assert [s["node"] for s in through] == ["y", "t2"]
+    assert [p["wrt"] for p in through[1]["gradients"]] == ["x", "t1"]  # t1 = [1, 2] * 2
 
 
 @pytest.mark.parametrize("program, bindings", [
