@@ -73,8 +73,14 @@ def all_finite(x) -> bool:
     if isinstance(x, float):
         return math.isfinite(x)
     with np.errstate(all="ignore"):  # a sum that overflows is the question, not a warning
-        total = float(x.sum())
-    return math.isfinite(total) or bool(np.isfinite(x).all())
+        return _finite(x)
+
+
+def _finite(x) -> bool:
+    """:func:`all_finite`, for the passes' loops, which run inside ``np.errstate`` already."""
+    if x.__class__ is float:
+        return math.isfinite(x)
+    return math.isfinite(float(x.sum())) or bool(np.isfinite(x).all())
 
 
 def _short(value) -> str:
@@ -147,7 +153,7 @@ def forward_tensors(graph: Graph, values: list) -> list:
                 raise _no_memory(graph, i, values) from None
             if out.__class__ is not float and np.ndim(out) == 0:
                 out = float(out)
-            if not all_finite(out):
+            if not _finite(out):
                 raise _bad_element(graph, i, values, out)
             values[i] = out
     return values
@@ -251,7 +257,7 @@ def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -
                 raise _no_memory(graph, i, values) from None
             for a, c in zip(args, pulled):
                 adj[a] = c if adj[a] is None else adj[a] + c
-                if checked and depends[a] and not all_finite(adj[a]):
+                if checked and depends[a] and not _finite(adj[a]):
                     raise _slope_error(graph, values, i, g, a, adj[a])
     return adj
 
@@ -328,9 +334,9 @@ def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
                 tan[i] = op.jvp(ts, xs, values[i], params.get(i, ()))
             else:
                 tan[i] = _push(op, xs, values[i], ts, checked=False)
-                if not all_finite(tan[i]):  # a zero tangent meets an infinite partial?
+                if not _finite(tan[i]):  # a zero tangent meets an infinite partial?
                     tan[i] = _push(op, xs, values[i], ts, checked=True)
-            if not all_finite(tan[i]):
+            if not _finite(tan[i]):
                 raise _tangent_error(graph, values, i, ts)
     return [
         (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if t is None
