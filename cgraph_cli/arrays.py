@@ -10,6 +10,7 @@ pass places it at the node's source span.
 
 from __future__ import annotations
 
+import sys
 from math import prod
 
 Shape = tuple[int, ...]
@@ -31,6 +32,34 @@ np = _LazyNumpy()
 
 class ShapeMismatch(Exception):
     """A shape rule's complaint, in the user's words."""
+
+
+class NoValue(ShapeMismatch):
+    """An op that has no value for the shapes it is given (the largest element of nothing);
+    the message follows the node's source text: ``max(x[2:1]) of an empty tensor has no
+    value``."""
+
+
+#: NumPy's limit on the number of axes of an array.
+MAX_AXES = 64
+#: The most elements any one value may have: 2**28 float64 numbers are 2 GiB. The shape pass
+#: refuses a larger result before anything is allocated.
+MAX_ELEMENTS = 2**28
+
+
+def size_text(elements: int) -> str:
+    """The memory ``elements`` float64 numbers take, in the largest unit that keeps a number
+    of at least 1: ``80 GB``, ``2 GiB`` style but decimal (GB = 10**9 bytes).
+
+    >>> size_text(10**10), size_text(2**28), size_text(3)
+    ('80 GB', '2.1 GB', '24 bytes')
+    """
+    size = 8 * elements
+    for unit, scale in (("EB", 10**18), ("PB", 10**15), ("TB", 10**12), ("GB", 10**9),
+                        ("MB", 10**6), ("kB", 10**3)):
+        if size >= scale:
+            return f"{size / scale:.2g} {unit}" if size < 10 * scale else f"{size // scale:,} {unit}"
+    return f"{size} bytes"
 
 
 def show_shape(shape: Shape) -> str:
@@ -90,6 +119,18 @@ def reduce_shape(shapes, params) -> Shape:
     return shape[:axis] + shape[axis + 1 :]
 
 
+def average_shape(shapes, params) -> Shape:
+    """As :func:`reduce_shape`, for a reduction that has no value over no elements (mean,
+    logsumexp): an empty result is fine, a number made of nothing is not."""
+    out = reduce_shape(shapes, params)
+    (shape,) = shapes
+    counted = prod(shape) if not params or params[0] is None else shape[_axis(shape, params[0])]
+    if counted == 0 and prod(out) > 0:
+        raise NoValue("of an empty tensor has no value" if not out else
+                      f"has no value: axis {params[0]} of the {show_shape(shape)} tensor is empty")
+    return out
+
+
 def keep_shape(shapes, params) -> Shape:
     if params and params[0] is not None:
         _axis(shapes[0], params[0])
@@ -105,6 +146,8 @@ def reshape_shape(shapes, params) -> Shape:
     size = prod(shape)
     if new.count(-1) > 1 or any(n < -1 for n in new):
         raise ShapeMismatch(f"{show_shape(new)} is not a shape: sizes are whole numbers, one -1")
+    if any(n > sys.maxsize for n in new):  # an empty tensor has room for any other size
+        raise ShapeMismatch(f"{show_shape(new)} is not a shape: a size is at most {sys.maxsize}")
     known = prod(n for n in new if n != -1)
     if -1 in new and known and size % known == 0:
         new = tuple(size // known if n == -1 else n for n in new)
@@ -136,6 +179,9 @@ def index_shape(shapes, params) -> Shape:
 
 
 def all_shape(shapes, params) -> Shape:
+    """One number from all the elements (the largest, the smallest): nothing from none."""
+    if prod(shapes[0]) == 0:
+        raise NoValue("of an empty tensor has no value")
     return ()
 
 
@@ -189,6 +235,8 @@ def sum_vjp(g, args, out, params):
 
 
 def mean_forward(x, axis=None):
+    if np.size(x) == 0:  # the shape pass let it through: the result is empty too
+        return np.sum(x, axis=axis)  # (NumPy's mean would warn "Mean of empty slice")
     return np.mean(x, axis=axis)
 
 
@@ -202,6 +250,8 @@ def mean_vjp(g, args, out, params):
 
 
 def softmax_forward(x, axis=None):
+    if np.size(x) == 0:  # no maximum to shift by, and nothing to compute
+        return np.zeros(np.shape(x))
     shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return shifted / np.sum(shifted, axis=axis, keepdims=True)
 
@@ -217,6 +267,8 @@ def softmax_jvp(tangents, args, out, params):
 
 
 def logsumexp_forward(x, axis=None):
+    if np.size(x) == 0:  # the shape pass let it through: the result is empty too
+        return np.sum(x, axis=axis)
     top = np.max(x, axis=axis, keepdims=True)
     out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
     return out.reshape(()) if axis is None else np.squeeze(out, axis)

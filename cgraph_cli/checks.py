@@ -54,7 +54,8 @@ class Result:
         if _shape(self.actual):
             from .arrays import np
 
-            return float(np.max(np.abs(self.actual - self.expected)))
+            with np.errstate(all="ignore"):  # 1e308 - -1e308: inf, without a NumPy warning
+                return float(np.max(np.abs(self.actual - self.expected)))
         return abs(self.actual - self.expected)
 
     @property
@@ -105,7 +106,8 @@ def _close(actual, expected, rtol: float, atol: float) -> bool:
         return abs(actual - expected) <= atol + rtol * abs(expected)
     from .arrays import np
 
-    return bool(np.all(np.abs(actual - expected) <= atol + rtol * np.abs(expected)))
+    with np.errstate(all="ignore"):  # a difference that overflows is not close: no warning
+        return bool(np.all(np.abs(actual - expected) <= atol + rtol * np.abs(expected)))
 
 
 def parse_expectation(text: str) -> tuple[str, object]:

@@ -90,7 +90,7 @@ def _check_text(results, grouped: bool) -> str:
             lines.append(f"{case}:")
         mark = click.style("ok  ", fg="green") if r.ok else click.style("FAIL", fg="red", bold=True)
         detail = f"expected {f(r.expected)}" + ("" if r.ok else f", difference {f(r.difference)}")
-        if math.isinf(r.difference):
+        if getattr(r.actual, "shape", ()) != getattr(r.expected, "shape", ()):
             detail = f"expected {f(r.expected)}: the shapes differ"
         lines.append(f"{'  ' if grouped else ''}{mark}  {r.label} = {f(r.actual)} ({detail})")
     passed = sum(r.ok for r in results)
@@ -173,6 +173,8 @@ def _range(text: str) -> tuple[float, float]:
         low = high = math.nan
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise UsageError(f"--range is LO,HI with LO < HI, got {text!r}")
+    if not math.isfinite(high - low):  # points are drawn as LO + (HI - LO)·u
+        raise UsageError(f"--range {text} is too wide: HI - LO must be at most 1.8e308")
     return low, high
 
 

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .forward import local_partials
 from .ir import Graph
 from .names import node_names
 from .numfmt import format_number
 from .ops import CALL, CONST, INFIX, OPS, PREC_ATOM
-from .render.dot import ancestors
+from .render.dot import ancestors, partials_at
 from .render.source import combine
 
 
@@ -56,13 +55,15 @@ def explain(
         if not reach[i]:
             continue
         op, args = graph.ops[i], graph.args[i]
-        local[i] = local_partials(graph, values, i)
-        through.append({"node": names[i], "op": op.name, "partials": [
+        local[i] = partials_at(graph, values, i)
+        partials = [  # none with respect to a constant: no gradient flows back to one
             {"wrt": names[a],
              "formula": op.derivative[k].format(*(names[x] for x in args), out=names[i]),
              "value": local[i][k]}
-            for k, a in enumerate(args)
-        ]})
+            for k, a in enumerate(args) if graph.ops[a] is not CONST
+        ]
+        if partials:
+            through.append({"node": names[i], "op": op.name, "partials": partials})
     uses: dict[int, list[tuple[int, int]]] = {}  # node -> (consumer, argument position)
     for i in ops:
         if reach[i]:

@@ -3,7 +3,7 @@ node's reverse rule (its vjp) through the backward pass.
 
 A scalar explanation multiplies local derivatives; with tensors each step applies an op's rule
 to the incoming gradient: ``∂loss/∂H = ∂loss/∂Y @ W2ᵀ``, or for an elementwise op the
-gradient times the local derivative, element by element (⊙), summed over the axes that
+gradient times the local derivative, element by element (·), summed over the axes that
 broadcasting stretched.
 
 >>> from cgraph_cli import grad
@@ -50,7 +50,7 @@ def reverse_rule(graph: Graph, i: int, k: int, g: str, names: list[str]) -> str:
     if op.constant is not None:
         return g if op.constant[k] == 1.0 else f"-{g}"
     local = op.derivative[k].format(*(names[a] for a in args), out=names[i])
-    return f"{g} ⊙ {local}" if " " not in local or local[0] == "[" else f"{g} ⊙ ({local})"
+    return f"{g} · {local}" if " " not in local or local[0] == "[" else f"{g} · ({local})"
 
 
 def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: int | None = None
@@ -74,15 +74,20 @@ def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: 
             continue
         gradient = f"{g_out}/∂{names[i]}"
         parts = []
-        for k, (a, c) in enumerate(zip(graph.args[i], cotangents(graph, values, i, adjoints[i]))):
+        # As the reverse pass computed them: where the gradient is 0, an infinite local
+        # derivative contributes 0, not nan (and NumPy says nothing).
+        with np.errstate(all="ignore"):
+            pulled = cotangents(graph, values, i, adjoints[i], checked=True)
+        for k, (a, c) in enumerate(zip(graph.args[i], pulled)):
             if graph.ops[a] is CONST:
                 continue
             uses.setdefault(a, []).append(names[i])
             summed = _summed_axes(graph, values, i, a)
             parts.append({"wrt": names[a], "formula": reverse_rule(graph, i, k, gradient, names),
                           "summed_axes": summed, "shape": _shape(c), "value": c})
-        through.append({"node": names[i], "op": graph.ops[i].name,
-                        "formula": _formula(graph, i, names), "gradients": parts})
+        if parts:  # a node of constants only passes no gradient back
+            through.append({"node": names[i], "op": graph.ops[i].name,
+                            "formula": _formula(graph, i, names), "gradients": parts})
     fanout = [{"node": names[a], "via": via, "gradient": adjoints[a]}
               for a, via in sorted(uses.items()) if len(via) > 1]
     return {
@@ -115,7 +120,7 @@ def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[st
     the gradient lines, in plain text."""
 
     def f(value) -> str:
-        return format_value(value, precision or 4, rows="")
+        return format_value(value, precision or 4, rows="", shape=True)
 
     forward = []
     for s in steps["forward"]:

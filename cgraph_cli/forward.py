@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from .errors import BindingError, DomainError
 from .ir import Graph, gc_paused
 from .numfmt import format_number
-from .ops import CALL, INFIX, LEAF
+from .ops import CALL, INFIX, LEAF, POSTFIX
 
 #: The reverse pass's marker for a binary op whose partials are its arguments swapped (mul).
 SWAPPED = "swapped"
@@ -179,8 +179,10 @@ def describe(graph: Graph, node: int, values: list, arg_values: list | None = No
     if arg_values is None:
         arg_values = [values[a] for a in graph.args[node]]
     shown = [_brief(v) for v in arg_values]
-    if op.style == CALL:
-        return f"{op.name}({', '.join(shown)})"
+    if op.style == CALL:  # as the program spells it: max(x), not the op's name amax(x)
+        return f"{op.symbol}({', '.join(shown)})"
+    if op.style == POSTFIX:
+        return f"{shown[0]}[…]"
     shown = [f"({s})" if s.startswith("-") else s for s in shown]
     if op.style == INFIX:
         return f" {op.symbol} ".join(shown)
@@ -258,7 +260,9 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
         return jvp_tensors(graph, values, tangents)
     out = [0.0] * len(graph.ops)
     for name, t in tangents.items():
-        out[graph.inputs[name]] = float(t)
+        if name not in graph.inputs:
+            raise _unknown_binding(graph, [name])
+        out[graph.inputs[name]] = check_number(name, t)
     ops = graph.ops
     i = -1
     try:
@@ -270,6 +274,11 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
             partials = p(values[a], values[i]) if b < 0 else p(values[a], values[b], values[i])
             # A zero tangent contributes nothing, even where the partial is not finite.
             out[i] = (partials[0] * ta if ta else 0.0) + (partials[1] * tb if tb else 0.0)
+            if out[i] - out[i] != 0.0:  # inf or nan
+                if all(math.isfinite(p) for p, t in zip(partials, (ta, tb)) if t):
+                    raise graph.error(DomainError, f"the tangent of {graph.text(i)} "
+                                      "overflows: it is too large for a float64", i)
+                raise slope_error(graph, i, values)
     except (ArithmeticError, ValueError):
         raise slope_error(graph, i, values) from None
     return out

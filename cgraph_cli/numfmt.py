@@ -53,6 +53,8 @@ def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "")
     matrix (``"\\n"`` puts each on its own line, numbers then right-aligned in columns)."""
     if not is_tensor(value):
         return format_number(float(value), precision)
+    if value.size == 0:
+        return _empty(value.shape, sep)
     texts = [format_number(float(x), precision) for x in value.ravel()]
     width = max(map(len, texts)) if rows and value.ndim > 1 else 0
     texts = [t.rjust(width) for t in texts]
@@ -62,6 +64,15 @@ def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "")
         joint = sep if depth == 0 or not rows else sep.rstrip() + rows + " " * (value.ndim - depth)
         texts = ["[" + joint.join(texts[k : k + n]) + "]" for k in range(0, len(texts), n)]
     return texts[0]
+
+
+def _empty(shape: tuple[int, ...], sep: str) -> str:
+    """An empty tensor as nested lists, as JSON has it: ``[]`` for shape (0,) or (0, 3),
+    ``[[], []]`` for (2, 0): the brackets up to the first axis of size 0."""
+    text = "[]"
+    for n in reversed(shape[: shape.index(0)]):
+        text = "[" + sep.join([text] * n) + "]"
+    return text
 
 
 def plain_value(value, precision: int | None = None) -> str:
@@ -77,15 +88,38 @@ def summary(value, precision: int | None = 4) -> str:
     first = ", ".join(format_number(float(x), precision) for x in flat[:3])
     return (f"{shape_text(value)} tensor  min {format_number(float(flat.min()), precision)}  "
             f"max {format_number(float(flat.max()), precision)}  "
-            f"mean {format_number(float(flat.mean()), precision)}  [{first}, …]")
+            f"mean {format_number(mean(flat), precision)}  [{first}, …]")
+
+
+def mean(flat) -> float:
+    """The mean of a non-empty 1-D array of finite numbers, even where their sum overflows
+    (``[1e308, 1e308]``: 1e308, not inf and a NumPy warning).
+
+    >>> import numpy as np
+    >>> mean(np.array([1e308, 1e308])), mean(np.array([1.0, 2.0]))
+    (1e+308, 1.5)
+    """
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        total = float(flat.mean())
+        return total if math.isfinite(total) else float((flat / flat.size).sum())
 
 
 def format_value(value, precision: int | None = None, full: bool = False,
-                 rows: str = "\n") -> str:
+                 rows: str = "\n", shape: bool = False) -> str:
     """A number as :func:`format_number`; a tensor in full when small (or ``full``), else as a
-    :func:`summary`. Matrix rows go on separate lines unless ``rows`` says otherwise."""
+    :func:`summary`. Matrix rows go on separate lines unless ``rows`` says otherwise. An empty
+    tensor is ``[]``, followed by its shape if ``shape`` (where no column shows it).
+
+    >>> import numpy as np
+    >>> format_value(np.zeros((2, 0))), format_value(np.zeros((2, 0)), shape=True)
+    ('[]', '[] (2, 0)')
+    """
     if not is_tensor(value):
         return format_number(float(value), precision)
+    if value.size == 0:
+        return f"[] {shape_text(value)}" if shape else "[]"
     if full or value.size <= SMALL:
         return nested(value, precision or TENSOR_DIGITS, rows=rows)
     return summary(value, precision or TENSOR_DIGITS)

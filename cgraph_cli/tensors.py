@@ -21,11 +21,21 @@ import math
 import re
 from collections.abc import Mapping
 
-from .arrays import ShapeMismatch, np, shape_of, show_shape, unbroadcast
+from . import arrays
+from .arrays import (
+    MAX_AXES,
+    NoValue,
+    ShapeMismatch,
+    np,
+    shape_of,
+    show_shape,
+    size_text,
+    unbroadcast,
+)
 from .errors import BindingError, DomainError, EvalError
 from .forward import compile_program, domain_error, slope_error
 from .ir import Graph
-from .ops import CONST, INPUT, LEAF
+from .ops import CONST, INPUT, LEAF, POSTFIX
 
 
 class ShapeError(EvalError):
@@ -104,8 +114,15 @@ def all_finite(x) -> bool:
     itself says otherwise."""
     if isinstance(x, float):
         return math.isfinite(x)
-    total = float(x.sum())
-    return math.isfinite(total) or bool(np.isfinite(x).all())
+    with np.errstate(all="ignore"):  # a sum that overflows is the question, not a warning
+        return _finite(x)
+
+
+def _finite(x) -> bool:
+    """:func:`all_finite`, for the passes' loops, which run inside ``np.errstate`` already."""
+    if x.__class__ is float:
+        return math.isfinite(x)
+    return math.isfinite(float(x.sum())) or bool(np.isfinite(x).all())
 
 
 def _short(value) -> str:
@@ -139,9 +156,30 @@ def _infer(graph: Graph, values: list) -> list[tuple[int, ...]]:
             continue
         try:
             out[i] = op.shape([out[a] for a in args], params.get(i, ()))
+        except NoValue as e:
+            raise graph.error(ShapeError, f"{graph.text(i)} {e}", i) from None
         except ShapeMismatch as e:
             raise graph.error(ShapeError, str(e), i) from None
+        if len(out[i]) > MAX_AXES or math.prod(out[i]) > arrays.MAX_ELEMENTS:
+            raise _too_large(graph, i, out)
     return out
+
+
+def _too_large(graph: Graph, i: int, shapes: list) -> ShapeError:
+    """The error for node ``i`` whose result NumPy cannot hold (more than 64 axes) or that
+    would take more memory than one value may (:data:`arrays.MAX_ELEMENTS`)."""
+    op, shape = graph.ops[i], shapes[i]
+    what = "indexing" if op.style == POSTFIX else op.symbol
+    given = " and ".join(show_shape(shapes[a]) for a in graph.args[i])
+    hints = [f"its argument{'s are' if len(graph.args[i]) > 1 else ' is'} {given}"]
+    if len(shape) > MAX_AXES:
+        return graph.error(
+            ShapeError, f"the result of {what} would have {len(shape)} axes; a tensor has at "
+            f"most {MAX_AXES} (NumPy's limit)", i, hints=hints)
+    return graph.error(
+        ShapeError, f"the result of {what} would be a {show_shape(shape)} tensor of "
+        f"{size_text(math.prod(shape))}; the limit is {arrays.MAX_ELEMENTS:,} elements "
+        f"({size_text(arrays.MAX_ELEMENTS)}) per value", i, hints=hints)
 
 
 def forward_tensors(graph: Graph, values: list) -> list:
@@ -158,23 +196,36 @@ def forward_tensors(graph: Graph, values: list) -> list:
                 out = f(*xs) if op.elementwise else f(*xs, *params.get(i, ()))
             except (ArithmeticError, ValueError) as exc:  # the scalar rules raise
                 raise domain_error(graph, i, values, exc) from None
+            except MemoryError:
+                raise _no_memory(graph, i, values) from None
             if out.__class__ is not float and np.ndim(out) == 0:
                 out = float(out)
-            if not all_finite(out):
+            if not _finite(out):
                 raise _bad_element(graph, i, values, out)
             values[i] = out
     return values
 
 
+def _no_memory(graph: Graph, i: int, values: list) -> EvalError:
+    shape = shapes(graph, values)[i]
+    return graph.error(
+        EvalError, f"not enough memory for the result of {graph.text(i)}, a {show_shape(shape)} "
+        f"tensor of {size_text(math.prod(shape))}", i)
+
+
 def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
     """The error for node ``i`` whose result has a non-finite element: the element's formula
-    when the op is elementwise (``log(-1) is undefined at [1]``)."""
+    when the op is elementwise (``log(-1) is undefined at [1]``); for the others, which only
+    sum and multiply finite numbers, an overflow (``sum(x) overflows``)."""
     op = graph.ops[i]
-    scalars, at = _element(graph, values, i, ~np.isfinite(np.asarray(out)))
+    bad = ~np.isfinite(np.asarray(out))
     if not op.elementwise:
         return graph.error(
-            DomainError, f"{op.name} overflows{at}: the result is too large for a float64", i
+            DomainError,
+            f"{graph.text(i)} overflows{_at(bad)}: the result is too large for a float64", i,
+            hints=["the intermediate sums or products exceed about 1.8e308"],
         )
+    scalars, at = _element(graph, values, i, bad)
     try:
         op.forward(*scalars)
     except (ValueError, ZeroDivisionError, OverflowError) as exc:
@@ -183,12 +234,22 @@ def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
 
 
 def _element(graph: Graph, values: list, i: int, bad) -> tuple[list[float], str]:
-    """Where ``bad`` (a mask over node ``i``'s shape) first holds: each argument's element
-    there, broadcast as the op saw it, and `` at [j, k]`` (nothing for a number)."""
-    where = tuple(int(k) for k in np.argwhere(bad)[0])
+    """Where ``bad`` (a mask over the shape of elementwise node ``i``) first holds: each
+    argument's element there, broadcast as the op saw it, and `` at [j, k]``."""
+    where = _first(bad)
     shape = np.shape(bad)
     scalars = [float(np.broadcast_to(values[a], shape)[where]) for a in graph.args[i]]
-    return scalars, " at [" + ", ".join(map(str, where)) + "]" if where else ""
+    return scalars, _at(bad)
+
+
+def _first(bad) -> tuple[int, ...]:
+    return tuple(int(k) for k in np.argwhere(bad)[0])
+
+
+def _at(bad) -> str:
+    """`` at [j, k]``, where the mask ``bad`` first holds; nothing for a number."""
+    where = _first(bad)
+    return " at [" + ", ".join(map(str, where)) + "]" if where else ""
 
 
 def require_scalar(graph: Graph, values: list, node: int) -> None:
@@ -199,12 +260,14 @@ def require_scalar(graph: Graph, values: list, node: int) -> None:
     name = graph.display_name(node)
     shown = name if name.isidentifier() else f"({name})"
     first = ", ".join("0" for _ in np.shape(value))
+    hint = (f"reduce it, as a loss does: sum({name}) or mean({name}); "
+            f"or pick one element: {shown}[{first}]")
+    if np.size(value) == 0:
+        hint = f"it is empty, so it has no element to pick; sum({name}) is 0"
     raise graph.error(
         EvalError,
         f"{name} is a {show_shape(np.shape(value))} tensor; gradients need a single number",
-        node,
-        hints=[f"reduce it, as a loss does: sum({name}) or mean({name}); "
-               f"or pick one element: {shown}[{first}]"],
+        node, hints=[hint],
     )
 
 
@@ -235,10 +298,14 @@ def _reverse(graph: Graph, values: list, out: int, seed: float, checked: bool) -
             if g is None or op.style == LEAF:
                 continue
             args = all_args[i]
-            for a, c in zip(args, cotangents(graph, values, i, g, checked)):
+            try:
+                pulled = cotangents(graph, values, i, g, checked)
+            except MemoryError:
+                raise _no_memory(graph, i, values) from None
+            for a, c in zip(args, pulled):
                 adj[a] = c if adj[a] is None else adj[a] + c
-                if checked and depends[a] and not all_finite(adj[a]):
-                    raise _slope_error(graph, values, i, g)
+                if checked and depends[a] and not _finite(adj[a]):
+                    raise _slope_error(graph, values, i, g, a, adj[a])
     return adj
 
 
@@ -252,7 +319,7 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
         out = op.vjp(g, xs, values[i], graph.params.get(i, ()))
     else:
         out = []
-        for a, p, x in zip(args, _partials(op, xs, values[i]), xs):
+        for a, p, x in zip(args, array_partials(op, xs, values[i]), xs):
             if graph.ops[a] is CONST:  # a constant needs no gradient
                 out.append(0.0 if x.__class__ is float else np.zeros_like(x))
                 continue
@@ -263,21 +330,26 @@ def cotangents(graph: Graph, values: list, i: int, g, checked: bool = False) -> 
     return [float(c) if c.__class__ is not float and np.ndim(c) == 0 else c for c in out]
 
 
-def _slope_error(graph: Graph, values: list, i: int, g) -> DomainError:
-    """The error for node ``i`` whose local derivative is not finite where it is needed: for an
-    elementwise op, at the first such element (``sqrt(0)`` at ``[1]``)."""
+def _slope_error(graph: Graph, values: list, i: int, g, a: int, adj) -> DomainError:
+    """The error for node ``i`` that passed argument ``a`` a gradient ``adj`` that is not
+    finite: for an elementwise op whose local derivative is not finite where it is needed, at
+    the first such element (``sqrt(0)`` at ``[1]``); else the gradient itself overflowed."""
     op = graph.ops[i]
     if op.elementwise:
         shape = np.shape(values[i])
-        for p in _partials(op, [values[a] for a in graph.args[i]], values[i]):
+        for p in array_partials(op, [values[a] for a in graph.args[i]], values[i]):
             p = np.broadcast_to(p() if callable(p) else p, shape)
             bad = ~np.isfinite(p) & (np.broadcast_to(g, shape) != 0.0)
             if bad.any():
                 return slope_error(graph, i, values, *_element(graph, values, i, bad))
-    return slope_error(graph, i, values)
+    return graph.error(
+        DomainError, f"the gradient through {graph.text(i)} overflows{_at(~np.isfinite(adj))}: "
+        f"it is too large for a float64", i,
+        hints=[f"the gradient with respect to {graph.display_name(a)} exceeds about 1.8e308"],
+    )
 
 
-def _partials(op, xs: list, out) -> tuple:
+def array_partials(op, xs: list, out) -> tuple:
     """An elementwise op's local partials at ``xs`` (arrays, or functions giving them)."""
     if op.constant is not None:
         return op.constant
@@ -296,8 +368,8 @@ def _depends_on_input(graph: Graph) -> list[bool]:
 def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
     """Forward mode: every node's directional derivative along the input ``tangents``."""
     tan: list = [None] * len(graph.ops)
-    for name, t in tangents.items():
-        tan[graph.inputs[name]] = t if t.__class__ is float else np.asarray(t, dtype=float)
+    for name, t in check_tangents(graph, values, tangents).items():
+        tan[graph.inputs[name]] = t
     ops, params = graph.ops, graph.params
     with np.errstate(all="ignore"):
         for i, (op, args) in enumerate(zip(ops, graph.args)):
@@ -307,13 +379,63 @@ def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
             xs = [values[a] for a in args]
             if not op.elementwise:
                 tan[i] = op.jvp(ts, xs, values[i], params.get(i, ()))
-                continue
-            partials = _partials(op, xs, values[i])
-            total = sum((p() if callable(p) else p) * t for p, t in zip(partials, ts)
-                        if t is not None)
-            tan[i] = np.broadcast_to(total, np.shape(values[i])) + 0.0
+            else:
+                tan[i] = _push(op, xs, values[i], ts, checked=False)
+                if not _finite(tan[i]):  # a zero tangent meets an infinite partial?
+                    tan[i] = _push(op, xs, values[i], ts, checked=True)
+            if not _finite(tan[i]):
+                raise _tangent_error(graph, values, i, ts)
     return [
         (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if t is None
         else (float(t) if np.ndim(t) == 0 else t)
         for i, t in enumerate(tan)
     ]
+
+
+def _push(op, xs: list, out, ts: list, checked: bool):
+    """An elementwise op's tangent: its partials times the arguments' tangents, summed.
+    ``checked``: a zero tangent contributes nothing even where a partial is infinite."""
+    total = 0.0
+    for p, t in zip(array_partials(op, xs, out), ts):
+        if t is not None:
+            c = (p() if callable(p) else p) * t
+            total = total + (np.where(t == 0.0, 0.0, c) if checked else c)
+    return np.broadcast_to(total, np.shape(out)) + 0.0
+
+
+def _tangent_error(graph: Graph, values: list, i: int, ts: list) -> DomainError:
+    """The error for node ``i`` whose tangent is not finite: an infinite local derivative
+    where the tangent is not zero (at its first element), or an overflow."""
+    op = graph.ops[i]
+    if op.elementwise:
+        shape = np.shape(values[i])
+        xs = [values[a] for a in graph.args[i]]
+        for p, t in zip(array_partials(op, xs, values[i]), ts):
+            if t is None:
+                continue
+            p = np.broadcast_to(p() if callable(p) else p, shape)
+            bad = ~np.isfinite(p) & (np.broadcast_to(t, shape) != 0.0)
+            if bad.any():
+                return slope_error(graph, i, values, *_element(graph, values, i, bad))
+    return graph.error(
+        DomainError, f"the tangent of {graph.text(i)} overflows: it is too large for a float64",
+        i,
+    )
+
+
+def check_tangents(graph: Graph, values: list, tangents: Mapping[str, object]) -> dict:
+    """The tangents as finite floats or arrays shaped like their inputs' values, or a
+    :class:`BindingError`."""
+    out = {}
+    for name, t in tangents.items():
+        if name not in graph.inputs:
+            raise BindingError(f"the program has no input named '{name}' to take a tangent",
+                               hints=["the program's inputs: " + (", ".join(graph.inputs)
+                                                                  or "none")])
+        t = as_array(name, t) if t.__class__ is not float else t
+        want = shape_of(values[graph.inputs[name]])
+        if shape_of(t) != want:
+            raise BindingError(f"the tangent of '{name}' has shape {show_shape(shape_of(t))}; "
+                               f"'{name}' has shape {show_shape(want)}")
+        out[name] = t
+    return out

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cgraph_cli import parse
+from cgraph_cli import grad, parse
 from cgraph_cli.draw import MAX_NODES, diagram_of
 from cgraph_cli.render import image
 from cgraph_cli.render.dot import DiagramOptions
@@ -256,3 +256,51 @@ def test_big_diagrams_draw_widely_read_leaves_beside_each_reader(cli):
 def test_big_diagrams_ask_graphviz_for_a_quicker_layout(cli):
     assert "mclimit=0.1" in cli("dot", big_program(60), "x=1", "--force").stdout
     assert "mclimit" not in cli("dot", SEED).stdout
+
+
+def _label_sources() -> list[str]:
+    """DOT sources that between them use every kind of label: each sample forward and
+    backward (light and print legends), reassigned names (c₂ ... c₁₁), an empty tensor, a
+    large tensor's summary, and a backward frame's "?"."""
+    import math
+
+    from cgraph_cli.render.dot import diagram
+
+    sources = []
+    for sample in sorted((ROOT / "samples").glob("*.cg")):
+        for options in ({}, {"backward": True}, {"backward": True, "theme": "print"}):
+            sources.append(dot_of(sample.name, **options))
+    programs = [
+        ("c = a * 2; " + "; ".join(["c = c + 1"] * 11) + "; g = (c - a) ^ c", {"a": 1}),
+        ("y = sum(x[2:1]) + sum(x * [1, 2, 3])", {"x": [1, 2, 3]}),
+        ("y = sum(softmax(W @ x, 0))", {"W": [[1.0] * 20] * 20, "x": [0.5] * 20}),
+    ]
+    for program, bindings in programs:
+        graph = parse(program)
+        sources.append(diagram_of(graph, bindings, DiagramOptions(backward=True)).source)
+    r = grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    frame = [math.nan] * len(r.adjoints)
+    sources.append(diagram(r.graph, r.values, frame, DiagramOptions(backward=True)).source)
+    return sources
+
+
+@pytest.mark.skipif(image.locate("graphviz-pure") is None, reason="graphviz-pure not installed")
+def test_every_character_in_labels_is_drawn_by_graphviz_pure():
+    """graphviz-pure draws PNG text with fonts compiled into its binary; Arimo stands in for
+    Arial (our FONT). A character it has no outline for comes out as an empty box."""
+    import fontfile
+
+    from cgraph_cli.names import _SUB
+    from cgraph_cli.ops import OPS
+    from cgraph_cli.render.dot import FONT
+
+    data = Path(image.locate("graphviz-pure").path).read_bytes()
+    drawn = fontfile.drawable(data, fontfile.fonts(data)["Arimo Regular"])
+    assert FONT == "Arial" and "x" in drawn and "⊙" not in drawn  # the font, read right
+    used = {c for op in OPS.values()
+            for text in (op.glyph, op.symbol, *op.derivative, *op.adjoint) for c in text}
+    used |= {chr(c) for c in _SUB.values()}
+    for source in _label_sources():
+        used |= set(source)
+    missing = sorted(used - drawn - {"\n", "\t"})
+    assert not missing, [f"{c} U+{ord(c):04X}" for c in missing]

@@ -496,7 +496,7 @@ def test_explain_markdown_and_frames_of_a_tensor_program(cli, tmp_path):
     args = ["explain", str(SAMPLES / "softmax_cross_entropy.cg")]
     md = cli(*args, "--format", "markdown").stdout
     assert "## Backward pass" in md
-    assert "   - `∂loss/∂z = p ⊙ (∂loss/∂p − Σ ∂loss/∂p ⊙ p) = [0.6875, -0.8182, 0.1307]`" in md
+    assert "   - `∂loss/∂z = p · (∂loss/∂p − Σ ∂loss/∂p · p) = [0.6875, -0.8182, 0.1307]`" in md
     result = cli(*args, "--frames", str(tmp_path), "--frames-format", "svg")
     assert result.exit_code == 0, result.stderr
     frames = sorted(tmp_path.glob("frame-*.svg"))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..forward import local_partials
 from ..ir import Graph
 from ..names import node_names
-from ..numfmt import format_number, is_tensor, shape_text
+from ..numfmt import format_number, is_tensor, mean, shape_text
 from ..ops import CONST, INPUT
 
 #: Tensors with at most this many elements (and two axes) are drawn in full inside their
@@ -224,7 +224,7 @@ def _row(key: str, value: str, key_color: str, fill: str | None = None,
 def _magnitude(x) -> float:
     """|x|, or the largest |element| of a tensor; 0 for a gradient not known yet (nan)."""
     if is_tensor(x):
-        return float(abs(x).max())
+        return float(abs(x).max(initial=0.0))  # an empty tensor's gradient: nothing
     return 0.0 if math.isnan(x) else abs(x)
 
 
@@ -232,9 +232,11 @@ def _tensor_html(x, fmt, tint=None) -> str:
     """A small tensor as a grid of its elements (each tinted by ``tint``), a large one as its
     shape, mean and range."""
     e = html.escape
+    if x.size == 0:
+        return f" [] {e(shape_text(x))} "
     if x.size > SMALL_IN_NODE or x.ndim > 2:
         flat = x.ravel()
-        return (f" {e(shape_text(x))}  mean {e(fmt(float(flat.mean())))}  "
+        return (f" {e(shape_text(x))}  mean {e(fmt(mean(flat)))}  "
                 f"[{e(fmt(float(flat.min())))}, {e(fmt(float(flat.max())))}] ")
     rows = []
     for row in x.reshape(1, -1) if x.ndim == 1 else x:
@@ -266,9 +268,11 @@ def _mix(a: str, b: str, t: float) -> str:
 def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out"):
     if not options.backward:
         return {}
-    attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
     op = graph.ops[i]
     args = graph.args[i]
+    if graph.ops[args[k]] is CONST:  # no gradient flows back to a constant: a plain edge
+        return {}
+    attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
     if values is not None and any(is_tensor(values[a]) for a in (*args, i)) or not op.elementwise:
         # A tensor edge carries the op's reverse rule applied to the node's gradient.
         from ..explain_tensors import reverse_rule
@@ -279,11 +283,34 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out")
     formula = op.derivative[k].format(*(names[a] for a in args), out=names[i])
     text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
     if values is not None:
-        number = fmt(local_partials(graph, values, i)[k])
+        number = fmt(partials_at(graph, values, i)[k])
         if number != formula:
             text += f" = {number}"
     attrs["label"] = text  # a plain label: Graphviz's own quoting escapes it
     return attrs
+
+
+def partials_at(graph: Graph, values: Sequence[float], i: int) -> tuple[float, ...]:
+    """Node ``i``'s local partials, for showing: ``inf`` where one overflows and ``nan`` where
+    one is undefined, instead of the error the reverse pass raises where it needs that
+    partial (a diagram and an explanation also show partials no gradient flows through).
+
+    >>> from cgraph_cli import parse
+    >>> from cgraph_cli.forward import forward
+    >>> g = parse("y = 0 * x ^ -1")
+    >>> partials_at(g, forward(g, {"x": 1e-300}), 3)  # ∂/∂x = -1·x^-2 overflows
+    (-inf, -6.907755278982137e+302)
+    """
+    try:
+        return local_partials(graph, values, i)
+    except (ArithmeticError, ValueError):  # the NumPy rules give inf or nan instead of raising
+        from ..arrays import np
+        from ..tensors import array_partials
+
+        op, xs = graph.ops[i], [np.float64(values[a]) for a in graph.args[i]]
+        with np.errstate(all="ignore"):
+            ps = array_partials(op, xs, np.float64(values[i]))
+            return tuple(float(p() if callable(p) else p) for p in ps)
 
 
 def _legend(theme: Theme, out: str) -> str:

@@ -43,7 +43,7 @@ def graph_tree(
     who = names[out] if names[out].isidentifier() else "out"
     def fmt(x) -> str:
         if is_tensor(x):  # on one line; summarised when large
-            return format_value(x, precision, rows="")
+            return format_value(x, precision, rows="", shape=True)
         return format_number(x, precision)
 
     def line(i: int) -> Text:
