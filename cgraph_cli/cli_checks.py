@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import click
@@ -10,7 +11,8 @@ import click
 from .cli import EXIT_CODES, _load, _precision, main, source_options
 from .errors import UsageError
 
-CHECK_EXIT = EXIT_CODES.replace("  0  success\n", "  0  success: every assertion holds\n  1  an assertion failed\n")
+CHECK_EXIT = EXIT_CODES.replace("  0  success\n", "  0  success: every assertion holds\n"
+                                "  1  an assertion failed, or a case of --spec could not run\n")
 CHECK_EXIT = CHECK_EXIT.replace("unreadable bindings file", "unreadable bindings file, a mistake in the spec file")
 GRADCHECK_EXIT = EXIT_CODES.replace(
     "  0  success\n", "  0  every gradient matches (kinks and undefined points skipped)\n"
@@ -122,9 +124,8 @@ def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, 
 
 def _write_junit(target: str, data: bytes) -> None:
     if target == "-":
-        stdout = click.get_binary_stream("stdout")
-        stdout.write(data)
-        stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return
     try:
         with open(target, "wb") as f:
@@ -187,7 +188,8 @@ def _check_text(runs, grouped: bool) -> str:
               show_default=True, help="Report format (JSON holds every check).")
 @click.option("--all-rows", is_flag=True,
               help=f"Print every row of the table; by default at most {ROWS}: the mismatches "
-                   "first, then the largest errors.")
+                   "first, then the largest errors. (About 1.5 ms a row: for many thousands, "
+                   "--format json is quicker and holds every check.)")
 def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed, range_, eps,
                       rtol, atol, fmt, all_rows):
     """Compare every reverse-mode gradient with a central finite difference.
