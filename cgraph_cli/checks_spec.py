@@ -203,25 +203,19 @@ class _Locator:
     def values(self, table: dict, key: str, case: int) -> dict[str, object]:
         """A table of name = number, or name = array of numbers (nested for matrices): each a
         finite float or a float64 array."""
-        from .forward import check_value
-
         value = table.get(key, {})
-        wrong = next((f" ('{k}' is {_short(v)})" for k, v in value.items() if isinstance(v, bool)
-                      or not isinstance(v, (int, float, list))), None) if isinstance(
-                          value, dict) else ""
-        if wrong is not None:
-            raise self.error(f"'{key}' in case {case + 1} must be a table of name = number or "
-                             f"array{wrong}", case, key)
+        kind = f"'{key}' in case {case + 1} must be a table of name = number or array"
+        if not isinstance(value, dict):
+            raise self.error(kind, case, key)
         checked = {}
         for name, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, list)):
+                raise self.error(f"{kind} ('{name}' is {_short(v)})", case, key)
             try:
-                if isinstance(v, int) and not _finite(v):
-                    raise BindingError(f"the value of '{name}' is not a finite number: {_short(v)}")
-                checked[name] = check_value(name, v)
-            except (BindingError, OverflowError) as e:
-                message = getattr(e, "message", f"the value of '{name}' holds a number too large")
-                raise UsageError(f"'{key}' in case {case + 1}: {message}", self.find(case, key),
-                                 self.source, hints=getattr(e, "hints", ())) from None
+                checked[name] = _number_or_array(name, v)
+            except BindingError as e:
+                raise UsageError(f"'{key}' in case {case + 1}: {e.message}", self.find(case, key),
+                                 self.source, hints=e.hints) from None
         return checked
 
     def program_path(self, table: dict, case: int, folder: Path) -> str:
@@ -252,6 +246,18 @@ class _Locator:
 
 _CASE_HEADER = re.compile(r"\s*\[\[\s*case\s*\]\]")
 _STRING = r'"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\''
+
+
+def _number_or_array(name: str, value):
+    """A finite float, or a finite float64 array, from TOML's numbers and arrays."""
+    from .forward import check_value
+
+    if isinstance(value, int) and not _finite(value):
+        raise BindingError(f"the value of '{name}' is not a finite number: {_short(value)}")
+    try:
+        return check_value(name, value)
+    except OverflowError:  # NumPy, given a whole number too large for a float
+        raise BindingError(f"the value of '{name}' holds a number too large") from None
 
 
 def _finite(value) -> bool:
