@@ -11,14 +11,12 @@ element, and the shapes must be equal).
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .api import evaluate, grad, resolve_name
-from .errors import Source, Span, UsageError
+from .errors import CgraphError, UsageError
 from .ir import Graph
 
 RTOL, ATOL = 1e-9, 1e-12
@@ -27,13 +25,14 @@ RTOL, ATOL = 1e-9, 1e-12
 @dataclass
 class Case:
     name: str
-    graph: Graph
+    graph: Graph | None  # None when the program could not be read or parsed: see ``error``
     bindings: dict[str, object]
     expect: dict[str, float] = field(default_factory=dict)
     expect_grad: dict[str, float] = field(default_factory=dict)
     of: str | None = None
     rtol: float = RTOL
     atol: float = ATOL
+    error: CgraphError | None = None  # why the case cannot run, reported as its result
 
 
 @dataclass(frozen=True)
@@ -47,9 +46,13 @@ class Result:
     ok: bool
 
     @property
+    def shapes_differ(self) -> bool:
+        return _shape(self.actual) != _shape(self.expected)
+
+    @property
     def difference(self) -> float:
         """The largest elementwise difference (infinite when the shapes differ)."""
-        if _shape(self.actual) != _shape(self.expected):
+        if self.shapes_differ:
             return math.inf
         if _shape(self.actual):
             from .arrays import np
@@ -63,8 +66,24 @@ class Result:
         return self.name if self.kind == "value" else f"∂{self.output}/∂{self.name}"
 
 
+@dataclass(frozen=True)
+class CaseRun:
+    """A case's results, or the error that kept it from running (its program, its bindings,
+    an evaluation error)."""
+
+    case: str
+    results: list[Result]
+    error: CgraphError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(r.ok for r in self.results)
+
+
 def run_case(case: Case) -> list[Result]:
     """Evaluate and differentiate the case's program once; one result per expectation."""
+    if case.error is not None:
+        raise case.error
     # Values alone need no reverse pass (and a tensor output has no gradient to take).
     run = grad if case.expect_grad else evaluate
     result = run(case.graph, case.bindings, of=case.of)
@@ -78,6 +97,30 @@ def run_case(case: Case) -> list[Result]:
             ok = _close(actual, expected, case.rtol, case.atol)
             results.append(Result(case.name, kind, name, out, expected, actual, ok))
     return results
+
+
+def run_cases(cases: list[Case]) -> list[CaseRun]:
+    """Every case, each on its own: a case that cannot run does not stop the others.
+
+    >>> from cgraph_cli import parse
+    >>> runs = run_cases([Case("bad", parse("y = log(x)"), {"x": -1}, {"y": 0}),
+    ...                   Case("good", parse("y = x"), {"x": 2}, {"y": 2})])
+    >>> [(run.case, run.ok, type(run.error).__name__) for run in runs]
+    [('bad', False, 'DomainError'), ('good', True, 'NoneType')]
+    """
+    runs = []
+    for case in cases:
+        try:
+            runs.append(CaseRun(case.name, run_case(case)))
+        except CgraphError as e:
+            runs.append(CaseRun(case.name, [], e))
+    return runs
+
+
+def error_text(error: CgraphError) -> str:
+    """``FILE:LINE:COL: message``, or the message alone when the error has no place."""
+    where = error.where()
+    return f"{where}: {error.message}" if where else error.message
 
 
 def _shape(value) -> tuple:
@@ -97,6 +140,8 @@ def _expected_value(name: str, value):
         return as_array(name, value)
     except BindingError as e:
         raise UsageError(f"the expected {e.message.removeprefix('the ')}") from None
+    except OverflowError:  # a whole number too large for a float, in JSON
+        raise UsageError(f"the expected value of '{name}' holds a number too large") from None
 
 
 def _close(actual, expected, rtol: float, atol: float) -> bool:
@@ -129,166 +174,86 @@ def parse_expectation(text: str) -> tuple[str, object]:
     return name.strip(), number
 
 
-# --- spec files -----------------------------------------------------------------------------------
-_CASE_KEYS = ("name", "file", "program", "bindings", "of", "expect", "expect_grad", "rtol", "atol")
-_TOP_KEYS = ("rtol", "atol", "case")
-
-
 def load_spec(path: str) -> list[Case]:
-    """The cases of a TOML spec file. Every mistake in the file is a :class:`UsageError`
-    (exit 2) at its line, with the key."""
-    from .parser import parse
-    from .sources import read_file
+    """The cases of a TOML spec file (see :mod:`cgraph_cli.checks_spec`)."""
+    from .checks_spec import load_spec as load
 
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-
-    spec = read_file(path)
-    where = _Locator(spec)
-    try:
-        data = tomllib.loads(spec.text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        span = where.at(int(m.group(1)), int(m.group(2))) if m else None
-        raise UsageError(f"{path} is not valid TOML: {str(e).split(' (at')[0]}", span, spec) from None
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise where.error(f"unknown key '{key}'", None, key, _TOP_KEYS)
-    top_rtol = where.number(data, "rtol", None, RTOL)
-    top_atol = where.number(data, "atol", None, ATOL)
-    cases = data.get("case")
-    if not isinstance(cases, list) or not cases:
-        raise UsageError(f"{path} has no [[case]] tables", hints=[_EXAMPLE])
-    loaded = []
-    base = Path(path).parent
-    for k, table in enumerate(cases):
-        for key in table:
-            if key not in _CASE_KEYS:
-                raise where.error(f"unknown key '{key}' in case {k + 1}", k, key, _CASE_KEYS)
-        name = str(table.get("name", f"case {k + 1}"))
-        if ("file" in table) == ("program" in table):
-            raise where.error(f"case {k + 1} needs exactly one of 'file' and 'program'", k, "file")
-        if "file" in table:
-            program = read_file(str(base / where.string(table, "file", k)))
-        else:
-            program = Source(where.string(table, "program", k), f"{path}[{name}]")
-        expect = where.numbers(table, "expect", k)
-        expect_grad = where.numbers(table, "expect_grad", k)
-        if not expect and not expect_grad:
-            raise where.error(f"case {k + 1} expects nothing: give 'expect' or 'expect_grad'", k, "name")
-        loaded.append(Case(
-            name, parse(program.text, program.filename), where.numbers(table, "bindings", k),
-            expect, expect_grad, table.get("of"),
-            where.number(table, "rtol", k, top_rtol), where.number(table, "atol", k, top_atol),
-        ))
-    return loaded
-
-
-_EXAMPLE = ('[[case]]  name = "seed"  file = "seed.cg"  expect = { g = -12 }  '
-            "expect_grad = { x = -3 }")
-
-
-class _Locator:
-    """Finds where a key of a spec file is written, for messages with a caret."""
-
-    def __init__(self, source: Source) -> None:
-        self.source = source
-        self.lines = source.text.splitlines(keepends=True)
-        self.starts = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
-
-    def at(self, line: int, col: int) -> Span:
-        offset = self.starts[min(line, len(self.lines)) - 1] + col - 1
-        return Span(offset, offset + 1)
-
-    def find(self, case: int | None, key: str) -> Span | None:
-        seen = -1
-        for n, line in enumerate(self.lines):
-            stripped = line.strip()
-            if stripped.startswith("[[case]]"):
-                seen += 1
-                header = n
-            inside = seen == case if case is not None else seen < 0
-            if inside and re.match(rf"{re.escape(key)}\s*=", stripped):
-                start = self.starts[n] + line.index(key)
-                return Span(start, start + len(key))
-        if case is not None and seen >= case:  # point at the case's header
-            count = -1
-            for n, line in enumerate(self.lines):
-                if line.strip().startswith("[[case]]"):
-                    count += 1
-                    if count == case:
-                        header = n
-                        start = self.starts[header] + line.index("[[")
-                        return Span(start, start + len("[[case]]"))
-        return None
-
-    def error(self, message: str, case: int | None, key: str, known=()) -> UsageError:
-        hints = []
-        close = difflib.get_close_matches(key, known, n=1)
-        if known and close:
-            hints.append(f"did you mean '{close[0]}'?")
-        return UsageError(message, self.find(case, key), self.source, hints=hints)
-
-    def string(self, table: dict, key: str, case: int) -> str:
-        value = table[key]
-        if not isinstance(value, str):
-            raise self.error(f"'{key}' in case {case + 1} must be a string", case, key)
-        return value
-
-    def number(self, table: dict, key: str, case: int | None, default: float) -> float:
-        value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise self.error(f"'{key}' must be a non-negative number", case, key)
-        return float(value)
-
-    def numbers(self, table: dict, key: str, case: int) -> dict[str, object]:
-        """A table of name = number, or name = array of numbers (nested for matrices)."""
-        value = table.get(key, {})
-        if not isinstance(value, dict) or any(
-            isinstance(v, bool) or not isinstance(v, (int, float, list)) for v in value.values()
-        ):
-            raise self.error(
-                f"'{key}' in case {case + 1} must be a table of name = number or array", case, key
-            )
-        return {k: v if isinstance(v, list) else float(v) for k, v in value.items()}
+    return load(path)
 
 
 # --- reports -------------------------------------------------------------------------------------
-def report(results: list[Result]) -> dict:
-    """The JSON report: counts and one entry per assertion."""
-    return {
-        "passed": sum(r.ok for r in results),
-        "failed": sum(not r.ok for r in results),
-        "checks": [
+def report(runs: list[CaseRun]) -> dict:
+    """The JSON report: counts and one entry per assertion, and one per case that could not run.
+
+    >>> from cgraph_cli import parse
+    >>> r = report(run_cases([Case("c", parse("y = x"), {"x": 2}, {"y": 2, "z": 1})]))
+    >>> r["passed"], r["failed"], r["errors"], r["checks"]
+    (0, 0, 1, [{'case': 'c', 'error': "the program has no name 'z'"}])
+    """
+    results = [r for run in runs for r in run.results]
+    checks = []
+    for run in runs:
+        checks.extend(
             {"case": r.case, "kind": r.kind, "name": r.name, "output": r.output,
              "expected": r.expected, "actual": r.actual,
              "difference": None if math.isinf(r.difference) else r.difference, "ok": r.ok}
-            for r in results
-        ],
+            for r in run.results
+        )
+        if run.error is not None:
+            checks.append({"case": run.case, "error": error_text(run.error)})
+    return {
+        "passed": sum(r.ok for r in results),
+        "failed": sum(not r.ok for r in results),
+        "errors": sum(run.error is not None for run in runs),
+        "checks": checks,
     }
 
 
-def junit_xml(results: list[Result], suite: str = "cgraph") -> str:
-    """JUnit XML: one testcase per assertion, failures with expected, actual and difference."""
-    from xml.sax.saxutils import quoteattr
+def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
+    """JUnit XML, UTF-8 encoded: one testcase per assertion, failures with expected, actual and
+    difference; a case that could not run is a testcase with an ``<error>``.
+
+    >>> from cgraph_cli import parse
+    >>> print(junit_xml([CaseRun("c", [], UsageError("no such file: a.cg"))]).decode())
+    <?xml version='1.0' encoding='utf-8'?>
+    <testsuites>
+      <testsuite name="cgraph" tests="1" failures="0" errors="1">
+        <testcase classname="c" name="c">
+          <error message="no such file: a.cg">error: no such file: a.cg</error>
+        </testcase>
+      </testsuite>
+    </testsuites>
+    """
+    import xml.etree.ElementTree as ET
 
     from .numfmt import plain_value as f
 
-    failed = sum(not r.ok for r in results)
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f"<testsuites><testsuite name={quoteattr(suite)} tests=\"{len(results)}\" "
-             f"failures=\"{failed}\" errors=\"0\">"]
-    for r in results:
-        name = quoteattr(f"{r.label} = {f(r.expected)}")
-        lines.append(f"  <testcase classname={quoteattr(r.case or suite)} name={name}>")
-        if not r.ok:
-            message = quoteattr(f"{r.label} = {f(r.actual)} (expected {f(r.expected)}, "
-                                f"difference {f(r.difference)})")
-            lines.append(f"    <failure message={message}/>")
-        lines.append("  </testcase>")
-    lines.append("</testsuite></testsuites>")
-    return "\n".join(lines) + "\n"
+    results = [r for run in runs for r in run.results]
+    root = ET.Element("testsuites")
+    node = ET.SubElement(root, "testsuite", name=_xml(suite), tests=str(len(results) + sum(
+        run.error is not None for run in runs)), failures=str(sum(not r.ok for r in results)),
+        errors=str(sum(run.error is not None for run in runs)))
+    for run in runs:
+        for r in run.results:
+            case = ET.SubElement(node, "testcase", classname=_xml(r.case or suite),
+                                 name=_xml(f"{r.label} = {f(r.expected)}"))
+            if not r.ok:
+                ET.SubElement(case, "failure", message=_xml(
+                    f"{r.label} = {f(r.actual)} (expected {f(r.expected)}, "
+                    f"difference {f(r.difference)})"))
+        if run.error is not None:
+            case = ET.SubElement(node, "testcase", classname=_xml(run.case or suite),
+                                 name=_xml(run.case or suite))
+            error = ET.SubElement(case, "error", message=_xml(error_text(run.error)))
+            error.text = _xml(run.error.render())
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _xml(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (control characters, lone
+    surrogates), each replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

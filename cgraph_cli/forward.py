@@ -264,21 +264,30 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
             raise _unknown_binding(graph, [name])
         out[graph.inputs[name]] = check_number(name, t)
     ops = graph.ops
-    i = -1
-    try:
-        for i, _, a, b in compile_program(graph).forward:
-            ta, tb = out[a], (out[b] if b >= 0 else 0.0)
-            if ta == 0.0 and tb == 0.0:
-                continue
-            p = ops[i].partials
+    reach = None  # which nodes lead to the output: only their tangents must be finite
+    for i, _, a, b in compile_program(graph).forward:
+        ta, tb = out[a], (out[b] if b >= 0 else 0.0)
+        if ta == 0.0 and tb == 0.0:
+            continue
+        p = ops[i].partials
+        try:
             partials = p(values[a], values[i]) if b < 0 else p(values[a], values[b], values[i])
+        except (ArithmeticError, ValueError):
+            partials = None
+        if partials is not None:
             # A zero tangent contributes nothing, even where the partial is not finite.
             out[i] = (partials[0] * ta if ta else 0.0) + (partials[1] * tb if tb else 0.0)
-            if out[i] - out[i] != 0.0:  # inf or nan
-                if all(math.isfinite(p) for p, t in zip(partials, (ta, tb)) if t):
-                    raise graph.error(DomainError, f"the tangent of {graph.text(i)} "
-                                      "overflows: it is too large for a float64", i)
-                raise slope_error(graph, i, values)
-    except (ArithmeticError, ValueError):
-        raise slope_error(graph, i, values) from None
+            if out[i] - out[i] == 0.0:
+                continue
+        out[i] = math.nan
+        if reach is None:
+            from .render.dot import ancestors
+
+            reach = ancestors(graph, graph.output)
+        if not reach[i]:
+            continue
+        if partials is not None and all(math.isfinite(q) for q, t in zip(partials, (ta, tb)) if t):
+            raise graph.error(DomainError, f"the tangent of {graph.text(i)} "
+                              "overflows: it is too large for a float64", i)
+        raise slope_error(graph, i, values)
     return out

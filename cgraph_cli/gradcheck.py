@@ -106,7 +106,7 @@ def gradcheck(
         n: check_value(n, bindings[n]) if n in bindings else graph.defaults.get(n, math.nan)
         for n in graph.inputs
     }
-    rng = random.Random(seed)
+    rng = None if all(x.__class__ is float for x in point.values()) else random.Random(seed)
     try:
         values = forward(graph, point)
         adjoints = vjp(graph, values, of=out)
@@ -122,12 +122,17 @@ def gradcheck(
             h = eps * max(1.0, abs(xv))
             analytic = float(adjoints[node][element]) if element else adjoints[node]
             try:
+                if not math.isfinite(xv + h) or not math.isfinite(xv - h):
+                    raise DomainError("the step leaves the floating-point range")
                 up = forward(graph, {**point, name: _shifted(x, element, xv + h)})
                 down = forward(graph, {**point, name: _shifted(x, element, xv - h)})
             except DomainError:
                 checks.append(Check(point, name, analytic, None, "undefined", element))
                 continue
             numeric = (up[out] - down[out]) / (2 * h)
+            if not math.isfinite(numeric):  # the difference overflowed: no slope to compare
+                checks.append(Check(point, name, analytic, None, "undefined", element))
+                continue
             if crosses_kink(base, _branches(graph, up), _branches(graph, down)):
                 status = "kink"
             elif abs(analytic - numeric) <= atol + rtol * max(abs(analytic), abs(numeric)):
@@ -138,7 +143,29 @@ def gradcheck(
     return checks
 
 
-def _elements(x, limit: int, rng: random.Random) -> list[tuple[int, ...]]:
+def worst_first(checks: list[tuple[int, Check]], limit: int) -> list[tuple[int, Check]]:
+    """The ``limit`` (point, check) pairs most worth a look: mismatches, then passed checks,
+    each by largest error first, then skipped ones; in that order.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = exp(10 * x)")
+    >>> checks = [(k, c) for k, x in enumerate([0.1, 1.0, -3.0], 1) for c in gradcheck(g, {"x": x}, eps=1e-2)]
+    >>> [(k, c.status) for k, c in worst_first(checks, 2)]
+    [(2, 'mismatch'), (1, 'mismatch')]
+    """
+    import heapq
+
+    rank = {"mismatch": 0, "ok": 1, "kink": 2, "undefined": 2}
+
+    def key(item: tuple[int, tuple[int, Check]]):
+        n, (_, c) = item
+        error = c.error if c.error is not None and c.error == c.error else -math.inf
+        return rank[c.status], -error, n
+
+    return [item for _, item in heapq.nsmallest(limit, enumerate(checks), key=key)]
+
+
+def _elements(x, limit: int, rng: random.Random | None) -> list[tuple[int, ...]]:
     """The elements of ``x`` to check: ``[()]`` for a number; all of a small tensor; else
     ``limit`` of them at random, in order."""
     if x.__class__ is float or not getattr(x, "shape", ()):

@@ -82,7 +82,7 @@ def write(tmp_path, text: str) -> str:
          "'expect' in case 1 must be a table of name = number", 3),
         ('[[case]]\nexpect = { y = 4 }\n', "case 1 needs exactly one of 'file' and 'program'", 1),
         ('rtol = -1\n[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\n',
-         "'rtol' must be a non-negative number", 1),
+         "'rtol' must be a finite, non-negative number, got -1", 1),
         ('[[case]]\nfile = "prog.cg"\nexpect = { y = 4 \n', "is not valid TOML", 3),
         ('[[case]]\nfile = "prog.cg"\n', "case 1 expects nothing", 1),
     ],
@@ -96,13 +96,15 @@ def test_spec_mistakes_exit_2_with_file_line_and_key(cli, tmp_path, text, messag
     assert "Traceback" not in result.stderr
 
 
-def test_spec_program_errors_keep_their_codes(cli, tmp_path):
-    path = write(tmp_path, '[[case]]\nprogram = "y = sinn(x)"\nexpect = { y = 1 }\n')
-    assert cli("check", "--spec", path).exit_code == 3
-    path = write(tmp_path, '[[case]]\nprogram = "y = log(x)"\nbindings = { x = -1 }\nexpect = { y = 1 }\n')
-    assert cli("check", "--spec", path).exit_code == 4
-    path = write(tmp_path, '[[case]]\nfile = "missing.cg"\nexpect = { y = 1 }\n')
-    assert cli("check", "--spec", path).exit_code == 2
+def test_spec_cases_that_cannot_run_are_errors_of_their_case(cli, tmp_path):
+    for case, code in (('program = "y = sinn(x)"', "ParseError"),
+                       ('program = "y = log(x)"\nbindings = { x = -1 }', "DomainError"),
+                       ('file = "missing.cg"', "UsageError")):
+        path = write(tmp_path, f'[[case]]\nname = "{code}"\n{case}\nexpect = {{ y = 1 }}\n')
+        result = cli("check", "--spec", path)
+        assert result.exit_code == 1, result.stderr
+        assert result.stdout.startswith(f"{code}:\n  ERROR  ")
+        assert result.stdout.endswith("0 passed, 0 failed, 1 case could not run\n")
 
 
 def test_check_usage_errors(cli):
