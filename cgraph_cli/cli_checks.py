@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .cli import EXIT_CODES, _load, _precision, main, source_options
-from .errors import UsageError
+from .errors import UsageError, visible
 
 CHECK_EXIT = EXIT_CODES.replace("  0  success\n", "  0  success: every assertion holds\n"
                                 "  1  an assertion failed, or a case of --spec could not run\n")
@@ -146,7 +146,7 @@ def _check_text(runs, grouped: bool) -> str:
     indent = "  " if grouped else ""
     for run in runs:
         if grouped:
-            lines.append(f"{run.case}:")
+            lines.append(f"{visible(run.case)}:")
         for r in run.results:
             mark = click.style("ok  ", fg="green") if r.ok else click.style("FAIL", fg="red",
                                                                              bold=True)

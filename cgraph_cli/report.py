@@ -40,7 +40,9 @@ def grad_report(gr: Gradients, wrt: list[str] | None = None) -> dict:
 
 def to_json_text(report: dict) -> str:
     """The report as indented JSON, each tensor as nested lists on one line, and so each shape
-    (a list of whole numbers). Time linear in the size of the report.
+    (a list of whole numbers). Time linear in the size of the report. JSON has no infinity
+    and no NaN: a number that is not finite (a local derivative at a point where it is
+    infinite, in an explanation) is written as ``null``.
 
     >>> import numpy as np
     >>> print(to_json_text({"W": np.eye(2), "x": 1.0, "shapes": {"W": [2, 2]}}))
@@ -52,11 +54,11 @@ def to_json_text(report: dict) -> str:
       }
     }
     """
-    import secrets
+    import os
 
     arrays: list = []
     # A placeholder string per array, with a random part no string in the report can guess.
-    tag = f"\0{secrets.token_hex(8)}:"
+    tag = f"\0{os.urandom(8).hex()}:"
 
     def placeholder(value):
         if hasattr(value, "tolist"):
@@ -64,14 +66,29 @@ def to_json_text(report: dict) -> str:
             return f"{tag}{len(arrays) - 1}"
         raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
-    text = json.dumps(report, indent=2, ensure_ascii=False, default=placeholder)
+    text = json.dumps(_finite(report), indent=2, ensure_ascii=False, default=placeholder)
 
     def one_line(m: re.Match) -> str:
         if m.group(1) is not None:
-            return json.dumps(arrays[int(m.group(1))].tolist())
+            return _NOT_FINITE.sub("null", json.dumps(arrays[int(m.group(1))].tolist()))
         return "[" + ", ".join(m.group(2).replace(",", " ").split()) + "]"
 
     # One pass: placeholders, and lists of whole numbers. An indented list spans lines, and no
     # JSON string holds a raw newline, so the second pattern never matches inside a string.
     pattern = rf'"\\u0000{tag[1:]}(\d+)"|\[\n\s*(\d+(?:,\n\s*\d+)*)\n\s*\]'
     return re.sub(pattern, one_line, text)
+
+
+_NOT_FINITE = re.compile(r"-?Infinity|NaN")
+
+
+def _finite(value):
+    """``value`` with every float that is not finite replaced by None (reports nest a few
+    levels of dicts and lists, built by cgraph, never by a user)."""
+    if value.__class__ is float:
+        return value if value - value == 0.0 else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value

@@ -326,3 +326,20 @@ def test_gradcheck_table_shows_the_worst_rows_first_and_all_on_request(cli):
     assert full[-1] == lines[-1]
     report = json.loads(cli(*args, "--format", "json").stdout)
     assert len(report["checks"]) == 100 and report["failed"] == failed
+
+
+def test_case_names_with_control_characters_print_as_escapes(cli, tmp_path):
+    path = tmp_path / "checks.toml"
+    path.write_text('[[case]]\nname = "a\\u001b[2Jb"\nprogram = "y = 1"\nexpect = { y = 1 }\n')
+    result = cli("check", "--spec", str(path))
+    assert result.exit_code == 0
+    assert "\x1b" not in result.stdout and "a\\x1b[2Jb:" in result.stdout
+
+
+def test_json_output_has_no_infinity_or_nan(cli):
+    import json
+
+    result = cli("explain", "y = 0 * x ^ -1", "x=1e-300", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert "Infinity" not in result.stdout and "NaN" not in result.stdout
+    json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
