@@ -62,7 +62,8 @@ def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, 
     results = [r for case in cases for r in run_case(case)]
     if junit:
         try:
-            Path(junit).write_text(junit_xml(results, Path(spec).stem if spec else "cgraph"))
+            Path(junit).write_text(junit_xml(results, Path(spec).stem if spec else "cgraph"),
+                                   encoding="utf-8")  # as its header says, whatever the locale
         except OSError as e:
             raise UsageError(f"cannot write {junit}: {e.strerror}") from None
     if fmt == "json":
@@ -187,8 +188,10 @@ def _range(text: str) -> tuple[float, float]:
 @click.option("--frames", metavar="DIR", help="Also draw one diagram per backward step in DIR.")
 @click.option("--frames-format", type=click.Choice(["png", "svg"]), default="png",
               show_default=True, help="Image format of the frames.")
+@click.option("--force", is_flag=True,
+              help="Draw frames of graphs larger than 500 nodes (one diagram per node: slow).")
 def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames,
-                    frames_format):
+                    frames_format, force):
     """Spell out the forward and backward passes, step by step, like a worked example.
 
     \b
@@ -201,6 +204,10 @@ def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, prec
     from .explain import explain, to_markdown, to_text
 
     graph, bindings = _load(args, expr, file_, binds, bindings_file)
+    if frames:  # refuse before any work: too large, or nowhere to write
+        from .draw import frames_folder
+
+        frames = frames_folder(graph, of, frames, force)
     result = grad(graph, bindings, of=of)
     steps = explain(graph, result.values, result.adjoints, result.output)
     digits = precision or 4
@@ -215,5 +222,5 @@ def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, prec
     if frames:
         from .draw import write_frames
 
-        written = write_frames(graph, result, Path(frames), frames_format, digits)
+        written = write_frames(graph, result, frames, frames_format, digits)
         click.echo(f"wrote {len(written)} frames to {frames}", err=True)
