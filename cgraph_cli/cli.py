@@ -20,10 +20,12 @@ SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 EXIT_CODES = """\b
 Exit codes:
   0  success
-  2  usage error: bad option, missing file, unreadable bindings file
+  2  usage error: bad option, missing file, unreadable bindings file,
+     a name the program lacks (--of, --wrt, --focus), an unwritable output
   3  invalid program: syntax, unknown function, wrong argument count
   4  cannot evaluate: missing or unknown binding, shapes that do not fit,
-     log(-1), 1/0, overflow"""
+     log(-1), 1/0, overflow
+  130  interrupted (Ctrl-C)"""
 
 
 class Format(enum.Enum):

@@ -245,6 +245,7 @@ def test_an_interrupted_command_exits_130_with_one_line(cli, monkeypatch):
     result = cli("eval", "y = x", "x=1")
     assert result.exit_code == 130
     assert result.stderr == "cgraph: interrupted\n"
+    assert "130  interrupted (Ctrl-C)" in cli("eval", "--help").stdout
 
 
 def _entry_point() -> list[str]:
