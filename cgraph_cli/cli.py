@@ -14,16 +14,18 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import CgraphError, UsageError
+from .errors import CgraphError, cannot_write
 
 SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 EXIT_CODES = """\b
 Exit codes:
   0  success
-  2  usage error: bad option, missing file, unreadable bindings file
+  2  usage error: bad option, missing file, unreadable bindings file,
+     a name the program lacks (--of, --wrt, --focus), an unwritable output
   3  invalid program: syntax, unknown function, wrong argument count
   4  cannot evaluate: missing or unknown binding, shapes that do not fit,
-     log(-1), 1/0, overflow"""
+     log(-1), 1/0, overflow
+  130  interrupted (Ctrl-C)"""
 
 
 class Format(enum.Enum):
@@ -43,6 +45,9 @@ class _Group(click.Group):
             ctx.exit(e.exit_code)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C: not click's "Aborted!" with exit 1, a failed check's
+            _print_error("interrupted")
+            ctx.exit(130)
         except BrokenPipeError:
             # `cgraph ... | head`: the reader left; say nothing and do not let Python complain.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -232,11 +237,13 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph grad 'loss = sum((W @ x - t)^2)' W='[[1,2],[3,4]]' x='[1,-1]' t='[0,1]'
       cgraph grad samples/mlp.cg --bindings weights.npz --format json
     """
-    from .api import grad
+    from .api import grad, resolve_name
     from .report import grad_report
 
     graph, bindings = _load(args, expr, file_, binds, bindings_file)
     names = [n.strip() for item in wrt for n in item.split(",") if n.strip()]
+    for name in names:  # a misspelt --wrt is a usage error, before any missing binding
+        resolve_name(graph, name)
     report = grad_report(grad(graph, bindings, of=of), names or None)
 
     def table():
@@ -329,7 +336,7 @@ def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, prec
         with open(target, "wb") as f:
             f.write(data)
     except OSError as e:
-        raise UsageError(f"cannot write {target}: {e.strerror}") from None
+        raise cannot_write(target, e) from None
     click.echo(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})", err=True)
 
 
@@ -362,30 +369,53 @@ def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precisi
 @click.option("--of", metavar="NAME", help="Start the tree at this named value.")
 @_precision("default: 4")
 @click.option("--no-values", is_flag=True, help="Draw the structure only.")
-def show_command(args, expr, file_, binds, bindings_file, of, precision, no_values):
+@click.option("--depth", type=click.IntRange(1, 1000), default=40, show_default=True,
+              metavar="N", help="Levels drawn below the top; deeper parts end in a line "
+                                "naming where to continue with --of.")
+def show_command(args, expr, file_, binds, bindings_file, of, precision, no_values, depth):
     """Draw the graph in the terminal: a tree from the output down, with values and gradients.
 
     A value used in several places is drawn once and referred to afterwards as ↑ name.
+    A tree deeper than --depth levels stops there, with a line saying how many levels are left
+    and which name to continue from with --of.
 
     \b
     Examples:
       cgraph show 'g = (x + y) * z' x=1 y=3 z=-3
       cgraph show samples/micrograd_sanity.cg
+      cgraph show long.cg --of x60 --depth 20     # 20 levels from x60 down
     """
     from rich.console import Console
 
     from .draw import evaluate_for_drawing
-    from .render.tree import graph_tree
+    from .render.tree import graph_tree, tree_width
 
     graph, bindings = _load(args, expr, file_, binds, bindings_file)
     out, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, not no_values)
     if note:
         click.echo(f"note: {note}", err=True)
-    Console(highlight=False).print(graph_tree(graph, values, adjoints, out, precision or 4))
+    tree = graph_tree(graph, values, adjoints, out, precision or 4, depth)
+    console = Console(highlight=False)
+    console.width = max(console.width, tree_width(tree))  # wider than the terminal, not cut
+    console.print(tree)
+
+
+def _tolerant_streams() -> None:
+    """Where the locale cannot spell ∂ or │ (LC_ALL=POSIX, a Latin-1 terminal), print them as
+    escapes rather than crash on the first one."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            "∂×│…".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def run() -> None:
     """Console-script entry point."""
+    _tolerant_streams()
     main(prog_name="cgraph")
 
 

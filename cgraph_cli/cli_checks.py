@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .cli import EXIT_CODES, _load, _precision, main, source_options
-from .errors import UsageError, visible
+from .errors import UsageError, cannot_write, visible
 
 CHECK_EXIT = EXIT_CODES.replace("  0  success\n", "  0  success: every assertion holds\n"
                                 "  1  an assertion failed, or a case of --spec could not run\n")
@@ -131,7 +131,7 @@ def _write_junit(target: str, data: bytes) -> None:
         with open(target, "wb") as f:
             f.write(data)
     except OSError as e:
-        raise UsageError(f"cannot write {target}: {e.strerror or e}") from None
+        raise cannot_write(target, e) from None
 
 
 def _check_text(runs, grouped: bool) -> str:
@@ -259,8 +259,10 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
 @click.option("--frames", metavar="DIR", help="Also draw one diagram per backward step in DIR.")
 @click.option("--frames-format", type=click.Choice(["png", "svg"]), default="png",
               show_default=True, help="Image format of the frames.")
+@click.option("--force", is_flag=True,
+              help="Draw frames of graphs larger than 500 nodes (one diagram per node: slow).")
 def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames,
-                    frames_format):
+                    frames_format, force):
     """Spell out the forward and backward passes, step by step, like a worked example.
 
     \b
@@ -273,6 +275,10 @@ def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, prec
     from .explain import explain, to_markdown, to_text
 
     graph, bindings = _load(args, expr, file_, binds, bindings_file)
+    if frames:  # refuse before any work: too large, or nowhere to write
+        from .draw import frames_folder
+
+        frames = frames_folder(graph, of, frames, force)
     result = grad(graph, bindings, of=of)
     steps = explain(graph, result.values, result.adjoints, result.output)
     digits = precision or 4
@@ -287,5 +293,5 @@ def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, prec
     if frames:
         from .draw import write_frames
 
-        written = write_frames(graph, result, Path(frames), frames_format, digits)
+        written = write_frames(graph, result, frames, frames_format, digits)
         click.echo(f"wrote {len(written)} frames to {frames}", err=True)

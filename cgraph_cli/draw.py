@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .api import evaluate, resolve_name
 from .backward import vjp
-from .errors import UsageError
+from .errors import UsageError, cannot_write
 from .ir import Graph
 from .render.dot import DiagramOptions, ancestors, diagram
 
@@ -46,18 +46,31 @@ def diagram_of(
     options = options or DiagramOptions()
     out = graph.output if of is None else resolve_name(graph, of)
     focus_node = None if focus is None else resolve_name(graph, focus)
-    count = sum(ancestors(graph, out if focus_node is None else focus_node))
-    if count > MAX_NODES and not force:
-        raise UsageError(
-            f"the diagram would have {count:,} nodes; more than {MAX_NODES} are slow to lay out "
-            "and hard to read",
-            hints=["draw the part that leads to one value with --focus NAME, or all of it with "
-                   "--force"],
-        )
+    count = diagram_size(graph, out if focus_node is None else focus_node, force)
     _, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, options.values)
     if focus_node is not None:
         options = replace(options, focus=focus_node)
     return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
+
+
+def diagram_size(graph: Graph, node: int, force: bool = False, *, what: str = "the diagram",
+                 narrow: str = "--focus NAME") -> int:
+    """The nodes a diagram of ``node`` draws; a :class:`UsageError` above :data:`MAX_NODES`
+    unless ``force``. ``what`` and ``narrow`` word the message for frames (``--of NAME``).
+
+    >>> from cgraph_cli import parse
+    >>> diagram_size(parse("g = (x + y) * z"), 4)
+    5
+    """
+    count = sum(ancestors(graph, node))
+    if count > MAX_NODES and not force:
+        raise UsageError(
+            f"{what} would have {count:,} nodes; more than {MAX_NODES} are slow to lay out "
+            "and hard to read",
+            hints=[f"draw the part that leads to one value with {narrow}, or all of it with "
+                   "--force"],
+        )
+    return count
 
 
 def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = True):
@@ -99,6 +112,28 @@ def output_format(path: str | None, fmt: str | None) -> str:
 
 
 
+def frames_folder(graph: Graph, of: str | None, folder, force: bool = False):
+    """Check, before any work, that frames of ``of`` (default: the output) are small enough to
+    draw and that ``folder`` can be made; returns it as a ``Path``.
+
+    >>> import tempfile
+    >>> from cgraph_cli import parse
+    >>> with tempfile.TemporaryDirectory() as where:
+    ...     frames_folder(parse("g = x + y"), None, f"{where}/frames").is_dir()
+    True
+    """
+    from pathlib import Path
+
+    out = graph.output if of is None else resolve_name(graph, of)
+    diagram_size(graph, out, force, what="each frame", narrow="--of NAME")
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise cannot_write(folder, e) from None
+    return folder
+
+
 def write_frames(graph: Graph, result, folder, fmt: str = "png", precision: int = 4) -> list:
     """One diagram per step of the backward pass: frame k shows the gradients of the first k
     nodes the pass reaches (the output first); the others show "?". Returns the paths."""
@@ -114,7 +149,7 @@ def write_frames(graph: Graph, result, folder, fmt: str = "png", precision: int 
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UsageError(f"cannot create {folder}: {e.strerror}") from None
+        raise cannot_write(folder, e) from None
     width = len(str(len(order)))
     options = DiagramOptions(precision=precision, backward=True)
     paths = []
@@ -123,6 +158,9 @@ def write_frames(graph: Graph, result, folder, fmt: str = "png", precision: int 
         adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
         dot = diagram(graph, result.values, adjoints, options, output=result.output)
         path = folder / f"frame-{k:0{width}d}.{fmt}"
-        path.write_bytes(render(dot.source, fmt, renderer, 110))
+        try:
+            path.write_bytes(render(dot.source, fmt, renderer, 110))
+        except OSError as e:
+            raise cannot_write(path, e) from None
         paths.append(path)
     return paths

@@ -215,3 +215,40 @@ class BindingError(EvalError):
 
 class DomainError(EvalError):
     """An operation left its domain: ``log(-1)``, ``1/0``, overflow (exit 4)."""
+
+
+class UnknownNameError(UsageError):
+    """``--of``, ``--wrt`` or ``--focus`` names nothing in the program (exit 2)."""
+
+
+def cannot_write(path, error: OSError) -> UsageError:
+    """``cannot write PATH: why``, the why in plain words rather than an errno's name.
+
+    >>> import errno
+    >>> print(cannot_write("out.png", IsADirectoryError(errno.EISDIR, "Is a directory")))
+    error: cannot write out.png: it is a folder
+    """
+    import errno
+    from pathlib import Path
+
+    path = Path(path)
+    code = error.errno
+    if code == errno.EISDIR:
+        why = "it is a folder"
+    elif code == errno.EEXIST:  # making a folder where a file is
+        why = "it is a file, not a folder"
+    elif code == errno.ENOTDIR:
+        file = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        why = f"{file} is a file, not a folder" if file else "part of the path is not a folder"
+    elif code == errno.ENOENT:
+        missing = [p for p in path.parents if not p.exists()]
+        why = f"the folder {missing[-1]} does not exist" if missing else "no such file or folder"
+    elif code in (errno.EACCES, errno.EPERM):
+        why = "no permission to write there"
+    elif code == errno.EROFS:
+        why = "the file system is read-only"
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        why = "the disk is full"
+    else:
+        why = (error.strerror or str(error) or type(error).__name__).lower()
+    return UsageError(f"cannot write {path}: {why}")

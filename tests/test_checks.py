@@ -114,7 +114,7 @@ def test_check_usage_errors(cli):
     assert cli("check", SEED, "--expect", "g=abc").exit_code == 2
     assert cli("check", SEED, "--spec", SPEC).exit_code == 2
     result = cli("check", SEED, "--expect", "gg=1")
-    assert result.exit_code == 4 and "did you mean 'g'?" in result.stderr
+    assert result.exit_code == 2 and "did you mean 'g'?" in result.stderr
 
 
 # --- gradcheck -----------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 """The graph as a tree in the terminal, from the output down to the inputs.
 
 A node read in several places is drawn once, in full, and referred to afterwards as
-``↑ name``. Built with an explicit stack: deep programs cost no recursion.
+``↑ name``. Built with an explicit stack: deep programs cost no recursion. The tree stops
+``depth`` levels below its root, with a line saying how many levels are left and which name to
+continue from (``--of``): a terminal cannot show more, and drawing a deep tree costs its depth
+on every line.
 
 >>> import io
 >>> from rich.console import Console
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 from rich.tree import Tree
 
@@ -30,6 +34,12 @@ from ..numfmt import format_number, format_value, is_tensor
 from ..ops import CONST, INPUT, PREC_ATOM
 from .source import combine
 
+#: Levels drawn below the root before the tree is cut (``cgraph show --depth``).
+DEPTH = 40
+MAX_DEPTH = 1000  # a line 4,000 columns wide
+#: Columns each level indents, and the room a label gets before it wraps.
+GUIDE, LABEL = 4, 40
+
 
 def graph_tree(
     graph: Graph,
@@ -37,7 +47,9 @@ def graph_tree(
     adjoints: Sequence[float] | None = None,
     output: int | None = None,
     precision: int | None = None,
+    depth: int = DEPTH,
 ) -> Tree:
+    """The tree of ``output`` (default: the graph's), ``depth`` levels deep at the most."""
     out = graph.output if output is None else output
     names = node_names(graph)
     who = names[out] if names[out].isidentifier() else "out"
@@ -74,15 +86,65 @@ def graph_tree(
 
     root = Tree(line(out), guide_style="dim")
     drawn = {out}
+    named = graph.named_nodes()
+    heights: list[int] | None = None
     # Depth first, in reading order: a node is added when popped, so the first place a reader
-    # meets it (top to bottom) is where it is drawn in full.
-    stack = [(a, root) for a in reversed(graph.args[out])]
+    # meets it (top to bottom) is where it is drawn in full. `anchor` is the deepest node on
+    # the way down that --of can name (a reassigned name's older node it cannot).
+    stack = [(a, root, 1, None) for a in reversed(graph.args[out])]
     while stack:
-        node, parent = stack.pop()
+        node, parent, level, anchor = stack.pop()
         if node in drawn and graph.ops[node] is not CONST:
             parent.add(Text(f"↑ {names[node]}", style="dim"))
             continue
         drawn.add(node)
         branch = parent.add(line(node))
-        stack.extend((a, branch) for a in reversed(graph.args[node]))
+        if named.get(names[node]) == node:
+            anchor = node
+        if level < depth:
+            stack.extend((a, branch, level + 1, anchor) for a in reversed(graph.args[node]))
+        elif graph.args[node]:
+            if heights is None:
+                heights = _heights(graph, out)
+            branch.add(_cut(heights[node], depth, None if anchor is None else names[anchor]))
     return root
+
+
+def _heights(graph: Graph, last: int) -> list[int]:
+    """Levels below each node up to ``last`` (0 for inputs and constants), in one pass."""
+    heights = [0] * (last + 1)
+    for i in range(last + 1):
+        if graph.args[i]:
+            heights[i] = 1 + max(heights[a] for a in graph.args[i])
+    return heights
+
+
+class Cut(Text):
+    """The line where a tree stops: how many levels are left, and how to see them."""
+
+
+def _cut(levels: int, depth: int, name: str | None) -> Cut:
+    more = f"… {levels:,} more level{'' if levels == 1 else 's'}"
+    if name is not None:
+        return Cut(f"{more}: continue with --of {name}", style="yellow")
+    return Cut(f"{more}: draw more with --depth {min(depth + levels, MAX_DEPTH)}",
+               style="yellow")
+
+
+def tree_width(tree: Tree) -> int:
+    """The columns ``tree`` needs so that each label has room (up to ``LABEL`` columns) and the
+    line where it stops is whole: rich drops the labels of a tree wider than its console.
+
+    >>> t = Tree("a"); _ = t.add("b").add("some text")
+    >>> tree_width(t)
+    17
+    """
+    need, stack = 0, [(tree, 0)]
+    while stack:
+        node, level = stack.pop()
+        label = node.label
+        text = label.plain if isinstance(label, Text) else str(label)
+        wide = max(cell_len(line) for line in text.split("\n"))
+        need = max(need, GUIDE * level + (wide if isinstance(label, Cut) else min(wide, LABEL)))
+        stack.extend((child, level + 1) for child in node.children)
+    return need
