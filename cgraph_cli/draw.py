@@ -95,7 +95,7 @@ def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = 
 
 
 def output_format(path: str | None, fmt: str | None) -> str:
-    """The image format: ``--format``, else the file's extension, else PNG."""
+    """The image type: ``-T``, else the file's extension, else PNG."""
     from .render.image import FORMATS
 
     if fmt:
@@ -105,7 +105,7 @@ def output_format(path: str | None, fmt: str | None) -> str:
         if ext not in FORMATS:
             raise UsageError(
                 f"cannot tell the format of {path!r} from its extension",
-                hints=["use .png, .svg, .pdf, .dot or .gv, or say --format"],
+                hints=["use .png, .svg, .pdf, .dot or .gv, or say -T TYPE"],
             )
         return ext
     return "png"

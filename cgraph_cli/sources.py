@@ -48,6 +48,10 @@ def read_limited(path: str, limit: int, what: str = "a file") -> bytes:
     Traceback (most recent call last):
     cgraph_cli.errors.UsageError: error: ...sources.py is larger than 100 bytes (the limit for a program file)
     """
+    if path == "-":
+        import sys
+
+        return read_stream(sys.stdin.buffer, limit, "standard input", what)
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, after fstat
     except FileNotFoundError:
@@ -138,7 +142,8 @@ def read_program(
     """The program named by the CLI's SOURCE argument or its ``-e``/``-f`` options.
 
     SOURCE is read as a file when such a file exists (a pipe such as bash's ``<(...)`` too),
-    from standard input when it is ``-``, and as program text otherwise.
+    from standard input when it is ``-``, from the samples installed with cgraph when it is
+    ``sample:NAME``, and as program text otherwise.
     """
     if expr is not None:
         return Source(expr, "<expr>")
@@ -148,6 +153,8 @@ def read_program(
         raise UsageError("no program given", hints=["cgraph eval 'g = (x + y) * z' x=1 y=3 z=-3"])
     if source == "-":
         return read_stdin(stdin)
+    if source.startswith("sample:"):
+        return read_file(str(sample_path(source[len("sample:"):])), "a program file")
     if os.path.isdir(source):
         if not _NAME.match(source):  # a bare name is a program, even if a folder has that name
             raise UsageError(f"{source} is a directory, not a program file")
@@ -343,3 +350,35 @@ def _check_json_value(value, path: str, subject: str) -> None:
         raise UsageError(
             f"cannot read {path}: {subject} is not a number or an array: it is {shown}"
         )
+
+
+def samples_folder():
+    """The sample programs: inside the installed package, or ``samples/`` of a checkout."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    packaged = here / "samples"
+    return packaged if packaged.is_dir() else here.parent / "samples"
+
+
+def sample_names() -> list[str]:
+    """The names ``sample:NAME`` accepts, sorted.
+
+    >>> "seed" in sample_names()
+    True
+    """
+    return sorted(p.stem for p in samples_folder().glob("*.cg"))
+
+
+def sample_path(name: str):
+    """The file of sample ``name`` (``seed`` or ``seed.cg``), or a usage error listing them."""
+    import difflib
+
+    name = name.removesuffix(".cg")
+    names = sample_names()
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hints = [f"did you mean 'sample:{close[0]}'?"] if close else []
+        hints.append("samples: " + ", ".join(names) + "  (cgraph samples lists them)")
+        raise UsageError(f"no sample named '{name}'", hints=hints)
+    return samples_folder() / f"{name}.cg"

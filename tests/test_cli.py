@@ -248,6 +248,6 @@ def test_closed_stdout_is_quiet():
 def test_precision_rounds_table_and_plain_not_json(cli):
     neuron = str(ROOT / "samples" / "neuron.cg")
     assert cli("grad", neuron, "--wrt", "x1", "--precision", "3", "--format", "plain").stdout == "x1=-1.5\n"
-    assert "0.7071 " in cli("eval", neuron, "--all", "--precision", "4").stdout
+    assert " 0.7071\n" in cli("eval", neuron, "--all", "--precision", "4").stdout
     exact = json.loads(cli("grad", neuron, "--precision", "3", "--format", "json").stdout)
     assert exact["gradients"]["x1"] == -1.4999999999999993

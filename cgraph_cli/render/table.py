@@ -95,7 +95,7 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
     return Group(table, Text(""), Text("  ") + output_line(report, precision, full))
 
 
-def gradcheck_table(checks: list, output: str) -> Table:
+def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
     """Per point and input: the analytic gradient, the finite difference, the error, the status."""
     out = _wrap(output)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
@@ -107,7 +107,7 @@ def gradcheck_table(checks: list, output: str) -> Table:
     words = {"ok": "ok", "mismatch": "MISMATCH", "kink": "skip (kink)", "undefined": "skip (undefined)"}
     for k, c in checks:
         def show(x):
-            return "" if x is None else format_number(x, 6)
+            return "" if x is None else format_number(x, precision)
 
         table.add_row(str(k), c.label, show(c.value), show(c.analytic), show(c.numeric),
                       "" if c.error is None else f"{c.error:.1e}",

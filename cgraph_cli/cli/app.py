@@ -1,0 +1,140 @@
+"""The ``cgraph`` group: every error becomes its message on stderr and its exit code, here and
+nowhere else, in one style (``cgraph: error: ...`` with ``help:`` lines), click's own usage
+errors included."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import CgraphError, visible
+from . import output
+
+EXIT_CODES = """\b
+Exit codes:
+  0  success
+  1  a check failed (check, gradcheck)
+  2  usage error: bad option, missing or unreadable file, a name the
+     program lacks (--of, --wrt, --focus), an unwritable output
+  3  invalid program: syntax, unknown function, wrong argument count
+  4  cannot evaluate: missing or unknown binding, shapes that do not fit,
+     log(-1), 1/0, overflow
+  130  interrupted (Ctrl-C)"""
+
+
+def print_error(text: str, located: bool = False) -> None:
+    """An error on stderr: ``cgraph: error: ...`` (or ``FILE:LINE:COL: error: ...``) and its
+    ``help:`` lines, coloured when stderr is."""
+    if not located:
+        text = "cgraph: " + text
+    text = visible(text, keep="\n")
+    if output.color_for(sys.stderr):
+        lines = text.split("\n")
+        lines[0] = lines[0].replace("error:", click.style("error:", fg="red", bold=True), 1)
+        lines = [click.style("help:", fg="cyan") + ln[5:] if ln.startswith("help:") else ln
+                 for ln in lines]
+        text = "\n".join(lines)
+    click.echo(text, err=True, color=output.color_for(sys.stderr))
+
+
+class Group(click.Group):
+    """Turns every library error into its message on stderr and its exit code."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            code = super().main(args, prog_name or "cgraph", complete_var, standalone_mode=False,
+                                **extra)
+        except click.UsageError as e:  # click's own: bad option, missing argument
+            command = e.ctx.command_path if e.ctx else "cgraph"
+            print_error(f"error: {e.format_message()}\nhelp: see '{command} --help'")
+            code = e.exit_code
+        except click.ClickException as e:
+            print_error(f"error: {e.format_message()}")
+            code = e.exit_code
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            print_error("interrupted")
+            code = 130
+        if not isinstance(code, int):
+            code = 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except CgraphError as e:
+            print_error(e.render(), located=e.where() is not None)
+            ctx.exit(e.exit_code)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:  # Ctrl-C: not click's "Aborted!" with exit 1, a failed check's
+            print_error("interrupted")
+            ctx.exit(130)
+        except BrokenPipeError:
+            # `cgraph ... | head`: the reader left; say nothing and do not let Python complain.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(141)
+        except RecursionError:  # pragma: no cover - no code path recurses on graph depth
+            print_error("error: internal error: recursion limit reached; please report this")
+            ctx.exit(70)
+        except Exception as e:  # never show a traceback, unless asked to
+            if os.environ.get("CGRAPH_DEBUG"):
+                raise
+            print_error(
+                f"error: internal error: {type(e).__name__}: {e}\n"
+                "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
+            )
+            ctx.exit(70)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EXIT_CODES)
+@click.version_option(__version__, "-V", "--version", prog_name="cgraph")
+def main() -> None:
+    """Computational graphs: values and gradients of expression programs.
+
+    \b
+      cgraph eval 'g = (x + y) * z' x=1 y=3 z=-3
+      cgraph grad sample:seed --format json
+      cgraph render sample:seed -o seed.png
+      cgraph show sample:neuron
+      cgraph grad sample:mlp                     # tensors: a two-layer perceptron
+      cgraph samples                             # the sample programs
+
+    SOURCE is program text, a file path, '-' for standard input, or sample:NAME.
+    Values are numbers or tensors (W='[[1,2],[3,4]]', --bindings weights.npz, W=@w.npy).
+    """
+
+
+def _tolerant_streams() -> None:
+    """Where the locale cannot spell ∂ or │ (LC_ALL=POSIX, a Latin-1 terminal), print them as
+    escapes rather than crash on the first one."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            "∂×│…".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def run() -> None:
+    """Console-script entry point."""
+    _tolerant_streams()
+    main(prog_name="cgraph")
+
+
+def _register() -> None:
+    from . import checks, draw, explain, run, samples
+
+    for module in (run, draw, checks, explain, samples):
+        for command in module.COMMANDS:
+            main.add_command(command)
+
+
+_register()

@@ -1,0 +1,239 @@
+"""``check`` and ``gradcheck``: assertions for CI, and gradients against finite differences."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError, visible
+from . import output
+from .app import EXIT_CODES
+from .options import (
+    FiniteFloat,
+    Interval,
+    common_options,
+    format_option,
+    load,
+    of_option,
+    output_option,
+    precision_option,
+    source_options,
+)
+
+CHECK_EXIT = EXIT_CODES.replace(
+    "  1  a check failed (check, gradcheck)\n",
+    "  1  an assertion failed, or a case of --spec could not run\n",
+).replace("missing or unreadable file,", "missing or unreadable file, a mistake in the spec file,")
+GRADCHECK_EXIT = EXIT_CODES.replace(
+    "  0  success\n  1  a check failed (check, gradcheck)\n",
+    "  0  every gradient matches (kinks and undefined points skipped)\n"
+    "  1  a gradient differs from its finite difference\n",
+)
+ROWS = 20  # gradcheck's table without --all-rows
+
+
+@click.command("check", short_help="Assert values and gradients (for CI).", epilog=CHECK_EXIT)
+@source_options
+@click.option("--expect", multiple=True, metavar="NAME=VALUE",
+              help="Assert a named value (repeatable).")
+@click.option("--expect-grad", "expect_grad", multiple=True, metavar="NAME=VALUE",
+              help="Assert ∂output/∂NAME (repeatable).")
+@of_option
+@click.option("--rtol", type=FiniteFloat(0), default=1e-9, show_default=True,
+              help="Relative tolerance: |actual - expected| <= atol + rtol·|expected|.")
+@click.option("--atol", type=FiniteFloat(0), default=1e-12, show_default=True,
+              help="Absolute tolerance.")
+@click.option("--spec", metavar="FILE.toml", type=click.Path(),
+              help="Run the cases of a checks file instead.")
+@format_option(["text", "json"], "text")
+@precision_option("text output; default: exact, to read a failure digit by digit")
+@click.option("--junit", metavar="FILE", type=click.Path(allow_dash=True),
+              help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
+                   "report to standard error).")
+@output_option
+@common_options
+def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, of, rtol, atol,
+                  spec, fmt, precision, junit):
+    """Assert values and gradients, for CI: exit 0 when all hold, 1 when any fails.
+
+    \b
+    Examples:
+      cgraph check sample:seed --expect g=-12 --expect-grad x=-3 --expect-grad z=4
+      cgraph check sample:neuron --expect o=0.7071 --rtol 1e-4
+      cgraph check --spec checks.toml --junit report.xml
+
+    A spec file holds [[case]] tables: name, file (relative to the spec, and inside its
+    folder) or program, bindings, of, expect, expect_grad, rtol, atol (see the README;
+    `cgraph samples checks.toml` prints one). Every case runs: one that cannot (a syntax
+    error, a missing file, log(-1)) is reported as an error of that case, and the exit code
+    is 1.
+    """
+    from ..checks import (
+        Case,
+        CaseRun,
+        junit_xml,
+        load_spec,
+        parse_expectation,
+        report,
+        run_case,
+        run_cases,
+    )
+
+    if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
+        raise UsageError("--junit - and --format json would both write to standard output",
+                         hints=["write the JUnit report to a file: --junit report.xml"])
+    if spec:
+        if args or expr or file_ or expect or expect_grad:
+            raise UsageError("--spec runs the spec's cases: give no program or expectations too")
+        runs = run_cases(load_spec(spec))
+    else:
+        if not expect and not expect_grad:
+            raise UsageError("nothing to check", hints=["give --expect NAME=VALUE or "
+                                                        "--expect-grad NAME=VALUE, or --spec FILE"])
+        graph, bindings = load(args, expr, file_, binds, bindings_file)
+        case = Case("", graph, bindings, dict(map(parse_expectation, expect)),
+                    dict(map(parse_expectation, expect_grad)), of, rtol, atol)
+        runs = [CaseRun("", run_case(case))]
+    if fmt == "json":
+        from ..report import to_json_text
+
+        output.write_text(to_json_text(report(runs)))
+    elif junit == "-" and output.settings.output in (None, "-"):
+        click.echo(_check_text(runs, bool(spec), precision, sys.stderr), err=True,
+                   color=output.color_for(sys.stderr))
+    else:
+        output.write_text(_check_text(runs, bool(spec), precision))
+    if junit:
+        output.write_bytes(junit_xml(runs, Path(spec).stem if spec else "cgraph"), junit)
+    if not all(run.ok for run in runs):
+        raise click.exceptions.Exit(1)
+
+
+def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) -> str:
+    from ..numfmt import SMALL, format_number, is_tensor, nested, summary
+
+    def f(value) -> str:  # exact by default: a failed check is read digit by digit
+        if not is_tensor(value):
+            return format_number(value, precision)
+        return nested(value, precision) if value.size <= SMALL else summary(value, precision or 17)
+
+    def mark(text, **kw):
+        return output.style(text, stream, **kw)
+
+    lines = []
+    indent = "  " if grouped else ""
+    for run in runs:
+        if grouped:
+            lines.append(f"{visible(run.case)}:")
+        for r in run.results:
+            sign = mark("ok  ", fg="green") if r.ok else mark("FAIL", fg="red", bold=True)
+            detail = f"expected {f(r.expected)}" + ("" if r.ok else f", difference {f(r.difference)}")
+            if r.shapes_differ:
+                detail = f"expected {f(r.expected)}: the shapes differ"
+            lines.append(f"{indent}{sign}  {r.label} = {f(r.actual)} ({detail})")
+        if run.error is not None:
+            first, *rest = run.error.render().split("\n")
+            lines.append(f"{indent}{mark('ERROR', fg='red', bold=True)}  "
+                         + first.replace("error: ", "", 1))
+            lines.extend(f"{indent}       {line}" for line in rest)
+    results = [r for run in runs for r in run.results]
+    passed = sum(r.ok for r in results)
+    summary_line = f"{passed} passed, {len(results) - passed} failed"
+    errors = sum(run.error is not None for run in runs)
+    if errors:
+        summary_line += f", {errors} case{'s' if errors > 1 else ''} could not run"
+    lines.append(summary_line)
+    return "\n".join(lines)
+
+
+@click.command("gradcheck", short_help="Compare gradients with finite differences.",
+               epilog=GRADCHECK_EXIT)
+@source_options
+@of_option
+@click.option("--points", type=click.IntRange(0, 100_000), default=0,
+              help="Check at N random points instead of the given bindings.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option("--range", "range_", type=Interval(), metavar="LO,HI", default="-2,2",
+              show_default=True,
+              help="Where random points draw each input not bound on the command line.")
+@click.option("--eps", type=FiniteFloat(0, min_open=True), default=1e-6, show_default=True,
+              help="Finite-difference step, relative: h = eps·max(1, |x|).")
+@click.option("--rtol", type=FiniteFloat(0), default=1e-5, show_default=True,
+              help="Relative tolerance.")
+@click.option("--atol", type=FiniteFloat(0), default=1e-7, show_default=True,
+              help="Absolute tolerance.")
+@format_option(["text", "json"], "text", "Report format (JSON holds every check).")
+@precision_option("text output; default: 6")
+@click.option("--all-rows", is_flag=True,
+              help=f"Print every row of the table; by default at most {ROWS}: the mismatches "
+                   "first, then the largest errors. (About 1.5 ms a row: for many thousands, "
+                   "--format json is quicker and holds every check.)")
+@output_option
+@common_options
+def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed, range_, eps,
+                      rtol, atol, fmt, precision, all_rows):
+    """Compare every reverse-mode gradient with a central finite difference.
+
+    Points where a finite-difference step crosses a kink (relu, abs at 0; max, min at a tie)
+    or leaves the domain are reported as skipped, not failed.
+
+    \b
+    Examples:
+      cgraph gradcheck sample:neuron
+      cgraph gradcheck 'y = x^3 - sin(x)' --points 100 --seed 1
+      cgraph gradcheck sample:logistic --points 20 --range -1,1 --format json
+    """
+    from ..api import grad, resolve_name
+    from ..forward import check_bindings
+    from ..gradcheck import gradcheck, random_points, worst_first
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    out = None if of is None else resolve_name(graph, of)
+    if points:
+        low, high = range_
+        places = random_points(graph, points, seed, check_bindings(graph, bindings), low, high)
+    else:
+        # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.
+        values = grad(graph, bindings, of=of).values
+        places = [{n: values[i] for n, i in graph.inputs.items()}]
+    checks = []
+    with output.progress(len(places), "gradcheck") as advance:
+        for k, place in enumerate(places, 1):
+            checks += [(k, c) for c in gradcheck(graph, place, of=out, eps=eps, rtol=rtol,
+                                                   atol=atol)]
+            advance()
+    counts = {s: 0 for s in ("ok", "mismatch", "kink", "undefined")}
+    for _, c in checks:
+        counts[c.status] += 1
+    skipped = counts["kink"] + counts["undefined"]
+    if fmt == "json":
+        from ..report import to_json_text
+
+        output.write_text(to_json_text({
+            "passed": counts["ok"], "failed": counts["mismatch"], "skipped": skipped,
+            "checks": [{"point": k, "bindings": c.point, "input": c.label, "analytic": c.analytic,
+                        "numeric": c.numeric, "error": c.error, "status": c.status}
+                       for k, c in checks],
+        }))
+    else:
+        from rich.console import Group
+        from rich.text import Text
+
+        from ..render.table import gradcheck_table
+
+        shown = checks if all_rows or len(checks) <= ROWS else worst_first(checks, ROWS)
+        parts = [gradcheck_table(shown, graph.display_name(graph.output if out is None else out),
+                                 precision or 6)]
+        if len(shown) < len(checks):
+            parts.append(Text(f"{len(shown)} of {len(checks):,} rows: the mismatches first, "
+                              "then the largest errors (--all-rows prints them all)"))
+        parts.append(Text(f"{counts['ok']} passed, {counts['mismatch']} failed, "
+                          f"{skipped} skipped"))
+        output.write_rich(Group(*parts))
+    if counts["mismatch"]:
+        raise click.exceptions.Exit(1)
+
+
+COMMANDS = [check_command, gradcheck_command]

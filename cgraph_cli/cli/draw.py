@@ -1,0 +1,190 @@
+"""``render``, ``dot`` and ``show``: the graph as an image, as Graphviz DOT, as a tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import output
+from .app import EXIT_CODES
+from .options import (
+    common_options,
+    no_grads_option,
+    of_option,
+    output_option,
+    precision_option,
+    source_options,
+)
+
+IMAGE_TYPES = ["png", "svg", "pdf", "dot", "gv"]
+
+
+def diagram_options(command):
+    """What a diagram shows and how it looks, shared by render and dot."""
+    from ..render.dot import THEMES
+
+    for option in reversed([
+        click.option("--theme", type=click.Choice(list(THEMES)), default="light",
+                     show_default=True, help="Colours for slides (light, dark) or paper (print)."),
+        click.option("--rankdir", type=click.Choice(["LR", "TB", "RL", "BT"]), default="LR",
+                     show_default=True, help="Layout direction: left to right, top to bottom..."),
+        precision_option("default: 4"),
+        click.option("--no-values", is_flag=True, help="Leave out values (and gradients)."),
+        no_grads_option,
+        click.option("--backward", is_flag=True,
+                     help="Draw the backward pass: local derivatives on the edges."),
+        of_option,
+        click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
+        click.option("--force", is_flag=True,
+                     help="Draw graphs larger than 500 nodes (slow, and hard to read)."),
+    ]):
+        command = option(command)
+    return command
+
+
+def _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
+             no_grads, backward, of, focus, force):
+    from ..draw import diagram_of
+    from ..render.dot import DiagramOptions
+    from .options import load
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    options = DiagramOptions(
+        theme=theme, rankdir=rankdir, precision=precision or 4, values=not no_values,
+        grads=not no_grads, backward=backward,
+    )
+    result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
+    if result.note:
+        output.note(f"note: {result.note}")
+    return result, graph
+
+
+class RenderCommand(click.Command):
+    """`render --help` says which renderer this machine would use."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        from ..render.image import describe_renderers
+
+        formatter.write_paragraph()
+        formatter.write_text("Renderer: " + describe_renderers())
+        super().format_epilog(ctx, formatter)
+
+
+RENDER_EXIT = EXIT_CODES.replace("missing or unreadable file,",
+                                 "missing or unreadable file, a type no renderer can write,")
+
+
+@click.command("render", short_help="Draw the graph as PNG, SVG, PDF or DOT.", cls=RenderCommand,
+               epilog=RENDER_EXIT)
+@source_options
+@diagram_options
+@click.option("-o", "--output", "target", metavar="FILE",
+              type=click.Path(allow_dash=True),
+              help="Where to write ('-': standard output). Default: SOURCE's name with the "
+                   "type's extension (seed.png for seed.cg), or graph.png for program text.")
+@click.option("-T", "--type", "kind", type=click.Choice(IMAGE_TYPES),
+              help="Image type (default: from -o's extension, else png).")
+@click.option("--format", "kind_old", type=click.Choice(IMAGE_TYPES), hidden=True)
+@click.option("--dpi", type=click.IntRange(30, 1200), default=150, show_default=True,
+              help="Resolution of PNG output.")
+@click.option("--renderer", type=click.Choice(["auto", "dot", "graphviz-pure"]), default="auto",
+              show_default=True, help="Graphviz's dot, or the bundled graphviz-pure.")
+@common_options
+def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
+                   no_grads, backward, of, focus, force, target, kind, kind_old, dpi, renderer):
+    """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
+
+    \b
+    Examples:
+      cgraph render 'g = (x + y) * z' x=1 y=3 z=-3 -o seed.png
+      cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
+      cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
+      cgraph render sample:seed --no-values -T svg -o -        # SVG on standard output
+
+    Each node shows its value and ∂output/∂node; the gradient cell is tinted blue when
+    positive, red when negative, more strongly the larger it is (legend under the diagram).
+    In tensor programs each edge is labelled with the shape it carries, and small tensors
+    are drawn inside their nodes, element by element.
+    """
+    from ..draw import output_format
+    from ..render.image import choose
+    from ..render.image import render as render_image
+
+    diagram, graph = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir,
+                              precision, no_values, no_grads, backward, of, focus, force)
+    kind = output_format(target, kind or kind_old)
+    if kind in ("dot", "gv"):
+        data = diagram.source.encode()
+    else:
+        data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
+    target = target or _default_output(graph.source.filename, kind)
+    output.write_bytes(data, target)
+    if target != "-":
+        output.note(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})")
+
+
+def _default_output(filename: str, kind: str) -> str:
+    """seed.png for samples/seed.cg, in the current folder; graph.png for text."""
+    if filename.startswith("<"):  # <expr>, <stdin>
+        return f"graph.{kind}"
+    return f"{Path(filename).stem}.{kind}"
+
+
+@click.command("dot", short_help="Print the diagram as Graphviz DOT.", epilog=EXIT_CODES)
+@source_options
+@diagram_options
+@output_option
+@common_options
+def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
+                no_grads, backward, of, focus, force):
+    """Print the diagram as Graphviz DOT, for your own `dot` command line.
+
+    \b
+    Examples:
+      cgraph dot sample:seed | dot -Tpdf > seed.pdf
+      cgraph dot sample:neuron --backward --theme print -o neuron.gv
+    """
+    diagram, _ = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
+                          no_values, no_grads, backward, of, focus, force)
+    output.write_text(diagram.source, nl=False)
+
+
+@click.command("show", short_help="Draw the graph as a tree in the terminal.", epilog=EXIT_CODES)
+@source_options
+@of_option
+@precision_option("default: 4")
+@click.option("--no-values", is_flag=True, help="Draw the structure only.")
+@no_grads_option
+@click.option("--depth", type=click.IntRange(1, 1000), default=40, show_default=True,
+              metavar="N", help="Levels drawn below the top; deeper parts end in a line "
+                                "naming where to continue with --of.")
+@output_option
+@common_options
+def show_command(args, expr, file_, binds, bindings_file, of, precision, no_values, no_grads,
+                 depth):
+    """Draw the graph in the terminal: a tree from the output down, with values and gradients.
+
+    A value used in several places is drawn once and referred to afterwards as ↑ name.
+    A tree deeper than --depth levels stops there, with a line saying how many levels are left
+    and which name to continue from with --of.
+
+    \b
+    Examples:
+      cgraph show 'g = (x + y) * z' x=1 y=3 z=-3
+      cgraph show sample:micrograd_sanity --no-grads
+      cgraph show sample:mlp --of H --depth 3
+    """
+    from ..draw import evaluate_for_drawing
+    from ..render.tree import graph_tree, tree_width
+    from .options import load
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    out, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, not no_values)
+    if note:
+        output.note(f"note: {note}")
+    tree = graph_tree(graph, values, None if no_grads else adjoints, out, precision or 4, depth)
+    output.write_rich(tree, min_width=tree_width(tree))
+
+
+COMMANDS = [render_command, dot_command, show_command]

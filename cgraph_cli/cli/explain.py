@@ -1,0 +1,71 @@
+"""``explain``: both passes spelled out, step by step."""
+
+from __future__ import annotations
+
+import click
+
+from . import output
+from .app import EXIT_CODES
+from .options import (
+    common_options,
+    format_option,
+    load,
+    of_option,
+    output_option,
+    precision_option,
+    source_options,
+)
+
+
+@click.command("explain", short_help="Spell out both passes step by step.", epilog=EXIT_CODES)
+@source_options
+@of_option
+@format_option(["text", "markdown", "json"], "text", "How to write the steps.")
+@click.option("--math", type=click.Choice(["plain", "latex"]), default="plain", show_default=True,
+              help="Formulas in markdown: plain text or $LaTeX$.")
+@precision_option("default: 4")
+@click.option("--frames", metavar="DIR", type=click.Path(),
+              help="Also draw one diagram per backward step in DIR.")
+@click.option("--frames-format", type=click.Choice(["png", "svg"]), default="png",
+              show_default=True, help="Image type of the frames.")
+@click.option("--force", is_flag=True,
+              help="Draw frames of graphs larger than 500 nodes (one diagram per node: slow).")
+@output_option
+@common_options
+def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames,
+                    frames_format, force):
+    """Spell out the forward and backward passes, step by step, like a worked example.
+
+    \b
+    Examples:
+      cgraph explain 'g = (x + y) * z' x=1 y=3 z=-3
+      cgraph explain sample:neuron --format markdown --math latex -o neuron.md
+      cgraph explain sample:seed --frames frames/     # one PNG per backward step
+    """
+    from ..api import grad
+    from ..explain import explain, to_markdown, to_text
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    if frames:  # refuse before any work: too large, or nowhere to write
+        from ..draw import frames_folder
+
+        frames = frames_folder(graph, of, frames, force)
+    result = grad(graph, bindings, of=of)
+    steps = explain(graph, result.values, result.adjoints, result.output)
+    digits = precision or 4
+    if fmt == "json":
+        from ..report import to_json_text
+
+        output.write_text(to_json_text(steps))
+    elif fmt == "markdown":
+        output.write_text(to_markdown(steps, math, digits), nl=False)
+    else:
+        output.write_text(to_text(steps, digits))
+    if frames:
+        from ..draw import write_frames
+
+        written = write_frames(graph, result, frames, frames_format, digits)
+        output.note(f"wrote {len(written)} frames to {frames}")
+
+
+COMMANDS = [explain_command]

@@ -1,0 +1,178 @@
+"""The options commands share, as decorators, so that each means one thing everywhere, and
+the parameter types that check values before any work is done."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from . import output
+
+SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
+OF_HELP = "The named value to report or differentiate (default: the program's last statement)."
+WRT_HELP = ("Only these names (inputs or named values), comma-separated; repeatable "
+            "(default: every input).")
+
+
+def apply(command, options):
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+class Choice(click.Choice):
+    """A choice that also takes the old names of its values (``--format table`` = text)."""
+
+    def __init__(self, choices, aliases: dict[str, str] | None = None) -> None:
+        super().__init__(choices)
+        self.aliases = aliases or {}
+
+    def convert(self, value, param, ctx):
+        return super().convert(self.aliases.get(value, value), param, ctx)
+
+
+class FiniteFloat(click.FloatRange):
+    """A finite number (not inf, not nan) in a range: tolerances and steps."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+class Interval(click.ParamType):
+    """``LO,HI``: two finite numbers, LO < HI, whose distance is finite too."""
+
+    name = "LO,HI"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            low, high = (float(v) for v in value.split(","))
+        except ValueError:
+            low = high = math.nan
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            self.fail(f"LO,HI must be two finite numbers with LO < HI, got {value!r}.", param, ctx)
+        if not math.isfinite(high - low):
+            self.fail(f"HI - LO must be a finite number too, got {value!r}.", param, ctx)
+        return low, high
+
+
+def _set(name):
+    def callback(ctx, param, value):
+        setattr(output.settings, name, value)
+        return value
+
+    return callback
+
+
+def common_options(command):
+    """--color, -q and (for commands that print) -o, on every command."""
+    return apply(command, [
+        click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                     show_default=True, expose_value=False, callback=_set("color"),
+                     help="Colour the output (auto: on a terminal, unless NO_COLOR is set; "
+                          "FORCE_COLOR forces it)."),
+        click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set("quiet"),
+                     help="No notes and no progress bars on standard error."),
+    ])
+
+
+def output_option(command):
+    """-o/--output FILE: where the report goes ('-': standard output, the default)."""
+    return click.option(
+        "-o", "--output", metavar="FILE", expose_value=False, callback=_set("output"),
+        type=click.Path(allow_dash=True),
+        help="Write the output to FILE instead of standard output ('-': standard output).",
+    )(command)
+
+
+def source_options(command):
+    """SOURCE and bindings, shared by every command that runs a program."""
+    return apply(command, [
+        click.argument("args", nargs=-1, metavar="SOURCE [NAME=VALUE]...",
+                       type=click.Path(allow_dash=True), shell_complete=_complete_source),
+        click.option("-e", "--expr", metavar="TEXT", help="Read the program from TEXT."),
+        click.option("-f", "--file", "file_", metavar="PATH",
+                     type=click.Path(allow_dash=True),
+                     help="Read the program from PATH ('-': standard input)."),
+        click.option("--bind", "binds", multiple=True, metavar="NAME=VALUE",
+                     help="Bind an input (repeatable); the same as a positional NAME=VALUE."),
+        click.option("--bindings", "bindings_file", metavar="FILE",
+                     type=click.Path(allow_dash=True),
+                     help="Bind inputs from a JSON object of name -> number or nested list, "
+                          "or a NumPy .npz file of named arrays ('-': JSON on standard input)."),
+    ])
+
+
+def _complete_source(ctx, param, incomplete):
+    """SOURCE completes to files and folders, and to sample:NAME."""
+    from click.shell_completion import CompletionItem
+
+    items = []
+    if "sample:".startswith(incomplete) or incomplete.startswith("sample:"):
+        from ..sources import sample_names
+
+        items += [CompletionItem(f"sample:{n}") for n in sample_names()
+                  if f"sample:{n}".startswith(incomplete)]
+    if not incomplete.startswith("sample:"):
+        items.append(CompletionItem(incomplete, type="file"))
+    return items
+
+
+def precision_option(default_help: str):
+    return click.option("--precision", type=click.IntRange(1, 17), metavar="N",
+                        help=f"Significant digits shown ({default_help}).")
+
+
+def of_option(command):
+    return click.option("--of", metavar="NAME", help=OF_HELP)(command)
+
+
+def wrt_option(command):
+    return click.option("--wrt", metavar="A,B", multiple=True, help=WRT_HELP)(command)
+
+
+def names(wrt: tuple[str, ...]) -> list[str]:
+    """``--wrt a,b --wrt c`` -> ``["a", "b", "c"]``."""
+    return [n.strip() for item in wrt for n in item.split(",") if n.strip()]
+
+
+def format_option(choices: list[str], default: str, help_text: str = "Report format.",
+                  aliases: dict[str, str] | None = None):
+    return click.option("--format", "fmt", type=Choice(choices, aliases), default=default,
+                        show_default=True, help=help_text)
+
+
+def full_option(command):
+    return click.option(
+        "--full", is_flag=True,
+        help=f"Show every element of tensors (tables summarise those over {SMALL_TENSOR} "
+             "elements).")(command)
+
+
+def no_grads_option(command):
+    return click.option("--no-grads", is_flag=True, help="Leave out gradients.")(command)
+
+
+def load(args, expr, file_, binds, bindings_file):
+    """The parsed program and its bindings (command line over file over source defaults)."""
+    from ..parser import parse
+    from ..sources import command_line_bindings, load_bindings, read_program
+
+    if expr is None and file_ is None:
+        source_arg, rest = (args[0], args[1:]) if args else (None, ())
+    else:
+        source_arg, rest = None, args
+    if bindings_file == "-" and "-" in (source_arg, file_):
+        from ..errors import UsageError
+
+        raise UsageError("standard input can hold the program or the bindings, not both",
+                         hints=["give one of them as a file"])
+    source = read_program(source_arg, expr=expr, file=file_)
+    bindings: dict[str, object] = dict(load_bindings(bindings_file)) if bindings_file else {}
+    bindings.update(command_line_bindings((*binds, *rest)))  # a name twice is a usage error
+    return parse(source.text, source.filename), bindings

@@ -1,0 +1,129 @@
+"""Where a command's output goes and how it looks: the one place that decides colour, width,
+the ``-o`` file, notes on stderr and progress bars.
+
+Colour follows ``--color auto|always|never``; with ``auto``, ``FORCE_COLOR`` turns it on,
+``NO_COLOR`` off, and otherwise it is on for a terminal only. When standard output is not a
+terminal (a pipe, a file, a CI log), nothing is cut to a width or wrapped, and no line ends
+in spaces: the output is the same whatever the width of the terminal that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import click
+
+
+@dataclass
+class Settings:
+    color: str = "auto"  # auto, always, never
+    quiet: bool = False
+    output: str | None = None  # -o FILE; None or "-": standard output
+
+
+settings = Settings()
+
+
+def color_for(stream) -> bool:
+    """Whether to colour what goes to ``stream``."""
+    if settings.color != "auto":
+        return settings.color == "always"
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return _isatty(stream)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def style(text: str, stream=None, **kw) -> str:
+    """``click.style`` when ``stream`` (default: standard output) is coloured."""
+    return click.style(text, **kw) if color_for(stream or sys.stdout) else text
+
+
+def _to_file() -> bool:
+    return settings.output not in (None, "-")
+
+
+def write_text(text: str, nl: bool = True) -> None:
+    """Text to the -o file, or to standard output."""
+    if _to_file():
+        write_bytes((text + ("\n" if nl else "")).encode("utf-8"))
+    else:
+        click.echo(text, nl=nl, color=color_for(sys.stdout))
+
+
+def write_bytes(data: bytes, target: str | None = None) -> None:
+    """Bytes to ``target`` (default: the -o file), or to standard output."""
+    target = settings.output if target is None else target
+    if target in (None, "-"):
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    from ..errors import cannot_write
+
+    try:
+        with open(target, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise cannot_write(target, e) from None
+
+
+def write_rich(renderable, min_width: int = 0) -> None:
+    """A rich renderable (a table, a tree) to standard output or the -o file. On a terminal it
+    fits the terminal (wider if ``min_width`` says the renderable needs it); elsewhere it is
+    laid out at its natural width, with no trailing spaces."""
+    from rich.console import Console
+
+    tty = not _to_file() and _isatty(sys.stdout)
+    color = color_for(sys.stdout) and not _to_file()
+    if tty:
+        console = Console(highlight=False, color_system="auto" if color else None,
+                          force_terminal=color)
+        console.width = max(console.width, min_width)
+        console.print(renderable)
+        return
+    import io
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, highlight=False, width=max(min_width, 10_000),
+                      color_system="standard" if color else None, force_terminal=color,
+                      soft_wrap=False)
+    console.print(renderable)
+    lines = buffer.getvalue().split("\n")
+    text = "\n".join(line.rstrip() if not color else line for line in lines).rstrip("\n")
+    write_text(text)
+
+
+def note(text: str) -> None:
+    """A line for the user on standard error (``note: ...``, ``wrote FILE``); -q silences it."""
+    if not settings.quiet:
+        from ..errors import visible
+
+        click.echo(visible(text), err=True)
+
+
+@contextmanager
+def progress(total: int, what: str):
+    """A progress bar on standard error for work that takes a while; hidden when standard
+    error is not a terminal and by -q. Yields a function to call once per unit done."""
+    if settings.quiet or total < 2 or not _isatty(sys.stderr):
+        yield lambda n=1: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True, color_system="auto" if color_for(sys.stderr) else None)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda n=1: bar.advance(task, n)

@@ -1,0 +1,124 @@
+"""``eval`` and ``grad``: the forward pass, and the forward and reverse passes."""
+
+from __future__ import annotations
+
+import click
+
+from . import output
+from .app import EXIT_CODES
+from .options import (
+    common_options,
+    format_option,
+    full_option,
+    load,
+    names,
+    of_option,
+    output_option,
+    precision_option,
+    source_options,
+    wrt_option,
+)
+
+FORMATS = ["text", "json", "plain"]
+OLD_NAMES = {"table": "text"}
+
+
+def report_options(command):
+    command = full_option(command)
+    command = precision_option("text and plain output; default: exact")(command)
+    return format_option(FORMATS, "text", "Report format: a table, JSON, or NAME=VALUE lines.",
+                         OLD_NAMES)(command)
+
+
+def emit(fmt: str, report: dict, text, plain) -> None:
+    if fmt == "json":
+        from ..report import to_json_text
+
+        output.write_text(to_json_text(report))
+    elif fmt == "plain":
+        output.write_text(plain())
+    else:
+        output.write_rich(text())
+
+
+@click.command("eval", short_help="Print the output's value (the forward pass).",
+               epilog=EXIT_CODES)
+@source_options
+@report_options
+@click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")
+@of_option
+@output_option
+@common_options
+def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, show_all, of):
+    """Run the forward pass and print the output's value.
+
+    \b
+    Examples:
+      cgraph eval 'g = (x + y) * z' x=1 y=3 z=-3        # g = -12
+      cgraph eval sample:neuron --all                   # every named value
+      cgraph eval -e 'x^2 + 1' --bind x=3 --format plain
+      echo 'y = 2 * x' | cgraph eval - x=4
+      cgraph eval 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]'   # y = [3, 7]
+    """
+    from ..api import evaluate
+    from ..report import eval_report
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    report = eval_report(evaluate(graph, bindings, of=of))
+
+    def text():
+        from ..render.table import output_line, value_table
+
+        if show_all:
+            return value_table(report, precision, full)
+        return output_line(report, precision, full)
+
+    def plain():
+        from ..render.text import eval_plain
+
+        return eval_plain(report, show_all, precision)
+
+    emit(fmt, report, text, plain)
+
+
+@click.command("grad", short_help="Print ∂output/∂input for every input.", epilog=EXIT_CODES)
+@source_options
+@report_options
+@of_option
+@wrt_option
+@output_option
+@common_options
+def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, of, wrt):
+    """Run the forward and reverse passes: ∂output/∂input for every input.
+
+    \b
+    Examples:
+      cgraph grad 'g = (x + y) * z' x=1 y=3 z=-3        # ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
+      cgraph grad sample:neuron --wrt w1,w2 --precision 4
+      cgraph grad sample:seed --of p --format json
+      cgraph grad 'loss = sum((W @ x - t)^2)' W='[[1,2],[3,4]]' x='[1,-1]' t='[0,1]'
+      cgraph grad sample:mlp --format json
+    """
+    from ..api import grad, resolve_name
+    from ..report import grad_report
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    wanted = names(wrt)
+    for name in wanted:  # a misspelt --wrt is a usage error, before any missing binding
+        resolve_name(graph, name)
+    report = grad_report(grad(graph, bindings, of=of), wanted or None)
+
+    def text():
+        from ..render.table import gradient_table
+
+        return gradient_table(report, precision, full)
+
+    def plain():
+        from ..render.text import grad_plain
+
+        return grad_plain(report, precision)
+
+    emit(fmt, report, text, plain)
+
+
+COMMANDS = [eval_command, grad_command]

@@ -1,0 +1,43 @@
+"""``samples``: the example programs installed with cgraph."""
+
+from __future__ import annotations
+
+import click
+
+from . import output
+from .app import EXIT_CODES
+from .options import common_options, output_option
+
+
+@click.command("samples", short_help="List the sample programs, or print one.",
+               epilog=EXIT_CODES)
+@click.argument("name", required=False, metavar="[NAME]")
+@output_option
+@common_options
+def samples_command(name):
+    """List the sample programs installed with cgraph, or print one (NAME, or NAME.cg; also
+    checks.toml, a checks file for them). Any command takes a sample as SOURCE: sample:NAME.
+
+    \b
+    Examples:
+      cgraph samples                      # the list, with each sample's first comment
+      cgraph samples neuron               # the program
+      cgraph samples mlp -o mlp.cg        # a copy to edit
+      cgraph grad sample:neuron           # run one as it is
+    """
+    from ..sources import read_file, sample_names, sample_path, samples_folder
+
+    if name is None:
+        rows = []
+        for sample in sample_names():
+            text = sample_path(sample).read_text(encoding="utf-8")
+            first = next((ln.lstrip("# ").strip() for ln in text.splitlines()
+                          if ln.startswith("#")), "")
+            rows.append(f"{sample:<24} {first}".rstrip())
+        output.write_text("\n".join(rows))
+        return
+    path = samples_folder() / name if name == "checks.toml" else sample_path(name)
+    output.write_text(read_file(str(path), "a program file").text, nl=False)
+
+
+COMMANDS = [samples_command]
