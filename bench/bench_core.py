@@ -104,13 +104,17 @@ def measure(kind: str, nodes: int, repeat: int) -> dict:
     bwd = best_of(lambda: vjp(graph, values), repeat)
     gc.collect()
     return {
-        "graph": kind, "nodes": n, "statements": statements,
+        "graph": kind,
+        "nodes": n,
+        "statements": statements,
         "parse_statements_per_s": statements / parse_s,
         "parse_statements_per_s_gc_on": statements / parse_gc_s,
-        "fwd_ns_per_node": fwd / n * 1e9, "bwd_ns_per_node": bwd / n * 1e9,
+        "fwd_ns_per_node": fwd / n * 1e9,
+        "bwd_ns_per_node": bwd / n * 1e9,
         "fwd_bwd_ns_per_node": (fwd + bwd) / n * 1e9,
         "first_grad_ns_per_node": (fresh - first) / n * 1e9,
-        "ir_bytes_per_node": ir_bytes / n, "with_program_bytes_per_node": compiled_bytes / n,
+        "ir_bytes_per_node": ir_bytes / n,
+        "with_program_bytes_per_node": compiled_bytes / n,
     }
 
 
@@ -160,7 +164,9 @@ def micrograd_ns_per_node(nodes: int) -> float | None:
             env[name] = env[parts[0]]
         else:
             a, op, b = parts
-            env[name] = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op](env[a], env[b])
+            env[name] = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op](
+                env[a], env[b]
+            )
     out = env[name]
     out.backward()
     return (time.perf_counter() - t) / nodes * 1e9
@@ -200,12 +206,18 @@ def cli_start(runs: int) -> dict:
     ours = median(cgraph + ["eval", "x + 1", "x=2", "--format", "json"])
     click = median([sys.executable, "-c", "import click"])
     bare = median([sys.executable, "-c", "pass"])
-    return {"cgraph_eval_ms": ours * 1e3, "import_click_ms": click * 1e3,
-            "python_bare_ms": bare * 1e3, "ratio_to_click": ours / click}
+    return {
+        "cgraph_eval_ms": ours * 1e3,
+        "import_click_ms": click * 1e3,
+        "python_bare_ms": bare * 1e3,
+        "ratio_to_click": ours / click,
+    }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--max", type=float, default=1e6, help="largest graph, in nodes")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", metavar="FILE")
@@ -213,32 +225,45 @@ def main() -> None:
     sizes = [s for s in (1e3, 1e4, 1e5, 1e6) if s <= args.max]
     rows = []
     print(f"python {sys.version.split()[0]}, best of {args.repeat}\n")
-    print(f"{'graph':6} {'nodes':>8} {'stmts/s':>9} {'(gc on)':>9} {'fwd':>6} {'bwd':>6} "
-          f"{'fwd+bwd':>8} {'1st grad':>9} {'B/node':>7} {'+prog':>6}")
+    print(
+        f"{'graph':6} {'nodes':>8} {'stmts/s':>9} {'(gc on)':>9} {'fwd':>6} {'bwd':>6} "
+        f"{'fwd+bwd':>8} {'1st grad':>9} {'B/node':>7} {'+prog':>6}"
+    )
     for size in sizes:
         for kind in ("chain", "dag"):
             r = measure(kind, int(size), args.repeat if size < 1e6 else 1)
             rows.append(r)
-            print(f"{kind:6} {r['nodes']:>8} {r['parse_statements_per_s']:>9,.0f} "
-                  f"{r['parse_statements_per_s_gc_on']:>9,.0f} {r['fwd_ns_per_node']:>6.0f} "
-                  f"{r['bwd_ns_per_node']:>6.0f} {r['fwd_bwd_ns_per_node']:>8.0f} "
-                  f"{r['first_grad_ns_per_node']:>9.0f} {r['ir_bytes_per_node']:>7.0f} "
-                  f"{r['with_program_bytes_per_node']:>6.0f}")
+            print(
+                f"{kind:6} {r['nodes']:>8} {r['parse_statements_per_s']:>9,.0f} "
+                f"{r['parse_statements_per_s_gc_on']:>9,.0f} {r['fwd_ns_per_node']:>6.0f} "
+                f"{r['bwd_ns_per_node']:>6.0f} {r['fwd_bwd_ns_per_node']:>8.0f} "
+                f"{r['first_grad_ns_per_node']:>9.0f} {r['ir_bytes_per_node']:>7.0f} "
+                f"{r['with_program_bytes_per_node']:>6.0f}"
+            )
     print("\n(ns per node; B/node: the parsed graph; +prog: with its compiled program)")
     ref_n = int(min(1e5, args.max))
     extra = {"flat_loop_ns_per_node": flat_loop_reference(ref_n, args.repeat)}
-    print(f"\nreference flat opcode loop, fwd+bwd at {ref_n} nodes: "
-          f"{extra['flat_loop_ns_per_node']:.0f} ns/node")
+    print(
+        f"\nreference flat opcode loop, fwd+bwd at {ref_n} nodes: "
+        f"{extra['flat_loop_ns_per_node']:.0f} ns/node"
+    )
     mg = micrograd_ns_per_node(min(ref_n, 10_000))
     th = torch_ns_per_node(min(ref_n, 100_000))
     extra["micrograd_ns_per_node"], extra["torch_ns_per_node"] = mg, th
-    print("micrograd (same DAG, 1e4 nodes):", "not installed" if mg is None else f"{mg:.0f} ns/node")
-    print("PyTorch eager autograd (scalar chain):", "not installed" if th is None else f"{th:.0f} ns/node")
+    print(
+        "micrograd (same DAG, 1e4 nodes):", "not installed" if mg is None else f"{mg:.0f} ns/node"
+    )
+    print(
+        "PyTorch eager autograd (scalar chain):",
+        "not installed" if th is None else f"{th:.0f} ns/node",
+    )
     start = cli_start(runs=10)
     extra.update(start)
-    print(f"\nCLI start: cgraph eval 'x + 1' x=2 --format json  {start['cgraph_eval_ms']:.0f} ms; "
-          f"python3 -c 'import click' {start['import_click_ms']:.0f} ms "
-          f"(ratio {start['ratio_to_click']:.2f}); bare python {start['python_bare_ms']:.0f} ms")
+    print(
+        f"\nCLI start: cgraph eval 'x + 1' x=2 --format json  {start['cgraph_eval_ms']:.0f} ms; "
+        f"python3 -c 'import click' {start['import_click_ms']:.0f} ms "
+        f"(ratio {start['ratio_to_click']:.2f}); bare python {start['python_bare_ms']:.0f} ms"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, **extra}, indent=2))
 

@@ -49,8 +49,10 @@ def main() -> None:
         programs[f"chain{n}"] = chain(n)
         programs[f"dag{n}"] = local_dag(n // 2)  # two nodes a statement
     renderers = [r for r in (image.locate("dot"), image.locate("graphviz-pure")) if r]
-    print(f"{'program':10} {'nodes':>6} {'DOT build':>10}  " + "  ".join(
-        f"{r.name + ' ' + fmt:>18}" for r in renderers for fmt in ("png", "svg")))
+    print(
+        f"{'program':10} {'nodes':>6} {'DOT build':>10}  "
+        + "  ".join(f"{r.name + ' ' + fmt:>18}" for r in renderers for fmt in ("png", "svg"))
+    )
     for name, (text, bindings) in programs.items():
         graph = parse(text)
         diagram, build = timed(lambda: diagram_of(graph, bindings, force=True))  # noqa: B023

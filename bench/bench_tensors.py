@@ -65,10 +65,14 @@ def bindings(width: int) -> dict:
     import numpy as np
 
     rng = np.random.default_rng(width)
-    return {"X": rng.normal(size=(BATCH, width)), "T": rng.normal(size=(BATCH, OUTPUTS)),
-            "W1": rng.normal(size=(width, width)) / width ** 0.5, "b1": rng.normal(size=width),
-            "W2": rng.normal(size=(width, OUTPUTS)) / width ** 0.5,
-            "b2": rng.normal(size=OUTPUTS)}
+    return {
+        "X": rng.normal(size=(BATCH, width)),
+        "T": rng.normal(size=(BATCH, OUTPUTS)),
+        "W1": rng.normal(size=(width, width)) / width**0.5,
+        "b1": rng.normal(size=width),
+        "W2": rng.normal(size=(width, OUTPUTS)) / width**0.5,
+        "b2": rng.normal(size=OUTPUTS),
+    }
 
 
 def torch_step(b: dict):
@@ -105,9 +109,15 @@ def mlp_rows(widths: list[int], repeat: int) -> list[dict]:
         t_np = best(lambda: mlp_numpy(**b), repeat)  # noqa: B023
         step = torch_step(b)
         t_torch = best(step, repeat) if step else None
-        rows.append({"width": w, "cgraph_ms": t_ours * 1e3, "numpy_ms": t_np * 1e3,
-                     "ratio": t_ours / t_np,
-                     "torch_ms": None if t_torch is None else t_torch * 1e3})
+        rows.append(
+            {
+                "width": w,
+                "cgraph_ms": t_ours * 1e3,
+                "numpy_ms": t_np * 1e3,
+                "ratio": t_ours / t_np,
+                "torch_ms": None if t_torch is None else t_torch * 1e3,
+            }
+        )
     return rows
 
 
@@ -134,9 +144,12 @@ print(len(g), min(public), min(inner), 'numpy' in sys.modules)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     nodes, public, inner, numpy_loaded = out.stdout.split()
     n = int(nodes)
-    return {"nodes": n, "public_ns_per_node": float(public) / n * 1e9,
-            "float_loop_ns_per_node": float(inner) / n * 1e9,
-            "numpy_imported": numpy_loaded == "True"}
+    return {
+        "nodes": n,
+        "public_ns_per_node": float(public) / n * 1e9,
+        "float_loop_ns_per_node": float(inner) / n * 1e9,
+        "numpy_imported": numpy_loaded == "True",
+    }
 
 
 def main() -> None:
@@ -152,13 +165,17 @@ def main() -> None:
     rows = mlp_rows(widths, args.repeat)
     for r in rows:
         torch_ms = "-" if r["torch_ms"] is None else f"{r['torch_ms']:.3f}"
-        print(f"{r['width']:>6} {r['cgraph_ms']:>10.3f} {r['numpy_ms']:>10.3f} "
-              f"{r['ratio']:>7.2f} {torch_ms:>10}")
+        print(
+            f"{r['width']:>6} {r['cgraph_ms']:>10.3f} {r['numpy_ms']:>10.3f} "
+            f"{r['ratio']:>7.2f} {torch_ms:>10}"
+        )
     scalar = scalar_rows(max(args.repeat, 9))
-    print(f"\nScalar chain of {scalar['nodes']:,} nodes, forward+backward: "
-          f"{scalar['public_ns_per_node']:.0f} ns/node through forward()/vjp(), "
-          f"{scalar['float_loop_ns_per_node']:.0f} ns/node in the float loop alone; "
-          f"NumPy imported: {scalar['numpy_imported']}")
+    print(
+        f"\nScalar chain of {scalar['nodes']:,} nodes, forward+backward: "
+        f"{scalar['public_ns_per_node']:.0f} ns/node through forward()/vjp(), "
+        f"{scalar['float_loop_ns_per_node']:.0f} ns/node in the float loop alone; "
+        f"NumPy imported: {scalar['numpy_imported']}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps({"mlp": rows, "scalar": scalar}, indent=2))
 

@@ -26,7 +26,23 @@ from .render.source import to_source
 __version__ = "0.1.0"
 
 __all__ = [
-    "BindingError", "CgraphError", "DomainError", "EvalError", "Evaluation", "Graph",
-    "Gradients", "Node", "ParseError", "Span", "UsageError", "evaluate", "grad",
-    "jvp", "parse", "to_source", "validate", "vjp", "__version__",
+    "BindingError",
+    "CgraphError",
+    "DomainError",
+    "EvalError",
+    "Evaluation",
+    "Graph",
+    "Gradients",
+    "Node",
+    "ParseError",
+    "Span",
+    "UsageError",
+    "evaluate",
+    "grad",
+    "jvp",
+    "parse",
+    "to_source",
+    "validate",
+    "vjp",
+    "__version__",
 ]

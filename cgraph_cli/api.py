@@ -90,7 +90,9 @@ def resolve_name(graph: Graph, name: str) -> int:
 
 
 def evaluate(
-    program: str | Graph, bindings: Mapping[str, object] | None = None, of: str | None = None,
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
 ) -> Evaluation:
     """Run the forward pass. ``of`` names the output (default: the last statement)."""
     graph = _graph(program)
@@ -99,7 +101,9 @@ def evaluate(
 
 
 def grad(
-    program: str | Graph, bindings: Mapping[str, object] | None = None, of: str | None = None,
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
 ) -> Gradients:
     """Run the forward and reverse passes: the value of ``of`` and its gradients.
 

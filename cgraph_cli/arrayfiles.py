@@ -29,12 +29,21 @@ ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first member, or an empty
 
 _REAL = "; cgraph computes with real numbers"
 _KINDS = {  # NumPy's dtype.kind -> what the user would call such elements
-    "b": "true/false values", "c": "complex numbers", "U": "text", "S": "bytes",
-    "M": "dates", "m": "time spans", "V": "records", "O": "Python objects",
+    "b": "true/false values",
+    "c": "complex numbers",
+    "U": "text",
+    "S": "bytes",
+    "M": "dates",
+    "m": "time spans",
+    "V": "records",
+    "O": "Python objects",
 }
 _JSON_KINDS = {
-    bool: "true/false values (booleans)", str: "text (strings)", type(None): "null",
-    dict: "JSON objects", complex: "complex numbers",
+    bool: "true/false values (booleans)",
+    str: "text (strings)",
+    type(None): "null",
+    dict: "JSON objects",
+    complex: "complex numbers",
 }
 
 
@@ -87,8 +96,10 @@ def dtype_problem(dtype, in_file: bool = False) -> str | None:
     if dtype.kind in "iuf" and not dtype.fields:
         return None
     if dtype.hasobject and in_file:
-        return (f"holds pickled Python objects ({dtype}), which cgraph never loads: unpickling "
-                "can run code")
+        return (
+            f"holds pickled Python objects ({dtype}), which cgraph never loads: unpickling "
+            "can run code"
+        )
     return f"holds {_KINDS.get(dtype.kind, 'values')} ({dtype}){_REAL}"
 
 
@@ -99,8 +110,9 @@ def list_problem(value: list | tuple) -> str | None:
     level, depth = [value], 1
     while level:
         if depth > MAX_AXES:
-            return (f"is nested more than {MAX_AXES} levels deep; arrays have at most "
-                    f"{MAX_AXES} axes")
+            return (
+                f"is nested more than {MAX_AXES} levels deep; arrays have at most {MAX_AXES} axes"
+            )
         kinds = set(map(type, chain.from_iterable(level)))
         nested = False
         for kind in kinds:
@@ -113,9 +125,11 @@ def list_problem(value: list | tuple) -> str | None:
         if not nested:
             return None
         items = chain.from_iterable(level)
-        level = list(items) if len(kinds) == 1 else [
-            v for v in items if type(v) is list or type(v) is tuple
-        ]
+        level = (
+            list(items)
+            if len(kinds) == 1
+            else [v for v in items if type(v) is list or type(v) is tuple]
+        )
         depth += 1
     return None
 
@@ -161,8 +175,10 @@ def read_npy(data: bytes, subject: str = "it"):
         elif version == (2, 0):
             shape, fortran, dtype = npy_format.read_array_header_2_0(fp)
         else:
-            raise Unreadable(f"{subject} uses .npy format version {version[0]}.{version[1]}, which "
-                             "cgraph does not read (numpy.save writes 1.0)")
+            raise Unreadable(
+                f"{subject} uses .npy format version {version[0]}.{version[1]}, which "
+                "cgraph does not read (numpy.save writes 1.0)"
+            )
     except Unreadable:
         raise
     except Exception:  # NumPy's header parser raises several kinds (tokenize, ast, ValueError)
@@ -178,11 +194,15 @@ def read_npy(data: bytes, subject: str = "it"):
     need, have = count * dtype.itemsize, len(data) - fp.tell()
     what = f"a {shape} array of {dtype}"
     if need > have:
-        raise Unreadable(f"{subject} is truncated: its header promises {size_text(need)} of data "
-                         f"({what}), but the file holds {size_text(have)}")
+        raise Unreadable(
+            f"{subject} is truncated: its header promises {size_text(need)} of data "
+            f"({what}), but the file holds {size_text(have)}"
+        )
     if need < have:
-        raise Unreadable(f"{subject} has {size_text(have - need)} after the data its header "
-                         f"describes ({what}); it is damaged, or not one array")
+        raise Unreadable(
+            f"{subject} has {size_text(have - need)} after the data its header "
+            f"describes ({what}); it is damaged, or not one array"
+        )
     array = np.frombuffer(data, dtype=dtype, count=count, offset=fp.tell())
     return array.reshape(shape, order="F" if fortran else "C")
 
@@ -201,8 +221,10 @@ def read_npz(data: bytes) -> dict[str, object]:
             infos = archive.infolist()
             total = sum(info.file_size for info in infos)
             if total > ARRAY_LIMIT:
-                raise Unreadable(f"its arrays would unpack to {size_text(total)}, more than the "
-                                 f"{size_text(ARRAY_LIMIT)} cgraph reads")
+                raise Unreadable(
+                    f"its arrays would unpack to {size_text(total)}, more than the "
+                    f"{size_text(ARRAY_LIMIT)} cgraph reads"
+                )
             arrays: dict[str, object] = {}
             for info in infos:
                 name = info.filename.removesuffix(".npy")
@@ -232,11 +254,15 @@ def _check_directory(data: bytes) -> None:
     entries = int.from_bytes(data[end + 10 : end + 12], "little")
     directory = int.from_bytes(data[end + 12 : end + 16], "little")
     record = end - 20 - 56  # where zipfile looks for a ZIP64 record, which it then believes
-    if record >= 0 and data.startswith(b"PK\x06\x07", end - 20) and data.startswith(
-        b"PK\x06\x06", record
+    if (
+        record >= 0
+        and data.startswith(b"PK\x06\x07", end - 20)
+        and data.startswith(b"PK\x06\x06", record)
     ):
         entries = int.from_bytes(data[record + 32 : record + 40], "little")
         directory = int.from_bytes(data[record + 40 : record + 48], "little")
     if entries > MAX_MEMBERS or directory > MAX_MEMBERS * 1024:
-        raise Unreadable(f"it lists more than {MAX_MEMBERS:,} members; cgraph reads archives "
-                         "of up to that many arrays")
+        raise Unreadable(
+            f"it lists more than {MAX_MEMBERS:,} members; cgraph reads archives "
+            "of up to that many arrays"
+        )

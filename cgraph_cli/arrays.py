@@ -55,10 +55,18 @@ def size_text(elements: int) -> str:
     ('80 GB', '2.1 GB', '24 bytes')
     """
     size = 8 * elements
-    for unit, scale in (("EB", 10**18), ("PB", 10**15), ("TB", 10**12), ("GB", 10**9),
-                        ("MB", 10**6), ("kB", 10**3)):
+    for unit, scale in (
+        ("EB", 10**18),
+        ("PB", 10**15),
+        ("TB", 10**12),
+        ("GB", 10**9),
+        ("MB", 10**6),
+        ("kB", 10**3),
+    ):
         if size >= scale:
-            return f"{size / scale:.2g} {unit}" if size < 10 * scale else f"{size // scale:,} {unit}"
+            return (
+                f"{size / scale:.2g} {unit}" if size < 10 * scale else f"{size // scale:,} {unit}"
+            )
     return f"{size} bytes"
 
 
@@ -80,8 +88,10 @@ def broadcast(*shapes: Shape) -> Shape:
         sizes = {s[k - ndim + len(s)] for s in shapes if k - ndim + len(s) >= 0} - {1}
         if len(sizes) > 1:
             raise ShapeMismatch(
-                " and ".join(show_shape(s) for s in shapes) + " do not broadcast: sizes "
-                + " and ".join(str(n) for n in sorted(sizes)) + f" differ in axis {k - ndim}"
+                " and ".join(show_shape(s) for s in shapes)
+                + " do not broadcast: sizes "
+                + " and ".join(str(n) for n in sorted(sizes))
+                + f" differ in axis {k - ndim}"
             )
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
@@ -126,8 +136,11 @@ def average_shape(shapes, params) -> Shape:
     (shape,) = shapes
     counted = prod(shape) if not params or params[0] is None else shape[_axis(shape, params[0])]
     if counted == 0 and prod(out) > 0:
-        raise NoValue("of an empty tensor has no value" if not out else
-                      f"has no value: axis {params[0]} of the {show_shape(shape)} tensor is empty")
+        raise NoValue(
+            "of an empty tensor has no value"
+            if not out
+            else f"has no value: axis {params[0]} of the {show_shape(shape)} tensor is empty"
+        )
     return out
 
 
@@ -355,11 +368,15 @@ def pow_partials(x, y, out):
 
 
 def max_partials(x, y, out):
-    return np.where(x > y, 1.0, np.where(x < y, 0.0, 0.5)), np.where(x > y, 0.0, np.where(x < y, 1.0, 0.5))
+    return np.where(x > y, 1.0, np.where(x < y, 0.0, 0.5)), np.where(
+        x > y, 0.0, np.where(x < y, 1.0, 0.5)
+    )
 
 
 def min_partials(x, y, out):
-    return np.where(x < y, 1.0, np.where(x > y, 0.0, 0.5)), np.where(x < y, 0.0, np.where(x > y, 1.0, 0.5))
+    return np.where(x < y, 1.0, np.where(x > y, 0.0, 0.5)), np.where(
+        x < y, 0.0, np.where(x > y, 1.0, 0.5)
+    )
 
 
 def sigmoid(x):
@@ -372,4 +389,3 @@ def relu(x):
 
 def step(x):
     return (x > 0.0).astype(float)
-

@@ -194,9 +194,16 @@ def report(runs: list[CaseRun]) -> dict:
     checks = []
     for run in runs:
         checks.extend(
-            {"case": r.case, "kind": r.kind, "name": r.name, "output": r.output,
-             "expected": r.expected, "actual": r.actual,
-             "difference": None if math.isinf(r.difference) else r.difference, "ok": r.ok}
+            {
+                "case": r.case,
+                "kind": r.kind,
+                "name": r.name,
+                "output": r.output,
+                "expected": r.expected,
+                "actual": r.actual,
+                "difference": None if math.isinf(r.difference) else r.difference,
+                "ok": r.ok,
+            }
             for r in run.results
         )
         if run.error is not None:
@@ -230,20 +237,35 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
 
     results = [r for run in runs for r in run.results]
     root = ET.Element("testsuites")
-    node = ET.SubElement(root, "testsuite", name=_xml(suite), tests=str(len(results) + sum(
-        run.error is not None for run in runs)), failures=str(sum(not r.ok for r in results)),
-        errors=str(sum(run.error is not None for run in runs)))
+    node = ET.SubElement(
+        root,
+        "testsuite",
+        name=_xml(suite),
+        tests=str(len(results) + sum(run.error is not None for run in runs)),
+        failures=str(sum(not r.ok for r in results)),
+        errors=str(sum(run.error is not None for run in runs)),
+    )
     for run in runs:
         for r in run.results:
-            case = ET.SubElement(node, "testcase", classname=_xml(r.case or suite),
-                                 name=_xml(f"{r.label} = {f(r.expected)}"))
+            case = ET.SubElement(
+                node,
+                "testcase",
+                classname=_xml(r.case or suite),
+                name=_xml(f"{r.label} = {f(r.expected)}"),
+            )
             if not r.ok:
-                ET.SubElement(case, "failure", message=_xml(
-                    f"{r.label} = {f(r.actual)} (expected {f(r.expected)}, "
-                    f"difference {f(r.difference)})"))
+                ET.SubElement(
+                    case,
+                    "failure",
+                    message=_xml(
+                        f"{r.label} = {f(r.actual)} (expected {f(r.expected)}, "
+                        f"difference {f(r.difference)})"
+                    ),
+                )
         if run.error is not None:
-            case = ET.SubElement(node, "testcase", classname=_xml(run.case or suite),
-                                 name=_xml(run.case or suite))
+            case = ET.SubElement(
+                node, "testcase", classname=_xml(run.case or suite), name=_xml(run.case or suite)
+            )
             error = ET.SubElement(case, "error", message=_xml(error_text(run.error)))
             error.text = _xml(run.error.render())
     ET.indent(root)

@@ -26,8 +26,9 @@ from .errors import BindingError, CgraphError, Source, Span, UsageError
 _CASE_KEYS = ("name", "file", "program", "bindings", "of", "expect", "expect_grad", "rtol", "atol")
 _TOP_KEYS = ("rtol", "atol", "case")
 MAX_DEPTH = 40  # arrays and inline tables nested deeper are refused before TOML parsing
-_EXAMPLE = ('[[case]]  name = "seed"  file = "seed.cg"  expect = { g = -12 }  '
-            "expect_grad = { x = -3 }")
+_EXAMPLE = (
+    '[[case]]  name = "seed"  file = "seed.cg"  expect = { g = -12 }  expect_grad = { x = -3 }'
+)
 
 
 def load_spec(path: str) -> list[Case]:
@@ -47,8 +48,9 @@ def load_spec(path: str) -> list[Case]:
     if tables is None:
         raise UsageError(f"{path} has no [[case]] tables", hints=[_EXAMPLE])
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
-        raise where.error("'case' must be one or more [[case]] tables", None, "case",
-                          hints=[_EXAMPLE])
+        raise where.error(
+            "'case' must be one or more [[case]] tables", None, "case", hints=[_EXAMPLE]
+        )
     folder = Path(path).parent
     return [_load_case(where, table, k, folder, rtol, atol) for k, table in enumerate(tables)]
 
@@ -61,8 +63,9 @@ def _parse_toml(spec: Source, where: _Locator) -> dict:
 
     deep = _too_deep(spec.text, MAX_DEPTH)
     if deep is not None:
-        raise UsageError(f"arrays or tables nested more than {MAX_DEPTH} deep",
-                         Span(deep, deep + 1), spec)
+        raise UsageError(
+            f"arrays or tables nested more than {MAX_DEPTH} deep", Span(deep, deep + 1), spec
+        )
     try:
         return tomllib.loads(spec.text)
     except RecursionError:  # pragma: no cover - _too_deep refuses such nesting first
@@ -104,8 +107,9 @@ _TOKENS = re.compile(
 )
 
 
-def _load_case(where: _Locator, table: dict, k: int, folder: Path, rtol: float,
-               atol: float) -> Case:
+def _load_case(
+    where: _Locator, table: dict, k: int, folder: Path, rtol: float, atol: float
+) -> Case:
     for key in table:
         if key not in _CASE_KEYS:
             raise where.error(f"unknown key '{key}' in case {k + 1}", k, key, _CASE_KEYS)
@@ -117,11 +121,18 @@ def _load_case(where: _Locator, table: dict, k: int, folder: Path, rtol: float,
     expect = where.values(table, "expect", k)
     expect_grad = where.values(table, "expect_grad", k)
     if not expect and not expect_grad:
-        raise where.error(f"case {k + 1} expects nothing: give 'expect' or 'expect_grad'", k, "name")
+        raise where.error(
+            f"case {k + 1} expects nothing: give 'expect' or 'expect_grad'", k, "name"
+        )
     case = Case(
-        name, None, where.values(table, "bindings", k), expect, expect_grad,
+        name,
+        None,
+        where.values(table, "bindings", k),
+        expect,
+        expect_grad,
         where.string(table, "of", k) if "of" in table else None,
-        where.tolerance(table, "rtol", k, rtol), where.tolerance(table, "atol", k, atol),
+        where.tolerance(table, "rtol", k, rtol),
+        where.tolerance(table, "atol", k, atol),
     )
     try:  # the program's own errors are the case's result, not a mistake in the spec
         from .parser import parse
@@ -176,8 +187,9 @@ class _Locator:
         header = next((n for n, line in enumerate(self.lines) if m(line)), None)
         return None if header is None else Span(self.starts[header], self.starts[header] + 1)
 
-    def error(self, message: str, case: int | None, key: str, known=(), *, hints=(),
-              value: bool = False) -> UsageError:
+    def error(
+        self, message: str, case: int | None, key: str, known=(), *, hints=(), value: bool = False
+    ) -> UsageError:
         hints = list(hints)
         close = difflib.get_close_matches(key, known, n=1)
         if known and close:
@@ -192,12 +204,17 @@ class _Locator:
 
     def tolerance(self, table: dict, key: str, case: int | None, default: float) -> float:
         value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            _finite(value) and value >= 0
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (_finite(value) and value >= 0)
         ):
             where = "" if case is None else f" in case {case + 1}"
-            raise self.error(f"'{key}'{where} must be a finite, non-negative number, got "
-                             f"{_short(value)}", case, key)
+            raise self.error(
+                f"'{key}'{where} must be a finite, non-negative number, got {_short(value)}",
+                case,
+                key,
+            )
         return float(value)
 
     def values(self, table: dict, key: str, case: int) -> dict[str, object]:
@@ -214,8 +231,12 @@ class _Locator:
             try:
                 checked[name] = _number_or_array(name, v)
             except BindingError as e:
-                raise UsageError(f"'{key}' in case {case + 1}: {e.message}", self.find(case, key),
-                                 self.source, hints=e.hints) from None
+                raise UsageError(
+                    f"'{key}' in case {case + 1}: {e.message}",
+                    self.find(case, key),
+                    self.source,
+                    hints=e.hints,
+                ) from None
         return checked
 
     def program_path(self, table: dict, case: int, folder: Path) -> str:
@@ -237,9 +258,14 @@ class _Locator:
                 why = "leads outside the checks file's folder"
         if why:
             raise self.error(
-                f"'file' in case {case + 1} {why}: {text!r}", case, "file", value=True,
-                hints=["a case's file is read relative to the checks file, and only from its "
-                       "folder or below; use 'program' for inline text"],
+                f"'file' in case {case + 1} {why}: {text!r}",
+                case,
+                "file",
+                value=True,
+                hints=[
+                    "a case's file is read relative to the checks file, and only from its "
+                    "folder or below; use 'program' for inline text"
+                ],
             )
         return str(folder / text)
 

@@ -53,8 +53,14 @@ def diagram_of(
     return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
 
 
-def diagram_size(graph: Graph, node: int, force: bool = False, *, what: str = "the diagram",
-                 narrow: str = "--focus NAME") -> int:
+def diagram_size(
+    graph: Graph,
+    node: int,
+    force: bool = False,
+    *,
+    what: str = "the diagram",
+    narrow: str = "--focus NAME",
+) -> int:
     """The nodes a diagram of ``node`` draws; a :class:`UsageError` above :data:`MAX_NODES`
     unless ``force``. ``what`` and ``narrow`` word the message for frames (``--of NAME``).
 
@@ -67,8 +73,9 @@ def diagram_size(graph: Graph, node: int, force: bool = False, *, what: str = "t
         raise UsageError(
             f"{what} would have {count:,} nodes; more than {MAX_NODES} are slow to lay out "
             "and hard to read",
-            hints=[f"draw the part that leads to one value with {narrow}, or all of it with "
-                   "--force"],
+            hints=[
+                f"draw the part that leads to one value with {narrow}, or all of it with --force"
+            ],
         )
     return count
 
@@ -81,15 +88,20 @@ def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = 
         return out, None, None, None
     missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
     if missing:
-        note = ("values need bindings: " + " ".join(f"{m}=VALUE" for m in missing)
-                + "; drawing the structure only")
+        note = (
+            "values need bindings: "
+            + " ".join(f"{m}=VALUE" for m in missing)
+            + "; drawing the structure only"
+        )
         return out, None, None, note
     from .numfmt import is_tensor, shape_text
 
     ev = evaluate(graph, bindings, of=of)
     if is_tensor(ev.value):
-        note = (f"{ev.output_name} is a {shape_text(ev.value)} tensor: gradients need a single "
-                "number (sum(...) or an element); drawing values only")
+        note = (
+            f"{ev.output_name} is a {shape_text(ev.value)} tensor: gradients need a single "
+            "number (sum(...) or an element); drawing values only"
+        )
         return out, ev.values, None, note
     return out, ev.values, vjp(graph, ev.values, of=out), None
 
@@ -109,7 +121,6 @@ def output_format(path: str | None, fmt: str | None) -> str:
             )
         return ext
     return "png"
-
 
 
 def frames_folder(graph: Graph, of: str | None, folder, force: bool = False):

@@ -51,8 +51,9 @@ def _line_end(text: str, offset: int) -> int:
 
 # Characters a terminal would act on or hide instead of showing: C0 and C1 controls, DEL, and
 # the invisible format characters (bidirectional overrides, zero-width spaces, the BOM).
-_HIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u200b-\u200f\u2028-\u202e"
-                     "\u2060-\u2069\ufeff\ufff9-\ufffb]")
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\x1b": "\\x1b"}
 
 
@@ -82,7 +83,7 @@ def shorten(text: str, limit: int = 40) -> str:
     if len(text) <= limit:
         return text
     head = limit * 2 // 3
-    return f"{text[:head]}…{text[head - limit:]} ({len(text):,} characters)"
+    return f"{text[:head]}…{text[head - limit :]} ({len(text):,} characters)"
 
 
 def _width(char: str) -> int:
@@ -127,7 +128,7 @@ def render_caret(text: str, span: Span, *, gutter: bool = True) -> str:
     pad = (1 if left else 0) + sum(widths[left:first])
     if first < len(widths) and widths[first] == 0 and pad:
         pad -= 1  # a combining mark: point at the letter it sits on
-    width = max(1, sum(widths[first:min(last, right)]))
+    width = max(1, sum(widths[first : min(last, right)]))
     marker = " " * pad + "^" + "~" * (width - 1)
     if not gutter:
         return f"{shown}\n{marker}"

@@ -45,8 +45,13 @@ def explain(
     reach = ancestors(graph, out)
     ops = [i for i in range(len(graph.ops)) if graph.ops[i].forward is not None]
     forward = [
-        {"node": names[i], "op": graph.ops[i].name, "args": [names[a] for a in graph.args[i]],
-         "arg_values": [values[a] for a in graph.args[i]], "value": values[i]}
+        {
+            "node": names[i],
+            "op": graph.ops[i].name,
+            "args": [names[a] for a in graph.args[i]],
+            "arg_values": [values[a] for a in graph.args[i]],
+            "value": values[i],
+        }
         for i in ops
     ]
     through = []
@@ -57,10 +62,13 @@ def explain(
         op, args = graph.ops[i], graph.args[i]
         local[i] = partials_at(graph, values, i)
         partials = [  # none with respect to a constant: no gradient flows back to one
-            {"wrt": names[a],
-             "formula": op.derivative[k].format(*(names[x] for x in args), out=names[i]),
-             "value": local[i][k]}
-            for k, a in enumerate(args) if graph.ops[a] is not CONST
+            {
+                "wrt": names[a],
+                "formula": op.derivative[k].format(*(names[x] for x in args), out=names[i]),
+                "value": local[i][k],
+            }
+            for k, a in enumerate(args)
+            if graph.ops[a] is not CONST
         ]
         if partials:
             through.append({"node": names[i], "op": op.name, "partials": partials})
@@ -76,8 +84,9 @@ def explain(
         if reach[i]:
             for a in graph.args[i]:
                 depth[a] = max(depth[a], depth[i] + 1)
-    order = sorted((a for a in uses if a != out and graph.ops[a] is not CONST),
-                   key=lambda a: (depth[a], a))
+    order = sorted(
+        (a for a in uses if a != out and graph.ops[a] is not CONST), key=lambda a: (depth[a], a)
+    )
     chain = []
     for a in order:
         if uses[a] == [(out, uses[a][0][1])]:
@@ -89,8 +98,11 @@ def explain(
     return {
         "output": names[out],
         "forward": forward,
-        "backward": {"start": {"node": names[out], "gradient": 1.0}, "through": through,
-                     "chain": chain},
+        "backward": {
+            "start": {"node": names[out], "gradient": 1.0},
+            "through": through,
+            "chain": chain,
+        },
         "gradients": {name: adjoints[node] for name, node in graph.inputs.items()},
     }
 
@@ -131,7 +143,9 @@ def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[st
         backward.append(f"Through {OPS[s['op']].symbol}: " + ", ".join(parts))
     chain = []
     for s in steps["backward"]["chain"]:
-        symbolic = " + ".join(f"{_d(out, t['via'])} · {_d(t['via'], s['node'])}" for t in s["terms"])
+        symbolic = " + ".join(
+            f"{_d(out, t['via'])} · {_d(t['via'], s['node'])}" for t in s["terms"]
+        )
         numeric = " + ".join(f"{par(t['upstream'])} · {par(t['local'])}" for t in s["terms"])
         chain.append(f"{_d(out, s['node'])} = {symbolic} = {numeric} = {f(s['gradient'])}")
     if chain:
@@ -179,7 +193,7 @@ def to_markdown(steps: dict, math: str = "plain", precision: int | None = None) 
         head, *rest = line.split("\n")
         if head.startswith("Chain rule: "):
             out.append(f"{k}. Chain rule:")
-            out += [f"   - `{item.strip()}`" for item in [head[len("Chain rule: "):], *rest]]
+            out += [f"   - `{item.strip()}`" for item in [head[len("Chain rule: ") :], *rest]]
         else:
             label, _, body = head.partition(": ")
             out.append(f"{k}. {label}: `{body}`")
@@ -189,8 +203,15 @@ def to_markdown(steps: dict, math: str = "plain", precision: int | None = None) 
 
 
 # --- LaTeX ---------------------------------------------------------------------------------------
-_TEX_FUNCTIONS = {"sin": r"\sin", "cos": r"\cos", "tan": r"\tan", "exp": r"\exp", "log": r"\log",
-                  "tanh": r"\tanh", "sigmoid": r"\sigma"}
+_TEX_FUNCTIONS = {
+    "sin": r"\sin",
+    "cos": r"\cos",
+    "tan": r"\tan",
+    "exp": r"\exp",
+    "log": r"\log",
+    "tanh": r"\tanh",
+    "sigmoid": r"\sigma",
+}
 
 
 def _tex_name(name: str) -> str:
@@ -232,8 +253,14 @@ def _tex_op(op_name: str, args: list[str]) -> str:
 
 
 def _tex_formula(text: str) -> str:
-    for plain, tex in (("·", r" \cdot "), ("²", "^2"), ("log(", r"\log("), ("cos(", r"\cos("),
-                       ("sin(", r"\sin("), ("sign(", r"\operatorname{sign}(")):
+    for plain, tex in (
+        ("·", r" \cdot "),
+        ("²", "^2"),
+        ("log(", r"\log("),
+        ("cos(", r"\cos("),
+        ("sin(", r"\sin("),
+        ("sign(", r"\operatorname{sign}("),
+    ):
         text = text.replace(plain, tex)
     return text
 
@@ -247,9 +274,16 @@ def _latex_markdown(steps: dict, precision: int | None = None) -> str:
     for k, s in enumerate(steps["forward"], 1):
         names = [_tex_name(a) for a in s["args"]]
         nums = [_tex_number(v, precision) for v in s["arg_values"]]
-        md.append(f"{k}. ${_tex_name(s['node'])} = {_tex_op(s['op'], names)} = "
-                  f"{_tex_op(s['op'], nums)} = {f(s['value'])}$")
-    md += ["", "## Backward pass", "", f"1. Start at the output: ${_tex_d(out_name, out_name)} = 1$"]
+        md.append(
+            f"{k}. ${_tex_name(s['node'])} = {_tex_op(s['op'], names)} = "
+            f"{_tex_op(s['op'], nums)} = {f(s['value'])}$"
+        )
+    md += [
+        "",
+        "## Backward pass",
+        "",
+        f"1. Start at the output: ${_tex_d(out_name, out_name)} = 1$",
+    ]
     k = 1
     for s in steps["backward"]["through"]:
         k += 1
@@ -258,19 +292,24 @@ def _latex_markdown(steps: dict, precision: int | None = None) -> str:
             value = f(p["value"])
             formula = "" if p["formula"] == value else f" = {_tex_formula(p['formula'])}"
             parts.append(f"${_tex_d(s['node'], p['wrt'])}{formula} = {value}$")
-        md.append(f"{k}. Through ${_tex_op(s['op'], ['a', 'b'][:OPS[s['op']].arity])}$: "
-                  + ", ".join(parts))
+        md.append(
+            f"{k}. Through ${_tex_op(s['op'], ['a', 'b'][: OPS[s['op']].arity])}$: "
+            + ", ".join(parts)
+        )
     if steps["backward"]["chain"]:
         md.append(f"{k + 1}. Chain rule:")
         for s in steps["backward"]["chain"]:
-            symbolic = " + ".join(rf"{_tex_d(out_name, t['via'])} {_tex_d(t['via'], s['node'])}"
-                                  for t in s["terms"])
+            symbolic = " + ".join(
+                rf"{_tex_d(out_name, t['via'])} {_tex_d(t['via'], s['node'])}" for t in s["terms"]
+            )
             numeric = " + ".join(
                 rf"{_tex_number(t['upstream'], precision)} \cdot {_tex_number(t['local'], precision)}"
                 for t in s["terms"]
             )
-            md.append(f"   - ${_tex_d(out_name, s['node'])} = {symbolic} = {numeric} = "
-                      f"{f(s['gradient'])}$")
+            md.append(
+                f"   - ${_tex_d(out_name, s['node'])} = {symbolic} = {numeric} = "
+                f"{f(s['gradient'])}$"
+            )
     grads = ", ".join(f"${_tex_d(out_name, n)} = {f(g)}$" for n, g in steps["gradients"].items())
     md += ["", f"**Gradients:** {grads}"]
     return "\n".join(md) + "\n"
@@ -282,5 +321,3 @@ def frame_order(graph: Graph, output: int | None = None) -> list[int]:
     out = graph.output if output is None else output
     reach = ancestors(graph, out)
     return [i for i in range(out, -1, -1) if reach[i] and graph.ops[i] is not CONST]
-
-

@@ -53,17 +53,23 @@ def reverse_rule(graph: Graph, i: int, k: int, g: str, names: list[str]) -> str:
     return f"{g} · {local}" if " " not in local or local[0] == "[" else f"{g} · ({local})"
 
 
-def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: int | None = None
-                    ) -> dict:
+def explain_tensors(
+    graph: Graph, values: Sequence, adjoints: Sequence, output: int | None = None
+) -> dict:
     """The steps of both passes, as data (the JSON format of ``explain`` for tensor programs)."""
     out = graph.output if output is None else output
     names = node_names(graph)
     reach = ancestors(graph, out)
     ops = [i for i in range(out + 1) if graph.ops[i].style != LEAF]
     forward = [
-        {"node": names[i], "op": graph.ops[i].name, "formula": _formula(graph, i, names),
-         "arg_shapes": [_shape(values[a]) for a in graph.args[i]], "shape": _shape(values[i]),
-         "value": values[i]}
+        {
+            "node": names[i],
+            "op": graph.ops[i].name,
+            "formula": _formula(graph, i, names),
+            "arg_shapes": [_shape(values[a]) for a in graph.args[i]],
+            "shape": _shape(values[i]),
+            "value": values[i],
+        }
         for i in ops
     ]
     through = []
@@ -83,19 +89,38 @@ def explain_tensors(graph: Graph, values: Sequence, adjoints: Sequence, output: 
                 continue
             uses.setdefault(a, []).append(names[i])
             summed = _summed_axes(graph, values, i, a)
-            parts.append({"wrt": names[a], "formula": reverse_rule(graph, i, k, gradient, names),
-                          "summed_axes": summed, "shape": _shape(c), "value": c})
+            parts.append(
+                {
+                    "wrt": names[a],
+                    "formula": reverse_rule(graph, i, k, gradient, names),
+                    "summed_axes": summed,
+                    "shape": _shape(c),
+                    "value": c,
+                }
+            )
         if parts:  # a node of constants only passes no gradient back
-            through.append({"node": names[i], "op": graph.ops[i].name,
-                            "formula": _formula(graph, i, names), "gradients": parts})
-    fanout = [{"node": names[a], "via": via, "gradient": adjoints[a]}
-              for a, via in sorted(uses.items()) if len(via) > 1]
+            through.append(
+                {
+                    "node": names[i],
+                    "op": graph.ops[i].name,
+                    "formula": _formula(graph, i, names),
+                    "gradients": parts,
+                }
+            )
+    fanout = [
+        {"node": names[a], "via": via, "gradient": adjoints[a]}
+        for a, via in sorted(uses.items())
+        if len(via) > 1
+    ]
     return {
         "output": names[out],
         "tensors": True,
         "forward": forward,
-        "backward": {"start": {"node": names[out], "gradient": 1.0}, "through": through,
-                     "sums": fanout},
+        "backward": {
+            "start": {"node": names[out], "gradient": 1.0},
+            "through": through,
+            "sums": fanout,
+        },
         "gradients": {name: adjoints[node] for name, node in graph.inputs.items()},
     }
 
@@ -112,7 +137,9 @@ def _summed_axes(graph: Graph, values: Sequence, i: int, a: int) -> list[int]:
         return []
     out, arg = np.shape(values[i]), np.shape(values[a])
     lead = len(out) - len(arg)
-    return list(range(lead)) + [lead + k for k, n in enumerate(arg) if n == 1 and out[lead + k] != 1]
+    return list(range(lead)) + [
+        lead + k for k, n in enumerate(arg) if n == 1 and out[lead + k] != 1
+    ]
 
 
 def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[str], list[str]]:
@@ -126,8 +153,9 @@ def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[st
     for s in steps["forward"]:
         shapes = [show_shape(x) for x in s["arg_shapes"]]
         flow = (" @ " if s["op"] == "matmul" else ", ").join(shapes)
-        forward.append(f"{s['node']} = {s['formula']}: {flow} -> {show_shape(s['shape'])} = "
-                       f"{f(s['value'])}")
+        forward.append(
+            f"{s['node']} = {s['formula']}: {flow} -> {show_shape(s['shape'])} = {f(s['value'])}"
+        )
     out = steps["output"]
     backward = [f"Start at the output: ∂{out}/∂{out} = 1"]
     for s in steps["backward"]["through"]:
@@ -142,8 +170,9 @@ def lines(steps: dict, precision: int | None = None) -> tuple[list[str], list[st
             backward.append("\n".join(parts))
     for s in steps["backward"]["sums"]:
         via = " + ".join(f"(via {v})" for v in s["via"])
-        backward.append(f"Sum over the uses of {s['node']}: ∂{out}/∂{s['node']} = {via} = "
-                        f"{f(s['gradient'])}")
+        backward.append(
+            f"Sum over the uses of {s['node']}: ∂{out}/∂{s['node']} = {via} = {f(s['gradient'])}"
+        )
     gradients = [f"∂{out}/∂{n} = {f(g)}" for n, g in steps["gradients"].items()]
     return forward, backward, gradients
 

@@ -44,7 +44,9 @@ class Program:
                 op, args = graph.ops[i], graph.args[i]
                 b = args[1] if len(args) > 1 else -1
                 forward.append((i, op.forward, args[0], b))
-                backward.append((i, SWAPPED if op.swapped else op.constant or op.partials, args[0], b))
+                backward.append(
+                    (i, SWAPPED if op.swapped else op.constant or op.partials, args[0], b)
+                )
             backward.reverse()
             template = [0.0] * len(graph.ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
@@ -87,9 +89,7 @@ def check_number(name: str, value: object) -> float:
     """
     if isinstance(value, (bool, complex)):
         kind = "true or false (a boolean)" if isinstance(value, bool) else "a complex number"
-        raise BindingError(
-            f"the value of '{name}' is {kind}; cgraph computes with real numbers"
-        )
+        raise BindingError(f"the value of '{name}' is {kind}; cgraph computes with real numbers")
     try:
         number = float(value)  # type: ignore[arg-type]
     except OverflowError:  # a Python integer past float64's range
@@ -126,9 +126,13 @@ def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -
         names = ", ".join(f"'{m}'" for m in missing)
         example = " ".join(f"{m}=VALUE" for m in missing)
         raise graph.error(
-            BindingError, f"no value{plural} for input{plural} {names}", graph.inputs[missing[0]],
-            hints=[f"bind {'them' if plural else 'it'}: {example}  (or declare a default in the "
-                   f"program: input {missing[0]} = 1)"],
+            BindingError,
+            f"no value{plural} for input{plural} {names}",
+            graph.inputs[missing[0]],
+            hints=[
+                f"bind {'them' if plural else 'it'}: {example}  (or declare a default in the "
+                f"program: input {missing[0]} = 1)"
+            ],
         )
     return values
 
@@ -148,8 +152,10 @@ def _unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
     if name in graph.names:
         return BindingError(
             f"'{name}' is computed by the program, so it cannot be bound",
-            hints=["only inputs (names read before any assignment) take values: "
-                   + (", ".join(graph.inputs) or "this program has none")],
+            hints=[
+                "only inputs (names read before any assignment) take values: "
+                + (", ".join(graph.inputs) or "this program has none")
+            ],
         )
     hints = []
     close = difflib.get_close_matches(name, list(graph.inputs), n=1)
@@ -189,8 +195,14 @@ def describe(graph: Graph, node: int, values: list, arg_values: list | None = No
     return op.symbol + shown[0]
 
 
-def domain_error(graph: Graph, node: int, values: list, exc: Exception | None,
-                 arg_values: list | None = None, at: str = "") -> DomainError:
+def domain_error(
+    graph: Graph,
+    node: int,
+    values: list,
+    exc: Exception | None,
+    arg_values: list | None = None,
+    at: str = "",
+) -> DomainError:
     """The error for node ``node`` failing (``exc``) or producing a non-finite value (``None``);
     for a tensor, ``arg_values`` are the elements involved and ``at`` says where (`` at [1]``)."""
     op = graph.ops[node]
@@ -209,13 +221,16 @@ def local_partials(graph: Graph, values: list[float], node: int) -> tuple[float,
     return graph.ops[node].partials(*(values[a] for a in graph.args[node]), values[node])
 
 
-def slope_error(graph: Graph, node: int, values: list, arg_values: list | None = None,
-                at: str = "") -> DomainError:
+def slope_error(
+    graph: Graph, node: int, values: list, arg_values: list | None = None, at: str = ""
+) -> DomainError:
     """The error for node ``node`` whose local derivative is undefined or infinite (``at`` and
     ``arg_values`` as for :func:`domain_error`)."""
     formula = describe(graph, node, values, arg_values)
     return graph.error(
-        DomainError, f"the derivative of {formula} is undefined or infinite{at}", node,
+        DomainError,
+        f"the derivative of {formula} is undefined or infinite{at}",
+        node,
         hints=[graph.ops[node].domain] if graph.ops[node].domain else [],
     )
 
@@ -264,7 +279,7 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
             raise _unknown_binding(graph, [name])
         out[graph.inputs[name]] = check_number(name, t)
     ops = graph.ops
-    reach = None  # which nodes lead to the output: only their tangents must be finite
+    failed: list = []  # (node, error) where a tangent first went non-finite, in order
     for i, _, a, b in compile_program(graph).forward:
         ta, tb = out[a], (out[b] if b >= 0 else 0.0)
         if ta == 0.0 and tb == 0.0:
@@ -275,19 +290,30 @@ def jvp(graph: Graph, values: list[float], tangents: Mapping[str, float]) -> lis
         except (ArithmeticError, ValueError):
             partials = None
         if partials is not None:
-            # A zero tangent contributes nothing, even where the partial is not finite.
-            out[i] = (partials[0] * ta if ta else 0.0) + (partials[1] * tb if tb else 0.0)
+            # As in reverse mode, a zero (tangent or partial) contributes nothing, even against
+            # a value that is not finite.
+            out[i] = (partials[0] * ta if ta and partials[0] else 0.0) + (
+                partials[1] * tb if tb and partials[1] else 0.0
+            )
             if out[i] - out[i] == 0.0:
                 continue
         out[i] = math.nan
-        if reach is None:
-            from .render.dot import ancestors
+        if all(math.isfinite(t) for t in (ta, tb)):  # here it went non-finite, not upstream
+            overflow = partials is not None and all(
+                math.isfinite(q) for q, t in zip(partials, (ta, tb)) if t
+            )
+            failed.append((i, overflow))
+    result = out[graph.output]
+    if failed and result - result != 0.0:  # the output's tangent is not finite: say where
+        from .render.dot import ancestors
 
-            reach = ancestors(graph, graph.output)
-        if not reach[i]:
-            continue
-        if partials is not None and all(math.isfinite(q) for q, t in zip(partials, (ta, tb)) if t):
-            raise graph.error(DomainError, f"the tangent of {graph.text(i)} "
-                              "overflows: it is too large for a float64", i)
+        reach = ancestors(graph, graph.output)
+        i, overflow = next(f for f in failed if reach[f[0]])
+        if overflow:
+            raise graph.error(
+                DomainError,
+                f"the tangent of {graph.text(i)} overflows: it is too large for a float64",
+                i,
+            )
         raise slope_error(graph, i, values)
     return out

@@ -111,8 +111,11 @@ def gradcheck(
         values = forward(graph, point)
         adjoints = vjp(graph, values, of=out)
     except DomainError:  # one check per element, as at a point where f is defined
-        return [Check(point, n, None, None, "undefined", element) for n in graph.inputs
-                for element in _elements(point[n], elements, rng)]
+        return [
+            Check(point, n, None, None, "undefined", element)
+            for n in graph.inputs
+            for element in _elements(point[n], elements, rng)
+        ]
     base = _branches(graph, values)
     checks = []
     for name, node in graph.inputs.items():
@@ -185,8 +188,12 @@ def _shifted(x, element: tuple[int, ...], value: float):
 
 
 def random_points(
-    graph: Graph, count: int, seed: int = 0, fixed: Mapping[str, float] | None = None,
-    low: float = RANGE[0], high: float = RANGE[1],
+    graph: Graph,
+    count: int,
+    seed: int = 0,
+    fixed: Mapping[str, float] | None = None,
+    low: float = RANGE[0],
+    high: float = RANGE[1],
 ) -> list[dict[str, float]]:
     """``count`` points, each input drawn uniformly from [low, high] except those ``fixed``.
 
@@ -206,7 +213,4 @@ def random_points(
         # A tensor input takes its default's shape.
         return np.random.default_rng(rng.getrandbits(32)).uniform(low, high, shape)
 
-    return [
-        {n: fixed[n] if n in fixed else draw(n) for n in graph.inputs}
-        for _ in range(count)
-    ]
+    return [{n: fixed[n] if n in fixed else draw(n) for n in graph.inputs} for _ in range(count)]

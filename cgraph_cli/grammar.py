@@ -33,8 +33,9 @@ def lark_parser(**options):
     """Lark's own LALR parser for the grammar (the tests compare cgraph's parser with it)."""
     from lark import Lark
 
-    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", maybe_placeholders=False,
-                **options)
+    return Lark(
+        GRAMMAR.read_text(encoding="utf-8"), parser="lalr", maybe_placeholders=False, **options
+    )
 
 
 def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]]]:
@@ -104,11 +105,17 @@ def build_tables() -> dict:
                 actions[str(sym)] = -1 - index[arg]
         states.append(actions)
     assert len(states) == len(table.states), "a state no walk from the start reaches"
-    pattern, trailer, keywords = scanner_parts(parser.lexer_conf.terminals, parser.lexer_conf.ignore)
+    pattern, trailer, keywords = scanner_parts(
+        parser.lexer_conf.terminals, parser.lexer_conf.ignore
+    )
     return {
-        "states": states, "rules": rules,
-        "start": 0, "end": number[table.end_states["start"]],
-        "pattern": pattern, "trailer": trailer, "keywords": keywords,
+        "states": states,
+        "rules": rules,
+        "start": 0,
+        "end": number[table.end_states["start"]],
+        "pattern": pattern,
+        "trailer": trailer,
+        "keywords": keywords,
     }
 
 

@@ -69,9 +69,23 @@ class Graph:
     """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after."""
 
     __slots__ = (
-        "ops", "args", "labels", "starts", "ends", "consts", "params",
-        "inputs", "defaults", "names", "stmt_kinds", "stmt_names", "stmt_nodes", "output",
-        "output_label", "source", "_program",
+        "ops",
+        "args",
+        "labels",
+        "starts",
+        "ends",
+        "consts",
+        "params",
+        "inputs",
+        "defaults",
+        "names",
+        "stmt_kinds",
+        "stmt_names",
+        "stmt_nodes",
+        "output",
+        "output_label",
+        "source",
+        "_program",
     )
 
     def __init__(self, source: Source) -> None:
@@ -101,8 +115,13 @@ class Graph:
         if i < 0:
             i += len(self.ops)
         return Node(
-            i, self.ops[i], self.args[i], self.labels[i],
-            Span(self.starts[i], self.ends[i]), self.consts.get(i), self.params.get(i, ()),
+            i,
+            self.ops[i],
+            self.args[i],
+            self.labels[i],
+            Span(self.starts[i], self.ends[i]),
+            self.consts.get(i),
+            self.params.get(i, ()),
         )
 
     def __iter__(self) -> Iterator[Node]:
@@ -152,7 +171,9 @@ class Builder:
         self.scope: dict[str, int] = {}  # name -> node it refers to now
         g = self.graph
         self._append_op, self._append_args, self._append_label = (
-            g.ops.append, g.args.append, g.labels.append,
+            g.ops.append,
+            g.args.append,
+            g.labels.append,
         )
 
     def add(self, op: OpSpec, args: tuple[int, ...], start: int, end: int) -> int:

@@ -78,17 +78,22 @@ def _empty(shape: tuple[int, ...], sep: str) -> str:
 def plain_value(value, precision: int | None = None) -> str:
     """The one-line form for scripts: numbers in shortest form; a tensor as JSON without spaces
     (``[[1,2],[3,4]]``), which cgraph reads back as a binding."""
-    return nested(value, precision, ",") if is_tensor(value) else format_number(
-        float(value), precision)
+    return (
+        nested(value, precision, ",")
+        if is_tensor(value)
+        else format_number(float(value), precision)
+    )
 
 
 def summary(value, precision: int | None = 4) -> str:
     """A large tensor in one line: its shape, min, max, mean and its first entries."""
     flat = value.ravel()
     first = ", ".join(format_number(float(x), precision) for x in flat[:3])
-    return (f"{shape_text(value)} tensor  min {format_number(float(flat.min()), precision)}  "
-            f"max {format_number(float(flat.max()), precision)}  "
-            f"mean {format_number(mean(flat), precision)}  [{first}, …]")
+    return (
+        f"{shape_text(value)} tensor  min {format_number(float(flat.min()), precision)}  "
+        f"max {format_number(float(flat.max()), precision)}  "
+        f"mean {format_number(mean(flat), precision)}  [{first}, …]"
+    )
 
 
 def mean(flat) -> float:
@@ -106,8 +111,9 @@ def mean(flat) -> float:
         return total if math.isfinite(total) else float((flat / flat.size).sum())
 
 
-def format_value(value, precision: int | None = None, full: bool = False,
-                 rows: str = "\n", shape: bool = False) -> str:
+def format_value(
+    value, precision: int | None = None, full: bool = False, rows: str = "\n", shape: bool = False
+) -> str:
     """A number as :func:`format_number`; a tensor in full when small (or ``full``), else as a
     :func:`summary`. Matrix rows go on separate lines unless ``rows`` says otherwise. An empty
     tensor is ``[]``, followed by its shape if ``shape`` (where no column shows it).
@@ -123,4 +129,3 @@ def format_value(value, precision: int | None = None, full: bool = False,
     if full or value.size <= SMALL:
         return nested(value, precision or TENSOR_DIGITS, rows=rows)
     return summary(value, precision or TENSOR_DIGITS)
-

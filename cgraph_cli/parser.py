@@ -237,25 +237,34 @@ def _bad_character(text: str, pos: int, source: Source) -> UnexpectedInput:
     if char == "\\":
         return UnexpectedInput(
             "a '\\' continues a statement on the next line, so it must end its line",
-            span, source, hints=["delete it, or move what follows it to the next line"],
+            span,
+            source,
+            hints=["delete it, or move what follows it to the next line"],
         )
     if char.isascii() and char.isprintable():
         return UnexpectedInput(
-            f"unexpected character '{char}'", span, source,
+            f"unexpected character '{char}'",
+            span,
+            source,
             hints=["names are letters, digits and '_'; numbers look like 3, 2.5, .5, 1e-3"],
         )
     import unicodedata
 
     if unicodedata.combining(char):
         return UnexpectedInput(
-            f"unexpected character {describe(char)}", span, source,
+            f"unexpected character {describe(char)}",
+            span,
+            source,
             hints=["a combining accent: write the accented letter as one character (é, not e + ◌́)"],
         )
     help_line = hint(char) or (
-        "a control character cannot appear in a program" if not char.isprintable()
+        "a control character cannot appear in a program"
+        if not char.isprintable()
         else "names are letters, digits and '_'; numbers are written with the digits 0-9"
     )
-    return UnexpectedInput(f"unexpected character {describe(char)}", span, source, hints=[help_line])
+    return UnexpectedInput(
+        f"unexpected character {describe(char)}", span, source, hints=[help_line]
+    )
 
 
 def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> UnexpectedInput:
@@ -274,7 +283,9 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Une
 
     if prev is not None and prev.type == "INPUT":
         return UnexpectedInput(
-            "'input' declares inputs and cannot be a name", span, source,
+            "'input' declares inputs and cannot be a name",
+            span,
+            source,
             hints=["write: input x = 1, y = 2  (or pick another name)"],
         )
     closer = {"LPAR": "RPAR", "LSQB": "RSQB"}.get(tokens.open[-1].type) if tokens.open else None
@@ -282,14 +293,19 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Une
         opener = tokens.open[-1]
         line, col = line_col(text, opener.start_pos)
         close = ")" if closer == "RPAR" else "]"
-        return UnexpectedInput(f"expected '{close}' to close the '{opener.value}' at {line}:{col}",
-                          span, source)
+        return UnexpectedInput(
+            f"expected '{close}' to close the '{opener.value}' at {line}:{col}", span, source
+        )
     if wants_expression and "NAME" not in expected:
         # Inside an array literal or an index: only numbers may be written there.
         return UnexpectedInput(
-            f"expected a number, found {_describe(tok)}", span, source,
-            hints=["array literals and indices hold numbers written in the program: "
-                   "[1, 2], x[0], x[:, 1]"],
+            f"expected a number, found {_describe(tok)}",
+            span,
+            source,
+            hints=[
+                "array literals and indices hold numbers written in the program: "
+                "[1, 2], x[0], x[:, 1]"
+            ],
         )
     if wants_expression:
         if prev is None or prev.type in ("_NL", "_SEMI"):
@@ -298,14 +314,18 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Une
         return UnexpectedInput(f"expected an expression after '{prev.value}'{found}", span, source)
     if tok.type == "EQUAL":
         return UnexpectedInput(
-            "only a name can be assigned to", span, source,
+            "only a name can be assigned to",
+            span,
+            source,
             hints=["a statement is NAME = expression, for example: p = x + y"],
         )
     if tok.type in ("RPAR", "RSQB"):
         return UnexpectedInput(f"unmatched '{tok.value}'", span, source)
     if tok.type == "COMMA":
         return UnexpectedInput(
-            "',' separates a function's arguments; here it has nothing to separate", span, source,
+            "',' separates a function's arguments; here it has nothing to separate",
+            span,
+            source,
         )
     if tok.type in ("NAME", "NUMBER", "LPAR", "INPUT"):
         after = f" after {_describe(prev)}" if prev is not None else ""
@@ -314,6 +334,8 @@ def _syntax_error(tok, expected: set[str], source: Source, tokens: Lexer) -> Une
             hint = f"to call {prev.value}, put its argument in parentheses: {prev.value}(...)"
         return UnexpectedInput(
             f"unexpected {_describe(tok)}{after}: expected an operator or the end of the statement",
-            span, source, hints=[hint],
+            span,
+            source,
+            hints=[hint],
         )
     return UnexpectedInput(f"unexpected {_describe(tok)}", span, source)

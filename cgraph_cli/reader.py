@@ -43,8 +43,11 @@ def _count_args(op: OpSpec) -> str:
         return f"{op.arity} argument{'' if op.arity == 1 else 's'}"
     extra = " and ".join(op.params[: op.required])
     optional = " and ".join(op.params[op.required :])
-    return (f"{op.arity} argument" + (f" and its {extra}" if extra else "")
-            + (f" and an optional {optional}" if optional else ""))
+    return (
+        f"{op.arity} argument"
+        + (f" and its {extra}" if extra else "")
+        + (f" and an optional {optional}" if optional else "")
+    )
 
 
 class Reader:
@@ -56,7 +59,9 @@ class Reader:
         self.text = source.text
         self.output = -1
         self.output_label = ""
-        self.bare_span: Span | None = None  # a bare expression seen; legal only as the last statement
+        self.bare_span: Span | None = (
+            None  # a bare expression seen; legal only as the last statement
+        )
         self.declared: set[str] = set()  # names given by `input` statements
 
     def _error(self, message: str, start: int, end: int, **kw) -> ParseError:
@@ -77,7 +82,8 @@ class Reader:
         value = float(tok.value)
         if value == float("inf"):
             raise self._error(
-                f"the number {shorten(tok.value)} is too large for a float64", tok.start_pos,
+                f"the number {shorten(tok.value)} is too large for a float64",
+                tok.start_pos,
                 tok.end_pos,
             )
         return self.b.const(value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
@@ -94,8 +100,9 @@ class Reader:
 
         why = check_name(unicodedata.normalize("NFC", text))
         if why is not None:
-            raise self._error(f"'{text}' is not a valid name", tok.start_pos, tok.end_pos,
-                              hints=[why])
+            raise self._error(
+                f"'{text}' is not a valid name", tok.start_pos, tok.end_pos, hints=[why]
+            )
         return unicodedata.normalize("NFC", text)
 
     def name(self, children):
@@ -119,14 +126,17 @@ class Reader:
         shapes = {() if i.__class__ is float else i.shape for i in items}
         if len(shapes) > 1:
             raise self._error(
-                "the rows of an array literal must all have the same shape", start, end,
+                "the rows of an array literal must all have the same shape",
+                start,
+                end,
                 hints=["every row needs as many numbers as the others: [[1, 2], [3, 4]]"],
             )
         shape = (len(items), *shapes.pop())
         if len(shape) > MAX_AXES:
             raise self._error(
                 f"an array literal has at most {MAX_AXES} axes (NumPy's limit); this one has more",
-                start, end,
+                start,
+                end,
             )
         rows = [i if i.__class__ is float else i.rows for i in items]
         if not all(math.isfinite(x) for x in _flat(rows)):
@@ -154,16 +164,15 @@ class Reader:
 
     def _whole(self, number: float, children) -> int:
         if not number.is_integer():
-            raise self._error(
-                f"an index is a whole number, got {number:g}", *self._where(children)
-            )
+            raise self._error(f"an index is a whole number, got {number:g}", *self._where(children))
         return int(number)
 
     def index(self, children):
         e, lsqb, rest = children[0], children[1], children[2:]
         items = tuple(
             self._whole(c, [lsqb, rest[-1]]) if c.__class__ is float else c
-            for c in rest if c.__class__ is float or c.__class__ is slice
+            for c in rest
+            if c.__class__ is float or c.__class__ is slice
         )
         end = rest[-1].end_pos
         node = self.b.add(OPS["index"], (e[0],), e[1], end)
@@ -202,8 +211,10 @@ class Reader:
             hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
             raise self._error(f"unknown function '{name.value}'", start, name.end_pos, hints=hints)
         ranked = sorted(overloads.values(), key=lambda o: o.arity)
-        op = next((o for o in ranked
-                   if o.arity + o.required <= len(given) <= o.arity + len(o.params)), None)
+        op = next(
+            (o for o in ranked if o.arity + o.required <= len(given) <= o.arity + len(o.params)),
+            None,
+        )
         if op is None:
             if all(not o.params for o in ranked) and len(ranked) > 1:
                 counts = " or ".join(str(o.arity) for o in ranked) + " arguments"
@@ -211,11 +222,14 @@ class Reader:
                 counts = " or ".join(_count_args(o) for o in ranked)
             examples = " or ".join(o.example for o in ranked)
             raise self._error(
-                f"{name.value} takes {counts}, got {len(given)}", start, end,
+                f"{name.value} takes {counts}, got {len(given)}",
+                start,
+                end,
                 hints=[f"write it as {examples}"],
             )
-        params = tuple(self._param(op, k, e) for k, e in reversed(list(enumerate(given)))
-                       if k >= op.arity)[::-1]
+        params = tuple(
+            self._param(op, k, e) for k, e in reversed(list(enumerate(given))) if k >= op.arity
+        )[::-1]
         node = self.b.add(op, tuple(e[0] for e in given[: op.arity]), start, end)
         if params:
             self.b.graph.params[node] = params
@@ -236,7 +250,10 @@ class Reader:
         example = "[2, 3]" if what == "shape" else "0"
         raise self._error(
             f"the {what} of {op.symbol} must be written as a whole number{'s' if what == 'shape' else ''}"
-            f" in the program", e[1], e[2], hints=[f"for example: {op.symbol}(x, {example})"],
+            f" in the program",
+            e[1],
+            e[2],
+            hints=[f"for example: {op.symbol}(x, {example})"],
         )
 
     # statements ------------------------------------------------------------------------------
@@ -294,7 +311,8 @@ class Reader:
             if name in self.b.scope and name not in graph.inputs:
                 raise self._error(
                     f"'{name}' is already computed by the program, so it cannot be an input",
-                    *where, hints=["declare inputs before the statements that assign them"],
+                    *where,
+                    hints=["declare inputs before the statements that assign them"],
                 )
             if default.__class__ is float and default in (float("inf"), float("-inf")):
                 raise self._error(f"the default of '{name}' is too large", *where)
@@ -308,7 +326,9 @@ class Reader:
         if self.output < 0:
             what = "has no statements" if not self.b.graph.ops else "computes nothing"
             raise self._error(
-                f"the program {what}", 0, 0,
+                f"the program {what}",
+                0,
+                0,
                 hints=["write an expression, for example: g = (x + y) * z"],
             )
         return self.b.finish(self.output, self.output_label)

@@ -100,7 +100,8 @@ def decode(data: bytes, filename: str) -> str:
         text = good + data[e.start :].decode("utf-8", errors="replace")
         raise ParseError(
             f"the program is not UTF-8 text: byte 0x{data[e.start]:02x} cannot be decoded",
-            Span(len(good), len(good) + 1), Source(text, filename),
+            Span(len(good), len(good) + 1),
+            Source(text, filename),
         ) from None
     return text.removeprefix("\ufeff")
 
@@ -136,7 +137,10 @@ def read_file(path: str, what: str | None = None) -> Source:
 
 
 def read_program(
-    source: str | None, *, expr: str | None = None, file: str | None = None,
+    source: str | None,
+    *,
+    expr: str | None = None,
+    file: str | None = None,
     stdin: BinaryIO | None = None,
 ) -> Source:
     """The program named by the CLI's SOURCE argument or its ``-e``/``-f`` options.
@@ -154,7 +158,7 @@ def read_program(
     if source == "-":
         return read_stdin(stdin)
     if source.startswith("sample:"):
-        return read_file(str(sample_path(source[len("sample:"):])), "a program file")
+        return read_file(str(sample_path(source[len("sample:") :])), "a program file")
     if os.path.isdir(source):
         if not _NAME.match(source):  # a bare name is a program, even if a folder has that name
             raise UsageError(f"{source} is a directory, not a program file")
@@ -215,8 +219,10 @@ def command_line_bindings(texts) -> dict[str, object]:
             raise UsageError(
                 f"'{name}' is bound twice on the command line: {_short(seen[name], False)} and "
                 f"{_short(text, False)}",
-                hints=["give each input one value (a value on the command line may override a "
-                       "--bindings file)"],
+                hints=[
+                    "give each input one value (a value on the command line may override a "
+                    "--bindings file)"
+                ],
             )
         seen[name] = text
     return dict(parse_binding(text) for text in texts)
@@ -231,10 +237,15 @@ def load_value(path: str, name: str = "NAME") -> object:
     """One value from a file: a NumPy ``.npy`` array, else JSON (a number or nested lists).
     What the file is comes from its first bytes, not its name."""
     if not path:
-        raise UsageError(f"{name}=@ needs a file name after @", hints=[f"for example: {name}=@w.npy"])
+        raise UsageError(
+            f"{name}=@ needs a file name after @", hints=[f"for example: {name}=@w.npy"]
+        )
     numpy_name = path.endswith((".npy", ".npz"))
-    data = read_limited(path, ARRAY_LIMIT if numpy_name else TEXT_LIMIT,
-                        "a NumPy file" if numpy_name else "a JSON file")
+    data = read_limited(
+        path,
+        ARRAY_LIMIT if numpy_name else TEXT_LIMIT,
+        "a NumPy file" if numpy_name else "a JSON file",
+    )
     kind = file_kind(data)
     if kind == "npz":
         raise UsageError(
@@ -254,8 +265,11 @@ def load_bindings(path: str) -> dict[str, object]:
     """Bindings from a file: a NumPy ``.npz`` archive of named arrays, or a JSON object of
     name -> number or nested lists of numbers. What the file is comes from its first bytes."""
     numpy_name = path.endswith((".npy", ".npz"))
-    data = read_limited(path, ARRAY_LIMIT if numpy_name else TEXT_LIMIT,
-                        "an .npz file" if numpy_name else "a bindings file")
+    data = read_limited(
+        path,
+        ARRAY_LIMIT if numpy_name else TEXT_LIMIT,
+        "an .npz file" if numpy_name else "a bindings file",
+    )
     kind = file_kind(data)
     if kind == "npy":
         raise UsageError(
@@ -275,7 +289,7 @@ def load_bindings(path: str) -> dict[str, object]:
         raise _not_npz(data, path)
     bindings = _json(data, path, object_pairs_hook=_no_repeated_names(path))
     if not isinstance(bindings, dict):
-        raise UsageError(f"{path} must hold a JSON object of name -> number, like {{\"x\": 1}}")
+        raise UsageError(f'{path} must hold a JSON object of name -> number, like {{"x": 1}}')
     for name, value in bindings.items():
         _check_json_value(value, path, f"the value of '{name}'")
     return {name: _checked(path, name, value) for name, value in bindings.items()}
@@ -321,8 +335,10 @@ def _json(data: bytes, path: str, **hooks):
             f"{path} is not valid JSON: {e.msg}", Span(e.pos, e.pos + 1), Source(text, path)
         ) from None
     except RecursionError:
-        raise UsageError(f"cannot read {path}: it is nested more than {MAX_AXES} levels deep; "
-                         f"arrays have at most {MAX_AXES} axes") from None
+        raise UsageError(
+            f"cannot read {path}: it is nested more than {MAX_AXES} levels deep; "
+            f"arrays have at most {MAX_AXES} axes"
+        ) from None
 
 
 def _no_repeated_names(path: str):

@@ -68,7 +68,9 @@ def as_array(name: str, value):
     try:
         array = np.asarray(value, dtype=float)  # no copy of a float64 array: nothing mutates it
     except OverflowError:  # a Python integer past float64's range
-        raise BindingError(f"the value of '{name}' holds a value that is not a finite number") from None
+        raise BindingError(
+            f"the value of '{name}' holds a value that is not a finite number"
+        ) from None
     except (TypeError, ValueError):
         raise BindingError(
             f"the value of '{name}' is not a rectangular array of numbers: {_short(value)}",
@@ -174,12 +176,20 @@ def _too_large(graph: Graph, i: int, shapes: list) -> ShapeError:
     hints = [f"its argument{'s are' if len(graph.args[i]) > 1 else ' is'} {given}"]
     if len(shape) > MAX_AXES:
         return graph.error(
-            ShapeError, f"the result of {what} would have {len(shape)} axes; a tensor has at "
-            f"most {MAX_AXES} (NumPy's limit)", i, hints=hints)
+            ShapeError,
+            f"the result of {what} would have {len(shape)} axes; a tensor has at "
+            f"most {MAX_AXES} (NumPy's limit)",
+            i,
+            hints=hints,
+        )
     return graph.error(
-        ShapeError, f"the result of {what} would be a {show_shape(shape)} tensor of "
+        ShapeError,
+        f"the result of {what} would be a {show_shape(shape)} tensor of "
         f"{size_text(math.prod(shape))}; the limit is {arrays.MAX_ELEMENTS:,} elements "
-        f"({size_text(arrays.MAX_ELEMENTS)}) per value", i, hints=hints)
+        f"({size_text(arrays.MAX_ELEMENTS)}) per value",
+        i,
+        hints=hints,
+    )
 
 
 def forward_tensors(graph: Graph, values: list) -> list:
@@ -209,8 +219,11 @@ def forward_tensors(graph: Graph, values: list) -> list:
 def _no_memory(graph: Graph, i: int, values: list) -> EvalError:
     shape = shapes(graph, values)[i]
     return graph.error(
-        EvalError, f"not enough memory for the result of {graph.text(i)}, a {show_shape(shape)} "
-        f"tensor of {size_text(math.prod(shape))}", i)
+        EvalError,
+        f"not enough memory for the result of {graph.text(i)}, a {show_shape(shape)} "
+        f"tensor of {size_text(math.prod(shape))}",
+        i,
+    )
 
 
 def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
@@ -222,7 +235,8 @@ def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
     if not op.elementwise:
         return graph.error(
             DomainError,
-            f"{graph.text(i)} overflows{_at(bad)}: the result is too large for a float64", i,
+            f"{graph.text(i)} overflows{_at(bad)}: the result is too large for a float64",
+            i,
             hints=["the intermediate sums or products exceed about 1.8e308"],
         )
     scalars, at = _element(graph, values, i, bad)
@@ -260,14 +274,17 @@ def require_scalar(graph: Graph, values: list, node: int) -> None:
     name = graph.display_name(node)
     shown = name if name.isidentifier() else f"({name})"
     first = ", ".join("0" for _ in np.shape(value))
-    hint = (f"reduce it, as a loss does: sum({name}) or mean({name}); "
-            f"or pick one element: {shown}[{first}]")
+    hint = (
+        f"reduce it, as a loss does: sum({name}) or mean({name}); "
+        f"or pick one element: {shown}[{first}]"
+    )
     if np.size(value) == 0:
         hint = f"it is empty, so it has no element to pick; sum({name}) is 0"
     raise graph.error(
         EvalError,
         f"{name} is a {show_shape(np.shape(value))} tensor; gradients need a single number",
-        node, hints=[hint],
+        node,
+        hints=[hint],
     )
 
 
@@ -343,8 +360,10 @@ def _slope_error(graph: Graph, values: list, i: int, g, a: int, adj) -> DomainEr
             if bad.any():
                 return slope_error(graph, i, values, *_element(graph, values, i, bad))
     return graph.error(
-        DomainError, f"the gradient through {graph.text(i)} overflows{_at(~np.isfinite(adj))}: "
-        f"it is too large for a float64", i,
+        DomainError,
+        f"the gradient through {graph.text(i)} overflows{_at(~np.isfinite(adj))}: "
+        f"it is too large for a float64",
+        i,
         hints=[f"the gradient with respect to {graph.display_name(a)} exceeds about 1.8e308"],
     )
 
@@ -386,7 +405,8 @@ def jvp_tensors(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
             if not _finite(tan[i]):
                 raise _tangent_error(graph, values, i, ts)
     return [
-        (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0) if t is None
+        (np.zeros_like(values[i]) if values[i].__class__ is not float else 0.0)
+        if t is None
         else (float(t) if np.ndim(t) == 0 else t)
         for i, t in enumerate(tan)
     ]
@@ -418,7 +438,8 @@ def _tangent_error(graph: Graph, values: list, i: int, ts: list) -> DomainError:
             if bad.any():
                 return slope_error(graph, i, values, *_element(graph, values, i, bad))
     return graph.error(
-        DomainError, f"the tangent of {graph.text(i)} overflows: it is too large for a float64",
+        DomainError,
+        f"the tangent of {graph.text(i)} overflows: it is too large for a float64",
         i,
     )
 
@@ -429,13 +450,16 @@ def check_tangents(graph: Graph, values: list, tangents: Mapping[str, object]) -
     out = {}
     for name, t in tangents.items():
         if name not in graph.inputs:
-            raise BindingError(f"the program has no input named '{name}' to take a tangent",
-                               hints=["the program's inputs: " + (", ".join(graph.inputs)
-                                                                  or "none")])
+            raise BindingError(
+                f"the program has no input named '{name}' to take a tangent",
+                hints=["the program's inputs: " + (", ".join(graph.inputs) or "none")],
+            )
         t = as_array(name, t) if t.__class__ is not float else t
         want = shape_of(values[graph.inputs[name]])
         if shape_of(t) != want:
-            raise BindingError(f"the tangent of '{name}' has shape {show_shape(shape_of(t))}; "
-                               f"'{name}' has shape {show_shape(want)}")
+            raise BindingError(
+                f"the tangent of '{name}' has shape {show_shape(shape_of(t))}; "
+                f"'{name}' has shape {show_shape(want)}"
+            )
         out[name] = t
     return out

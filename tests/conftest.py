@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--update-golden", action="store_true",
+        "--update-golden",
+        action="store_true",
         help="Rewrite the expected sections of tests/cases/*.cg from the current output.",
     )
 

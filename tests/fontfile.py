@@ -79,8 +79,9 @@ def _cmap4(data: bytes, s: int) -> dict[int, int]:
             if ranges[k] == 0:
                 glyph = (cp + deltas[k]) & 0xFFFF
             else:
-                (glyph,) = struct.unpack_from(">H", data, range_at + 2 * k + ranges[k]
-                                              + 2 * (cp - starts[k]))
+                (glyph,) = struct.unpack_from(
+                    ">H", data, range_at + 2 * k + ranges[k] + 2 * (cp - starts[k])
+                )
                 glyph = (glyph + deltas[k]) & 0xFFFF if glyph else 0
             if glyph:
                 out[cp] = glyph

@@ -22,7 +22,9 @@ def expressions(names=INPUTS, max_leaves: int = 8):
 
     def extend(inner):
         return st.one_of(
-            st.tuples(inner, st.sampled_from(INFIX), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, st.sampled_from(INFIX), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
             st.tuples(st.sampled_from(UNARY), inner).map(lambda t: f"{t[0]}({t[1]})"),
             st.tuples(st.sampled_from(BINARY_FUNCTIONS), inner, inner).map(
                 lambda t: f"{t[0]}({t[1]}, {t[2]})"

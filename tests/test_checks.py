@@ -18,7 +18,9 @@ SPEC = str(ROOT / "samples" / "checks.toml")
 
 # --- check ---------------------------------------------------------------------------------------
 def test_check_passes_exit_0(cli):
-    result = cli("check", SEED, "--expect", "g=-12", "--expect-grad", "x=-3", "--expect-grad", "z=4")
+    result = cli(
+        "check", SEED, "--expect", "g=-12", "--expect-grad", "x=-3", "--expect-grad", "z=4"
+    )
     assert result.exit_code == 0
     assert result.stdout == (
         "ok    g = -12 (expected -12)\n"
@@ -43,14 +45,30 @@ def test_check_tolerances(cli):
 
 def test_check_json_and_junit(cli, tmp_path):
     junit = tmp_path / "report.xml"
-    result = cli("check", SEED, "--expect", "g=-12", "--expect-grad", "z=5", "--format", "json",
-                 "--junit", str(junit))
+    result = cli(
+        "check",
+        SEED,
+        "--expect",
+        "g=-12",
+        "--expect-grad",
+        "z=5",
+        "--format",
+        "json",
+        "--junit",
+        str(junit),
+    )
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert (report["passed"], report["failed"]) == (1, 1)
     assert report["checks"][1] == {
-        "case": "", "kind": "gradient", "name": "z", "output": "g", "expected": 5.0,
-        "actual": 4.0, "difference": 1.0, "ok": False,
+        "case": "",
+        "kind": "gradient",
+        "name": "z",
+        "output": "g",
+        "expected": 5.0,
+        "actual": 4.0,
+        "difference": 1.0,
+        "ok": False,
     }
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
@@ -62,7 +80,10 @@ def test_check_spec_file(cli):
     result = cli("check", "--spec", SPEC)
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "worked example:\n  ok    p = 4 (expected 4)" in result.stdout
-    assert "tensors: the softmax cross-entropy sample:\n  ok    p = [0.6874665437783251," in result.stdout
+    assert (
+        "tensors: the softmax cross-entropy sample:\n  ok    p = [0.6874665437783251,"
+        in result.stdout
+    )
     assert result.stdout.endswith("16 passed, 0 failed\n")
 
 
@@ -76,13 +97,22 @@ def write(tmp_path, text: str) -> str:
 @pytest.mark.parametrize(
     "text, message, line",
     [
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\nexpct_grad = { x = 4 }\n',
-         "unknown key 'expct_grad' in case 1", 4),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = "four" }\n',
-         "'expect' in case 1 must be a table of name = number", 3),
-        ('[[case]]\nexpect = { y = 4 }\n', "case 1 needs exactly one of 'file' and 'program'", 1),
-        ('rtol = -1\n[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\n',
-         "'rtol' must be a finite, non-negative number, got -1", 1),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\nexpct_grad = { x = 4 }\n',
+            "unknown key 'expct_grad' in case 1",
+            4,
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = "four" }\n',
+            "'expect' in case 1 must be a table of name = number",
+            3,
+        ),
+        ("[[case]]\nexpect = { y = 4 }\n", "case 1 needs exactly one of 'file' and 'program'", 1),
+        (
+            'rtol = -1\n[[case]]\nfile = "prog.cg"\nexpect = { y = 4 }\n',
+            "'rtol' must be a finite, non-negative number, got -1",
+            1,
+        ),
         ('[[case]]\nfile = "prog.cg"\nexpect = { y = 4 \n', "is not valid TOML", 3),
         ('[[case]]\nfile = "prog.cg"\n', "case 1 expects nothing", 1),
     ],
@@ -97,9 +127,11 @@ def test_spec_mistakes_exit_2_with_file_line_and_key(cli, tmp_path, text, messag
 
 
 def test_spec_cases_that_cannot_run_are_errors_of_their_case(cli, tmp_path):
-    for case, code in (('program = "y = sinn(x)"', "ParseError"),
-                       ('program = "y = log(x)"\nbindings = { x = -1 }', "DomainError"),
-                       ('file = "missing.cg"', "UsageError")):
+    for case, code in (
+        ('program = "y = sinn(x)"', "ParseError"),
+        ('program = "y = log(x)"\nbindings = { x = -1 }', "DomainError"),
+        ('file = "missing.cg"', "UsageError"),
+    ):
         path = write(tmp_path, f'[[case]]\nname = "{code}"\n{case}\nexpect = {{ y = 1 }}\n')
         result = cli("check", "--spec", path)
         assert result.exit_code == 1, result.stderr
@@ -120,13 +152,18 @@ def test_check_usage_errors(cli):
 # --- gradcheck -----------------------------------------------------------------------------------
 def test_gradcheck_library_ok_kink_undefined_mismatch():
     assert [c.status for c in gradcheck(parse("y = sin(x) * x"), {"x": 0.3})] == ["ok"]
-    assert [c.status for c in gradcheck(parse("y = max(x, z)"), {"x": 1, "z": 1})] == ["kink", "kink"]
+    assert [c.status for c in gradcheck(parse("y = max(x, z)"), {"x": 1, "z": 1})] == [
+        "kink",
+        "kink",
+    ]
     assert [c.status for c in gradcheck(parse("y = abs(x)"), {"x": 1e-9})] == ["kink"]
     assert [c.status for c in gradcheck(parse("y = sqrt(x)"), {"x": 0})] == ["undefined"]
     # a step that leaves the domain: log at 1e-7 shifted by 1e-6
     assert [c.status for c in gradcheck(parse("y = log(x)"), {"x": 1e-7})] == ["undefined"]
     # too coarse a step on a curved function: a real disagreement
-    assert [c.status for c in gradcheck(parse("y = exp(10 * x)"), {"x": 1}, eps=1e-2)] == ["mismatch"]
+    assert [c.status for c in gradcheck(parse("y = exp(10 * x)"), {"x": 1}, eps=1e-2)] == [
+        "mismatch"
+    ]
 
 
 def test_random_points_are_reproducible_and_in_range():
@@ -192,11 +229,17 @@ def test_explain_names_unnamed_results_as_diagrams_do(cli):
 
 def test_explain_fan_out_sums_the_paths(cli):
     result = cli("explain", str(ROOT / "samples" / "fanout.cg"))
-    assert ("∂y/∂x = ∂y/∂t1 · ∂t1/∂x + ∂y/∂t1 · ∂t1/∂x + ∂y/∂t2 · ∂t2/∂x + ∂y/∂y · ∂y/∂x"
-            " = 1 · 3 + 1 · 3 + 1 · (-0.99) + 1 · 1 = 6.01") in result.stdout
+    assert (
+        "∂y/∂x = ∂y/∂t1 · ∂t1/∂x + ∂y/∂t1 · ∂t1/∂x + ∂y/∂t2 · ∂t2/∂x + ∂y/∂y · ∂y/∂x"
+        " = 1 · 3 + 1 · 3 + 1 · (-0.99) + 1 · 1 = 6.01"
+    ) in result.stdout
     lines = result.stdout.splitlines()
     # every chain-rule line comes after the lines of the nodes that read it
-    order = [ln.split("=")[0].strip().split()[-1] for ln in lines if "∂y/∂t" in ln.split("=")[0] or ln.strip().startswith("∂y/∂x")]
+    order = [
+        ln.split("=")[0].strip().split()[-1]
+        for ln in lines
+        if "∂y/∂t" in ln.split("=")[0] or ln.strip().startswith("∂y/∂x")
+    ]
     assert order.index("∂y/∂x") > order.index("∂y/∂t1")
 
 
@@ -204,12 +247,17 @@ def test_explain_markdown_latex_json(cli):
     md = cli("explain", SEED, "--format", "markdown").stdout
     assert md.startswith("## Forward pass\n\n1. `p = x + y = 1 + 3 = 4`")
     tex = cli("explain", SEED, "--format", "markdown", "--math", "latex").stdout
-    assert r"$\frac{\partial g}{\partial x} = \frac{\partial g}{\partial p} \frac{\partial p}{\partial x}" in tex
+    assert (
+        r"$\frac{\partial g}{\partial x} = \frac{\partial g}{\partial p} \frac{\partial p}{\partial x}"
+        in tex
+    )
     assert r"$g = p \cdot z = 4 \cdot (-3) = -12$" in tex
     steps = json.loads(cli("explain", SEED, "--format", "json").stdout)
     assert steps["gradients"] == {"x": -3.0, "y": -3.0, "z": 4.0}
     assert steps["backward"]["chain"][0] == {
-        "node": "x", "terms": [{"via": "p", "upstream": -3.0, "local": 1.0}], "gradient": -3.0,
+        "node": "x",
+        "terms": [{"via": "p", "upstream": -3.0, "local": 1.0}],
+        "gradient": -3.0,
     }
 
 

@@ -33,7 +33,11 @@ def test_grad_table(cli):
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["input", "value", "∂g/∂input"]
-    assert [line.split() for line in lines[2:5]] == [["x", "1", "-3"], ["y", "3", "-3"], ["z", "-3", "4"]]
+    assert [line.split() for line in lines[2:5]] == [
+        ["x", "1", "-3"],
+        ["y", "3", "-3"],
+        ["z", "-3", "4"],
+    ]
     assert lines[-1].strip() == "g = -12"
 
 
@@ -50,7 +54,9 @@ def test_grad_json_is_the_documented_contract(cli):
 def test_eval_json(cli):
     result = cli("eval", PROGRAM, *BIND, "--format", "json")
     assert json.loads(result.stdout) == {
-        "output": "g", "value": -12.0, "values": {"x": 1.0, "y": 3.0, "z": -3.0, "g": -12.0},
+        "output": "g",
+        "value": -12.0,
+        "values": {"x": 1.0, "y": 3.0, "z": -3.0, "g": -12.0},
     }
 
 
@@ -63,15 +69,23 @@ def test_plain_formats_are_name_value_lines(cli):
 def test_numbers_print_in_shortest_exact_form(cli):
     result = cli("eval", "g = x / 10", "x=1", "--format", "plain")
     assert result.stdout == "g=0.1\n"
-    assert cli("eval", "g = x * 3", "x=0.1", "--format", "plain").stdout == "g=0.30000000000000004\n"
+    assert (
+        cli("eval", "g = x * 3", "x=0.1", "--format", "plain").stdout == "g=0.30000000000000004\n"
+    )
 
 
 def test_grad_of_and_wrt(cli):
     result = cli("grad", SEED, "--of", "p", "--wrt", "x,z", "--format", "json")
     report = json.loads(result.stdout)
-    assert (report["output"], report["value"], report["gradients"]) == ("p", 4.0, {"x": 1.0, "z": 0.0})
+    assert (report["output"], report["value"], report["gradients"]) == (
+        "p",
+        4.0,
+        {"x": 1.0, "z": 0.0},
+    )
     # an intermediate can be reported too: ∂g/∂p = z
-    assert json.loads(cli("grad", SEED, "--wrt", "p", "--format", "json").stdout)["gradients"] == {"p": -3.0}
+    assert json.loads(cli("grad", SEED, "--wrt", "p", "--format", "json").stdout)["gradients"] == {
+        "p": -3.0
+    }
 
 
 def test_unnamed_output_is_labelled_by_its_text(cli):
@@ -177,17 +191,23 @@ def test_usage_errors_exit_2(cli, tmp_path):
     assert "No such option" in error_of(cli("eval", PROGRAM, "--nope"), 2)
     bad = tmp_path / "b.json"
     bad.write_text('{"x": 1,,}')
-    assert f"{bad}:1:9: error: {bad} is not valid JSON" in error_of(cli("eval", PROGRAM, "--bindings", str(bad)), 2)
+    assert f"{bad}:1:9: error: {bad} is not valid JSON" in error_of(
+        cli("eval", PROGRAM, "--bindings", str(bad)), 2
+    )
     bad.write_text("[1, 2]")
     assert "must hold a JSON object" in error_of(cli("eval", PROGRAM, "--bindings", str(bad)), 2)
-    assert "no such file" in error_of(cli("eval", PROGRAM, "--bindings", str(tmp_path / "no.json")), 2)
+    assert "no such file" in error_of(
+        cli("eval", PROGRAM, "--bindings", str(tmp_path / "no.json")), 2
+    )
 
 
 def test_bindings_file_with_a_non_number_exit_2(cli, tmp_path):
     # What is wrong in a bindings file is a usage error (exit 2); typed as x=one it is exit 4.
     path = tmp_path / "b.json"
     path.write_text('{"x": "one"}')
-    assert "the value of 'x' is not a number" in error_of(cli("eval", "g = x", "--bindings", str(path)), 2)
+    assert "the value of 'x' is not a number" in error_of(
+        cli("eval", "g = x", "--bindings", str(path)), 2
+    )
 
 
 def test_unknown_names_for_of_and_wrt_exit_2(cli):
@@ -214,7 +234,11 @@ def _run_installed(*args: str, input: str | None = None) -> subprocess.Completed
     exe = Path(sys.executable).with_name("cgraph")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "cgraph_cli"]
     return subprocess.run(
-        command + list(args), capture_output=True, text=True, input=input, cwd=ROOT,
+        command + list(args),
+        capture_output=True,
+        text=True,
+        input=input,
+        cwd=ROOT,
         env={**os.environ, "NO_COLOR": "1"},
     )
 
@@ -228,7 +252,9 @@ def test_installed_entry_point_runs_a_sample():
 def test_python_dash_m_and_errors_without_traceback():
     proc = subprocess.run(
         [sys.executable, "-m", "cgraph_cli", "eval", "g = log(x)", "x=-1"],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert proc.returncode == 4
     assert "Traceback" not in proc.stderr
@@ -240,14 +266,20 @@ def test_closed_stdout_is_quiet():
     program = "\n".join(f"v{i} = x + {i}" for i in range(3000))
     proc = subprocess.run(
         f"{sys.executable} -m cgraph_cli eval - x=1 --all --format plain | head -c 0",
-        shell=True, capture_output=True, text=True, input=program,
+        shell=True,
+        capture_output=True,
+        text=True,
+        input=program,
     )
     assert proc.stderr == ""
 
 
 def test_precision_rounds_table_and_plain_not_json(cli):
     neuron = str(ROOT / "samples" / "neuron.cg")
-    assert cli("grad", neuron, "--wrt", "x1", "--precision", "3", "--format", "plain").stdout == "x1=-1.5\n"
+    assert (
+        cli("grad", neuron, "--wrt", "x1", "--precision", "3", "--format", "plain").stdout
+        == "x1=-1.5\n"
+    )
     assert " 0.7071\n" in cli("eval", neuron, "--all", "--precision", "4").stdout
     exact = json.loads(cli("grad", neuron, "--precision", "3", "--format", "json").stdout)
     assert exact["gradients"]["x1"] == -1.4999999999999993

@@ -49,17 +49,26 @@ def test_3_invalid_program(cli, command):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_4_cannot_evaluate(cli, command):
-    result = run(cli, command, "g = log(x)", "x=-1", extra=["--expect", "g=0"] if command == "check" else None)
+    result = run(
+        cli,
+        command,
+        "g = log(x)",
+        "x=-1",
+        extra=["--expect", "g=0"] if command == "check" else None,
+    )
     assert result.exit_code == 4, (result.stdout, result.stderr)
     assert "log(-1) is undefined" in result.stderr
     result = run(cli, command, SEED, "w=1")
     assert result.exit_code == 4 and "no input named 'w'" in result.stderr
 
 
-@pytest.mark.parametrize("command, extra", [
-    ("check", ["--expect", "g=12"]),
-    ("gradcheck", ["--eps", "0.5", "--atol", "0", "--rtol", "1e-12"]),
-])
+@pytest.mark.parametrize(
+    "command, extra",
+    [
+        ("check", ["--expect", "g=12"]),
+        ("gradcheck", ["--eps", "0.5", "--atol", "0", "--rtol", "1e-12"]),
+    ],
+)
 def test_1_check_failed(cli, command, extra):
     source = SEED if command == "check" else "y = exp(3 * x)"
     result = run(cli, command, source, *(["x=1"] if command == "gradcheck" else []), extra=extra)

@@ -21,19 +21,56 @@ DOCUMENTED = {0, 1, 2, 3, 4}
 HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 names = st.sampled_from(["x", "y", "z", "W", "b", "t", "input", "ｘ", "x\x1b", ""])
-numbers = st.sampled_from([
-    "1", "-3", "0", "1e308", "1e400", "-0", "nan", "inf", "0x10", "1_000", " 2 ", "", "١",
-    "9" * 500, "[1, 2]", "[[1, 2], [3, 4]]", "[[1, 2], [3]]", "[]", "[[]]", "[true]", '["a"]',
-    "[" * 100 + "1" + "]" * 100, "[1e308, 1e308]", "{}", "null", "\x1b[2J", "@", "@missing.npy",
-])
+numbers = st.sampled_from(
+    [
+        "1",
+        "-3",
+        "0",
+        "1e308",
+        "1e400",
+        "-0",
+        "nan",
+        "inf",
+        "0x10",
+        "1_000",
+        " 2 ",
+        "",
+        "١",
+        "9" * 500,
+        "[1, 2]",
+        "[[1, 2], [3, 4]]",
+        "[[1, 2], [3]]",
+        "[]",
+        "[[]]",
+        "[true]",
+        '["a"]',
+        "[" * 100 + "1" + "]" * 100,
+        "[1e308, 1e308]",
+        "{}",
+        "null",
+        "\x1b[2J",
+        "@",
+        "@missing.npy",
+    ]
+)
 bindings = st.lists(st.tuples(names, numbers).map(lambda t: f"{t[0]}={t[1]}"), max_size=4)
 texts = st.one_of(
     programs(),
     token_text(),
     st.text(max_size=60),
     st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace")),
-    st.sampled_from(["y = sum(x)", "y = x @ W + b", "y = x[1:0]", "y = max(x)", "y = log(x)",
-                     "y = reshape(x, [-1, 1]) + x", "y = softmax(x)", "y = x / 0"]),
+    st.sampled_from(
+        [
+            "y = sum(x)",
+            "y = x @ W + b",
+            "y = x[1:0]",
+            "y = max(x)",
+            "y = log(x)",
+            "y = reshape(x, [-1, 1]) + x",
+            "y = softmax(x)",
+            "y = x / 0",
+        ]
+    ),
 )
 
 

@@ -42,8 +42,12 @@ def test_a_case_file_outside_the_checks_folder_is_refused_unread(cli, tmp_path, 
     folder.mkdir()
     (folder / "link.cg").symlink_to(secret)
     (folder / "out").symlink_to(tmp_path)
-    value = {"absolute": str(secret), "dotdot": "../secret.txt", "symlink": "link.cg",
-             "symlinked folder": "out/secret.txt"}[kind]
+    value = {
+        "absolute": str(secret),
+        "dotdot": "../secret.txt",
+        "symlink": "link.cg",
+        "symlinked folder": "out/secret.txt",
+    }[kind]
     path = spec(folder, f'[[case]]\nfile = "{value}"\nexpect = {{ y = 4 }}\n')
     result = cli("check", "--spec", path)
     assert_exit_2_at(result, path, 2, "'file' in case 1 ", col=8)
@@ -57,9 +61,12 @@ def test_a_case_file_under_the_checks_folder_is_read(cli, tmp_path):
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "p.cg").write_text("y = 3 * x\n")
     (folder / "alias.cg").symlink_to(folder / "sub" / "p.cg")  # a link that stays inside
-    path = spec(folder, '[[case]]\nfile = "sub/../sub/p.cg"\nbindings = { x = 1 }\n'
-                        'expect = { y = 3 }\n[[case]]\nfile = "alias.cg"\nbindings = { x = 2 }\n'
-                        'expect = { y = 6 }\n[[case]]\nfile = "/etc/hostname"\nexpect = { y = 6 }\n')
+    path = spec(
+        folder,
+        '[[case]]\nfile = "sub/../sub/p.cg"\nbindings = { x = 1 }\n'
+        'expect = { y = 3 }\n[[case]]\nfile = "alias.cg"\nbindings = { x = 2 }\n'
+        'expect = { y = 6 }\n[[case]]\nfile = "/etc/hostname"\nexpect = { y = 6 }\n',
+    )
     result = cli("check", "--spec", path)
     assert_exit_2_at(result, path, 10, "'file' in case 3 is an absolute path: '/etc/hostname'")
     Path(path).write_text(Path(path).read_text().rsplit("[[case]]", 1)[0])
@@ -75,38 +82,90 @@ def test_a_case_file_under_the_checks_folder_is_read(cli, tmp_path):
         ("case = [1, 2]\n", 1, "'case' must be one or more [[case]] tables"),
         ("case = 5\n", 1, "'case' must be one or more [[case]] tables"),
         ('[case]\nfile = "prog.cg"\nexpect = { y = 4 }\n', 1, "'case' must be one or more"),
-        ('[[case]]\nfile = "prog.cg"\nof = 5\nexpect = { y = 4 }\n', 3,
-         "'of' in case 1 must be a string"),
-        ('[[case]]\nname = 3\nfile = "prog.cg"\nexpect = { y = 4 }\n', 2,
-         "'name' in case 1 must be a string"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = [[1, 2], [3]] }\n', 3,
-         "'expect' in case 1: the value of 'y' is not a rectangular array of numbers"),
-        ('[[case]]\nfile = "prog.cg"\nbindings = { x = [[1, 2], [3]] }\nexpect = { y = 4 }\n', 3,
-         "'bindings' in case 1: the value of 'x' is not a rectangular array of numbers"),
-        ('[[case]]\nfile = "prog.cg"\nbindings = { x = ["a"] }\nexpect = { y = 4 }\n', 3,
-         "'bindings' in case 1: the value of 'x' holds text (strings); cgraph computes with real numbers"),
-        ('[[case]]\nfile = "prog.cg"\nbindings = { x = true }\nexpect = { y = 4 }\n', 3,
-         "'bindings' in case 1 must be a table of name = number or array ('x' is True)"),
-        ('[[case]]\nfile = "prog.cg"\nbindings = { x = "3" }\nexpect = { y = 4 }\n', 3,
-         "'bindings' in case 1 must be a table of name = number or array ('x' is '3')"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = nan }\n', 3,
-         "'expect' in case 1: the value of 'y' is not a finite number"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = 1e400 }\n', 3,
-         "'expect' in case 1: the value of 'y' is not a finite number"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = 1' + "0" * 400 + " }\n", 3,
-         "'expect' in case 1: the value of 'y' is not a finite number: a whole number of 401"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = [1' + "0" * 400 + "] }\n", 3,
-         "'expect' in case 1: the value of 'y' holds a value that is not a finite number"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = 1' + "0" * 5000 + " }\n", 3,
-         "is not valid TOML: a whole number with too many digits"),
-        ('[[case]]\nfile = "prog.cg"\natol = inf\nexpect = { y = 5 }\n', 3,
-         "'atol' in case 1 must be a finite, non-negative number, got inf"),
-        ('rtol = nan\n[[case]]\nfile = "prog.cg"\nexpect = { y = 5 }\n', 1,
-         "'rtol' must be a finite, non-negative number, got nan"),
-        ('[[case]]\nfile = "prog.cg"\nexpect = { y = ' + "[" * 10_000 + "1" + "]" * 10_000 + " }\n",
-         3, "arrays or tables nested more than 40 deep"),
-        ('case = [{ file = "prog.cg", expect = { y = "four" } }]\n', 1,
-         "'expect' in case 1 must be a table of name = number or array ('y' is 'four')"),
+        (
+            '[[case]]\nfile = "prog.cg"\nof = 5\nexpect = { y = 4 }\n',
+            3,
+            "'of' in case 1 must be a string",
+        ),
+        (
+            '[[case]]\nname = 3\nfile = "prog.cg"\nexpect = { y = 4 }\n',
+            2,
+            "'name' in case 1 must be a string",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = [[1, 2], [3]] }\n',
+            3,
+            "'expect' in case 1: the value of 'y' is not a rectangular array of numbers",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nbindings = { x = [[1, 2], [3]] }\nexpect = { y = 4 }\n',
+            3,
+            "'bindings' in case 1: the value of 'x' is not a rectangular array of numbers",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nbindings = { x = ["a"] }\nexpect = { y = 4 }\n',
+            3,
+            "'bindings' in case 1: the value of 'x' holds text (strings); cgraph computes with real numbers",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nbindings = { x = true }\nexpect = { y = 4 }\n',
+            3,
+            "'bindings' in case 1 must be a table of name = number or array ('x' is True)",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nbindings = { x = "3" }\nexpect = { y = 4 }\n',
+            3,
+            "'bindings' in case 1 must be a table of name = number or array ('x' is '3')",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = nan }\n',
+            3,
+            "'expect' in case 1: the value of 'y' is not a finite number",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = 1e400 }\n',
+            3,
+            "'expect' in case 1: the value of 'y' is not a finite number",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = 1' + "0" * 400 + " }\n",
+            3,
+            "'expect' in case 1: the value of 'y' is not a finite number: a whole number of 401",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = [1' + "0" * 400 + "] }\n",
+            3,
+            "'expect' in case 1: the value of 'y' holds a value that is not a finite number",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = 1' + "0" * 5000 + " }\n",
+            3,
+            "is not valid TOML: a whole number with too many digits",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\natol = inf\nexpect = { y = 5 }\n',
+            3,
+            "'atol' in case 1 must be a finite, non-negative number, got inf",
+        ),
+        (
+            'rtol = nan\n[[case]]\nfile = "prog.cg"\nexpect = { y = 5 }\n',
+            1,
+            "'rtol' must be a finite, non-negative number, got nan",
+        ),
+        (
+            '[[case]]\nfile = "prog.cg"\nexpect = { y = '
+            + "[" * 10_000
+            + "1"
+            + "]" * 10_000
+            + " }\n",
+            3,
+            "arrays or tables nested more than 40 deep",
+        ),
+        (
+            'case = [{ file = "prog.cg", expect = { y = "four" } }]\n',
+            1,
+            "'expect' in case 1 must be a table of name = number or array ('y' is 'four')",
+        ),
     ],
     ids=lambda v: v[:40] if isinstance(v, str) else None,
 )
@@ -204,8 +263,10 @@ def test_spec_mistakes_stay_exit_2_before_anything_runs(cli, tmp_path):
 
 
 def test_junit_is_utf8_without_characters_xml_forbids(cli, tmp_path):
-    path = spec(tmp_path, '[[case]]\nname = "a\\u0000b\\u001bc\\u000bd ∂é"\nfile = "prog.cg"\n'
-                          'expect = { y = 5 }\n')
+    path = spec(
+        tmp_path,
+        '[[case]]\nname = "a\\u0000b\\u001bc\\u000bd ∂é"\nfile = "prog.cg"\nexpect = { y = 5 }\n',
+    )
     junit = tmp_path / "report.xml"
     assert cli("check", "--spec", path, "--junit", str(junit)).exit_code == 1
     data = junit.read_bytes()
@@ -230,8 +291,9 @@ def test_junit_to_standard_output(cli, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "both write to standard output" in result.stderr
 
 
-@pytest.mark.parametrize("where, why", [("missing/report.xml", "the folder {} does not exist"),
-                                        (".", "it is a folder")])
+@pytest.mark.parametrize(
+    "where, why", [("missing/report.xml", "the folder {} does not exist"), (".", "it is a folder")]
+)
 def test_junit_that_cannot_be_written_exit_2_after_the_report(cli, tmp_path, where, why):
     path = spec(tmp_path, BROKEN)
     target = str(tmp_path / where)
@@ -246,22 +308,38 @@ def test_junit_that_cannot_be_written_exit_2_after_the_report(cli, tmp_path, whe
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["check", "y = x", "x=1", "--expect", "y=5", "--atol", "inf"],
-         "Invalid value for '--atol': 'inf' is not a finite number"),
-        (["check", "y = x", "x=1", "--expect", "y=1", "--rtol", "nan"],
-         "Invalid value for '--rtol': 'nan' is not a finite number"),
-        (["gradcheck", "y = x * x", "x=1", "--rtol", "nan"],
-         "Invalid value for '--rtol': 'nan' is not a finite number"),
-        (["gradcheck", "y = x * x", "x=1", "--atol", "inf"],
-         "Invalid value for '--atol': 'inf' is not a finite number"),
-        (["gradcheck", "y = x * x", "x=1", "--eps", "inf"],
-         "Invalid value for '--eps': 'inf' is not a finite number"),
-        (["gradcheck", "y = x * x", "x=1", "--eps", "nan"],
-         "Invalid value for '--eps': 'nan' is not a finite number"),
-        (["gradcheck", "y = x * x", "--points", "2", "--range=nan,1"],
-         "Invalid value for '--range': LO,HI must be two finite numbers with LO < HI"),
-        (["gradcheck", "y = x * x", "--points", "2", "--range=-1e308,1e308"],
-         "Invalid value for '--range': HI - LO must be a finite number too"),
+        (
+            ["check", "y = x", "x=1", "--expect", "y=5", "--atol", "inf"],
+            "Invalid value for '--atol': 'inf' is not a finite number",
+        ),
+        (
+            ["check", "y = x", "x=1", "--expect", "y=1", "--rtol", "nan"],
+            "Invalid value for '--rtol': 'nan' is not a finite number",
+        ),
+        (
+            ["gradcheck", "y = x * x", "x=1", "--rtol", "nan"],
+            "Invalid value for '--rtol': 'nan' is not a finite number",
+        ),
+        (
+            ["gradcheck", "y = x * x", "x=1", "--atol", "inf"],
+            "Invalid value for '--atol': 'inf' is not a finite number",
+        ),
+        (
+            ["gradcheck", "y = x * x", "x=1", "--eps", "inf"],
+            "Invalid value for '--eps': 'inf' is not a finite number",
+        ),
+        (
+            ["gradcheck", "y = x * x", "x=1", "--eps", "nan"],
+            "Invalid value for '--eps': 'nan' is not a finite number",
+        ),
+        (
+            ["gradcheck", "y = x * x", "--points", "2", "--range=nan,1"],
+            "Invalid value for '--range': LO,HI must be two finite numbers with LO < HI",
+        ),
+        (
+            ["gradcheck", "y = x * x", "--points", "2", "--range=-1e308,1e308"],
+            "Invalid value for '--range': HI - LO must be a finite number too",
+        ),
     ],
 )
 def test_non_finite_tolerances_steps_and_ranges_exit_2(cli, args, message):
@@ -286,13 +364,20 @@ def test_check_never_says_the_shapes_differ_when_they_do_not(cli):
 def test_an_expected_array_with_a_huge_whole_number_is_a_usage_error(cli):
     result = cli("check", "y = x", "x=1", "--expect", "y=[1" + "0" * 400 + "]")
     assert result.exit_code == 2
-    assert "the expected value of 'y' holds an integer of 401 digits, too large for a float64" in result.stderr
+    assert (
+        "the expected value of 'y' holds an integer of 401 digits, too large for a float64"
+        in result.stderr
+    )
 
 
 # --- 5. JSON output is linear in the number of arrays --------------------------------------------
 def test_json_with_thousands_of_arrays_is_fast_and_exact():
-    report = {"checks": [{"point": k, "bindings": {"W": np.full((4, 5), 0.5 * k)}, "shape": [4, 5]}
-                         for k in range(5000)]}
+    report = {
+        "checks": [
+            {"point": k, "bindings": {"W": np.full((4, 5), 0.5 * k)}, "shape": [4, 5]}
+            for k in range(5000)
+        ]
+    }
     start = time.perf_counter()
     text = to_json_text(report)
     assert time.perf_counter() - start < 2.0  # it took 14 s when each array was a text.replace
@@ -303,8 +388,12 @@ def test_json_with_thousands_of_arrays_is_fast_and_exact():
 
 def test_json_strings_are_never_taken_for_arrays_or_shapes():
     text = to_json_text({"name": "\x000", "note": "a [ 1 ] b", "W": np.eye(2), "n": [1, 2]})
-    assert json.loads(text) == {"name": "\x000", "note": "a [ 1 ] b", "W": [[1.0, 0.0], [0.0, 1.0]],
-                                "n": [1, 2]}
+    assert json.loads(text) == {
+        "name": "\x000",
+        "note": "a [ 1 ] b",
+        "W": [[1.0, 0.0], [0.0, 1.0]],
+        "n": [1, 2],
+    }
 
 
 # --- 6. gradcheck with many points: a bounded table, the worst rows first ------------------------
@@ -317,8 +406,9 @@ def test_gradcheck_table_shows_the_worst_rows_first_and_all_on_request(cli):
     assert len(rows) == 20
     errors = [float(r.split()[-2]) for r in rows]
     assert all("MISMATCH" in r for r in rows) and errors == sorted(errors, reverse=True)
-    assert lines[-2] == ("20 of 100 rows: the mismatches first, then the largest errors "
-                         "(--all-rows prints them all)")
+    assert lines[-2] == (
+        "20 of 100 rows: the mismatches first, then the largest errors (--all-rows prints them all)"
+    )
     passed, failed, skipped = (int(w) for w in lines[-1].split()[::2])
     assert passed + failed + skipped == 100 and failed > 20
 

@@ -28,8 +28,9 @@ CHECKS = str(ROOT / "samples" / "checks.toml")
 def chain_program(n: int) -> str:
     """x1 = x0 + 1, x2 = x1 * x0, x3 = x2 + 1, ...: n statements, n levels deep."""
     lines = ["x1 = x0 + 1"]
-    lines += [f"x{i} = x{i - 1} * x0" if i % 2 == 0 else f"x{i} = x{i - 1} + 1"
-              for i in range(2, n + 1)]
+    lines += [
+        f"x{i} = x{i - 1} * x0" if i % 2 == 0 else f"x{i} = x{i - 1} + 1" for i in range(2, n + 1)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -81,7 +82,9 @@ def test_show_depth_option(cli, tmp_path):
     path.write_text(chain_program(100))
     result = cli("show", str(path), "--no-values", "--depth", "3")
     assert result.stdout.splitlines()[:4] == [
-        "x100 = x99 × x0", "├── x99 = x98 + 1", "│   ├── x98 = x97 × x0",
+        "x100 = x99 × x0",
+        "├── x99 = x98 + 1",
+        "│   ├── x98 = x97 × x0",
         "│   │   ├── x97 = x96 + 1",
     ]
     assert "│   │   │   └── … 97 more levels: continue with --of x97" in result.stdout
@@ -151,8 +154,10 @@ def test_render_under_a_file(cli, tmp_path):
     (tmp_path / "file.txt").write_text("")
     result = render_to(cli, tmp_path / "file.txt" / "x.dot")
     assert result.exit_code == 2
-    assert result.stderr == (f"cgraph: error: cannot write {tmp_path}/file.txt/x.dot: "
-                             f"{tmp_path}/file.txt is a file, not a folder\n")
+    assert result.stderr == (
+        f"cgraph: error: cannot write {tmp_path}/file.txt/x.dot: "
+        f"{tmp_path}/file.txt is a file, not a folder\n"
+    )
 
 
 def test_render_into_a_missing_folder(cli, tmp_path):
@@ -172,8 +177,9 @@ def test_frames_where_a_folder_is_named_like_a_frame(cli, tmp_path):
     (tmp_path / "frames" / "frame-1.svg").mkdir(parents=True)
     result = cli("explain", SEED, "--frames", str(tmp_path / "frames"), "--frames-format", "svg")
     assert result.exit_code == 2
-    assert result.stderr == (f"cgraph: error: cannot write {tmp_path}/frames/frame-1.svg: "
-                             "it is a folder\n")
+    assert result.stderr == (
+        f"cgraph: error: cannot write {tmp_path}/frames/frame-1.svg: it is a folder\n"
+    )
 
 
 def test_frames_under_a_file_or_into_a_file(cli, tmp_path):
@@ -186,8 +192,9 @@ def test_frames_under_a_file_or_into_a_file(cli, tmp_path):
     assert result.stderr.endswith("file.txt: it is a file, not a folder\n")
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root writes in read-only folders")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes in read-only folders"
+)
 def test_frames_into_a_read_only_folder(cli, tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir(mode=0o500)
@@ -198,9 +205,17 @@ def test_frames_into_a_read_only_folder(cli, tmp_path):
 
 # --- 4. unknown names are usage errors --------------------------------------------------------
 NAME_OPTIONS = [
-    ("eval", "--of"), ("grad", "--of"), ("grad", "--wrt"), ("render", "--of"),
-    ("render", "--focus"), ("dot", "--of"), ("dot", "--focus"), ("show", "--of"),
-    ("check", "--of"), ("gradcheck", "--of"), ("explain", "--of"),
+    ("eval", "--of"),
+    ("grad", "--of"),
+    ("grad", "--wrt"),
+    ("render", "--of"),
+    ("render", "--focus"),
+    ("dot", "--of"),
+    ("dot", "--focus"),
+    ("show", "--of"),
+    ("check", "--of"),
+    ("gradcheck", "--of"),
+    ("explain", "--of"),
 ]
 
 
@@ -209,9 +224,11 @@ def test_an_unknown_name_is_a_usage_error_with_a_suggestion(cli, command, option
     extra = {"render": ["--format", "dot", "-o", "-"], "check": ["--expect", "g=-12"]}
     result = cli(command, SEED, option, "pp", *extra.get(command, []))
     assert result.exit_code == 2, result.stderr
-    assert result.stderr == ("cgraph: error: the program has no name 'pp'\n"
-                             "help: did you mean 'p'?\n"
-                             "help: names in the program: x, y, z, p, g\n")
+    assert result.stderr == (
+        "cgraph: error: the program has no name 'pp'\n"
+        "help: did you mean 'p'?\n"
+        "help: names in the program: x, y, z, p, g\n"
+    )
 
 
 def test_an_unknown_wrt_comes_before_a_missing_binding(cli):
@@ -262,8 +279,12 @@ def _blocked_reading_stdin(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/syscall").exists(), reason="needs Linux's /proc")
 def test_ctrl_c_on_the_installed_command():
-    proc = subprocess.Popen(_entry_point() + ["eval", "-", "x=1"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _entry_point() + ["eval", "-", "x=1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while not _blocked_reading_stdin(proc.pid) and time.monotonic() < deadline:
@@ -293,8 +314,9 @@ EVERY_COMMAND = {
 
 
 def _run(args, env, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(_entry_point() + args, capture_output=True, cwd=cwd,
-                          env={**os.environ, **env}, timeout=60)
+    return subprocess.run(
+        _entry_point() + args, capture_output=True, cwd=cwd, env={**os.environ, **env}, timeout=60
+    )
 
 
 @pytest.mark.parametrize("encoding", ["", "latin-1"])
@@ -321,8 +343,11 @@ def test_junit_is_utf8_whatever_the_locale(tmp_path):
 
 
 # --- 7. a reader that goes away ---------------------------------------------------------------
-WIDE = "\n".join(f"v{i} = a{i} * x + {i}" for i in range(400)) + "\ns = " + " + ".join(
-    f"v{i}" for i in range(400))
+WIDE = (
+    "\n".join(f"v{i} = a{i} * x + {i}" for i in range(400))
+    + "\ns = "
+    + " + ".join(f"v{i}" for i in range(400))
+)
 BIG_OUTPUT = {
     "eval": ["eval", "-", "--all", "--bindings", "B"],
     "grad": ["grad", "-", "--bindings", "B"],
@@ -342,8 +367,13 @@ def test_a_reader_that_stops_early_gets_no_noise(command, tmp_path):
     bindings.write_text(json.dumps({"x": 1, **{f"a{i}": 1 for i in range(400)}}))
     args = [str(bindings) if a == "B" else a for a in BIG_OUTPUT[command]]
     with open(tmp_path / "err", "wb") as err:
-        proc = subprocess.Popen(_entry_point() + args, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=err, cwd=ROOT)
+        proc = subprocess.Popen(
+            _entry_point() + args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            cwd=ROOT,
+        )
         proc.stdin.write(WIDE.encode())
         proc.stdin.close()
         head = proc.stdout.read(10)  # `| head -c 10`

@@ -78,8 +78,10 @@ ONE_ARRAY_FILES = {  # file name -> (bytes, the reason after "cannot read FILE: 
     "empty.npy": (b"", "it is empty"),
     "archive.npy": (npz_bytes(W=GOOD), "it is an .npz archive of named arrays, not one array"),
     "cut.npy": (npy_bytes(GOOD)[:-4], "it is truncated: its header promises 16 bytes of data"),
-    "huge.npy": (npy_header((10**12,)) + bytes(16),
-                 "it is truncated: its header promises 7.3 TiB of data (a (1000000000000,) array"),
+    "huge.npy": (
+        npy_header((10**12,)) + bytes(16),
+        "it is truncated: its header promises 7.3 TiB of data (a (1000000000000,) array",
+    ),
     "longer.npy": (npy_bytes(GOOD) + b"\0" * 8, "it has 8 bytes after the data its header"),
     "damaged.npy": (npy_header((2,))[:20] + b"}" * 200, "it has a damaged NumPy header"),
     "text.npy": (b"[1, 2]", "it is not a NumPy .npy file"),
@@ -90,16 +92,26 @@ ARCHIVES = {
     "single.npz": (npy_bytes(GOOD), "it is a single NumPy array (.npy), not an .npz archive"),
     "text.npz": (b'{"W": [1, 2]}', "it is not an .npz archive"),
     "cut.npz": (npz_bytes(W=GOOD)[:100], "it is not a readable .npz (zip) archive"),
-    "garbage.npz": (npz_bytes(W=GOOD)[:30] + b"garbage" * 20,
-                    "it is not a readable .npz (zip) archive"),
-    "bomb.npz": (claim_unpacked_size(zip_bytes({"W.npy": npy_bytes(GOOD)}), 2**32 - 1),
-                 "its arrays would unpack to 4.0 GiB, more than the 256 MiB cgraph reads"),
-    "members.npz": (claim_member_count(zip_bytes({"W.npy": npy_bytes(GOOD)}), 60_000),
-                    "it lists more than 10,000 members"),
-    "notes.npz": (zip_bytes({"W.npy": npy_bytes(GOOD), "notes.txt": b"1.5"}),
-                  "its member 'notes.txt' is not a NumPy array (.npy)"),
-    "cutmember.npz": (zip_bytes({"W.npy": npy_bytes(GOOD)[:-8]}),
-                      "its array 'W' is truncated: its header promises 16 bytes"),
+    "garbage.npz": (
+        npz_bytes(W=GOOD)[:30] + b"garbage" * 20,
+        "it is not a readable .npz (zip) archive",
+    ),
+    "bomb.npz": (
+        claim_unpacked_size(zip_bytes({"W.npy": npy_bytes(GOOD)}), 2**32 - 1),
+        "its arrays would unpack to 4.0 GiB, more than the 256 MiB cgraph reads",
+    ),
+    "members.npz": (
+        claim_member_count(zip_bytes({"W.npy": npy_bytes(GOOD)}), 60_000),
+        "it lists more than 10,000 members",
+    ),
+    "notes.npz": (
+        zip_bytes({"W.npy": npy_bytes(GOOD), "notes.txt": b"1.5"}),
+        "its member 'notes.txt' is not a NumPy array (.npy)",
+    ),
+    "cutmember.npz": (
+        zip_bytes({"W.npy": npy_bytes(GOOD)[:-8]}),
+        "its array 'W' is truncated: its header promises 16 bytes",
+    ),
 }
 
 
@@ -183,8 +195,9 @@ def test_no_code_path_can_unpickle_user_data():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"allow_pickle\s*=\s*True", text), path
         assert not re.search(r"\b(np|numpy)\.load\(", text), path
-        assert not re.search(r"^\s*(import|from)\s+(pickle|_pickle|dill|joblib|shelve)\b", text,
-                             re.MULTILINE), path
+        assert not re.search(
+            r"^\s*(import|from)\s+(pickle|_pickle|dill|joblib|shelve)\b", text, re.MULTILINE
+        ), path
 
 
 # 3. deep nesting --------------------------------------------------------------------------------
@@ -239,7 +252,8 @@ def test_integers_of_5000_digits(cli, tmp_path):
     assert "an expectation is NAME=NUMBER or NAME=[ARRAY]" in err and len(err) < 300
     path.write_text('{"x": 1e400}')
     assert "the value of 'x' is not a finite number" in error_of(
-        cli("eval", "y = x", "--bindings", str(path)), 2)
+        cli("eval", "y = x", "--bindings", str(path)), 2
+    )
 
 
 def test_huge_python_integers_are_binding_errors():
@@ -274,12 +288,15 @@ def test_arrays_of_anything_but_real_numbers_are_refused(cli, tmp_path, array, w
         cgraph_cli.evaluate(SUM, {"W": array})
 
 
-@pytest.mark.parametrize("value, words", [
-    ("[1, true]", "true/false values (booleans)"),
-    ('["1", 2]', "text (strings)"),
-    ("[[1, 2], [null, 3]]", "null"),
-    ('[{"a": 1}]', "JSON objects"),
-])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("[1, true]", "true/false values (booleans)"),
+        ('["1", 2]', "text (strings)"),
+        ("[[1, 2], [null, 3]]", "null"),
+        ('[{"a": 1}]', "JSON objects"),
+    ],
+)
 def test_json_values_of_anything_but_numbers_are_refused(cli, tmp_path, value, words):
     reason = f"holds {words}; cgraph computes with real numbers"
     assert f"the value of 'W' {reason}" in error_of(cli("eval", SUM, f"W={value}"), 4)
@@ -304,7 +321,8 @@ def test_integers_and_floats_of_any_precision_and_layout_are_read_but_not_boolea
         assert (result.exit_code, result.stdout) == (0, "y=[1,30]\n"), dtype
     np.save(tmp_path / "w.npy", np.array(matrix, dtype=bool))  # 1 and 0 before, silently
     assert "it holds true/false values (bool)" in error_of(
-        cli("eval", "y = W @ [1, 10]", f"W=@{tmp_path / 'w.npy'}"), 2)
+        cli("eval", "y = W @ [1, 10]", f"W=@{tmp_path / 'w.npy'}"), 2
+    )
 
 
 def test_bad_values_in_a_file_are_exit_2_and_on_the_command_line_exit_4(cli, tmp_path):
@@ -319,12 +337,15 @@ def test_bad_values_in_a_file_are_exit_2_and_on_the_command_line_exit_4(cli, tmp
 
 # 6. files ---------------------------------------------------------------------------------------
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
-@pytest.mark.parametrize("args, what", [
-    (["-f", "/dev/zero"], "a program file"),
-    (["/dev/zero"], "a program file"),
-    (["y = x", "x=@/dev/zero"], "a JSON file"),
-    (["y = x", "--bindings", "/dev/zero"], "a bindings file"),
-])
+@pytest.mark.parametrize(
+    "args, what",
+    [
+        (["-f", "/dev/zero"], "a program file"),
+        (["/dev/zero"], "a program file"),
+        (["y = x", "x=@/dev/zero"], "a JSON file"),
+        (["y = x", "--bindings", "/dev/zero"], "a bindings file"),
+    ],
+)
 def test_endless_files_stop_at_the_limit(cli, args, what):
     err = error_of(cli("eval", *args), 2)
     assert err.startswith(f"cgraph: error: /dev/zero is larger than 16 MiB (the limit for {what})")
@@ -335,7 +356,8 @@ def test_large_files_are_refused_before_reading(cli, tmp_path, monkeypatch):
     with open(big, "wb") as f:  # sparse: nothing is written, and nothing is read
         f.truncate(sources.TEXT_LIMIT + 1)
     assert "big.cg is larger than 16 MiB (the limit for a program file)" in error_of(
-        cli("eval", str(big)), 2)
+        cli("eval", str(big)), 2
+    )
     monkeypatch.setattr(sources, "ARRAY_LIMIT", 1000)
     np.save(tmp_path / "w.npy", np.zeros(200))
     err = error_of(cli("eval", SUM, f"W=@{tmp_path / 'w.npy'}"), 2)
@@ -354,8 +376,7 @@ def test_pipes_work_as_files(cli, tmp_path):
         os.mkfifo(fifo)
         writer = threading.Thread(target=fifo.write_text, args=(text,), daemon=True)
         writer.start()
-        result = cli("eval", *[a.replace("PIPE", str(fifo)) for a in args], "--format",
-                     "plain")
+        result = cli("eval", *[a.replace("PIPE", str(fifo)) for a in args], "--format", "plain")
         writer.join(5)
         assert result.exit_code == 0, result.stderr
         return result.stdout
@@ -370,8 +391,9 @@ def test_files_that_are_not_utf8_are_named(cli, tmp_path):
     path = tmp_path / "b.json"
     path.write_bytes('{"x": 1}\n{"caf\xe9": 2}'.encode("latin-1"))
     err = error_of(cli("eval", "y = x", "--bindings", str(path)), 2)
-    assert err.startswith(f"cgraph: error: {path} is not UTF-8 text: byte 0xe9 at line 2, "
-                          "column 6\n")
+    assert err.startswith(
+        f"cgraph: error: {path} is not UTF-8 text: byte 0xe9 at line 2, column 6\n"
+    )
     spec = tmp_path / "checks.toml"
     spec.write_bytes('[[case]]\nprogram = "y = x"  # caf\xe9\n'.encode("latin-1"))
     err = error_of(cli("check", "--spec", str(spec)), 2)
@@ -381,10 +403,10 @@ def test_files_that_are_not_utf8_are_named(cli, tmp_path):
 def test_directories_are_named_as_such(cli, tmp_path):
     folder = str(tmp_path)
     assert f"{folder} is a directory, not a program file" in error_of(cli("eval", folder), 2)
-    assert f"{folder} is a directory, not a program file" in error_of(
-        cli("eval", "-f", folder), 2)
+    assert f"{folder} is a directory, not a program file" in error_of(cli("eval", "-f", folder), 2)
     assert f"{folder} is a directory, not a bindings file" in error_of(
-        cli("eval", "y = x", "--bindings", folder), 2)
+        cli("eval", "y = x", "--bindings", folder), 2
+    )
     assert f"{folder} is a directory" in error_of(cli("eval", "y = x", f"x=@{folder}"), 2)
 
 
@@ -397,7 +419,8 @@ def test_empty_json_files_say_so(cli, tmp_path):
     path = tmp_path / "b.json"
     path.write_text("  \n")
     assert f"cannot read {path}: it is empty" in error_of(
-        cli("eval", "y = x", "--bindings", str(path)), 2)
+        cli("eval", "y = x", "--bindings", str(path)), 2
+    )
 
 
 # 7. the same input bound twice ------------------------------------------------------------------
@@ -409,7 +432,8 @@ def test_an_input_bound_twice_on_the_command_line_is_exit_2(cli, tmp_path):
     path = tmp_path / "b.json"
     path.write_text('{"x": 1, "x": 2}')
     assert f"cannot read {path}: it binds 'x' twice" in error_of(
-        cli("eval", "y = x", "--bindings", str(path)), 2)
+        cli("eval", "y = x", "--bindings", str(path)), 2
+    )
     # The command line still overrides a bindings file, and unknown names keep their hint.
     path.write_text(json.dumps({"x": 10}))
     result = cli("eval", "y = x", "--bindings", str(path), "x=2", "--format", "plain")

@@ -31,15 +31,23 @@ def caret_under(result, text: str) -> bool:
 
 
 # 1. overflow inside sum, mean, @ ---------------------------------------------------------------
-@pytest.mark.parametrize("program, bindings, message, under", [
-    ("y = sum(x)", ["x=[1e308,1e308]"], "sum(x) overflows: the result is too large", "sum(x)"),
-    ("y = mean(x)", ["x=[1e308,1e308]"], "mean(x) overflows: the result", "mean(x)"),
-    ("y = x @ x", ["x=[1e200,1e200]"], "x @ x overflows: the result", "x @ x"),
-    ("y = sum(W @ x)", ["W=[[1e200,1e200],[1,1]]", "x=[1e200,1e200]"],
-     "W @ x overflows at [0]: the result", "W @ x"),
-])
-def test_overflow_in_a_reduction_or_product_is_exit_4_at_the_node(cli, program, bindings,
-                                                                  message, under):
+@pytest.mark.parametrize(
+    "program, bindings, message, under",
+    [
+        ("y = sum(x)", ["x=[1e308,1e308]"], "sum(x) overflows: the result is too large", "sum(x)"),
+        ("y = mean(x)", ["x=[1e308,1e308]"], "mean(x) overflows: the result", "mean(x)"),
+        ("y = x @ x", ["x=[1e200,1e200]"], "x @ x overflows: the result", "x @ x"),
+        (
+            "y = sum(W @ x)",
+            ["W=[[1e200,1e200],[1,1]]", "x=[1e200,1e200]"],
+            "W @ x overflows at [0]: the result",
+            "W @ x",
+        ),
+    ],
+)
+def test_overflow_in_a_reduction_or_product_is_exit_4_at_the_node(
+    cli, program, bindings, message, under
+):
     for command in ("eval", "grad"):
         result = cli(command, program, *bindings)
         assert result.exit_code == 4, result.stderr
@@ -50,8 +58,10 @@ def test_overflow_in_a_reduction_or_product_is_exit_4_at_the_node(cli, program, 
 def test_a_gradient_that_overflows_in_a_vjp_is_exit_4_at_the_node(cli):
     result = cli("grad", "y = sum((W @ x) * c)", "W=[[1e300]]", "x=[1e-300]", "c=1e300")
     assert result.exit_code == 4
-    assert "the gradient through W @ x overflows at [0]: it is too large for a float64" \
+    assert (
+        "the gradient through W @ x overflows at [0]: it is too large for a float64"
         in result.stderr
+    )
     assert caret_under(result, "W @ x")
     assert "the gradient with respect to x" in result.stderr
 
@@ -78,20 +88,26 @@ def test_a_zero_tangent_meets_an_infinite_slope_without_nan():
 def test_tangents_must_fit_their_inputs():
     graph = parse("y = W @ x")
     values = forward(graph, {"W": np.eye(2), "x": [1.0, 2.0]})
-    with pytest.raises(BindingError, match=r"the tangent of 'W' has shape \(2,\); 'W' has "
-                                           r"shape \(2, 2\)"):
+    with pytest.raises(
+        BindingError,
+        match=r"the tangent of 'W' has shape \(2,\); 'W' has "
+        r"shape \(2, 2\)",
+    ):
         jvp(graph, values, {"W": np.array([1.0, 1.0])})
     with pytest.raises(BindingError, match="no input named 'v'"):
         jvp(graph, values, {"v": np.array([1.0, 1.0])})
 
 
 # 2. empty tensors --------------------------------------------------------------------------------
-@pytest.mark.parametrize("fmt, expected", [
-    ([], "y = []    shape (0,)"),
-    (["--format", "plain"], "y=[]"),
-    (["--all"], "y       (0,)   []"),
-    (["--all", "--format", "plain"], "x=[1,2,3]\ny=[]"),
-])
+@pytest.mark.parametrize(
+    "fmt, expected",
+    [
+        ([], "y = []    shape (0,)"),
+        (["--format", "plain"], "y=[]"),
+        (["--all"], "y       (0,)   []"),
+        (["--all", "--format", "plain"], "x=[1,2,3]\ny=[]"),
+    ],
+)
 def test_an_empty_slice_prints_as_brackets_with_its_shape(cli, fmt, expected):
     result = cli("eval", "y = x[2:1]", "x=[1,2,3]", *fmt)
     assert result.exit_code == 0, result.stderr
@@ -106,16 +122,24 @@ def test_an_empty_matrix_in_every_format(cli):
     assert report["value"] == [[], []] and report["shapes"]["y"] == [2, 0]
 
 
-@pytest.mark.parametrize("program, message, under", [
-    ("y = max(x[2:1])", "max(x[2:1]) of an empty tensor has no value", "max(x[2:1])"),
-    ("y = min(x[2:1])", "min(x[2:1]) of an empty tensor has no value", "min(x[2:1])"),
-    ("y = mean(x[2:1])", "mean(x[2:1]) of an empty tensor has no value", "mean(x[2:1])"),
-    ("y = logsumexp(x[2:1])", "logsumexp(x[2:1]) of an empty tensor has no value",
-     "logsumexp(x[2:1])"),
-    ("y = x[2:1]; m = mean(reshape(y, [0, 1]), 0)",
-     "mean(reshape(y, [0, 1]), 0) has no value: axis 0 of the (0, 1) tensor is empty",
-     "mean(reshape(y, [0, 1]), 0)"),
-])
+@pytest.mark.parametrize(
+    "program, message, under",
+    [
+        ("y = max(x[2:1])", "max(x[2:1]) of an empty tensor has no value", "max(x[2:1])"),
+        ("y = min(x[2:1])", "min(x[2:1]) of an empty tensor has no value", "min(x[2:1])"),
+        ("y = mean(x[2:1])", "mean(x[2:1]) of an empty tensor has no value", "mean(x[2:1])"),
+        (
+            "y = logsumexp(x[2:1])",
+            "logsumexp(x[2:1]) of an empty tensor has no value",
+            "logsumexp(x[2:1])",
+        ),
+        (
+            "y = x[2:1]; m = mean(reshape(y, [0, 1]), 0)",
+            "mean(reshape(y, [0, 1]), 0) has no value: axis 0 of the (0, 1) tensor is empty",
+            "mean(reshape(y, [0, 1]), 0)",
+        ),
+    ],
+)
 def test_a_reduction_of_nothing_says_so_at_the_node(cli, program, message, under):
     result = cli("eval", program, "x=[1,2,3]")
     assert result.exit_code == 4, result.stderr
@@ -157,8 +181,9 @@ def test_show_draws_an_empty_tensor(cli):
     assert "∂y/∂t1 = [] (0,)" in result.stdout
 
 
-@pytest.mark.parametrize("command", [["dot"], ["dot", "--backward"],
-                                     ["render", "--format", "dot", "-o", "-"]])
+@pytest.mark.parametrize(
+    "command", [["dot"], ["dot", "--backward"], ["render", "--format", "dot", "-o", "-"]]
+)
 def test_diagrams_of_an_empty_tensor(cli, command):
     result = cli(*command, *EMPTY)
     assert result.exit_code == 0, result.stderr
@@ -182,8 +207,10 @@ def test_a_result_of_ten_billion_elements_is_refused_before_allocating(cli, tmp_
     np.save(big, np.arange(100_000.0))
     result = cli("eval", "y = reshape(x, [-1, 1]) + x", f"x=@{big}")
     assert result.exit_code == 4
-    assert ("the result of + would be a (100000, 100000) tensor of 80 GB; the limit is "
-            f"{arrays.MAX_ELEMENTS:,} elements") in result.stderr
+    assert (
+        "the result of + would be a (100000, 100000) tensor of 80 GB; the limit is "
+        f"{arrays.MAX_ELEMENTS:,} elements"
+    ) in result.stderr
     assert caret_under(result, "reshape(x, [-1, 1]) + x")
     assert "its arguments are (100000, 1) and (100000,)" in result.stderr
 
@@ -196,8 +223,10 @@ def test_the_limit_is_per_value(cli, monkeypatch):
     eleven = "x=[" + ",".join(["1"] * 11) + "]"
     result = cli("grad", program, eleven)
     assert result.exit_code == 4
-    assert ("the result of * would be a (11, 11) tensor of 968 bytes; the limit is 100 "
-            "elements (800 bytes) per value") in result.stderr
+    assert (
+        "the result of * would be a (11, 11) tensor of 968 bytes; the limit is 100 "
+        "elements (800 bytes) per value"
+    ) in result.stderr
 
 
 def test_more_than_64_axes_is_a_shape_error(cli):
@@ -246,8 +275,11 @@ def test_no_numpy_warning_reaches_stderr(cli):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning would end the command with exit 70
             result = cli(*args)
-        if (result.exit_code not in (0, 1, 2, 4) or "Warning" in result.stderr
-                or "site-packages" in result.stderr):
+        if (
+            result.exit_code not in (0, 1, 2, 4)
+            or "Warning" in result.stderr
+            or "site-packages" in result.stderr
+        ):
             failed.append((args, result.exit_code, result.stderr))
     assert not failed
 
@@ -267,13 +299,22 @@ def test_a_range_too_wide_to_draw_from_is_a_usage_error(cli):
 def test_an_undefined_tensor_point_is_skipped_element_by_element(cli):
     result = cli("gradcheck", "input x = [1, 2]; y = sum(log(x))", "x=[-1,2]")
     assert result.exit_code == 4  # the user's own point: the usual error
-    sampled = cli("gradcheck", "input x = [1, 2]; y = sum(log(x))", "--points", "2",
-                  "--range", "-1,1", "--seed", "1")
+    sampled = cli(
+        "gradcheck",
+        "input x = [1, 2]; y = sum(log(x))",
+        "--points",
+        "2",
+        "--range",
+        "-1,1",
+        "--seed",
+        "1",
+    )
     assert sampled.exit_code == 0, sampled.stderr
     assert re.search(r"x\[0\]\s+-?\d.*skip \(undefined\)", sampled.stdout)
 
 
 # 6. no derivatives with respect to constants ---------------------------------------------------
+
 
 def test_explain_has_no_partials_with_respect_to_constants(cli):
     text = cli("explain", ROSENBROCK).stdout
@@ -292,24 +333,31 @@ def test_a_node_of_constants_only_has_no_through_step(cli):
     steps = json.loads(cli("explain", "y = x * (2 * 3)", "x=1", "--format", "json").stdout)
     assert [s["node"] for s in steps["backward"]["through"]] == ["y"]
     assert steps["gradients"] == {"x": 6.0}
-    tensors = json.loads(cli("explain", "y = sum(x * ([1, 2] * 2))", "x=[1,1]", "--format",
-                             "json").stdout)
+    tensors = json.loads(
+        cli("explain", "y = sum(x * ([1, 2] * 2))", "x=[1,1]", "--format", "json").stdout
+    )
     through = tensors["backward"]["through"]
     assert [s["node"] for s in through] == ["y", "t2"]
     assert [p["wrt"] for p in through[1]["gradients"]] == ["x", "t1"]  # t1 = [1, 2] * 2
 
 
-@pytest.mark.parametrize("program, bindings", [
-    (ROSENBROCK, []),
-    ("y = sum(x ^ 2) + sum(x * [1, 2])", ["x=[-1,3]"]),
-])
+@pytest.mark.parametrize(
+    "program, bindings",
+    [
+        (ROSENBROCK, []),
+        ("y = sum(x ^ 2) + sum(x * [1, 2])", ["x=[-1,3]"]),
+    ],
+)
 def test_backward_diagrams_label_no_edge_from_a_constant(cli, program, bindings):
     source = cli("dot", program, *bindings, "--backward").stdout
     graph = parse(Path(program).read_text() if program.endswith(".cg") else program)
     constants = {f"n{i}" for i, op in enumerate(graph.ops) if op.name == "const"}
     statements = source.split("\n\t")  # a label's own line breaks are not followed by a tab
-    edges = [m.groups() for m in map(re.compile(r"(n\d+) -> (n\d+)(.*)", re.S).fullmatch,
-                                     statements) if m]
+    edges = [
+        m.groups()
+        for m in map(re.compile(r"(n\d+) -> (n\d+)(.*)", re.S).fullmatch, statements)
+        if m
+    ]
     assert {tail for tail, _, _ in edges} & constants
     for tail, _, attrs in edges:
         if tail in constants:  # a data-flow edge (with the shape it carries): no derivative
@@ -326,7 +374,9 @@ def test_no_warning_on_the_real_stderr():
 
     done = subprocess.run(
         [sys.executable, "-m", "cgraph_cli", "eval", "y = sum(x)", "x=[1e308,1e308]"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 4, done.stderr
     assert "Warning" not in done.stderr and "site-packages" not in done.stderr

@@ -22,7 +22,8 @@ def venv(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
     pip = subprocess.run(
         [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
     return where
@@ -30,35 +31,60 @@ def venv(tmp_path_factory) -> Path:
 
 def test_installed_command_runs_a_sample(venv, tmp_path):
     proc = subprocess.run(
-        [str(venv / "bin" / "cgraph"), "grad", str(ROOT / "samples" / "seed.cg"), "--format", "json"],
-        capture_output=True, text=True, cwd=tmp_path,
+        [
+            str(venv / "bin" / "cgraph"),
+            "grad",
+            str(ROOT / "samples" / "seed.cg"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["gradients"] == {"x": -3.0, "y": -3.0, "z": 4.0}
 
 
 def test_tables_ship_inside_the_package_and_lark_is_not_needed(venv, tmp_path):
-    code = ("import sys, cgraph_cli, cgraph_cli._tables as t; cgraph_cli.parse('y = x + 1'); "
-            "print(t.__file__); print('lark' in sys.modules)")
+    code = (
+        "import sys, cgraph_cli, cgraph_cli._tables as t; cgraph_cli.parse('y = x + 1'); "
+        "print(t.__file__); print('lark' in sys.modules)"
+    )
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
     proc = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
     path, lark_loaded = proc.stdout.split()
     assert "site-packages" in Path(path).parts and lark_loaded == "False"
     assert list(home.iterdir()) == []  # nothing cached, nothing written
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "show", "lark"],
-                         capture_output=True, text=True)
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "show", "lark"], capture_output=True, text=True
+    )
     assert pip.returncode != 0  # lark is not a dependency of an installed cgraph
 
 
 def test_module_entry_point(venv, tmp_path):
     proc = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "cgraph_cli", "eval", "g = (x + y) * z", "x=1", "y=3", "z=-3"],
-        capture_output=True, text=True, cwd=tmp_path,
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "cgraph_cli",
+            "eval",
+            "g = (x + y) * z",
+            "x=1",
+            "y=3",
+            "z=-3",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert (proc.returncode, proc.stdout) == (0, "g = -12\n")

@@ -72,8 +72,10 @@ def test_forward_mode_agrees_with_reverse_mode(op):
 
 
 def test_function_table_is_the_set_the_language_promises():
-    promised = ("sin cos tan exp log sqrt tanh sigmoid relu abs pow min max "
-                "sum mean transpose reshape softmax logsumexp").split()
+    promised = (
+        "sin cos tan exp log sqrt tanh sigmoid relu abs pow min max "
+        "sum mean transpose reshape softmax logsumexp"
+    ).split()
     assert sorted(FUNCTIONS) == sorted(promised)
     assert sorted(FUNCTIONS["max"]) == [1, 2]  # max(x): largest element; max(x, y): elementwise
 
@@ -128,7 +130,9 @@ def test_every_op_has_a_derivative_formula_per_argument(op):
         formula.format("a", "b", out="o")  # only {0}, {1} and {out} placeholders
 
 
-@pytest.mark.parametrize("op", [op for op in COMPUTED if op.constant is not None], ids=lambda op: op.name)
+@pytest.mark.parametrize(
+    "op", [op for op in COMPUTED if op.constant is not None], ids=lambda op: op.name
+)
 def test_constant_partials_agree_with_the_rule(op):
     for args in _points(op):
         assert op.partials(*args, op.forward(*args)) == op.constant

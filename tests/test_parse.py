@@ -48,7 +48,11 @@ def test_precedence_and_associativity(program, expected):
 def test_statements_newlines_semicolons_comments():
     program = "# header\n\n  p = x + y   # a comment\n\n\nq = p * 2; r = q + 1;\n# trailer"
     assert evaluate(program, {"x": 1, "y": 2}).named == {
-        "x": 1.0, "y": 2.0, "p": 3.0, "q": 6.0, "r": 7.0,
+        "x": 1.0,
+        "y": 2.0,
+        "p": 3.0,
+        "q": 6.0,
+        "r": 7.0,
     }
 
 
@@ -134,7 +138,12 @@ def error(program: str) -> ParseError:
         ("p = 1\ng = max(x,)", "expected an expression after ','", "prog.cg:2:11", "          ^"),
         ("g = 1e999", "too large for a float64", "prog.cg:1:5", "    ^~~~~"),
         ("input = 3", "'input' declares inputs", "prog.cg:1:7", "      ^"),
-        ("x + 1\ny = 2", "only the last statement may be a bare expression", "prog.cg:1:1", "^~~~~"),
+        (
+            "x + 1\ny = 2",
+            "only the last statement may be a bare expression",
+            "prog.cg:1:1",
+            "^~~~~",
+        ),
         ("y = 2\ninput y", "already computed by the program", "prog.cg:2:7", "      ^"),
         ("input x = 1, x = 2", "declared twice", "prog.cg:1:14", "             ^"),
     ],
@@ -203,8 +212,10 @@ def test_parsing_reads_no_cache_and_never_imports_lark(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys, cgraph_cli; cgraph_cli.parse('y = x # c'); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lark'))")
+    code = (
+        "import sys, cgraph_cli; cgraph_cli.parse('y = x # c'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lark'))"
+    )
     env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "c"), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert (proc.returncode, proc.stdout) == (0, "[]\n"), proc.stderr

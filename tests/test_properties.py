@@ -28,7 +28,8 @@ def _at_kink(graph, values) -> bool:
     there is not PyTorch's convention)."""
     return any(
         op.kink(*(values[a] for a in graph.args[i])) == 0.0
-        for i, op in enumerate(graph.ops) if op.kink is not None
+        for i, op in enumerate(graph.ops)
+        if op.kink is not None
     )
 
 
@@ -114,7 +115,10 @@ def test_gradients_match_sympy(expression, point):
     for name, node in graph.inputs.items():
         exact = sympy.diff(expr, symbols[name]).evalf(30, subs=at)
         assume(exact.is_real and exact.is_finite)
-        assert adjoints[node] == pytest.approx(float(exact), rel=1e-9, abs=1e-12), (expression, name)
+        assert adjoints[node] == pytest.approx(float(exact), rel=1e-9, abs=1e-12), (
+            expression,
+            name,
+        )
 
 
 @PROPERTY

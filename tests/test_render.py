@@ -61,7 +61,12 @@ def test_diagram_content():
     source = dot_of("seed.cg")
     # five nodes, four edges in data-flow order, the output marked
     assert len(re.findall(r"^\tn\d+ \[", source, re.M)) == 5
-    assert re.findall(r"^\t(n\d+ -> n\d+)", source, re.M) == ["n0 -> n3", "n1 -> n3", "n3 -> n4", "n2 -> n4"]
+    assert re.findall(r"^\t(n\d+ -> n\d+)", source, re.M) == [
+        "n0 -> n3",
+        "n1 -> n3",
+        "n3 -> n4",
+        "n2 -> n4",
+    ]
     assert "penwidth=2.4" in source.split("\tn4 [")[1].split("\n")[0]
     for text in ("<B>x</B>", "<B>p</B>", "<B>g</B>", "×", "-12", "∂g/∂x", "∂g/∂z"):
         assert text in source
@@ -90,7 +95,9 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 RENDERERS = [
-    pytest.param(name, marks=pytest.mark.skipif(image.locate(name) is None, reason=f"{name} not installed"))
+    pytest.param(
+        name, marks=pytest.mark.skipif(image.locate(name) is None, reason=f"{name} not installed")
+    )
     for name in ("dot", "graphviz-pure")
 ]
 
@@ -171,7 +178,10 @@ def test_unknown_extension_is_a_usage_error(cli, tmp_path):
 def test_without_bindings_the_structure_is_drawn_with_a_note(cli):
     result = cli("dot", "g = (x + y) * z")
     assert result.exit_code == 0
-    assert result.stderr == "note: values need bindings: x=VALUE y=VALUE z=VALUE; drawing the structure only\n"
+    assert (
+        result.stderr
+        == "note: values need bindings: x=VALUE y=VALUE z=VALUE; drawing the structure only\n"
+    )
     assert "value" not in result.stdout
     quiet = cli("dot", "g = (x + y) * z", "--no-values")
     assert quiet.exit_code == 0 and quiet.stderr == ""
@@ -224,7 +234,11 @@ def test_show_draws_a_tree_with_shared_nodes_once(cli):
 def test_show_structure_only(cli):
     result = cli("show", "g = (x + y) * z")
     assert result.stdout.splitlines() == [
-        "g = t1 × z", "├── t1 = x + y", "│   ├── x  input", "│   └── y  input", "└── z  input",
+        "g = t1 × z",
+        "├── t1 = x + y",
+        "│   ├── x  input",
+        "│   └── y  input",
+        "└── z  input",
     ]
 
 
@@ -238,7 +252,9 @@ def test_default_output_is_named_after_the_source(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli("render", SEED, "--format", "dot").stderr == "wrote seed.dot (5 nodes)\n"
     assert (tmp_path / "seed.dot").is_file()
-    assert cli("render", "g = x + 1", "x=1", "--format", "svg").stderr == "wrote graph.svg (3 nodes)\n"
+    assert (
+        cli("render", "g = x + 1", "x=1", "--format", "svg").stderr == "wrote graph.svg (3 nodes)\n"
+    )
     assert cli("render", "g = x", "x=1", "--format", "svg").stderr == "wrote graph.svg (1 node)\n"
 
 
@@ -250,7 +266,7 @@ def test_big_diagrams_draw_widely_read_leaves_beside_each_reader(cli):
     assert max(tails.count(t) for t in set(tails)) <= 4
     assert source.count("dashed") >= 100
     small = cli("dot", big_program(3), "x=1").stdout
-    assert "dashed\"" not in small.replace("rounded,filled,dashed", "")
+    assert 'dashed"' not in small.replace("rounded,filled,dashed", "")
 
 
 def test_big_diagrams_ask_graphviz_for_a_quicker_layout(cli):
@@ -297,8 +313,12 @@ def test_every_character_in_labels_is_drawn_by_graphviz_pure():
     data = Path(image.locate("graphviz-pure").path).read_bytes()
     drawn = fontfile.drawable(data, fontfile.fonts(data)["Arimo Regular"])
     assert FONT == "Arial" and "x" in drawn and "⊙" not in drawn  # the font, read right
-    used = {c for op in OPS.values()
-            for text in (op.glyph, op.symbol, *op.derivative, *op.adjoint) for c in text}
+    used = {
+        c
+        for op in OPS.values()
+        for text in (op.glyph, op.symbol, *op.derivative, *op.adjoint)
+        for c in text
+    }
     used |= {chr(c) for c in _SUB.values()}
     for source in _label_sources():
         used |= set(source)

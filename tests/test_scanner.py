@@ -17,21 +17,99 @@ from strategies import programs
 
 from cgraph_cli import ParseError, grad, parse
 
-DIFFERENTIAL = settings(max_examples=400, deadline=None,
-                        suppress_health_check=[HealthCheck.too_slow])
+DIFFERENTIAL = settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # Every terminal of the grammar, in several spellings, and text that is not one.
 TOKENS = [
-    "x", "y", "w1", "_t", "α", "βeta", "ｘ", "x²", "х",  # ASCII, Greek, fullwidth, superscript, Cyrillic
-    "input", "inputs", "sin", "max", "sum", "reshape", "mean",
-    "3", "2.5", ".5", "7.", "1e-3", "6.02E23", "1e", "1.2.3", "１２", "٣", "1" * 30,
-    "+", "-", "*", "/", "^", "**", "@", "=", "+=", "-=", "*=", "/=", ",", ":", ";",
-    "(", ")", "[", "]", "−", "×", "÷", "·", "√", "$", "?", "'", "\"", "!", "==", "\\",
+    "x",
+    "y",
+    "w1",
+    "_t",
+    "α",
+    "βeta",
+    "ｘ",
+    "x²",
+    "х",  # ASCII, Greek, fullwidth, superscript, Cyrillic
+    "input",
+    "inputs",
+    "sin",
+    "max",
+    "sum",
+    "reshape",
+    "mean",
+    "3",
+    "2.5",
+    ".5",
+    "7.",
+    "1e-3",
+    "6.02E23",
+    "1e",
+    "1.2.3",
+    "１２",
+    "٣",
+    "1" * 30,
+    "+",
+    "-",
+    "*",
+    "/",
+    "^",
+    "**",
+    "@",
+    "=",
+    "+=",
+    "-=",
+    "*=",
+    "/=",
+    ",",
+    ":",
+    ";",
+    "(",
+    ")",
+    "[",
+    "]",
+    "−",
+    "×",
+    "÷",
+    "·",
+    "√",
+    "$",
+    "?",
+    "'",
+    '"',
+    "!",
+    "==",
+    "\\",
 ]
 BETWEEN = [
-    "", " ", "  ", "\t", "\f", "\n", "\r\n", "\r", "\n\n", "\r\n\r\n", " \n  ", "\n\t",
-    "# c\n", " # note\n", "#\r\n", "# x = 1 + 2", "#", "\\\n", " \\\r\n", "\\\r", " \\ \n",
-    "\u00a0", "\u200b", "\u3000", "\x1b", "\x00", "\ufeff",
+    "",
+    " ",
+    "  ",
+    "\t",
+    "\f",
+    "\n",
+    "\r\n",
+    "\r",
+    "\n\n",
+    "\r\n\r\n",
+    " \n  ",
+    "\n\t",
+    "# c\n",
+    " # note\n",
+    "#\r\n",
+    "# x = 1 + 2",
+    "#",
+    "\\\n",
+    " \\\r\n",
+    "\\\r",
+    " \\ \n",
+    "\u00a0",
+    "\u200b",
+    "\u3000",
+    "\x1b",
+    "\x00",
+    "\ufeff",
 ]
 ENDINGS = ["", "\n", "\r\n", "\r", "# end", "  # end", "\n# end", "\\", ";", " \\\n"]
 
@@ -58,7 +136,9 @@ def respaced_programs(draw) -> str:
     for w in words:
         out.append(w)
         gap = draw(st.sampled_from(BETWEEN[:22] + [" ", " ", " ", " "]))
-        out.append(gap if gap.strip() or w[-1:] not in "abcdefghijklmnopqrstuvwxyz0123456789_" else " ")
+        out.append(
+            gap if gap.strip() or w[-1:] not in "abcdefghijklmnopqrstuvwxyz0123456789_" else " "
+        )
     return "".join(out) + draw(st.sampled_from(ENDINGS))
 
 
@@ -87,8 +167,31 @@ TENSOR_PROGRAMS = [
     (Path(__file__).resolve().parent.parent / "samples" / f"{name}.cg").read_text()
     for name in ("mlp", "logistic_regression", "softmax_cross_entropy")
 ] + ["y = sum((a + b)[0, 1:], -1) + reshape(x, [2, -1])[::2] @ -[1, 2]\n"]
-_MUTATIONS = st.sampled_from(["+", "(", ")", ",", "*", "= ", "\n", "max(", "2 3", "^^", "input ",
-                              "[", "]", "[1, 2]", "@", ":", "[0]", "sum(", "#", "\r", "\\"])
+_MUTATIONS = st.sampled_from(
+    [
+        "+",
+        "(",
+        ")",
+        ",",
+        "*",
+        "= ",
+        "\n",
+        "max(",
+        "2 3",
+        "^^",
+        "input ",
+        "[",
+        "]",
+        "[1, 2]",
+        "@",
+        ":",
+        "[0]",
+        "sum(",
+        "#",
+        "\r",
+        "\\",
+    ]
+)
 
 
 @pytest.mark.parametrize("program", TENSOR_PROGRAMS)
@@ -118,14 +221,21 @@ def test_line_endings_crlf_and_lone_cr_are_newlines():
         assert graph.output_label == "b" and list(graph.inputs) == ["x"]
 
 
-@pytest.mark.parametrize("text, col, hint", [
-    ("y = x − 1", 7, "'\u2212' (U+2212 MINUS SIGN) looks like '-' but is not: type '-'"),
-    ("y = １２ + x", 5, "'１' (U+FF11 FULLWIDTH DIGIT ONE) looks like '1' but is not: type '1'"),
-    ("y = x\u00a0+ 1", 6, "looks like a space but is not one: type a plain space"),
-    ("y = x +\u200b1", 8, "'\\u200b' (U+200B ZERO WIDTH SPACE) is invisible: delete it"),
-    ("y = 2 × x", 7, "looks like '*' but is not: type '*'"),
-    ("y = x\x1b[2J", 6, "a control character cannot appear in a program"),
-])
+@pytest.mark.parametrize(
+    "text, col, hint",
+    [
+        ("y = x − 1", 7, "'\u2212' (U+2212 MINUS SIGN) looks like '-' but is not: type '-'"),
+        (
+            "y = １２ + x",
+            5,
+            "'１' (U+FF11 FULLWIDTH DIGIT ONE) looks like '1' but is not: type '1'",
+        ),
+        ("y = x\u00a0+ 1", 6, "looks like a space but is not one: type a plain space"),
+        ("y = x +\u200b1", 8, "'\\u200b' (U+200B ZERO WIDTH SPACE) is invisible: delete it"),
+        ("y = 2 × x", 7, "looks like '*' but is not: type '*'"),
+        ("y = x\x1b[2J", 6, "a control character cannot appear in a program"),
+    ],
+)
 def test_lookalikes_are_errors_at_their_place_with_the_ascii_meant(text, col, hint):
     with pytest.raises(ParseError) as e:
         parse(text)
@@ -134,10 +244,13 @@ def test_lookalikes_are_errors_at_their_place_with_the_ascii_meant(text, col, hi
     assert "\x1b" not in e.value.render()
 
 
-@pytest.mark.parametrize("text, hint", [
-    ("ｘ = 1", "'ｘ' (U+FF58 FULLWIDTH LATIN SMALL LETTER X) looks like 'x'"),
-    ("y = x² + 1", "'²' (U+00B2 SUPERSCRIPT TWO) is not a power: write x^2"),
-])
+@pytest.mark.parametrize(
+    "text, hint",
+    [
+        ("ｘ = 1", "'ｘ' (U+FF58 FULLWIDTH LATIN SMALL LETTER X) looks like 'x'"),
+        ("y = x² + 1", "'²' (U+00B2 SUPERSCRIPT TWO) is not a power: write x^2"),
+    ],
+)
 def test_names_with_lookalike_letters_are_refused(text, hint):
     with pytest.raises(ParseError) as e:
         parse(text)

@@ -20,15 +20,20 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
 def _random(shape, seed, low=-2.0, high=2.0):
-    return np.random.default_rng(seed).uniform(low, high, shape) if shape else float(
-        np.random.default_rng(seed).uniform(low, high))
+    return (
+        np.random.default_rng(seed).uniform(low, high, shape)
+        if shape
+        else float(np.random.default_rng(seed).uniform(low, high))
+    )
 
 
 def _check(program: str, shapes: dict, low=-2.0, high=2.0, seed=0):
     """gradcheck at random points, then vjp against jvp along a random direction."""
     graph = validate(parse(program))
     for k in range(2):
-        point = {n: _random(s, seed + 10 * k + i, low, high) for i, (n, s) in enumerate(shapes.items())}
+        point = {
+            n: _random(s, seed + 10 * k + i, low, high) for i, (n, s) in enumerate(shapes.items())
+        }
         checks = gradcheck(graph, point, elements=1000)
         bad = [(c.label, c.analytic, c.numeric) for c in checks if c.status != "ok"]
         assert not bad, (program, bad)
@@ -73,20 +78,50 @@ def test_unary_elementwise_ops_on_tensors(fn, shape):
     _check(f"y = sum(sin({fn}(x)))" if fn != "-" else "y = sum(sin(-x))", {"x": shape}, low, high)
 
 
-@pytest.mark.parametrize("shapes", [((2, 3), (3, 4)), ((2, 3), (3,)), ((3,), (3, 4)), ((3,), (3,))],
-                         ids=str)
+@pytest.mark.parametrize(
+    "shapes", [((2, 3), (3, 4)), ((2, 3), (3,)), ((3,), (3, 4)), ((3,), (3,))], ids=str
+)
 def test_matmul(shapes):
     _check("y = sum(sin(a @ b))", dict(zip("ab", shapes)))
 
 
 TENSOR_CALLS = [
-    "sum(x)", "sum(x, 0)", "sum(x, 1)", "sum(x, -1)", "mean(x)", "mean(x, 0)", "mean(x, 1)",
-    "transpose(x)", "reshape(x, [3, 2])", "reshape(x, [6])", "reshape(x, [-1, 2])",
-    "softmax(x)", "softmax(x, 0)", "softmax(x, 1)", "logsumexp(x)", "logsumexp(x, 0)",
-    "logsumexp(x, -1)", "max(x)", "min(x)", "x[1]", "x[0, 2]", "x[:, 1]", "x[1:, ::2]", "x[-1, -1]",
+    "sum(x)",
+    "sum(x, 0)",
+    "sum(x, 1)",
+    "sum(x, -1)",
+    "mean(x)",
+    "mean(x, 0)",
+    "mean(x, 1)",
+    "transpose(x)",
+    "reshape(x, [3, 2])",
+    "reshape(x, [6])",
+    "reshape(x, [-1, 2])",
+    "softmax(x)",
+    "softmax(x, 0)",
+    "softmax(x, 1)",
+    "logsumexp(x)",
+    "logsumexp(x, 0)",
+    "logsumexp(x, -1)",
+    "max(x)",
+    "min(x)",
+    "x[1]",
+    "x[0, 2]",
+    "x[:, 1]",
+    "x[1:, ::2]",
+    "x[-1, -1]",
 ]
-VECTOR_CALLS = ["sum(v)", "mean(v)", "softmax(v)", "logsumexp(v)", "max(v)", "v[2]", "v[1:3]",
-                "transpose(v)", "reshape(v, [2, 2])"]
+VECTOR_CALLS = [
+    "sum(v)",
+    "mean(v)",
+    "softmax(v)",
+    "logsumexp(v)",
+    "max(v)",
+    "v[2]",
+    "v[1:3]",
+    "transpose(v)",
+    "reshape(v, [2, 2])",
+]
 
 
 @pytest.mark.parametrize("call", TENSOR_CALLS)
@@ -134,9 +169,14 @@ def test_mlp_sample_matches_hand_derived_numpy(width):
     bindings = {}
     if width is not None:  # the same program at another size
         rng = np.random.default_rng(width)
-        bindings = {"X": rng.normal(size=(16, 3)), "T": rng.normal(size=(16, 2)),
-                    "W1": rng.normal(size=(3, width)), "b1": rng.normal(size=width),
-                    "W2": rng.normal(size=(width, 2)), "b2": rng.normal(size=2)}
+        bindings = {
+            "X": rng.normal(size=(16, 3)),
+            "T": rng.normal(size=(16, 2)),
+            "W1": rng.normal(size=(3, width)),
+            "b1": rng.normal(size=width),
+            "W2": rng.normal(size=(width, 2)),
+            "b2": rng.normal(size=2),
+        }
     result = grad(graph, bindings)
     given = {n: np.asarray(bindings.get(n, graph.defaults[n])) for n in graph.inputs}
     loss, expected = _mlp_by_hand(**given)
@@ -166,24 +206,56 @@ def test_logistic_regression_sample_gradient_is_the_textbook_formula():
 
 
 # --- shapes -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("program, bindings, message, caret", [
-    ("y = a @ b", {"a": np.ones((2, 3)), "b": np.ones((2, 3))},
-     "(2, 3) @ (2, 3): inner dimensions 3 and 2 differ", "a @ b"),
-    ("y = a + b", {"a": np.ones((2, 3)), "b": np.ones(2)},
-     "(2, 3) and (2,) do not broadcast: sizes 2 and 3 differ in axis -1", "a + b"),
-    ("y = sum(a, 2)", {"a": np.ones((2, 3))}, "axis 2 is out of range for a (2, 3) tensor",
-     "sum(a, 2)"),
-    ("y = reshape(a, [4, 2])", {"a": np.ones((2, 3))},
-     "cannot reshape (2, 3) (6 elements) to (4, 2)", "reshape(a, [4, 2])"),
-    ("y = a[2]", {"a": np.ones((2, 3))},
-     "index 2 is out of range for axis 0 of size 2 (a (2, 3) tensor)", "a[2]"),
-    ("y = a[0, 0, 0]", {"a": np.ones((2, 3))},
-     "3 indices for a (2, 3) tensor, which has 2 axes", "a[0, 0, 0]"),
-    ("y = 2 @ a", {"a": np.ones(2)}, "() @ (2,): @ multiplies vectors and matrices; "
-     "to scale by a scalar, use *", "2 @ a"),
-])
-def test_shape_mismatch_is_reported_at_its_span_before_evaluation(program, bindings, message,
-                                                                  caret):
+@pytest.mark.parametrize(
+    "program, bindings, message, caret",
+    [
+        (
+            "y = a @ b",
+            {"a": np.ones((2, 3)), "b": np.ones((2, 3))},
+            "(2, 3) @ (2, 3): inner dimensions 3 and 2 differ",
+            "a @ b",
+        ),
+        (
+            "y = a + b",
+            {"a": np.ones((2, 3)), "b": np.ones(2)},
+            "(2, 3) and (2,) do not broadcast: sizes 2 and 3 differ in axis -1",
+            "a + b",
+        ),
+        (
+            "y = sum(a, 2)",
+            {"a": np.ones((2, 3))},
+            "axis 2 is out of range for a (2, 3) tensor",
+            "sum(a, 2)",
+        ),
+        (
+            "y = reshape(a, [4, 2])",
+            {"a": np.ones((2, 3))},
+            "cannot reshape (2, 3) (6 elements) to (4, 2)",
+            "reshape(a, [4, 2])",
+        ),
+        (
+            "y = a[2]",
+            {"a": np.ones((2, 3))},
+            "index 2 is out of range for axis 0 of size 2 (a (2, 3) tensor)",
+            "a[2]",
+        ),
+        (
+            "y = a[0, 0, 0]",
+            {"a": np.ones((2, 3))},
+            "3 indices for a (2, 3) tensor, which has 2 axes",
+            "a[0, 0, 0]",
+        ),
+        (
+            "y = 2 @ a",
+            {"a": np.ones(2)},
+            "() @ (2,): @ multiplies vectors and matrices; to scale by a scalar, use *",
+            "2 @ a",
+        ),
+    ],
+)
+def test_shape_mismatch_is_reported_at_its_span_before_evaluation(
+    program, bindings, message, caret
+):
     with pytest.raises(ShapeError) as info:
         grad(program, bindings)
     err = info.value
@@ -214,8 +286,9 @@ def test_domain_error_names_the_element():
     assert info.value.message == "log(-1) is undefined: log needs a positive argument"
     with pytest.raises(EvalError) as info:
         grad("y = sum(exp(x))", {"x": [1.0, 1000.0]})
-    assert info.value.message == ("exp(1000) overflows at [1]: the result is too large for a "
-                                  "float64")
+    assert info.value.message == (
+        "exp(1000) overflows at [1]: the result is too large for a float64"
+    )
 
 
 def test_an_infinite_slope_names_its_element_unless_no_gradient_flows_there():
@@ -247,8 +320,10 @@ def test_array_literals_and_declared_tensor_defaults():
 
 
 def test_scalar_programs_never_import_numpy():
-    code = ("import sys; from cgraph_cli import grad; grad('y = x * sin(x)', {'x': 2}); "
-            "print('numpy' in sys.modules)")
+    code = (
+        "import sys; from cgraph_cli import grad; grad('y = x * sin(x)', {'x': 2}); "
+        "print('numpy' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -258,24 +333,48 @@ def test_bindings_from_json_npz_and_npy(cli, tmp_path):
     np.save(tmp_path / "x.npy", np.array([1.0, -1.0]))
     (tmp_path / "t.json").write_text(json.dumps({"t": [1, 1]}))
     program = "loss = sum((W @ x + b - t)^2)"
-    result = cli("grad", program, "--bindings", str(tmp_path / "w.npz"), f"x=@{tmp_path / 'x.npy'}",
-                 "t=[1,1]", "--format", "json")
+    result = cli(
+        "grad",
+        program,
+        "--bindings",
+        str(tmp_path / "w.npz"),
+        f"x=@{tmp_path / 'x.npy'}",
+        "t=[1,1]",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["value"] == 8.0
     assert report["gradients"]["W"] == [[-4.0, 4.0], [-4.0, 4.0]]
     assert report["shapes"]["W"] == [2, 2] and report["shapes"]["loss"] == []
-    result = cli("grad", program, "W=[[1,2],[3,4]]", "x=[1,-1]", "b=[0,0]", "--bindings",
-                 str(tmp_path / "t.json"), "--format", "plain")
-    assert result.stdout.splitlines() == ["W=[[-4,4],[-4,4]]", "x=[-16,-24]", "b=[-4,-4]",
-                                          "t=[4,4]"]
+    result = cli(
+        "grad",
+        program,
+        "W=[[1,2],[3,4]]",
+        "x=[1,-1]",
+        "b=[0,0]",
+        "--bindings",
+        str(tmp_path / "t.json"),
+        "--format",
+        "plain",
+    )
+    assert result.stdout.splitlines() == [
+        "W=[[-4,4],[-4,4]]",
+        "x=[-16,-24]",
+        "b=[-4,-4]",
+        "t=[4,4]",
+    ]
 
 
-@pytest.mark.parametrize("binding, message", [
-    ("W=[[1,2],[3]]", "not a rectangular array"),
-    ("W=[1,", "is not a number or an array"),
-    ("W=[]", "empty array"),
-])
+@pytest.mark.parametrize(
+    "binding, message",
+    [
+        ("W=[[1,2],[3]]", "not a rectangular array"),
+        ("W=[1,", "is not a number or an array"),
+        ("W=[]", "empty array"),
+    ],
+)
 def test_bad_tensor_bindings_exit_4(cli, binding, message):
     result = cli("eval", "y = sum(W)", binding)
     assert result.exit_code == 4
@@ -353,8 +452,12 @@ def test_diagram_shows_edge_shapes_and_small_tensors_in_their_nodes(cli):
 
 
 def test_diagram_summarises_large_tensors(cli):
-    result = cli("dot", "y = sum(W @ x)", "W=" + json.dumps(np.ones((4, 5)).tolist()),
-                 "x=" + json.dumps([1.0] * 5))
+    result = cli(
+        "dot",
+        "y = sum(W @ x)",
+        "W=" + json.dumps(np.ones((4, 5)).tolist()),
+        "x=" + json.dumps([1.0] * 5),
+    )
     assert "(4, 5)  mean 1  [1, 1]" in result.stdout
 
 
@@ -377,8 +480,9 @@ def test_explain_tensor_program(cli):
     assert "1. t1 = W @ x: (2, 2) @ (2,) -> (2,) = [-1, -1]" in result.stdout
     assert "∂y/∂W = ∂y/∂t1 @ xᵀ = [[1, -1], [1, -1]]" in result.stdout
     assert "∂y/∂x = Wᵀ @ ∂y/∂t1 = [4, 6]" in result.stdout
-    steps = json.loads(cli("explain", "y = sum(W @ x)", "W=[[1,2],[3,4]]", "x=[1,-1]",
-                           "--format", "json").stdout)
+    steps = json.loads(
+        cli("explain", "y = sum(W @ x)", "W=[[1,2],[3,4]]", "x=[1,-1]", "--format", "json").stdout
+    )
     assert steps["gradients"]["W"] == [[1.0, -1.0], [1.0, -1.0]]
 
 
@@ -397,8 +501,11 @@ def test_show_tensor_program(cli):
 def _symbols(name: str, shape):
     import sympy
 
-    return sympy.Matrix(*shape, lambda i, j: sympy.Symbol(f"{name}{i}{j}")) if len(shape) == 2 \
+    return (
+        sympy.Matrix(*shape, lambda i, j: sympy.Symbol(f"{name}{i}{j}"))
+        if len(shape) == 2
         else sympy.Matrix(shape[0], 1, lambda i, _: sympy.Symbol(f"{name}{i}"))
+    )
 
 
 def test_a_layer_with_softmax_against_sympy():
@@ -408,30 +515,39 @@ def test_a_layer_with_softmax_against_sympy():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    W, x, b, y = _symbols("W", (2, 3)), _symbols("x", (3,)), _symbols("b", (2,)), _symbols("y", (2,))
+    W, x, b, y = (
+        _symbols("W", (2, 3)),
+        _symbols("x", (3,)),
+        _symbols("b", (2,)),
+        _symbols("y", (2,)),
+    )
     h = (W * x + b).applyfunc(sympy.tanh)
     loss = sympy.log(sum(sympy.exp(e) for e in h)) - sum(h[k] * y[k] for k in range(2))
     symbols = {"W": W, "x": x, "b": b, "y": y}
     every = [s for m in symbols.values() for s in m]
     value_of = sympy.lambdify(every, loss)
-    derivatives = {n: [sympy.lambdify(every, sympy.diff(loss, s)) for s in m]
-                   for n, m in symbols.items()}
+    derivatives = {
+        n: [sympy.lambdify(every, sympy.diff(loss, s)) for s in m] for n, m in symbols.items()
+    }
     graph = parse("h = tanh(W @ x + b)\nloss = logsumexp(h) - sum(h * y)")
 
     @settings(max_examples=30, deadline=None)
     @given(st.lists(st.floats(-2, 2), min_size=13, max_size=13))
     def check(numbers):
         it = iter(numbers)
-        point = {n: np.array([[next(it) for _ in range(m.cols)] for _ in range(m.rows)])
-                 for n, m in symbols.items()}
+        point = {
+            n: np.array([[next(it) for _ in range(m.cols)] for _ in range(m.rows)])
+            for n, m in symbols.items()
+        }
         point = {n: v if n == "W" else v.ravel() for n, v in point.items()}
         args = [float(v) for n in symbols for v in point[n].ravel()]
         result = grad(graph, point)
         assert result.value == pytest.approx(value_of(*args), rel=1e-9, abs=1e-12)
         for name in symbols:
             expected = [d(*args) for d in derivatives[name]]
-            np.testing.assert_allclose(result.gradients[name].ravel(), expected, rtol=1e-9,
-                                       atol=1e-12)
+            np.testing.assert_allclose(
+                result.gradients[name].ravel(), expected, rtol=1e-9, atol=1e-12
+            )
 
     check()
 
@@ -440,10 +556,21 @@ def test_every_op_of_the_table_is_gradchecked_on_tensors_here():
     """A new op must join the lists above: each op's tensor rules have a finite-difference test."""
     from cgraph_cli.ops import OPS
 
-    programs = [f"y = {c}" for c in TENSOR_CALLS + VECTOR_CALLS] + [
-        f"y = {fn}(x)" for fn in UNARY if fn != "-"] + [
-        "y = -x", "y = a + b", "y = a - b", "y = a * b", "y = a / b", "y = a ^ b",
-        "y = max(a, b)", "y = min(a, b)", "y = a @ b"]
+    programs = (
+        [f"y = {c}" for c in TENSOR_CALLS + VECTOR_CALLS]
+        + [f"y = {fn}(x)" for fn in UNARY if fn != "-"]
+        + [
+            "y = -x",
+            "y = a + b",
+            "y = a - b",
+            "y = a * b",
+            "y = a / b",
+            "y = a ^ b",
+            "y = max(a, b)",
+            "y = min(a, b)",
+            "y = a @ b",
+        ]
+    )
     covered = {op.name for p in programs for op in parse(p).ops}
     assert covered >= {op.name for op in OPS.values() if op.style != "leaf"}
 
@@ -454,14 +581,26 @@ def _tensor_expressions():
     functions and operators under broadcasting, products and reductions along the way."""
     from hypothesis import strategies as st
 
-    leaves = st.sampled_from(["A", "r", "c", "s", "(A @ transpose(A))[:, 1:]", "softmax(A, 1)",
-                              "reshape(r, [1, 3])", "A[1]", "mean(A, 0)"])
+    leaves = st.sampled_from(
+        [
+            "A",
+            "r",
+            "c",
+            "s",
+            "(A @ transpose(A))[:, 1:]",
+            "softmax(A, 1)",
+            "reshape(r, [1, 3])",
+            "A[1]",
+            "mean(A, 0)",
+        ]
+    )
 
     def grow(inner):
         unary = st.tuples(st.sampled_from(["sin", "tanh", "sigmoid", "exp(-abs", "cos"]), inner)
         binary = st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner)
-        return (unary.map(lambda t: f"{t[0]}({t[1]})" + (")" if "(" in t[0] else ""))
-                | binary.map(lambda t: f"({t[0]} {t[1]} {t[2]})"))
+        return unary.map(lambda t: f"{t[0]}({t[1]})" + (")" if "(" in t[0] else "")) | binary.map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"
+        )
 
     return st.recursive(leaves, grow, max_leaves=6)
 
@@ -473,8 +612,9 @@ def test_random_tensor_programs_against_finite_differences():
     shapes = {"A": (2, 3), "r": (3,), "c": (2, 1), "s": ()}
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(_tensor_expressions(), st.sampled_from(["sum", "mean", "logsumexp"]),
-           st.integers(0, 1000))
+    @given(
+        _tensor_expressions(), st.sampled_from(["sum", "mean", "logsumexp"]), st.integers(0, 1000)
+    )
     def check(expr, reduce, seed):
         program = f"y = {reduce}({expr})"
         try:

@@ -34,8 +34,10 @@ def print_error(text: str, located: bool = False) -> None:
     if output.color_for(sys.stderr):
         lines = text.split("\n")
         lines[0] = lines[0].replace("error:", click.style("error:", fg="red", bold=True), 1)
-        lines = [click.style("help:", fg="cyan") + ln[5:] if ln.startswith("help:") else ln
-                 for ln in lines]
+        lines = [
+            click.style("help:", fg="cyan") + ln[5:] if ln.startswith("help:") else ln
+            for ln in lines
+        ]
         text = "\n".join(lines)
     click.echo(text, err=True, color=output.color_for(sys.stderr))
 
@@ -45,8 +47,9 @@ class Group(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
-            code = super().main(args, prog_name or "cgraph", complete_var, standalone_mode=False,
-                                **extra)
+            code = super().main(
+                args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
+            )
         except click.UsageError as e:  # click's own: bad option, missing argument
             command = e.ctx.command_path if e.ctx else "cgraph"
             print_error(f"error: {e.format_message()}\nhelp: see '{command} --help'")
@@ -91,8 +94,7 @@ class Group(click.Group):
             ctx.exit(70)
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog=EXIT_CODES)
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
 @click.version_option(__version__, "-V", "--version", prog_name="cgraph")
 def main() -> None:
     """Computational graphs: values and gradients of expression programs.

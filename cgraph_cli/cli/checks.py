@@ -36,26 +36,57 @@ ROWS = 20  # gradcheck's table without --all-rows
 
 @click.command("check", short_help="Assert values and gradients (for CI).", epilog=CHECK_EXIT)
 @source_options
-@click.option("--expect", multiple=True, metavar="NAME=VALUE",
-              help="Assert a named value (repeatable).")
-@click.option("--expect-grad", "expect_grad", multiple=True, metavar="NAME=VALUE",
-              help="Assert ∂output/∂NAME (repeatable).")
+@click.option(
+    "--expect", multiple=True, metavar="NAME=VALUE", help="Assert a named value (repeatable)."
+)
+@click.option(
+    "--expect-grad",
+    "expect_grad",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Assert ∂output/∂NAME (repeatable).",
+)
 @of_option
-@click.option("--rtol", type=FiniteFloat(0), default=1e-9, show_default=True,
-              help="Relative tolerance: |actual - expected| <= atol + rtol·|expected|.")
-@click.option("--atol", type=FiniteFloat(0), default=1e-12, show_default=True,
-              help="Absolute tolerance.")
-@click.option("--spec", metavar="FILE.toml", type=click.Path(),
-              help="Run the cases of a checks file instead.")
+@click.option(
+    "--rtol",
+    type=FiniteFloat(0),
+    default=1e-9,
+    show_default=True,
+    help="Relative tolerance: |actual - expected| <= atol + rtol·|expected|.",
+)
+@click.option(
+    "--atol", type=FiniteFloat(0), default=1e-12, show_default=True, help="Absolute tolerance."
+)
+@click.option(
+    "--spec", metavar="FILE.toml", type=click.Path(), help="Run the cases of a checks file instead."
+)
 @format_option(["text", "json"], "text")
 @precision_option("text output; default: exact, to read a failure digit by digit")
-@click.option("--junit", metavar="FILE", type=click.Path(allow_dash=True),
-              help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
-                   "report to standard error).")
+@click.option(
+    "--junit",
+    metavar="FILE",
+    type=click.Path(allow_dash=True),
+    help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
+    "report to standard error).",
+)
 @output_option
 @common_options
-def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, of, rtol, atol,
-                  spec, fmt, precision, junit):
+def check_command(
+    args,
+    expr,
+    file_,
+    binds,
+    bindings_file,
+    expect,
+    expect_grad,
+    of,
+    rtol,
+    atol,
+    spec,
+    fmt,
+    precision,
+    junit,
+):
     """Assert values and gradients, for CI: exit 0 when all hold, 1 when any fails.
 
     \b
@@ -82,27 +113,42 @@ def check_command(args, expr, file_, binds, bindings_file, expect, expect_grad, 
     )
 
     if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
-        raise UsageError("--junit - and --format json would both write to standard output",
-                         hints=["write the JUnit report to a file: --junit report.xml"])
+        raise UsageError(
+            "--junit - and --format json would both write to standard output",
+            hints=["write the JUnit report to a file: --junit report.xml"],
+        )
     if spec:
         if args or expr or file_ or expect or expect_grad:
             raise UsageError("--spec runs the spec's cases: give no program or expectations too")
         runs = run_cases(load_spec(spec))
     else:
         if not expect and not expect_grad:
-            raise UsageError("nothing to check", hints=["give --expect NAME=VALUE or "
-                                                        "--expect-grad NAME=VALUE, or --spec FILE"])
+            raise UsageError(
+                "nothing to check",
+                hints=["give --expect NAME=VALUE or --expect-grad NAME=VALUE, or --spec FILE"],
+            )
         graph, bindings = load(args, expr, file_, binds, bindings_file)
-        case = Case("", graph, bindings, dict(map(parse_expectation, expect)),
-                    dict(map(parse_expectation, expect_grad)), of, rtol, atol)
+        case = Case(
+            "",
+            graph,
+            bindings,
+            dict(map(parse_expectation, expect)),
+            dict(map(parse_expectation, expect_grad)),
+            of,
+            rtol,
+            atol,
+        )
         runs = [CaseRun("", run_case(case))]
     if fmt == "json":
         from ..report import to_json_text
 
         output.write_text(to_json_text(report(runs)))
     elif junit == "-" and output.settings.output in (None, "-"):
-        click.echo(_check_text(runs, bool(spec), precision, sys.stderr), err=True,
-                   color=output.color_for(sys.stderr))
+        click.echo(
+            _check_text(runs, bool(spec), precision, sys.stderr),
+            err=True,
+            color=output.color_for(sys.stderr),
+        )
     else:
         output.write_text(_check_text(runs, bool(spec), precision))
     if junit:
@@ -129,14 +175,17 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
             lines.append(f"{visible(run.case)}:")
         for r in run.results:
             sign = mark("ok  ", fg="green") if r.ok else mark("FAIL", fg="red", bold=True)
-            detail = f"expected {f(r.expected)}" + ("" if r.ok else f", difference {f(r.difference)}")
+            detail = f"expected {f(r.expected)}" + (
+                "" if r.ok else f", difference {f(r.difference)}"
+            )
             if r.shapes_differ:
                 detail = f"expected {f(r.expected)}: the shapes differ"
             lines.append(f"{indent}{sign}  {r.label} = {f(r.actual)} ({detail})")
         if run.error is not None:
             first, *rest = run.error.render().split("\n")
-            lines.append(f"{indent}{mark('ERROR', fg='red', bold=True)}  "
-                         + first.replace("error: ", "", 1))
+            lines.append(
+                f"{indent}{mark('ERROR', fg='red', bold=True)}  " + first.replace("error: ", "", 1)
+            )
             lines.extend(f"{indent}       {line}" for line in rest)
     results = [r for run in runs for r in run.results]
     passed = sum(r.ok for r in results)
@@ -148,32 +197,68 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     return "\n".join(lines)
 
 
-@click.command("gradcheck", short_help="Compare gradients with finite differences.",
-               epilog=GRADCHECK_EXIT)
+@click.command(
+    "gradcheck", short_help="Compare gradients with finite differences.", epilog=GRADCHECK_EXIT
+)
 @source_options
 @of_option
-@click.option("--points", type=click.IntRange(0, 100_000), default=0,
-              help="Check at N random points instead of the given bindings.")
+@click.option(
+    "--points",
+    type=click.IntRange(0, 100_000),
+    default=0,
+    help="Check at N random points instead of the given bindings.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
-@click.option("--range", "range_", type=Interval(), metavar="LO,HI", default="-2,2",
-              show_default=True,
-              help="Where random points draw each input not bound on the command line.")
-@click.option("--eps", type=FiniteFloat(0, min_open=True), default=1e-6, show_default=True,
-              help="Finite-difference step, relative: h = eps·max(1, |x|).")
-@click.option("--rtol", type=FiniteFloat(0), default=1e-5, show_default=True,
-              help="Relative tolerance.")
-@click.option("--atol", type=FiniteFloat(0), default=1e-7, show_default=True,
-              help="Absolute tolerance.")
+@click.option(
+    "--range",
+    "range_",
+    type=Interval(),
+    metavar="LO,HI",
+    default="-2,2",
+    show_default=True,
+    help="Where random points draw each input not bound on the command line.",
+)
+@click.option(
+    "--eps",
+    type=FiniteFloat(0, min_open=True),
+    default=1e-6,
+    show_default=True,
+    help="Finite-difference step, relative: h = eps·max(1, |x|).",
+)
+@click.option(
+    "--rtol", type=FiniteFloat(0), default=1e-5, show_default=True, help="Relative tolerance."
+)
+@click.option(
+    "--atol", type=FiniteFloat(0), default=1e-7, show_default=True, help="Absolute tolerance."
+)
 @format_option(["text", "json"], "text", "Report format (JSON holds every check).")
 @precision_option("text output; default: 6")
-@click.option("--all-rows", is_flag=True,
-              help=f"Print every row of the table; by default at most {ROWS}: the mismatches "
-                   "first, then the largest errors. (About 1.5 ms a row: for many thousands, "
-                   "--format json is quicker and holds every check.)")
+@click.option(
+    "--all-rows",
+    is_flag=True,
+    help=f"Print every row of the table; by default at most {ROWS}: the mismatches "
+    "first, then the largest errors. (About 1.5 ms a row: for many thousands, "
+    "--format json is quicker and holds every check.)",
+)
 @output_option
 @common_options
-def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed, range_, eps,
-                      rtol, atol, fmt, precision, all_rows):
+def gradcheck_command(
+    args,
+    expr,
+    file_,
+    binds,
+    bindings_file,
+    of,
+    points,
+    seed,
+    range_,
+    eps,
+    rtol,
+    atol,
+    fmt,
+    precision,
+    all_rows,
+):
     """Compare every reverse-mode gradient with a central finite difference.
 
     Points where a finite-difference step crosses a kink (relu, abs at 0; max, min at a tie)
@@ -201,8 +286,9 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
     checks = []
     with output.progress(len(places), "gradcheck") as advance:
         for k, place in enumerate(places, 1):
-            checks += [(k, c) for c in gradcheck(graph, place, of=out, eps=eps, rtol=rtol,
-                                                   atol=atol)]
+            checks += [
+                (k, c) for c in gradcheck(graph, place, of=out, eps=eps, rtol=rtol, atol=atol)
+            ]
             advance()
     counts = {s: 0 for s in ("ok", "mismatch", "kink", "undefined")}
     for _, c in checks:
@@ -211,12 +297,27 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(to_json_text({
-            "passed": counts["ok"], "failed": counts["mismatch"], "skipped": skipped,
-            "checks": [{"point": k, "bindings": c.point, "input": c.label, "analytic": c.analytic,
-                        "numeric": c.numeric, "error": c.error, "status": c.status}
-                       for k, c in checks],
-        }))
+        output.write_text(
+            to_json_text(
+                {
+                    "passed": counts["ok"],
+                    "failed": counts["mismatch"],
+                    "skipped": skipped,
+                    "checks": [
+                        {
+                            "point": k,
+                            "bindings": c.point,
+                            "input": c.label,
+                            "analytic": c.analytic,
+                            "numeric": c.numeric,
+                            "error": c.error,
+                            "status": c.status,
+                        }
+                        for k, c in checks
+                    ],
+                }
+            )
+        )
     else:
         from rich.console import Group
         from rich.text import Text
@@ -224,13 +325,19 @@ def gradcheck_command(args, expr, file_, binds, bindings_file, of, points, seed,
         from ..render.table import gradcheck_table
 
         shown = checks if all_rows or len(checks) <= ROWS else worst_first(checks, ROWS)
-        parts = [gradcheck_table(shown, graph.display_name(graph.output if out is None else out),
-                                 precision or 6)]
+        parts = [
+            gradcheck_table(
+                shown, graph.display_name(graph.output if out is None else out), precision or 6
+            )
+        ]
         if len(shown) < len(checks):
-            parts.append(Text(f"{len(shown)} of {len(checks):,} rows: the mismatches first, "
-                              "then the largest errors (--all-rows prints them all)"))
-        parts.append(Text(f"{counts['ok']} passed, {counts['mismatch']} failed, "
-                          f"{skipped} skipped"))
+            parts.append(
+                Text(
+                    f"{len(shown)} of {len(checks):,} rows: the mismatches first, "
+                    "then the largest errors (--all-rows prints them all)"
+                )
+            )
+        parts.append(Text(f"{counts['ok']} passed, {counts['mismatch']} failed, {skipped} skipped"))
         output.write_rich(Group(*parts))
     if counts["mismatch"]:
         raise click.exceptions.Exit(1)

@@ -24,35 +24,71 @@ def diagram_options(command):
     """What a diagram shows and how it looks, shared by render and dot."""
     from ..render.dot import THEMES
 
-    for option in reversed([
-        click.option("--theme", type=click.Choice(list(THEMES)), default="light",
-                     show_default=True, help="Colours for slides (light, dark) or paper (print)."),
-        click.option("--rankdir", type=click.Choice(["LR", "TB", "RL", "BT"]), default="LR",
-                     show_default=True, help="Layout direction: left to right, top to bottom..."),
-        precision_option("default: 4"),
-        click.option("--no-values", is_flag=True, help="Leave out values (and gradients)."),
-        no_grads_option,
-        click.option("--backward", is_flag=True,
-                     help="Draw the backward pass: local derivatives on the edges."),
-        of_option,
-        click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
-        click.option("--force", is_flag=True,
-                     help="Draw graphs larger than 500 nodes (slow, and hard to read)."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--theme",
+                type=click.Choice(list(THEMES)),
+                default="light",
+                show_default=True,
+                help="Colours for slides (light, dark) or paper (print).",
+            ),
+            click.option(
+                "--rankdir",
+                type=click.Choice(["LR", "TB", "RL", "BT"]),
+                default="LR",
+                show_default=True,
+                help="Layout direction: left to right, top to bottom...",
+            ),
+            precision_option("default: 4"),
+            click.option("--no-values", is_flag=True, help="Leave out values (and gradients)."),
+            no_grads_option,
+            click.option(
+                "--backward",
+                is_flag=True,
+                help="Draw the backward pass: local derivatives on the edges.",
+            ),
+            of_option,
+            click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
+            click.option(
+                "--force",
+                is_flag=True,
+                help="Draw graphs larger than 500 nodes (slow, and hard to read).",
+            ),
+        ]
+    ):
         command = option(command)
     return command
 
 
-def _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
-             no_grads, backward, of, focus, force):
+def _diagram(
+    args,
+    expr,
+    file_,
+    binds,
+    bindings_file,
+    theme,
+    rankdir,
+    precision,
+    no_values,
+    no_grads,
+    backward,
+    of,
+    focus,
+    force,
+):
     from ..draw import diagram_of
     from ..render.dot import DiagramOptions
     from .options import load
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     options = DiagramOptions(
-        theme=theme, rankdir=rankdir, precision=precision or 4, values=not no_values,
-        grads=not no_grads, backward=backward,
+        theme=theme,
+        rankdir=rankdir,
+        precision=precision or 4,
+        values=not no_values,
+        grads=not no_grads,
+        backward=backward,
     )
     result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
     if result.note:
@@ -71,28 +107,72 @@ class RenderCommand(click.Command):
         super().format_epilog(ctx, formatter)
 
 
-RENDER_EXIT = EXIT_CODES.replace("missing or unreadable file,",
-                                 "missing or unreadable file, a type no renderer can write,")
+RENDER_EXIT = EXIT_CODES.replace(
+    "missing or unreadable file,", "missing or unreadable file, a type no renderer can write,"
+)
 
 
-@click.command("render", short_help="Draw the graph as PNG, SVG, PDF or DOT.", cls=RenderCommand,
-               epilog=RENDER_EXIT)
+@click.command(
+    "render",
+    short_help="Draw the graph as PNG, SVG, PDF or DOT.",
+    cls=RenderCommand,
+    epilog=RENDER_EXIT,
+)
 @source_options
 @diagram_options
-@click.option("-o", "--output", "target", metavar="FILE",
-              type=click.Path(allow_dash=True),
-              help="Where to write ('-': standard output). Default: SOURCE's name with the "
-                   "type's extension (seed.png for seed.cg), or graph.png for program text.")
-@click.option("-T", "--type", "kind", type=click.Choice(IMAGE_TYPES),
-              help="Image type (default: from -o's extension, else png).")
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    metavar="FILE",
+    type=click.Path(allow_dash=True),
+    help="Where to write ('-': standard output). Default: SOURCE's name with the "
+    "type's extension (seed.png for seed.cg), or graph.png for program text.",
+)
+@click.option(
+    "-T",
+    "--type",
+    "kind",
+    type=click.Choice(IMAGE_TYPES),
+    help="Image type (default: from -o's extension, else png).",
+)
 @click.option("--format", "kind_old", type=click.Choice(IMAGE_TYPES), hidden=True)
-@click.option("--dpi", type=click.IntRange(30, 1200), default=150, show_default=True,
-              help="Resolution of PNG output.")
-@click.option("--renderer", type=click.Choice(["auto", "dot", "graphviz-pure"]), default="auto",
-              show_default=True, help="Graphviz's dot, or the bundled graphviz-pure.")
+@click.option(
+    "--dpi",
+    type=click.IntRange(30, 1200),
+    default=150,
+    show_default=True,
+    help="Resolution of PNG output.",
+)
+@click.option(
+    "--renderer",
+    type=click.Choice(["auto", "dot", "graphviz-pure"]),
+    default="auto",
+    show_default=True,
+    help="Graphviz's dot, or the bundled graphviz-pure.",
+)
 @common_options
-def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
-                   no_grads, backward, of, focus, force, target, kind, kind_old, dpi, renderer):
+def render_command(
+    args,
+    expr,
+    file_,
+    binds,
+    bindings_file,
+    theme,
+    rankdir,
+    precision,
+    no_values,
+    no_grads,
+    backward,
+    of,
+    focus,
+    force,
+    target,
+    kind,
+    kind_old,
+    dpi,
+    renderer,
+):
     """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
 
     \b
@@ -111,8 +191,22 @@ def render_command(args, expr, file_, binds, bindings_file, theme, rankdir, prec
     from ..render.image import choose
     from ..render.image import render as render_image
 
-    diagram, graph = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir,
-                              precision, no_values, no_grads, backward, of, focus, force)
+    diagram, graph = _diagram(
+        args,
+        expr,
+        file_,
+        binds,
+        bindings_file,
+        theme,
+        rankdir,
+        precision,
+        no_values,
+        no_grads,
+        backward,
+        of,
+        focus,
+        force,
+    )
     kind = output_format(target, kind or kind_old)
     if kind in ("dot", "gv"):
         data = diagram.source.encode()
@@ -136,8 +230,22 @@ def _default_output(filename: str, kind: str) -> str:
 @diagram_options
 @output_option
 @common_options
-def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precision, no_values,
-                no_grads, backward, of, focus, force):
+def dot_command(
+    args,
+    expr,
+    file_,
+    binds,
+    bindings_file,
+    theme,
+    rankdir,
+    precision,
+    no_values,
+    no_grads,
+    backward,
+    of,
+    focus,
+    force,
+):
     """Print the diagram as Graphviz DOT, for your own `dot` command line.
 
     \b
@@ -145,8 +253,22 @@ def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precisi
       cgraph dot sample:seed | dot -Tpdf > seed.pdf
       cgraph dot sample:neuron --backward --theme print -o neuron.gv
     """
-    diagram, _ = _diagram(args, expr, file_, binds, bindings_file, theme, rankdir, precision,
-                          no_values, no_grads, backward, of, focus, force)
+    diagram, _ = _diagram(
+        args,
+        expr,
+        file_,
+        binds,
+        bindings_file,
+        theme,
+        rankdir,
+        precision,
+        no_values,
+        no_grads,
+        backward,
+        of,
+        focus,
+        force,
+    )
     output.write_text(diagram.source, nl=False)
 
 
@@ -156,13 +278,20 @@ def dot_command(args, expr, file_, binds, bindings_file, theme, rankdir, precisi
 @precision_option("default: 4")
 @click.option("--no-values", is_flag=True, help="Draw the structure only.")
 @no_grads_option
-@click.option("--depth", type=click.IntRange(1, 1000), default=40, show_default=True,
-              metavar="N", help="Levels drawn below the top; deeper parts end in a line "
-                                "naming where to continue with --of.")
+@click.option(
+    "--depth",
+    type=click.IntRange(1, 1000),
+    default=40,
+    show_default=True,
+    metavar="N",
+    help="Levels drawn below the top; deeper parts end in a line "
+    "naming where to continue with --of.",
+)
 @output_option
 @common_options
-def show_command(args, expr, file_, binds, bindings_file, of, precision, no_values, no_grads,
-                 depth):
+def show_command(
+    args, expr, file_, binds, bindings_file, of, precision, no_values, no_grads, depth
+):
     """Draw the graph in the terminal: a tree from the output down, with values and gradients.
 
     A value used in several places is drawn once and referred to afterwards as ↑ name.

@@ -21,19 +21,37 @@ from .options import (
 @source_options
 @of_option
 @format_option(["text", "markdown", "json"], "text", "How to write the steps.")
-@click.option("--math", type=click.Choice(["plain", "latex"]), default="plain", show_default=True,
-              help="Formulas in markdown: plain text or $LaTeX$.")
+@click.option(
+    "--math",
+    type=click.Choice(["plain", "latex"]),
+    default="plain",
+    show_default=True,
+    help="Formulas in markdown: plain text or $LaTeX$.",
+)
 @precision_option("default: 4")
-@click.option("--frames", metavar="DIR", type=click.Path(),
-              help="Also draw one diagram per backward step in DIR.")
-@click.option("--frames-format", type=click.Choice(["png", "svg"]), default="png",
-              show_default=True, help="Image type of the frames.")
-@click.option("--force", is_flag=True,
-              help="Draw frames of graphs larger than 500 nodes (one diagram per node: slow).")
+@click.option(
+    "--frames",
+    metavar="DIR",
+    type=click.Path(),
+    help="Also draw one diagram per backward step in DIR.",
+)
+@click.option(
+    "--frames-format",
+    type=click.Choice(["png", "svg"]),
+    default="png",
+    show_default=True,
+    help="Image type of the frames.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Draw frames of graphs larger than 500 nodes (one diagram per node: slow).",
+)
 @output_option
 @common_options
-def explain_command(args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames,
-                    frames_format, force):
+def explain_command(
+    args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames, frames_format, force
+):
     """Spell out the forward and backward passes, step by step, like a worked example.
 
     \b

@@ -11,8 +11,9 @@ from . import output
 
 SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 OF_HELP = "The named value to report or differentiate (default: the program's last statement)."
-WRT_HELP = ("Only these names (inputs or named values), comma-separated; repeatable "
-            "(default: every input).")
+WRT_HELP = (
+    "Only these names (inputs or named values), comma-separated; repeatable (default: every input)."
+)
 
 
 def apply(command, options):
@@ -71,20 +72,39 @@ def _set(name):
 
 def common_options(command):
     """--color, -q and (for commands that print) -o, on every command."""
-    return apply(command, [
-        click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
-                     show_default=True, expose_value=False, callback=_set("color"),
-                     help="Colour the output (auto: on a terminal, unless NO_COLOR is set; "
-                          "FORCE_COLOR forces it)."),
-        click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set("quiet"),
-                     help="No notes and no progress bars on standard error."),
-    ])
+    return apply(
+        command,
+        [
+            click.option(
+                "--color",
+                type=click.Choice(["auto", "always", "never"]),
+                default="auto",
+                show_default=True,
+                expose_value=False,
+                callback=_set("color"),
+                help="Colour the output (auto: on a terminal, unless NO_COLOR is set; "
+                "FORCE_COLOR forces it).",
+            ),
+            click.option(
+                "-q",
+                "--quiet",
+                is_flag=True,
+                expose_value=False,
+                callback=_set("quiet"),
+                help="No notes and no progress bars on standard error.",
+            ),
+        ],
+    )
 
 
 def output_option(command):
     """-o/--output FILE: where the report goes ('-': standard output, the default)."""
     return click.option(
-        "-o", "--output", metavar="FILE", expose_value=False, callback=_set("output"),
+        "-o",
+        "--output",
+        metavar="FILE",
+        expose_value=False,
+        callback=_set("output"),
         type=click.Path(allow_dash=True),
         help="Write the output to FILE instead of standard output ('-': standard output).",
     )(command)
@@ -92,20 +112,42 @@ def output_option(command):
 
 def source_options(command):
     """SOURCE and bindings, shared by every command that runs a program."""
-    return apply(command, [
-        click.argument("args", nargs=-1, metavar="SOURCE [NAME=VALUE]...",
-                       type=click.Path(allow_dash=True), shell_complete=_complete_source),
-        click.option("-e", "--expr", metavar="TEXT", help="Read the program from TEXT."),
-        click.option("-f", "--file", "file_", metavar="PATH",
-                     type=click.Path(allow_dash=True),
-                     help="Read the program from PATH ('-': standard input)."),
-        click.option("--bind", "binds", multiple=True, metavar="NAME=VALUE",
-                     help="Bind an input (repeatable); the same as a positional NAME=VALUE."),
-        click.option("--bindings", "bindings_file", metavar="FILE",
-                     type=click.Path(allow_dash=True),
-                     help="Bind inputs from a JSON object of name -> number or nested list, "
-                          "or a NumPy .npz file of named arrays ('-': JSON on standard input)."),
-    ])
+    return apply(
+        command,
+        [
+            click.argument(
+                "args",
+                nargs=-1,
+                metavar="SOURCE [NAME=VALUE]...",
+                type=click.Path(allow_dash=True),
+                shell_complete=_complete_source,
+            ),
+            click.option("-e", "--expr", metavar="TEXT", help="Read the program from TEXT."),
+            click.option(
+                "-f",
+                "--file",
+                "file_",
+                metavar="PATH",
+                type=click.Path(allow_dash=True),
+                help="Read the program from PATH ('-': standard input).",
+            ),
+            click.option(
+                "--bind",
+                "binds",
+                multiple=True,
+                metavar="NAME=VALUE",
+                help="Bind an input (repeatable); the same as a positional NAME=VALUE.",
+            ),
+            click.option(
+                "--bindings",
+                "bindings_file",
+                metavar="FILE",
+                type=click.Path(allow_dash=True),
+                help="Bind inputs from a JSON object of name -> number or nested list, "
+                "or a NumPy .npz file of named arrays ('-': JSON on standard input).",
+            ),
+        ],
+    )
 
 
 def _complete_source(ctx, param, incomplete):
@@ -116,16 +158,23 @@ def _complete_source(ctx, param, incomplete):
     if "sample:".startswith(incomplete) or incomplete.startswith("sample:"):
         from ..sources import sample_names
 
-        items += [CompletionItem(f"sample:{n}") for n in sample_names()
-                  if f"sample:{n}".startswith(incomplete)]
+        items += [
+            CompletionItem(f"sample:{n}")
+            for n in sample_names()
+            if f"sample:{n}".startswith(incomplete)
+        ]
     if not incomplete.startswith("sample:"):
         items.append(CompletionItem(incomplete, type="file"))
     return items
 
 
 def precision_option(default_help: str):
-    return click.option("--precision", type=click.IntRange(1, 17), metavar="N",
-                        help=f"Significant digits shown ({default_help}).")
+    return click.option(
+        "--precision",
+        type=click.IntRange(1, 17),
+        metavar="N",
+        help=f"Significant digits shown ({default_help}).",
+    )
 
 
 def of_option(command):
@@ -141,17 +190,29 @@ def names(wrt: tuple[str, ...]) -> list[str]:
     return [n.strip() for item in wrt for n in item.split(",") if n.strip()]
 
 
-def format_option(choices: list[str], default: str, help_text: str = "Report format.",
-                  aliases: dict[str, str] | None = None):
-    return click.option("--format", "fmt", type=Choice(choices, aliases), default=default,
-                        show_default=True, help=help_text)
+def format_option(
+    choices: list[str],
+    default: str,
+    help_text: str = "Report format.",
+    aliases: dict[str, str] | None = None,
+):
+    return click.option(
+        "--format",
+        "fmt",
+        type=Choice(choices, aliases),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
 
 
 def full_option(command):
     return click.option(
-        "--full", is_flag=True,
+        "--full",
+        is_flag=True,
         help=f"Show every element of tensors (tables summarise those over {SMALL_TENSOR} "
-             "elements).")(command)
+        "elements).",
+    )(command)
 
 
 def no_grads_option(command):
@@ -170,8 +231,10 @@ def load(args, expr, file_, binds, bindings_file):
     if bindings_file == "-" and "-" in (source_arg, file_):
         from ..errors import UsageError
 
-        raise UsageError("standard input can hold the program or the bindings, not both",
-                         hints=["give one of them as a file"])
+        raise UsageError(
+            "standard input can hold the program or the bindings, not both",
+            hints=["give one of them as a file"],
+        )
     source = read_program(source_arg, expr=expr, file=file_)
     bindings: dict[str, object] = dict(load_bindings(bindings_file)) if bindings_file else {}
     bindings.update(command_line_bindings((*binds, *rest)))  # a name twice is a usage error

@@ -87,17 +87,23 @@ def write_rich(renderable, min_width: int = 0) -> None:
     tty = not _to_file() and _isatty(sys.stdout)
     color = color_for(sys.stdout) and not _to_file()
     if tty:
-        console = Console(highlight=False, color_system="auto" if color else None,
-                          force_terminal=color)
+        console = Console(
+            highlight=False, color_system="auto" if color else None, force_terminal=color
+        )
         console.width = max(console.width, min_width)
         console.print(renderable)
         return
     import io
 
     buffer = io.StringIO()
-    console = Console(file=buffer, highlight=False, width=max(min_width, 10_000),
-                      color_system="standard" if color else None, force_terminal=color,
-                      soft_wrap=False)
+    console = Console(
+        file=buffer,
+        highlight=False,
+        width=max(min_width, 10_000),
+        color_system="standard" if color else None,
+        force_terminal=color,
+        soft_wrap=False,
+    )
     console.print(renderable)
     lines = buffer.getvalue().split("\n")
     text = "\n".join(line.rstrip() if not color else line for line in lines).rstrip("\n")
@@ -123,7 +129,13 @@ def progress(total: int, what: str):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True, color_system="auto" if color_for(sys.stderr) else None)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task(what, total=total)
         yield lambda n=1: bar.advance(task, n)

@@ -26,8 +26,9 @@ OLD_NAMES = {"table": "text"}
 def report_options(command):
     command = full_option(command)
     command = precision_option("text and plain output; default: exact")(command)
-    return format_option(FORMATS, "text", "Report format: a table, JSON, or NAME=VALUE lines.",
-                         OLD_NAMES)(command)
+    return format_option(
+        FORMATS, "text", "Report format: a table, JSON, or NAME=VALUE lines.", OLD_NAMES
+    )(command)
 
 
 def emit(fmt: str, report: dict, text, plain) -> None:
@@ -41,8 +42,7 @@ def emit(fmt: str, report: dict, text, plain) -> None:
         output.write_rich(text())
 
 
-@click.command("eval", short_help="Print the output's value (the forward pass).",
-               epilog=EXIT_CODES)
+@click.command("eval", short_help="Print the output's value (the forward pass).", epilog=EXIT_CODES)
 @source_options
 @report_options
 @click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")

@@ -9,8 +9,7 @@ from .app import EXIT_CODES
 from .options import common_options, output_option
 
 
-@click.command("samples", short_help="List the sample programs, or print one.",
-               epilog=EXIT_CODES)
+@click.command("samples", short_help="List the sample programs, or print one.", epilog=EXIT_CODES)
 @click.argument("name", required=False, metavar="[NAME]")
 @output_option
 @common_options
@@ -31,8 +30,9 @@ def samples_command(name):
         rows = []
         for sample in sample_names():
             text = sample_path(sample).read_text(encoding="utf-8")
-            first = next((ln.lstrip("# ").strip() for ln in text.splitlines()
-                          if ln.startswith("#")), "")
+            first = next(
+                (ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("#")), ""
+            )
             rows.append(f"{sample:<24} {first}".rstrip())
         output.write_text("\n".join(rows))
         return

@@ -48,12 +48,42 @@ class Theme:
 
 
 THEMES = {
-    "light": Theme("#ffffff", "#1f2328", "#6e7781", "#ddf4ff", "#ffffff", "#f6f8fa", "#8250df",
-                   "#2166ac", "#b2182b", "#cf222e"),
-    "dark": Theme("#0d1117", "#e6edf3", "#8b949e", "#0c2d6b", "#161b22", "#21262d", "#d2a8ff",
-                  "#79c0ff", "#ff7b72", "#ffa198"),
-    "print": Theme("#ffffff", "#000000", "#555555", "#eeeeee", "#ffffff", "#ffffff", "#000000",
-                   "#000000", "#000000", "#000000"),
+    "light": Theme(
+        "#ffffff",
+        "#1f2328",
+        "#6e7781",
+        "#ddf4ff",
+        "#ffffff",
+        "#f6f8fa",
+        "#8250df",
+        "#2166ac",
+        "#b2182b",
+        "#cf222e",
+    ),
+    "dark": Theme(
+        "#0d1117",
+        "#e6edf3",
+        "#8b949e",
+        "#0c2d6b",
+        "#161b22",
+        "#21262d",
+        "#d2a8ff",
+        "#79c0ff",
+        "#ff7b72",
+        "#ffa198",
+    ),
+    "print": Theme(
+        "#ffffff",
+        "#000000",
+        "#555555",
+        "#eeeeee",
+        "#ffffff",
+        "#ffffff",
+        "#000000",
+        "#000000",
+        "#000000",
+        "#000000",
+    ),
 }
 FONT = "Arial"  # Liberation Sans or Arimo where Arial is absent: all have ∂ and the glyphs
 
@@ -98,19 +128,41 @@ def diagram(
     values = values if options.values else None
     adjoints = adjoints if options.grads and values is not None else None
     shown = ancestors(graph, options.focus if options.focus is not None else out)
-    scale = max((_magnitude(adjoints[i]) for i in range(len(shown)) if shown[i]),
-                default=0.0) if adjoints else 0.0
+    scale = (
+        max((_magnitude(adjoints[i]) for i in range(len(shown)) if shown[i]), default=0.0)
+        if adjoints
+        else 0.0
+    )
     tensors = values is not None and any(is_tensor(v) for v in values)
 
     dot = graphviz.Digraph("cgraph", format="svg")
     dot.attr(
-        rankdir=options.rankdir, bgcolor=theme.background, fontname=FONT, fontcolor=theme.text,
-        nodesep="0.3", ranksep="0.45", pad="0.25", newrank="true",
+        rankdir=options.rankdir,
+        bgcolor=theme.background,
+        fontname=FONT,
+        fontcolor=theme.text,
+        nodesep="0.3",
+        ranksep="0.45",
+        pad="0.25",
+        newrank="true",
     )
-    dot.attr("node", fontname=FONT, fontsize="12", fontcolor=theme.text, color=theme.muted,
-             penwidth="1.2", margin="0.06,0.04")
-    dot.attr("edge", fontname=FONT, fontsize="10", fontcolor=theme.muted, color=theme.muted,
-             arrowsize="0.7")
+    dot.attr(
+        "node",
+        fontname=FONT,
+        fontsize="12",
+        fontcolor=theme.text,
+        color=theme.muted,
+        penwidth="1.2",
+        margin="0.06,0.04",
+    )
+    dot.attr(
+        "edge",
+        fontname=FONT,
+        fontsize="10",
+        fontcolor=theme.muted,
+        color=theme.muted,
+        arrowsize="0.7",
+    )
     if sum(shown) > FAST_LAYOUT_ABOVE:
         # Fewer crossing-minimisation and ranking passes: a 2,000-node diagram lays out in
         # about a third of the time, a little less tidily.
@@ -123,8 +175,9 @@ def diagram(
             continue
         attrs = _node_attrs(graph, i, names, theme)
         grad = None if adjoints is None else adjoints[i]
-        label = _label(graph, i, names, out, theme, fmt,
-                       None if values is None else values[i], grad, scale)
+        label = _label(
+            graph, i, names, out, theme, fmt, None if values is None else values[i], grad, scale
+        )
         if i == out:
             attrs.update(color=theme.output, penwidth="2.4")
         if i in split:
@@ -143,10 +196,13 @@ def diagram(
             attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options, names[out])
             if tensors and is_tensor(values[a]):  # the shape of the value the edge carries
                 attrs["label"] = shape_text(values[a]) + (
-                    "\n" + attrs["label"] if "label" in attrs else "")
+                    "\n" + attrs["label"] if "label" in attrs else ""
+                )
             dot.edge(tail, f"n{i}", **attrs)
     if adjoints is not None:
-        dot.attr(label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10")
+        dot.attr(
+            label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10"
+        )
     return dot
 
 
@@ -165,8 +221,9 @@ def _split_leaves(graph: Graph, shown: list[bool]) -> set[int]:
         if shown[i]:
             for a in args:
                 readers[a] += 1
-    return {i for i, n in enumerate(readers)
-            if n > SPLIT_FAN_OUT and graph.ops[i] in (INPUT, CONST)}
+    return {
+        i for i, n in enumerate(readers) if n > SPLIT_FAN_OUT and graph.ops[i] in (INPUT, CONST)
+    }
 
 
 def _node_attrs(graph: Graph, i: int, names, theme: Theme) -> dict[str, str]:
@@ -174,8 +231,12 @@ def _node_attrs(graph: Graph, i: int, names, theme: Theme) -> dict[str, str]:
     if op is INPUT:
         return {"shape": "box", "style": "rounded,filled", "fillcolor": theme.input_fill}
     if op is CONST:
-        return {"shape": "box", "style": "rounded,filled,dashed", "fillcolor": theme.const_fill,
-                "fontsize": "11"}
+        return {
+            "shape": "box",
+            "style": "rounded,filled,dashed",
+            "fillcolor": theme.const_fill,
+            "fontsize": "11",
+        }
     return {"shape": "box", "style": "rounded,filled", "fillcolor": theme.op_fill}
 
 
@@ -184,12 +245,15 @@ def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad
     e = html.escape
     rows = []
     if op is INPUT:
-        head = f'<B>{e(names[i])}</B>'
+        head = f"<B>{e(names[i])}</B>"
     elif op is CONST:
         head = f"{e(names[i])}" if graph.labels[i] is None else f"<B>{e(names[i])}</B>"
     else:
-        name = f'<B>{e(names[i])}</B>' if graph.labels[i] or i == out else \
-            f'<FONT COLOR="{theme.muted}">{e(names[i])}</FONT>'
+        name = (
+            f"<B>{e(names[i])}</B>"
+            if graph.labels[i] or i == out
+            else f'<FONT COLOR="{theme.muted}">{e(names[i])}</FONT>'
+        )
         size = 17 if len(op.glyph) == 1 else 13  # a symbol reads larger than a function name
         head = f'<FONT POINT-SIZE="{size}">{e(op.glyph)}</FONT>  {name}'
     rows.append(f'<TR><TD COLSPAN="2">{head}</TD></TR>')
@@ -212,13 +276,16 @@ def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad
     return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">{table}</TABLE>'
 
 
-def _row(key: str, value: str, key_color: str, fill: str | None = None,
-         html_value: bool = False) -> str:
+def _row(
+    key: str, value: str, key_color: str, fill: str | None = None, html_value: bool = False
+) -> str:
     e = html.escape
     bg = f' BGCOLOR="{fill}"' if fill else ""
     cell = value if html_value else f" {e(value)} "
-    return (f'<TR><TD ALIGN="LEFT"><FONT COLOR="{key_color}" POINT-SIZE="10">{e(key)}</FONT></TD>'
-            f'<TD ALIGN="RIGHT"{bg}>{cell}</TD></TR>')
+    return (
+        f'<TR><TD ALIGN="LEFT"><FONT COLOR="{key_color}" POINT-SIZE="10">{e(key)}</FONT></TD>'
+        f'<TD ALIGN="RIGHT"{bg}>{cell}</TD></TR>'
+    )
 
 
 def _magnitude(x) -> float:
@@ -236,8 +303,10 @@ def _tensor_html(x, fmt, tint=None) -> str:
         return f" [] {e(shape_text(x))} "
     if x.size > SMALL_IN_NODE or x.ndim > 2:
         flat = x.ravel()
-        return (f" {e(shape_text(x))}  mean {e(fmt(mean(flat)))}  "
-                f"[{e(fmt(float(flat.min())))}, {e(fmt(float(flat.max())))}] ")
+        return (
+            f" {e(shape_text(x))}  mean {e(fmt(mean(flat)))}  "
+            f"[{e(fmt(float(flat.min())))}, {e(fmt(float(flat.max())))}] "
+        )
     rows = []
     for row in x.reshape(1, -1) if x.ndim == 1 else x:
         cells = []
@@ -246,8 +315,11 @@ def _tensor_html(x, fmt, tint=None) -> str:
             bg = f' BGCOLOR="{fill}"' if fill else ""
             cells.append(f'<TD ALIGN="RIGHT"{bg}>{e(fmt(v))}</TD>')
         rows.append("<TR>" + "".join(cells) + "</TR>")
-    return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="1">'
-            + "".join(rows) + "</TABLE>")
+    return (
+        '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="1">'
+        + "".join(rows)
+        + "</TABLE>"
+    )
 
 
 def _tint(grad: float, scale: float, theme: Theme) -> str | None:
@@ -316,16 +388,22 @@ def partials_at(graph: Graph, values: Sequence[float], i: int) -> tuple[float, .
 def _legend(theme: Theme, out: str) -> str:
     who = out if out.isidentifier() else "out"
     if theme.positive == theme.negative:
-        swatches = (f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.3)}"> small |∂| </TD>'
-                    f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.68)}"> large |∂| </TD>')
+        swatches = (
+            f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.3)}"> small |∂| </TD>'
+            f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.68)}"> large |∂| </TD>'
+        )
     else:
         swatches = "".join(
             f'<TD BGCOLOR="{_mix(theme.background, color, s)}"> {text} </TD>'
             for color, s, text in (
-                (theme.negative, 0.68, "−large"), (theme.negative, 0.3, "−small"),
-                (theme.positive, 0.3, "+small"), (theme.positive, 0.68, "+large"),
+                (theme.negative, 0.68, "−large"),
+                (theme.negative, 0.3, "−small"),
+                (theme.positive, 0.3, "+small"),
+                (theme.positive, 0.68, "+large"),
             )
         )
-    return (f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>'
-            f'<TD><FONT COLOR="{theme.muted}">∂{html.escape(who)}/∂node:</FONT></TD>{swatches}'
-            f"</TR></TABLE>")
+    return (
+        f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>'
+        f'<TD><FONT COLOR="{theme.muted}">∂{html.escape(who)}/∂node:</FONT></TD>{swatches}'
+        f"</TR></TABLE>"
+    )

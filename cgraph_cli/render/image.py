@@ -61,16 +61,25 @@ def choose(fmt: str, preference: str = "auto") -> Renderer:
         renderer = locate(name)
         if renderer is not None and fmt in renderer.formats:
             return renderer
-    if preference == "graphviz-pure" and locate("graphviz-pure") and fmt not in _CAN["graphviz-pure"]:
+    if (
+        preference == "graphviz-pure"
+        and locate("graphviz-pure")
+        and fmt not in _CAN["graphviz-pure"]
+    ):
         problem = f"graphviz-pure cannot write {fmt.upper()}"
     elif preference != "auto":
         problem = f"the renderer {preference!r} is not installed"
     else:
         problem = f"no installed renderer can write {fmt.upper()}"
-    hints = [INSTALL_DOT if fmt == "pdf" or preference == "dot" else
-             "pip install graphviz-pure (PNG and SVG), or " + INSTALL_DOT]
-    hints.append(".dot files work everywhere" + (
-        ", and .png and .svg work with graphviz-pure" if fmt == "pdf" else ""))
+    hints = [
+        INSTALL_DOT
+        if fmt == "pdf" or preference == "dot"
+        else "pip install graphviz-pure (PNG and SVG), or " + INSTALL_DOT
+    ]
+    hints.append(
+        ".dot files work everywhere"
+        + (", and .png and .svg work with graphviz-pure" if fmt == "pdf" else "")
+    )
     raise UsageError(problem, hints=hints)
 
 
@@ -90,11 +99,15 @@ def render(source: str, fmt: str, renderer: Renderer, dpi: int | None = None) ->
     except OSError as e:
         raise UsageError(f"cannot run {renderer.path}: {e.strerror}") from None
     if done.returncode != 0:
-        detail = [ln for ln in done.stderr.decode(errors="replace").splitlines()
-                  if ln.strip() and "Warning" not in ln]
+        detail = [
+            ln
+            for ln in done.stderr.decode(errors="replace").splitlines()
+            if ln.strip() and "Warning" not in ln
+        ]
         why = detail[-1] if detail else f"exit status {done.returncode}"
         if done.returncode < 0 or done.returncode == 137:
             why = "it was stopped (out of memory?)"
-        raise UsageError(f"{renderer.name} failed: {why}",
-                         hints=["try SVG, or draw less with --focus NAME"])
+        raise UsageError(
+            f"{renderer.name} failed: {why}", hints=["try SVG, or draw less with --focus NAME"]
+        )
     return done.stdout

@@ -98,7 +98,9 @@ def combine(op: OpSpec, args: list[Text], symbol: str | None = None, params: tup
         # right of a left-associative op, or on the left of a right-associative one.
         if lp < p or (lp == p and op.right_assoc):
             left = f"({left})"
-        if (rp < p or (rp == p and not op.right_assoc)) and not (op.right_assoc and rp == PREC_UNARY):
+        if (rp < p or (rp == p and not op.right_assoc)) and not (
+            op.right_assoc and rp == PREC_UNARY
+        ):
             right = f"({right})"  # but 2 ^ -1 needs none
         return f"{left} {symbol or op.symbol} {right}", p
     if op.style == PREFIX:

@@ -90,8 +90,12 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
         for name, g in report["gradients"].items():
             if name in values:
                 table.add_row(name, shape_text(g), _cell(values[name], precision, full, True))
-            table.add_row(Text(f"  ∂{out}/∂{_wrap(name)}", style="dim"), "",
-                          _cell(g, precision, full, True), end_section=True)
+            table.add_row(
+                Text(f"  ∂{out}/∂{_wrap(name)}", style="dim"),
+                "",
+                _cell(g, precision, full, True),
+                end_section=True,
+            )
     return Group(table, Text(""), Text("  ") + output_line(report, precision, full))
 
 
@@ -99,17 +103,35 @@ def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
     """Per point and input: the analytic gradient, the finite difference, the error, the status."""
     out = _wrap(output)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
-    for name, justify in (("point", "right"), ("input", "left"), ("value", "right"),
-                          (f"∂{out}/∂input", "right"), ("numeric", "right"),
-                          ("error", "right"), ("status", "left")):
+    for name, justify in (
+        ("point", "right"),
+        ("input", "left"),
+        ("value", "right"),
+        (f"∂{out}/∂input", "right"),
+        ("numeric", "right"),
+        ("error", "right"),
+        ("status", "left"),
+    ):
         table.add_column(name, justify=justify, no_wrap=True)
     styles = {"ok": "green", "mismatch": "bold red", "kink": "yellow", "undefined": "yellow"}
-    words = {"ok": "ok", "mismatch": "MISMATCH", "kink": "skip (kink)", "undefined": "skip (undefined)"}
+    words = {
+        "ok": "ok",
+        "mismatch": "MISMATCH",
+        "kink": "skip (kink)",
+        "undefined": "skip (undefined)",
+    }
     for k, c in checks:
+
         def show(x):
             return "" if x is None else format_number(x, precision)
 
-        table.add_row(str(k), c.label, show(c.value), show(c.analytic), show(c.numeric),
-                      "" if c.error is None else f"{c.error:.1e}",
-                      Text(words[c.status], style=styles[c.status]))
+        table.add_row(
+            str(k),
+            c.label,
+            show(c.value),
+            show(c.analytic),
+            show(c.numeric),
+            "" if c.error is None else f"{c.error:.1e}",
+            Text(words[c.status], style=styles[c.status]),
+        )
     return table

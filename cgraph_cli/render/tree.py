@@ -53,6 +53,7 @@ def graph_tree(
     out = graph.output if output is None else output
     names = node_names(graph)
     who = names[out] if names[out].isidentifier() else "out"
+
     def fmt(x) -> str:
         if is_tensor(x):  # on one line; summarised when large
             return format_value(x, precision, rows="", shape=True)
@@ -71,8 +72,12 @@ def graph_tree(
                 text.append(f" = {fmt(graph.consts[i])}")
             text.append("  constant", style="dim")
         else:
-            formula = combine(op, [(names[a], PREC_ATOM) for a in graph.args[i]], symbol=op.glyph,
-                              params=graph.params.get(i, ()))[0]
+            formula = combine(
+                op,
+                [(names[a], PREC_ATOM) for a in graph.args[i]],
+                symbol=op.glyph,
+                params=graph.params.get(i, ()),
+            )[0]
             text.append(" = " + formula, style="cyan")
             if values is not None:
                 text.append(f" = {fmt(values[i])}")
@@ -127,8 +132,7 @@ def _cut(levels: int, depth: int, name: str | None) -> Cut:
     more = f"… {levels:,} more level{'' if levels == 1 else 's'}"
     if name is not None:
         return Cut(f"{more}: continue with --of {name}", style="yellow")
-    return Cut(f"{more}: draw more with --depth {min(depth + levels, MAX_DEPTH)}",
-               style="yellow")
+    return Cut(f"{more}: draw more with --depth {min(depth + levels, MAX_DEPTH)}", style="yellow")
 
 
 def tree_width(tree: Tree) -> int:
