@@ -7,7 +7,7 @@ The library behind the ``cgraph`` command::
     >>> r.value, r.gradients
     (-12.0, {'x': -3.0, 'y': -3.0, 'z': 4.0})
 
-Lower-level pieces: :func:`parse` (text -> :class:`Graph`), ``cgraph_cli.forward.forward``
+Lower-level pieces: :func:`parse` (text -> :class:`Graph`), :func:`forward`
 (values per node), :func:`vjp` (reverse mode, adjoints per node), :func:`jvp` (forward mode),
 :func:`to_source` (graph -> program text). Importing this package is cheap: Lark loads on the
 first parse.
@@ -16,11 +16,12 @@ first parse.
 from __future__ import annotations
 
 from .api import Evaluation, Gradients, evaluate, grad
-from .backward import vjp
 from .errors import BindingError, CgraphError, DomainError, EvalError, ParseError, Span, UsageError
-from .forward import jvp
 from .ir import Graph, Node, validate
 from .parser import parse
+from .passes.evaluate import forward
+from .passes.jvp import jvp
+from .passes.vjp import vjp
 from .render.source import to_source
 
 __version__ = "0.1.0"
@@ -38,6 +39,7 @@ __all__ = [
     "Span",
     "UsageError",
     "evaluate",
+    "forward",
     "grad",
     "jvp",
     "parse",

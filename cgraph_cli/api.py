@@ -6,15 +6,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .backward import vjp
-from .errors import UnknownNameError
-from .forward import forward
-from .ir import Graph
+from .ir import Graph, resolve_name
 from .parser import parse
+from .passes.evaluate import forward
+from .passes.vjp import vjp
 
 
 @dataclass(frozen=True)
@@ -57,36 +55,6 @@ class Gradients(Evaluation):
 
 def _graph(program: str | Graph) -> Graph:
     return program if isinstance(program, Graph) else parse(program)
-
-
-_LISTED = 30  # names listed when one is unknown; a long program has thousands
-
-
-def resolve_name(graph: Graph, name: str) -> int:
-    """The node a name finally refers to (an input or a statement name). A name the program
-    does not have is an :class:`UnknownNameError` (a usage error: it was given on the command
-    line, as --of, --wrt or --focus) with a did-you-mean and the names there are.
-
-    >>> resolve_name(parse("p = x + y; g = p * z"), "p")
-    2
-    >>> resolve_name(parse("p = x + y; g = p * z"), "pp")
-    Traceback (most recent call last):
-    ...
-    cgraph_cli.errors.UnknownNameError: error: the program has no name 'pp'
-    help: did you mean 'p'?
-    help: names in the program: x, y, z, p, g
-    """
-    node = graph.named_nodes().get(name)
-    if node is None:
-        known = list(graph.named_nodes())
-        close = difflib.get_close_matches(name, known, n=1)
-        hints = [f"did you mean '{close[0]}'?"] if close else []
-        shown = ", ".join(known[:_LISTED])
-        if len(known) > _LISTED:
-            shown += f", … ({len(known) - _LISTED:,} more)"
-        hints.append("names in the program: " + shown)
-        raise UnknownNameError(f"the program has no name '{name}'", hints=hints)
-    return node
 
 
 def evaluate(

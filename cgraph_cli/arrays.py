@@ -1,4 +1,4 @@
-"""Tensor rules for the op table: shapes, NumPy forward rules and their vjp/jvp.
+"""Shapes for the op table: each op's shape rule, broadcasting, and the limits on a value.
 
 NumPy is imported on first use, so scalar programs never pay for it. Shape rules are pure Python
 over shape tuples and raise :class:`ShapeMismatch` with the message the user sees; the shape
@@ -198,194 +198,42 @@ def all_shape(shapes, params) -> Shape:
     return ()
 
 
-# NumPy rules -----------------------------------------------------------------------------------
-def unbroadcast(g, shape: Shape):
-    """Sum ``g`` over the axes broadcasting added or stretched, back to ``shape``."""
-    gshape = np.shape(g)
-    if gshape == shape:
-        return g
-    lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + k for k, n in enumerate(shape) if n == 1 and gshape[lead + k] != 1
-    )
-    out = np.sum(g, axis=axes, keepdims=False) if axes else g
-    return np.reshape(out, shape)
-
-
-def matmul_vjp(g, args, out, params):
-    a, b = args
-    if a.ndim == 1 and b.ndim == 1:
-        return g * b, g * a
-    if a.ndim == 1:
-        return b @ g, np.outer(a, g)
-    if b.ndim == 1:
-        return np.outer(g, b), a.T @ g
-    return g @ b.T, a.T @ g
-
-
-def matmul_jvp(tangents, args, out, params):
-    (a, b), (ta, tb) = args, tangents
-    return (0.0 if ta is None else ta @ b) + (0.0 if tb is None else a @ tb)
-
-
-def _axis_param(params):
-    return params[0] if params else None
-
-
-def _expand(g, x, axis):
-    """``g`` (reduced over ``axis``) broadcast back over ``x``'s shape."""
-    if axis is not None:
-        g = np.expand_dims(g, axis)
-    return np.broadcast_to(g, np.shape(x))
-
-
-def sum_forward(x, axis=None):
-    return np.sum(x, axis=axis)
-
-
-def sum_vjp(g, args, out, params):
-    return (np.array(_expand(g, args[0], _axis_param(params))),)
-
-
-def mean_forward(x, axis=None):
-    if np.size(x) == 0:  # the shape pass let it through: the result is empty too
-        return np.sum(x, axis=axis)  # (NumPy's mean would warn "Mean of empty slice")
-    return np.mean(x, axis=axis)
-
-
-def _count(x, axis) -> int:
-    return np.size(x) if axis is None else np.shape(x)[axis]
-
-
-def mean_vjp(g, args, out, params):
-    axis = _axis_param(params)
-    return (_expand(g, args[0], axis) / _count(args[0], axis),)
-
-
-def softmax_forward(x, axis=None):
-    if np.size(x) == 0:  # no maximum to shift by, and nothing to compute
-        return np.zeros(np.shape(x))
-    shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return shifted / np.sum(shifted, axis=axis, keepdims=True)
-
-
-def softmax_vjp(g, args, out, params):
-    axis = _axis_param(params)
-    return (out * (g - np.sum(g * out, axis=axis, keepdims=True)),)
-
-
-def softmax_jvp(tangents, args, out, params):
-    (t,), axis = tangents, _axis_param(params)
-    return out * (t - np.sum(out * t, axis=axis, keepdims=True))
-
-
-def logsumexp_forward(x, axis=None):
-    if np.size(x) == 0:  # the shape pass let it through: the result is empty too
-        return np.sum(x, axis=axis)
-    top = np.max(x, axis=axis, keepdims=True)
-    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
-    return out.reshape(()) if axis is None else np.squeeze(out, axis)
-
-
-def logsumexp_vjp(g, args, out, params):
-    axis = _axis_param(params)
-    return (softmax_forward(args[0], axis) * _expand(g, args[0], axis),)
-
-
-def logsumexp_jvp(tangents, args, out, params):
-    axis = _axis_param(params)
-    return np.sum(softmax_forward(args[0], axis) * tangents[0], axis=axis)
-
-
-def _extreme_mask(x, out):
-    mask = np.asarray(x == out, dtype=float)
-    return mask / mask.sum()  # ties share the gradient equally, as torch.amax does
-
-
-def extreme_vjp(g, args, out, params):
-    return (g * _extreme_mask(args[0], out),)
-
-
-def extreme_jvp(tangents, args, out, params):
-    return np.sum(_extreme_mask(args[0], out) * tangents[0])
-
-
-def transpose_vjp(g, args, out, params):
-    return (np.transpose(g),)
-
-
-def reshape_forward(x, new):
-    return np.reshape(x, new)
-
-
-def reshape_vjp(g, args, out, params):
-    return (np.reshape(g, np.shape(args[0])),)
-
-
-def reshape_jvp(tangents, args, out, params):
-    return np.reshape(tangents[0], np.shape(out))
-
-
-def index_forward(x, items):
-    return x[items]
-
-
-def index_vjp(g, args, out, params):
-    grad = np.zeros(np.shape(args[0]))
-    grad[params[0]] = g  # basic indexing never repeats an element: no accumulation needed
-    return (grad,)
-
-
-def index_jvp(tangents, args, out, params):
-    return tangents[0][params[0]]
-
-
-def linear_jvp(forward):
-    """The jvp of an op linear in its one argument: the op applied to the tangent."""
-
-    def jvp(tangents, args, out, params):
-        return forward(tangents[0], *params)
-
-    return jvp
-
-
-# elementwise partials that need more than one NumPy call --------------------------------------
-def pow_partials(x, y, out):
-    """As the scalar rule; ∂/∂y (a log over every element) is computed only if asked for: for
-    ``x ^ 2`` it never is."""
-    with np.errstate(all="ignore"):
-        if np.ndim(y) == 0 and y != 0.0:
-            dx = y * np.power(x, y - 1.0)
-        else:
-            dx = np.where(y == 0.0, 0.0, y * np.power(x, y - 1.0))
-
-    def dy():
-        with np.errstate(all="ignore"):
-            logs = np.log(np.where(x > 0.0, x, 1.0))
-            return np.where(x > 0.0, out * logs, np.where(x == 0.0, 0.0, np.nan))
-
-    return dx, dy
-
-
-def max_partials(x, y, out):
-    return np.where(x > y, 1.0, np.where(x < y, 0.0, 0.5)), np.where(
-        x > y, 0.0, np.where(x < y, 1.0, 0.5)
-    )
-
-
-def min_partials(x, y, out):
-    return np.where(x < y, 1.0, np.where(x > y, 0.0, 0.5)), np.where(
-        x < y, 0.0, np.where(x > y, 1.0, 0.5)
-    )
-
-
-def sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow for large |x|, unlike 1 / (1 + e^-x)
-
-
-def relu(x):
-    return np.maximum(x, 0.0)
-
-
-def step(x):
-    return (x > 0.0).astype(float)
+def broadcast_to_shape(shapes, params) -> Shape:
+    (shape,), (new,) = shapes, params
+    new = tuple(new)
+    try:
+        fits = broadcast(shape, new) == new
+    except ShapeMismatch:
+        fits = False
+    if not fits:
+        raise ShapeMismatch(f"cannot broadcast a {show_shape(shape)} tensor to {show_shape(new)}")
+    return new
+
+
+def sum_to_shape(shapes, params) -> Shape:
+    (shape,), (new,) = shapes, params
+    new = tuple(new)
+    try:
+        fits = broadcast(shape, new) == shape
+    except ShapeMismatch:
+        fits = False
+    if not fits:
+        raise ShapeMismatch(f"cannot sum a {show_shape(shape)} tensor to {show_shape(new)}")
+    return new
+
+
+def outer_shape(shapes, params) -> Shape:
+    a, b = shapes
+    if len(a) != 1 or len(b) != 1:
+        raise ShapeMismatch(f"outer takes two vectors, got {show_shape(a)} and {show_shape(b)}")
+    return a + b
+
+
+def place_shape(shapes, params) -> Shape:
+    (shape,), (new, items) = shapes, params
+    new = tuple(new)
+    if index_shape((new,), (items,)) != tuple(shape):
+        raise ShapeMismatch(
+            f"a {show_shape(shape)} tensor does not fit at its place in {show_shape(new)}"
+        )
+    return new

@@ -128,9 +128,8 @@ def _shape(value) -> tuple:
 
 
 def _expected_value(name: str, value):
+    from .bindings import as_array, check_number
     from .errors import BindingError
-    from .forward import check_number
-    from .tensors import as_array
 
     try:
         if isinstance(value, int) and not isinstance(value, bool):

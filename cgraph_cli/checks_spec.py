@@ -276,7 +276,7 @@ _STRING = r'"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\''
 
 def _number_or_array(name: str, value):
     """A finite float, or a finite float64 array, from TOML's numbers and arrays."""
-    from .forward import check_value
+    from .bindings import check_value
 
     if isinstance(value, int) and not _finite(value):
         raise BindingError(f"the value of '{name}' is not a finite number: {_short(value)}")

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from .api import evaluate, resolve_name
-from .backward import vjp
 from .errors import UsageError, cannot_write
-from .ir import Graph
-from .render.dot import DiagramOptions, ancestors, diagram
+from .ir import Graph, ancestors
+from .passes.vjp import vjp
+from .render.dot import DiagramOptions, diagram
 
 #: Beyond this many nodes a diagram is slow to lay out and unreadable; --force draws anyway.
 MAX_NODES = 500

@@ -21,10 +21,12 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .backward import vjp
+from .bindings import check_value
 from .errors import DomainError
-from .forward import check_value, forward
 from .ir import Graph
+from .passes.evaluate import forward
+from .passes.vjp import vjp
+from .vocab import ARRAYS
 
 EPS, RTOL, ATOL = 1e-6, 1e-5, 1e-7
 RANGE = (-2.0, 2.0)  # where --points draws each input
@@ -67,12 +69,12 @@ def _branches(graph: Graph, values: list) -> list[float]:
         if op.kink is not None:
             args = [values[a] for a in graph.args[i]]
             if all(x.__class__ is float for x in args):
-                k = op.kink(*args)
+                k = op.kink(ARRAYS, *args)
             else:  # x - y may overflow to ±inf, whose sign is still right: no warning
                 from .arrays import np
 
                 with np.errstate(all="ignore"):
-                    k = op.kink(*args)
+                    k = op.kink(ARRAYS, *args)
             if k.__class__ is float:
                 out.append(k)
             else:

@@ -85,7 +85,7 @@ class Graph:
         "output",
         "output_label",
         "source",
-        "_program",
+        "memo",
     )
 
     def __init__(self, source: Source) -> None:
@@ -106,7 +106,8 @@ class Graph:
         self.output = -1
         self.output_label = ""
         self.source = source
-        self._program = None  # compiled form, cached by cgraph_cli.forward
+        # What passes compute once per graph and keep: the float program, the last shapes.
+        self.memo: dict[str, object] = {}
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -161,34 +162,158 @@ class Graph:
         return cls(message, self.span(node), self.source, **kw)
 
 
-class Builder:
-    """Appends nodes to a :class:`Graph`; the parser calls it statement by statement."""
+class GraphBuilder:
+    """Builds a :class:`Graph` node by node; it knows nothing of parsing (the parser keeps its
+    own name scope and calls :meth:`add`).
 
-    __slots__ = ("graph", "scope", "_append_op", "_append_args", "_append_label")
+    With ``simplify``, :meth:`apply` hash-conses (an op applied to the same arguments and
+    params twice is one node) and simplifies as it builds
+    (:func:`cgraph_cli.passes.simplify.rewrite`): derived graphs read as a textbook would
+    write them. With ``shapes`` (each input's shape, by name), every node's shape is kept as it
+    is built, for the rules that need one. ``span`` is the source span new nodes get.
 
-    def __init__(self, source: Source) -> None:
-        self.graph = Graph(source)
-        self.scope: dict[str, int] = {}  # name -> node it refers to now
+    >>> b = GraphBuilder(simplify=True)
+    >>> x = b.input("x")
+    >>> b.apply(OPS["mul"], (b.const(1.0), x)) == x
+    True
+    """
+
+    __slots__ = ("graph", "simplify", "shapes", "input_shapes", "span", "_memo")
+
+    def __init__(
+        self,
+        source: Source | None = None,
+        *,
+        simplify: bool = False,
+        shapes: dict[str, tuple[int, ...]] | None = None,
+    ) -> None:
+        self.graph = Graph(source or Source(""))
+        self.simplify = simplify
+        self.input_shapes = shapes
+        self.shapes: list[tuple[int, ...]] | None = [] if shapes is not None else None
+        self.span = (0, 0)
+        self._memo: dict = {}
+
+    def add(
+        self, op: OpSpec, args: tuple[int, ...], start: int, end: int, params: tuple = ()
+    ) -> int:
+        """Append ``op(*args, *params)`` as it is: the parser's way, with its span."""
         g = self.graph
-        self._append_op, self._append_args, self._append_label = (
-            g.ops.append,
-            g.args.append,
-            g.labels.append,
-        )
-
-    def add(self, op: OpSpec, args: tuple[int, ...], start: int, end: int) -> int:
-        node = len(self.graph.ops)
-        self._append_op(op)
-        self._append_args(args)
-        self._append_label(None)
-        self.graph.starts.append(start)
-        self.graph.ends.append(end)
+        node = len(g.ops)
+        g.ops.append(op)
+        g.args.append(args)
+        g.labels.append(None)
+        g.starts.append(start)
+        g.ends.append(end)
+        if params:
+            g.params[node] = params
+        if self.shapes is not None:
+            self.shapes.append(self.result_shape(op, args, params) if op.arity else ())
         return node
 
-    def const(self, value: float, start: int, end: int) -> int:
-        node = self.add(CONST, (), start, end)
+    def input(self, name: str, start: int | None = None, end: int | None = None) -> int:
+        """The input node called ``name``: made on first use, one per name."""
+        node = self.graph.inputs.get(name)
+        if node is None:
+            node = self.add(INPUT, (), *self._where(start, end))
+            self.graph.labels[node] = name
+            self.graph.inputs[name] = node
+            if self.shapes is not None:
+                self.shapes[node] = tuple((self.input_shapes or {}).get(name, ()))
+        return node
+
+    def const(self, value, start: int | None = None, end: int | None = None) -> int:
+        key = ("const", value_key(value))
+        if self.simplify and key in self._memo:
+            return self._memo[key]
+        node = self.add(CONST, (), *self._where(start, end))
         self.graph.consts[node] = value
+        if self.shapes is not None:
+            self.shapes[node] = tuple(getattr(value, "shape", ()))
+        if self.simplify:
+            self._memo[key] = node
         return node
+
+    def apply(self, op: OpSpec, args, params: tuple = ()) -> int:
+        """The node for ``op(*args, *params)``; when simplifying, an existing or a simpler
+        one if there is one."""
+        args = tuple(args)
+        key = (op.name, args, repr(params))
+        if self.simplify:
+            found = self._memo.get(key)
+            if found is not None:
+                return found
+            from .passes.simplify import rewrite
+
+            found = rewrite(self, op, args, params)
+            if found is not None:
+                self._memo[key] = found
+                return found
+        node = self.add(op, args, *self.span, params)
+        self._memo.setdefault(key, node)
+        return node
+
+    def remember(self, node: int) -> None:
+        """Let later :meth:`apply` calls find ``node`` (copied in, not built by apply)."""
+        g = self.graph
+        self._memo.setdefault((g.ops[node].name, g.args[node], repr(g.params.get(node, ()))), node)
+
+    def _where(self, start, end) -> tuple[int, int]:
+        return (self.span[0], self.span[1]) if start is None else (start, end)
+
+    # what the simplifier asks ---------------------------------------------------------------
+    def const_value(self, node: int) -> float | None:
+        """The number a constant node holds; None for anything else (arrays too)."""
+        value = self.graph.consts.get(node)
+        return value if value.__class__ is float else None
+
+    def shape_of(self, node: int) -> tuple[int, ...]:
+        return self.shapes[node] if self.shapes is not None else ()
+
+    def result_shape(self, op: OpSpec, args, params) -> tuple[int, ...]:
+        if self.shapes is None:
+            return ()
+        return op.shape([self.shapes[a] for a in args], params)
+
+    def fold(self, op: OpSpec, args, params) -> int | None:
+        """A constant equal to ``op`` applied to constant ``args``, computed by the op's own
+        value rule (so it equals the evaluated value bit for bit); None when the rule fails
+        or gives a value that is not finite there."""
+        import math
+
+        from .vocab import ARRAYS, value_function
+
+        values = [self.graph.consts[a] for a in args]
+        scalar = all(v.__class__ is float for v in values) and op.py is not None
+        try:
+            if scalar:
+                value = value_function(op)(*values, *params)
+            else:
+                from .arrays import np
+
+                with np.errstate(all="ignore"):
+                    value = ARRAYS.apply(op, values, params)
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+        if value.__class__ is float:
+            return self.const(value) if math.isfinite(value) else None
+        from .arrays import np
+
+        value = np.asarray(value, dtype=float)
+        return self.const(value) if np.isfinite(value).all() else None
+
+    # names and statements -------------------------------------------------------------------
+    def name(self, node: int, name: str) -> None:
+        """``name`` refers to ``node`` from now on (and labels it, if it has no label yet)."""
+        if self.graph.labels[node] is None:
+            self.graph.labels[node] = name
+        self.graph.names[name] = node
+
+    def statement(self, kind: str, name: str, node: int) -> None:
+        g = self.graph
+        g.stmt_kinds.append(_KINDS.index(kind))
+        g.stmt_names.append(name)
+        g.stmt_nodes.extend((node, len(g.ops)))
 
     def pop_const(self, node: int):
         """Remove the constant just added as ``node`` (a number that turned out to be an op's
@@ -200,32 +325,101 @@ class Builder:
             column.pop()
         return g.consts.pop(node)
 
-    def read(self, name: str, start: int, end: int) -> int:
-        """The node ``name`` refers to now; a name never assigned before becomes an input."""
-        node = self.scope.get(name)
-        if node is None:
-            node = self.add(INPUT, (), start, end)
-            self.graph.labels[node] = name
-            self.graph.inputs[name] = node
-            self.scope[name] = node
-        return node
-
-    def assign(self, name: str, node: int) -> None:
-        if self.graph.labels[node] is None:
-            self.graph.labels[node] = name
-        self.scope[name] = node
-        self.graph.names[name] = node
-
-    def statement(self, kind: str, name: str, node: int) -> None:
-        g = self.graph
-        g.stmt_kinds.append(_KINDS.index(kind))
-        g.stmt_names.append(name)
-        g.stmt_nodes.extend((node, len(g.ops)))
-
     def finish(self, output: int, output_label: str) -> Graph:
         self.graph.output = output
         self.graph.output_label = output_label
         return self.graph
+
+
+def value_key(value):
+    """A hashable key equal for equal constants (floats by their exact text, arrays by shape
+    and bytes)."""
+    if value.__class__ is float:
+        return repr(value)
+    return (value.shape, value.tobytes())
+
+
+def relayout(
+    graph: Graph, statements: list[tuple[str, str, int]], output: int, output_label: str
+) -> Graph:
+    """A new graph holding what ``statements`` (kind, name, node of ``graph``) need, its
+    nodes laid out statement by statement: each statement's own nodes (those no earlier one
+    made) depth first, arguments left to right, so that ``to_source`` writes each statement's
+    expression in place. Nodes no statement needs are dropped (dead code). Without recursion:
+    an explicit stack."""
+    b = GraphBuilder(graph.source)
+    g = b.graph
+    new: dict[int, int] = {}
+    for kind, name, node in statements:
+        stack = [(node, False)]
+        while stack:
+            i, ready = stack.pop()
+            if i in new:
+                continue
+            if not ready:
+                stack.append((i, True))
+                stack.extend((a, False) for a in reversed(graph.args[i]) if a not in new)
+                continue
+            op, start, end = graph.ops[i], graph.starts[i], graph.ends[i]
+            if op is INPUT:
+                new[i] = b.input(graph.labels[i], start, end)
+            elif op is CONST:
+                new[i] = b.const(graph.consts[i], start, end)
+            else:
+                args = tuple(new[a] for a in graph.args[i])
+                new[i] = b.add(op, args, start, end, graph.params.get(i, ()))
+        if kind == "input":
+            if name in graph.defaults:
+                g.defaults[name] = graph.defaults[name]
+        else:
+            b.name(new[node], name)
+        b.statement(kind, name, new[node])
+    return b.finish(new[output], output_label)
+
+
+def ancestors(graph: Graph, node: int) -> list[bool]:
+    """Which nodes lead to ``node`` (itself included), by one backwards sweep.
+
+    >>> from cgraph_cli import parse
+    >>> ancestors(parse("a = x + 1; b = y * 2"), 2)
+    [True, True, True, False, False, False]
+    """
+    keep = [False] * len(graph.ops)
+    keep[node] = True
+    for i in range(node, -1, -1):
+        if keep[i]:
+            for a in graph.args[i]:
+                keep[a] = True
+    return keep
+
+
+_LISTED = 30  # names listed in an unknown name's message at most
+
+
+def resolve_name(graph: Graph, name: str) -> int:
+    """The node a name finally refers to (an input or a statement name). A name the program
+    does not have is an :class:`~cgraph_cli.errors.UnknownNameError` (a usage error: it was
+    given on the command line, as --of, --wrt or --focus) with a did-you-mean and the names.
+
+    >>> from cgraph_cli import parse
+    >>> resolve_name(parse("p = x + y; g = p * z"), "p")
+    2
+    """
+    node = graph.named_nodes().get(name)
+    if node is None:
+        import difflib
+
+        from .errors import UnknownNameError
+
+        known = list(graph.named_nodes())
+        close = difflib.get_close_matches(name, known, n=1)
+        hints = [f"did you mean '{close[0]}'?"] if close else []
+        shown = ", ".join(known[:_LISTED])
+        if len(known) > _LISTED:
+            shown += f", … ({len(known) - _LISTED:,} more)"
+        hints.append("names in the program: " + shown)
+        raise UnknownNameError(f"the program has no name '{name}'", hints=hints)
+    return node
 
 
 @contextmanager

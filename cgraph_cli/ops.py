@@ -1,523 +1,652 @@
 """The op table: the only place an operation is defined.
 
-Each :class:`OpSpec` holds an op's arity, its forward rule, its local partial derivatives, how
-it prints in source and in diagrams, what its domain is, and an example the tests parse. Both
-differentiation modes follow from the local partials ``p_k = ∂out/∂arg_k``:
+Each :class:`OpSpec` holds, for one op: its arity and static parameters; its value as a Python
+expression (``py``, on floats, using :mod:`math`) and a NumPy one (``np``); its derivative,
+written **once** over an interpretation ``e`` that speaks the op vocabulary
+(``e.mul(g, e.cos(x))``); its shape rule; its spellings (source, glyph, LaTeX); and an example.
 
-- reverse (vjp): ``grad[arg_k] += p_k * grad[node]``
-- forward (jvp): ``tangent[node] = Σ_k p_k * tangent[arg_k]``
+Derivatives come in two forms:
 
-Scalar rules take plain floats (the fast path for scalar programs); the ``array_*`` rules take
-NumPy arrays. Elementwise ops broadcast, and the reverse pass sums a broadcast operand's
-gradient back to its shape. Ops that are not elementwise (``matmul``, ``sum``...) give their
-own ``shape``, ``vjp`` and ``jvp`` rules and take static ``params`` written in the program
-(``sum(x, 0)``: the axis). ``partials`` also receives the node's own output, which several
-derivatives reuse (``exp' = out``, ``tanh' = 1 - out²``). Domain errors surface as the
-``ValueError``/``ZeroDivisionError``/``OverflowError`` that :mod:`math` raises; the passes turn
-them into messages using ``domain``.
+- an elementwise op gives ``partials``: one rule per argument, ``(e, *args, out) -> ∂out/∂arg``
+  (``None`` for an argument that has no gradient). The passes multiply by the incoming
+  gradient and sum a broadcast operand back to its shape, in one place.
+- any other op gives ``vjp``: ``(e, g, args, out, params) -> cotangent per argument`` and
+  ``jvp``: ``(e, tangents, args, out, params) -> tangent`` (a tangent of ``None`` is zero).
 
->>> OPS["mul"].forward(4.0, -3.0), OPS["mul"].partials(4.0, -3.0, -12.0)
-(-12.0, (-3.0, 4.0))
+The same rule runs under every interpretation: Python source for floats (compiled into the
+fast scalar loop), NumPy arrays, a graph builder (derivative programs, Hessians), and the
+formula and LaTeX printers (explanations, diagram edges). Conventions at kinks are ops too
+(``where``), never special code in a pass: relu'(0) = 0, abs'(0) = 0, max/min ties split ½.
+
+>>> OPS["mul"].arity, OPS["mul"].py, OPS["sin"].np
+(2, '{0} * {1}', 'np.sin({0})')
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import arrays as A
-from .arrays import np
 
 # Printing precedence, loosest first. Leaves and calls never need parentheses.
-PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
+PREC_COMPARE, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 0, 1, 2, 3, 4, 5
 
 INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OpSpec:
     """Everything cgraph knows about one operation."""
 
-    name: str  # the grammar alias / function name; stable, used in JSON and golden files
+    name: str  # the grammar alias / function name; stable: JSON, golden files, `e.<name>`
     arity: int
-    forward: Callable[..., float] | None
-    partials: Callable[..., tuple[float, ...]] | None  # (*args, out) -> one partial per arg
-    symbol: str  # in source text: "+", "^", "sin"
-    glyph: str  # in tables and diagrams: "×", "−"
-    style: str  # INFIX, PREFIX, CALL or LEAF
+    # Values: a Python expression over {0}, {1}... on floats (math, and the helpers of
+    # cgraph_cli.runtime), and the same over NumPy arrays; params follow the arguments.
+    py: str | None = None
+    np: str | None = None
+    # Derivatives, written over an interpretation `e` (see the module docstring).
+    partials: tuple[Callable | None, ...] | None = None
+    vjp: Callable | None = None
+    jvp: Callable | None = None
+    shape: Callable = A.elementwise_shape  # (argument shapes, params) -> shape
+    # Spellings. `symbol`: in source; `glyph`: in tables and diagrams; `latex`: a template.
+    symbol: str = ""
+    glyph: str = ""
+    latex: str = ""
+    style: str = CALL
     precedence: int = PREC_ATOM
     right_assoc: bool = False
     function: bool = False  # callable as NAME(args) in programs
-    domain: str = ""  # what the forward rule needs, said when it fails
-    example: str = ""  # a program whose output node is this op
-    # For ops with a kink: a signed quantity whose sign says which smooth piece the arguments
-    # are on (relu: x; max: x - y); 0 at the kink itself. gradcheck skips points where a
-    # finite-difference step crosses it.
-    kink: Callable[..., float] | None = None
-    # Each local partial as a formula, for diagrams and explanations: {0}, {1} name the
-    # arguments, {out} the node itself. mul: ∂out/∂a = b, ∂out/∂b = a.
-    derivative: tuple[str, ...] = ()
-    # The partials when they do not depend on the values (add, sub, neg): the reverse pass
-    # then reads them instead of calling `partials`, which saves a call on the hot path.
-    constant: tuple[float, ...] | None = None
-    # For mul: each partial is the other argument, which the reverse pass reads directly.
-    swapped: bool = False
-    # Tensors. Elementwise ops: NumPy forms of `forward` and `partials` (None: the scalar rule
-    # works on arrays as it is); an array partial may be a function of no arguments, called
-    # only when that argument needs a gradient (pow's ∂/∂y, a log of every element). Other ops: `forward(*args, *params)`, and `vjp(g, args, out,
-    # params)` -> one cotangent per argument, `jvp(tangents, args, out, params)` -> the tangent
-    # (a tangent of None is zero). `shape(arg shapes, params)` raises arrays.ShapeMismatch.
-    elementwise: bool = True
-    array_forward: Callable | None = None
-    array_partials: Callable | None = None
-    vjp: Callable | None = None
-    jvp: Callable | None = None
-    shape: Callable = A.elementwise_shape
-    # Names of the numbers a call writes after its arguments (`sum(x, 0)`: "axis"); the first
-    # `required` are required.
+    # Static parameters written after the arguments (`sum(x, 0)`: "axis"); the first
+    # `required` must be given.
     params: tuple[str, ...] = ()
     required: int = 0
-    # The reverse rule as formulas over the incoming gradient {g}, for explanations of tensor
-    # ops: matmul ("{g} @ {1}ᵀ", "{0}ᵀ @ {g}").
-    adjoint: tuple[str, ...] = ()
+    domain: str = ""  # what the value needs, said when it fails
+    example: str = ""  # a program whose output node is this op
+    # For ops with a kink: a signed quantity, over `e`, whose sign says which smooth piece
+    # the arguments are on (relu: x; max: x - y); 0 at the kink. gradcheck skips points
+    # where a finite-difference step crosses it.
+    kink: Callable | None = None
+
+    @property
+    def elementwise(self) -> bool:
+        return self.vjp is None and self.style != LEAF
+
+    @property
+    def differentiable(self) -> bool:
+        return self.vjp is not None or any(p is not None for p in self.partials or ())
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
 
 
-def _div(x: float, y: float) -> float:
-    return x / y  # ZeroDivisionError for x/0 and 0/0, which the passes report
-
-
-def _pow(x: float, y: float) -> float:
-    return math.pow(x, y)  # raises for (-8)^(1/3) and 0^-1, unlike ** which returns complex
-
-
-def _pow_partials(x: float, y: float, out: float) -> tuple[float, float]:
-    if y == 0.0:
-        dx = 0.0
-    elif x == 0.0:  # 0^(y-1) with y < 1 is infinite: say so rather than fail here
-        dx = 0.0 if y > 1.0 else (1.0 if y == 1.0 else math.inf)
-    else:
-        dx = y * math.pow(x, y - 1.0)
-    # d/dy x^y = x^y ln x. At x = 0 PyTorch takes 0; for x < 0 it is undefined (nan), which the
-    # reverse pass reports if it reaches an input.
-    if x > 0.0:
-        dy = out * math.log(x)
-    elif x == 0.0:
-        dy = 0.0
-    else:
-        dy = math.nan
-    return dx, dy
-
-
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)  # never overflows for x < 0
-    return z / (1.0 + z)
-
-
-def _relu(x: float) -> float:
-    return x if x > 0.0 else 0.0
-
-
-def _sign(x: float) -> float:
-    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-
-
-def _max_partials(x: float, y: float, out: float) -> tuple[float, float]:
-    if x > y:
-        return 1.0, 0.0
-    if x < y:
-        return 0.0, 1.0
-    return 0.5, 0.5  # a tie splits the gradient, as torch.maximum does
-
-
-def _min_partials(x: float, y: float, out: float) -> tuple[float, float]:
-    if x < y:
-        return 1.0, 0.0
-    if x > y:
-        return 0.0, 1.0
-    return 0.5, 0.5
-
-
-def _kink_at_zero(x: float) -> float:
-    return x
-
-
-def _kink_at_tie(x: float, y: float) -> float:
-    return x - y
-
-
-def _infix(name, symbol, glyph, prec, forward, partials, example, derivative, **kw) -> OpSpec:
+# --- constructors ---------------------------------------------------------------------------
+def _infix(name, symbol, glyph, precedence, latex, partials, example, *, py=None, np=None, **kw):
+    expr = f"{{0}} {symbol} {{1}}"
     return OpSpec(
-        name,
-        2,
-        forward,
-        partials,
-        symbol,
-        glyph,
-        INFIX,
-        prec,
+        name=name,
+        arity=2,
+        py=py or expr,
+        np=np or expr,
+        partials=partials,
+        symbol=symbol,
+        glyph=glyph,
+        latex=latex,
+        style=INFIX,
+        precedence=precedence,
         example=example,
-        derivative=derivative,
         **kw,
     )
 
 
-def _fn(name, arity, forward, partials, example, derivative, **kw) -> OpSpec:
+def _call_latex(name: str, arity: int) -> str:
+    slots = ", ".join(f"{{{k}}}" for k in range(arity))
+    return rf"\operatorname{{{{{name}}}}}\left({slots}\right)"  # a format template
+
+
+def _fn(name, arity, py, np, partials, *, latex=None, example=None, **kw):
+    args = ", ".join("xyz"[:arity])
     return OpSpec(
-        name,
-        arity,
-        forward,
-        partials,
-        name,
-        name,
-        CALL,
+        name=name,
+        arity=arity,
+        py=py,
+        np=np,
+        partials=partials,
+        symbol=name,
+        glyph=name,
+        latex=latex or _call_latex(name, arity),
         function=True,
-        example=example,
-        derivative=derivative,
+        example=example or f"{name}({args})",
         **kw,
     )
 
 
-def _tensor_fn(
-    name, forward, vjp, jvp, shape, params, adjoint, *, required=0, symbol=None, example=None
-) -> OpSpec:
+def _compare(name, symbol, latex, py_op):
+    """A comparison: 1 where it holds, else 0; no gradient (a step function is flat)."""
     return OpSpec(
-        name,
-        1,
-        None,
-        None,
-        symbol or name,
-        symbol or name,
-        CALL,
-        function=True,
-        example=example or f"{symbol or name}(x)",
-        elementwise=False,
-        array_forward=forward,
+        name=name,
+        arity=2,
+        py=f"(1.0 if {{0}} {py_op} {{1}} else 0.0)",
+        np=f"np.asarray({{0}} {py_op} {{1}}, dtype=float)",
+        partials=(None, None),
+        symbol=symbol,
+        glyph=symbol,
+        latex=latex,
+        style=INFIX,
+        precedence=PREC_COMPARE,
+        example=f"x {symbol} y",
+    )
+
+
+def _tensor(
+    name,
+    np,
+    vjp,
+    jvp,
+    shape,
+    *,
+    arity=1,
+    params=(),
+    required=0,
+    symbol=None,
+    example=None,
+    latex=None,
+    **kw,
+):
+    symbol = symbol or name
+    return OpSpec(
+        name=name,
+        arity=arity,
+        np=np,
         vjp=vjp,
         jvp=jvp,
         shape=shape,
+        symbol=symbol,
+        glyph=symbol,
+        latex=latex or _call_latex(symbol, arity),
+        function=True,
         params=params,
         required=required,
-        adjoint=adjoint,
+        example=example or f"{symbol}(x)",
+        **kw,
     )
 
 
+# --- tensor rules, over e ---------------------------------------------------------------------
+def _matmul_vjp(e, g, args, out, params):
+    a, b = args
+    ra, rb = len(e.shape(a)), len(e.shape(b))
+    if ra == 1 and rb == 1:
+        return e.mul(g, b), e.mul(g, a)
+    if ra == 1:
+        return e.matmul(b, g), e.outer(a, g)
+    if rb == 1:
+        return e.outer(g, b), e.matmul(e.transpose(a), g)
+    return e.matmul(g, e.transpose(b)), e.matmul(e.transpose(a), g)
+
+
+def _matmul_jvp(e, tangents, args, out, params):
+    (a, b), (ta, tb) = args, tangents
+    return e.add_tangents(
+        None if ta is None else e.matmul(ta, b), None if tb is None else e.matmul(a, tb)
+    )
+
+
+def _keepdims(e, x, axis):
+    """The shape of ``x`` reduced over ``axis`` with that axis kept as 1 (all axes if None)."""
+    shape = e.shape(x)
+    if axis is None:
+        return (1,) * len(shape)
+    axis %= len(shape)
+    return shape[:axis] + (1,) + shape[axis + 1 :]
+
+
+def _spread(e, g, x, axis):
+    """``g``, the reduction of ``x`` over ``axis``, broadcast back to the shape of ``x``."""
+    return e.broadcast_to(e.reshape(g, _keepdims(e, x, axis)), e.shape(x))
+
+
+def _axis(params):
+    return params[0] if params else None
+
+
+def _count(e, x, axis) -> int:
+    shape = e.shape(x)
+    return math.prod(shape) if axis is None else shape[axis]
+
+
+def _sum_vjp(e, g, args, out, params):
+    return (_spread(e, g, args[0], _axis(params)),)
+
+
+def _sum_jvp(e, tangents, args, out, params):
+    return e.sum(tangents[0], *params)
+
+
+def _mean_vjp(e, g, args, out, params):
+    axis = _axis(params)
+    return (_spread(e, e.div(g, float(_count(e, args[0], axis))), args[0], axis),)
+
+
+def _mean_jvp(e, tangents, args, out, params):
+    return e.mean(tangents[0], *params)
+
+
+def _softmax_vjp(e, g, args, out, params):
+    axis = _axis(params)
+    total = e.reshape(e.sum(e.mul(g, out), *params), _keepdims(e, out, axis))
+    return (e.mul(out, e.sub(g, total)),)
+
+
+def _softmax_jvp(e, tangents, args, out, params):
+    axis = _axis(params)
+    total = e.reshape(e.sum(e.mul(out, tangents[0]), *params), _keepdims(e, out, axis))
+    return e.mul(out, e.sub(tangents[0], total))
+
+
+def _logsumexp_vjp(e, g, args, out, params):
+    x, axis = args[0], _axis(params)
+    return (e.mul(e.softmax(x, *params), e.reshape(g, _keepdims(e, x, axis))),)
+
+
+def _logsumexp_jvp(e, tangents, args, out, params):
+    return e.sum(e.mul(e.softmax(args[0], *params), tangents[0]), *params)
+
+
+def _extreme_vjp(e, g, args, out, params):
+    hit = e.eq(args[0], out)  # ties share the gradient equally, as torch.amax does
+    return (e.where(hit, e.div(g, e.sum(hit)), 0.0),)
+
+
+def _extreme_jvp(e, tangents, args, out, params):
+    hit = e.eq(args[0], out)
+    return e.div(e.sum(e.where(hit, tangents[0], 0.0)), e.sum(hit))
+
+
+def _transpose_vjp(e, g, args, out, params):
+    return (e.transpose(g),)
+
+
+def _transpose_jvp(e, tangents, args, out, params):
+    return e.transpose(tangents[0])
+
+
+def _reshape_vjp(e, g, args, out, params):
+    return (e.reshape(g, e.shape(args[0])),)
+
+
+def _reshape_jvp(e, tangents, args, out, params):
+    return e.reshape(tangents[0], *params)
+
+
+def _index_vjp(e, g, args, out, params):
+    return (e.place(g, e.shape(args[0]), *params),)
+
+
+def _index_jvp(e, tangents, args, out, params):
+    return e.index(tangents[0], *params)
+
+
+def _place_vjp(e, g, args, out, params):
+    return (e.index(g, params[1]),)
+
+
+def _place_jvp(e, tangents, args, out, params):
+    return e.place(tangents[0], *params)
+
+
+def _broadcast_vjp(e, g, args, out, params):
+    return (e.sum_to(g, e.shape(args[0])),)
+
+
+def _broadcast_jvp(e, tangents, args, out, params):
+    return e.broadcast_to(tangents[0], *params)
+
+
+def _sum_to_vjp(e, g, args, out, params):
+    return (e.broadcast_to(g, e.shape(args[0])),)
+
+
+def _sum_to_jvp(e, tangents, args, out, params):
+    return e.sum_to(tangents[0], *params)
+
+
+def _outer_vjp(e, g, args, out, params):
+    a, b = args
+    return e.matmul(g, b), e.matmul(e.transpose(g), a)
+
+
+def _outer_jvp(e, tangents, args, out, params):
+    (a, b), (ta, tb) = args, tangents
+    return e.add_tangents(
+        None if ta is None else e.outer(ta, b), None if tb is None else e.outer(a, tb)
+    )
+
+
+# --- the table --------------------------------------------------------------------------------
 _TABLE = (
-    OpSpec("input", 0, None, None, "", "", LEAF),
-    OpSpec("const", 0, None, None, "", "", LEAF),
+    OpSpec(name="input", arity=0, style=LEAF),
+    OpSpec(name="const", arity=0, style=LEAF),
     _infix(
         "add",
         "+",
         "+",
         PREC_SUM,
-        operator.add,
-        lambda x, y, o: (1.0, 1.0),
+        "{0} + {1}",
+        (lambda e, x, y, o: 1.0, lambda e, x, y, o: 1.0),
         "x + y",
-        ("1", "1"),
-        constant=(1.0, 1.0),
     ),
     _infix(
         "sub",
         "-",
         "−",
         PREC_SUM,
-        operator.sub,
-        lambda x, y, o: (1.0, -1.0),
+        "{0} - {1}",
+        (lambda e, x, y, o: 1.0, lambda e, x, y, o: -1.0),
         "x - y",
-        ("1", "-1"),
-        constant=(1.0, -1.0),
     ),
     _infix(
         "mul",
         "*",
         "×",
         PREC_PRODUCT,
-        operator.mul,
-        lambda x, y, o: (y, x),
+        r"{0} \cdot {1}",
+        (lambda e, x, y, o: y, lambda e, x, y, o: x),
         "x * y",
-        ("{1}", "{0}"),
-        swapped=True,
     ),
     _infix(
         "div",
         "/",
         "÷",
         PREC_PRODUCT,
-        _div,
-        lambda x, y, o: (1.0 / y, -o / y),
+        r"\frac{{{0}}}{{{1}}}",
+        (lambda e, x, y, o: e.div(1.0, y), lambda e, x, y, o: e.neg(e.div(o, y))),
         "x / y",
-        ("1/{1}", "-{out}/{1}"),
         domain="the divisor must not be 0",
     ),
-    OpSpec(
-        name="pow",
-        arity=2,
-        forward=_pow,
-        partials=_pow_partials,
-        symbol="^",
-        glyph="^",
-        style=INFIX,
-        precedence=PREC_POWER,
+    _infix(
+        "pow",
+        "^",
+        "^",
+        PREC_POWER,
+        "{0}^{{{1}}}",
+        # x^y: y·x^(y-1), and 0 for y = 0 (pow at 0, as PyTorch); ∂/∂y = x^y·log(x), 0 at
+        # x = 0 (xlogy), undefined for x < 0.
+        (
+            lambda e, x, y, o: e.where(e.eq(y, 0.0), 0.0, e.mul(y, e.pow(x, e.sub(y, 1.0)))),
+            lambda e, x, y, o: e.xlogy(o, x),
+        ),
+        "x ^ y",
+        py="math.pow({0}, {1})",
+        np="np.power({0}, {1})",
         right_assoc=True,
         function=True,
-        example="x ^ y",
-        derivative=("{1}·{0}^({1} - 1)", "{out}·log({0})"),
-        array_forward=lambda x, y: np.power(x, y),
-        array_partials=A.pow_partials,
         domain="a negative base needs a whole exponent, and 0 has no negative powers",
+    ),
+    OpSpec(
+        name="matmul",
+        arity=2,
+        np="{0} @ {1}",
+        vjp=_matmul_vjp,
+        jvp=_matmul_jvp,
+        shape=A.matmul_shape,
+        symbol="@",
+        glyph="@",
+        latex="{0} {1}",
+        style=INFIX,
+        precedence=PREC_PRODUCT,
+        example="a @ b",
     ),
     OpSpec(
         name="neg",
         arity=1,
-        forward=operator.neg,
-        partials=lambda x, o: (-1.0,),
+        py="-{0}",
+        np="-{0}",
+        partials=(lambda e, x, o: -1.0,),
         symbol="-",
         glyph="−",
+        latex="-{0}",
         style=PREFIX,
         precedence=PREC_UNARY,
         example="-x",
-        derivative=("-1",),
-        constant=(-1.0,),
     ),
+    _compare("lt", "<", "{0} < {1}", "<"),
+    _compare("le", "<=", r"{0} \le {1}", "<="),
+    _compare("gt", ">", "{0} > {1}", ">"),
+    _compare("ge", ">=", r"{0} \ge {1}", ">="),
+    _compare("eq", "==", "{0} = {1}", "=="),
+    _compare("ne", "!=", r"{0} \ne {1}", "!="),
     _fn(
         "sin",
         1,
-        math.sin,
-        lambda x, o: (math.cos(x),),
-        "sin(x)",
-        ("cos({0})",),
-        array_forward=lambda x: np.sin(x),
-        array_partials=lambda x, o: (np.cos(x),),
+        "math.sin({0})",
+        "np.sin({0})",
+        (lambda e, x, o: e.cos(x),),
+        latex=r"\sin\left({0}\right)",
     ),
     _fn(
         "cos",
         1,
-        math.cos,
-        lambda x, o: (-math.sin(x),),
-        "cos(x)",
-        ("-sin({0})",),
-        array_forward=lambda x: np.cos(x),
-        array_partials=lambda x, o: (-np.sin(x),),
+        "math.cos({0})",
+        "np.cos({0})",
+        (lambda e, x, o: e.neg(e.sin(x)),),
+        latex=r"\cos\left({0}\right)",
     ),
     _fn(
         "tan",
         1,
-        math.tan,
-        lambda x, o: (1.0 + o * o,),
-        "tan(x)",
-        ("1 + {out}²",),
-        array_forward=lambda x: np.tan(x),
+        "math.tan({0})",
+        "np.tan({0})",
+        (lambda e, x, o: e.add(1.0, e.pow(o, 2.0)),),
+        latex=r"\tan\left({0}\right)",
     ),
-    _fn(
-        "exp",
-        1,
-        math.exp,
-        lambda x, o: (o,),
-        "exp(x)",
-        ("{out}",),
-        array_forward=lambda x: np.exp(x),
-    ),
+    _fn("exp", 1, "math.exp({0})", "np.exp({0})", (lambda e, x, o: o,), latex=r"e^{{{0}}}"),
     _fn(
         "log",
         1,
-        math.log,
-        lambda x, o: (1.0 / x,),
-        "log(x)",
-        ("1/{0}",),
+        "math.log({0})",
+        "np.log({0})",
+        (lambda e, x, o: e.div(1.0, x),),
+        latex=r"\log\left({0}\right)",
         domain="log needs a positive argument",
-        array_forward=lambda x: np.log(x),
     ),
     _fn(
         "sqrt",
         1,
-        math.sqrt,
-        lambda x, o: (0.5 / o,),
-        "sqrt(x)",
-        ("1/(2·{out})",),
+        "math.sqrt({0})",
+        "np.sqrt({0})",
+        (lambda e, x, o: e.div(1.0, e.mul(2.0, o)),),
+        latex=r"\sqrt{{{0}}}",
         domain="sqrt needs a non-negative argument, and its slope is infinite at 0",
-        array_forward=lambda x: np.sqrt(x),
     ),
     _fn(
         "tanh",
         1,
-        math.tanh,
-        lambda x, o: (1.0 - o * o,),
-        "tanh(x)",
-        ("1 - {out}²",),
-        array_forward=lambda x: np.tanh(x),
+        "math.tanh({0})",
+        "np.tanh({0})",
+        (lambda e, x, o: e.sub(1.0, e.pow(o, 2.0)),),
+        latex=r"\tanh\left({0}\right)",
     ),
     _fn(
         "sigmoid",
         1,
-        _sigmoid,
-        lambda x, o: (o * (1.0 - o),),
-        "sigmoid(x)",
-        ("{out}·(1 - {out})",),
-        array_forward=A.sigmoid,
+        "rt.sigmoid({0})",
+        "rt.np_sigmoid({0})",
+        (lambda e, x, o: e.mul(o, e.sub(1.0, o)),),
+        latex=r"\sigma\left({0}\right)",
     ),
     _fn(
         "relu",
         1,
-        _relu,
-        lambda x, o: (1.0 if x > 0.0 else 0.0,),
-        "relu(x)",
-        ("[{0} > 0]",),
-        kink=_kink_at_zero,
-        array_forward=A.relu,
-        array_partials=lambda x, o: (A.step(x),),
+        "rt.relu({0})",
+        "np.maximum({0}, 0.0)",
+        (lambda e, x, o: e.where(e.gt(x, 0.0), 1.0, 0.0),),
+        kink=lambda e, x: x,
     ),
     _fn(
         "abs",
         1,
-        math.fabs,
-        lambda x, o: (_sign(x),),
-        "abs(x)",
-        ("sign({0})",),
-        kink=_kink_at_zero,
-        array_forward=lambda x: np.abs(x),
-        array_partials=lambda x, o: (np.sign(x),),
+        "math.fabs({0})",
+        "np.abs({0})",
+        (lambda e, x, o: e.sign(x),),
+        latex=r"\left|{0}\right|",
+        kink=lambda e, x: x,
+    ),
+    _fn(
+        "sign",
+        1,
+        "rt.sign({0})",
+        "np.sign({0})",
+        (None,),
+        latex=r"\operatorname{{sign}}\left({0}\right)",
     ),
     _fn(
         "min",
         2,
-        min,
-        _min_partials,
-        "min(x, y)",
-        ("[{0} < {1}]", "[{1} < {0}]"),
-        kink=_kink_at_tie,
-        array_forward=lambda x, y: np.minimum(x, y),
-        array_partials=A.min_partials,
+        "min({0}, {1})",
+        "np.minimum({0}, {1})",
+        (
+            lambda e, x, y, o: e.where(e.lt(x, y), 1.0, e.where(e.gt(x, y), 0.0, 0.5)),
+            lambda e, x, y, o: e.where(e.lt(y, x), 1.0, e.where(e.gt(y, x), 0.0, 0.5)),
+        ),
+        kink=lambda e, x, y: e.sub(x, y),
     ),
     _fn(
         "max",
         2,
-        max,
-        _max_partials,
-        "max(x, y)",
-        ("[{0} > {1}]", "[{1} > {0}]"),
-        kink=_kink_at_tie,
-        array_forward=lambda x, y: np.maximum(x, y),
-        array_partials=A.max_partials,
+        "max({0}, {1})",
+        "np.maximum({0}, {1})",
+        (
+            lambda e, x, y, o: e.where(e.gt(x, y), 1.0, e.where(e.lt(x, y), 0.0, 0.5)),
+            lambda e, x, y, o: e.where(e.gt(y, x), 1.0, e.where(e.lt(y, x), 0.0, 0.5)),
+        ),
+        kink=lambda e, x, y: e.sub(x, y),
+    ),
+    _fn(
+        "where",
+        3,
+        "({1} if {0} else {2})",
+        "np.where({0}, {1}, {2})",
+        (
+            None,
+            lambda e, c, x, y, o: e.where(c, 1.0, 0.0),
+            lambda e, c, x, y, o: e.where(c, 0.0, 1.0),
+        ),
+        example="where(c, x, y)",
+    ),
+    _fn(
+        "xlogy",
+        2,
+        "rt.xlogy({0}, {1})",
+        "rt.np_xlogy({0}, {1})",
+        (lambda e, x, y, o: e.log(y), lambda e, x, y, o: e.div(x, y)),
+        domain="log needs a positive argument",
     ),
     # Tensor ops ------------------------------------------------------------------------------
-    OpSpec(
-        name="matmul",
-        arity=2,
-        forward=None,
-        partials=None,
-        symbol="@",
-        glyph="@",
-        style=INFIX,
-        precedence=PREC_PRODUCT,
-        example="a @ b",
-        elementwise=False,
-        array_forward=lambda a, b: a @ b,
-        vjp=A.matmul_vjp,
-        jvp=A.matmul_jvp,
-        shape=A.matmul_shape,
-        adjoint=("{g} @ {1}ᵀ", "{0}ᵀ @ {g}"),
+    _tensor("sum", "rt.np_sum({0}, {1})", _sum_vjp, _sum_jvp, A.reduce_shape, params=("axis",)),
+    _tensor(
+        "mean", "rt.np_mean({0}, {1})", _mean_vjp, _mean_jvp, A.average_shape, params=("axis",)
     ),
-    _tensor_fn(
-        "sum",
-        A.sum_forward,
-        A.sum_vjp,
-        A.linear_jvp(A.sum_forward),
-        A.reduce_shape,
-        ("axis",),
-        ("{g} broadcast to the shape of {0}",),
-    ),
-    _tensor_fn(
-        "mean",
-        A.mean_forward,
-        A.mean_vjp,
-        A.linear_jvp(A.mean_forward),
-        A.average_shape,
-        ("axis",),
-        ("{g} / n, broadcast to the shape of {0}",),
-    ),
-    _tensor_fn(
-        "transpose",
-        lambda x: np.transpose(x),
-        A.transpose_vjp,
-        A.linear_jvp(lambda x: np.transpose(x)),
-        A.transpose_shape,
-        (),
-        ("{g}ᵀ",),
-    ),
-    _tensor_fn(
+    _tensor("transpose", "np.transpose({0})", _transpose_vjp, _transpose_jvp, A.transpose_shape),
+    _tensor(
         "reshape",
-        A.reshape_forward,
-        A.reshape_vjp,
-        A.reshape_jvp,
+        "np.reshape({0}, {1})",
+        _reshape_vjp,
+        _reshape_jvp,
         A.reshape_shape,
-        ("shape",),
-        ("{g} reshaped to the shape of {0}",),
+        params=("shape",),
         required=1,
         example="reshape(x, [2, 3])",
     ),
-    _tensor_fn(
+    _tensor(
         "softmax",
-        A.softmax_forward,
-        A.softmax_vjp,
-        A.softmax_jvp,
+        "rt.np_softmax({0}, {1})",
+        _softmax_vjp,
+        _softmax_jvp,
         A.keep_shape,
-        ("axis",),
-        ("{out} · ({g} − Σ {g} · {out})",),
+        params=("axis",),
     ),
-    _tensor_fn(
+    _tensor(
         "logsumexp",
-        A.logsumexp_forward,
-        A.logsumexp_vjp,
-        A.logsumexp_jvp,
+        "rt.np_logsumexp({0}, {1})",
+        _logsumexp_vjp,
+        _logsumexp_jvp,
         A.average_shape,
-        ("axis",),
-        ("softmax({0}) · {g}",),
+        params=("axis",),
     ),
-    _tensor_fn(
+    _tensor(
         "amax",
-        lambda x: np.max(x),
-        A.extreme_vjp,
-        A.extreme_jvp,
+        "np.max({0})",
+        _extreme_vjp,
+        _extreme_jvp,
         A.all_shape,
-        (),
-        ("{g} at the largest element of {0}",),
         symbol="max",
         example="max(x)",
     ),
-    _tensor_fn(
+    _tensor(
         "amin",
-        lambda x: np.min(x),
-        A.extreme_vjp,
-        A.extreme_jvp,
+        "np.min({0})",
+        _extreme_vjp,
+        _extreme_jvp,
         A.all_shape,
-        (),
-        ("{g} at the smallest element of {0}",),
         symbol="min",
         example="min(x)",
+    ),
+    _tensor(
+        "broadcast_to",
+        "np.broadcast_to({0}, {1})",
+        _broadcast_vjp,
+        _broadcast_jvp,
+        A.broadcast_to_shape,
+        params=("shape",),
+        required=1,
+        example="broadcast_to(x, [2, 3])",
+    ),
+    _tensor(
+        "sum_to",
+        "rt.np_sum_to({0}, {1})",
+        _sum_to_vjp,
+        _sum_to_jvp,
+        A.sum_to_shape,
+        params=("shape",),
+        required=1,
+        example="sum_to(x, [3])",
+    ),
+    _tensor(
+        "outer",
+        "np.outer({0}, {1})",
+        _outer_vjp,
+        _outer_jvp,
+        A.outer_shape,
+        arity=2,
+        example="outer(x, y)",
+    ),
+    _tensor(
+        "place",
+        "rt.np_place({0}, {1}, {2})",
+        _place_vjp,
+        _place_jvp,
+        A.place_shape,
+        params=("shape", "indices"),
+        required=2,
+        example="place(x, [4], 1:3)",
     ),
     OpSpec(
         name="index",
         arity=1,
-        forward=None,
-        partials=None,
+        np="{0}[{1}]",
+        vjp=_index_vjp,
+        jvp=_index_jvp,
+        shape=A.index_shape,
         symbol="[]",
         glyph="[]",
+        latex="{0}_{{{1}}}",
         style=POSTFIX,
-        example="x[0]",
-        elementwise=False,
-        array_forward=A.index_forward,
-        vjp=A.index_vjp,
-        jvp=A.index_jvp,
-        shape=A.index_shape,
         params=("indices",),
         required=1,
-        adjoint=("{g} placed at {0}[…], 0 elsewhere",),
+        example="x[0]",
     ),
 )
 

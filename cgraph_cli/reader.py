@@ -12,7 +12,7 @@ import math
 from typing import NamedTuple
 
 from .errors import ParseError, Source, Span, shorten
-from .ir import Builder, Graph
+from .ir import Graph, GraphBuilder
 from .ops import CONST, FUNCTIONS, OPS, OpSpec
 
 MAX_AXES = 64  # NumPy's limit on a tensor's axes
@@ -38,6 +38,13 @@ class Literal(NamedTuple):
     end: int
 
 
+def _fits(op: OpSpec, given: int) -> bool:
+    """Whether ``op`` takes ``given`` arguments (an index takes as many as it needs)."""
+    if op.params and op.params[-1] == "indices":
+        return given >= op.arity + len(op.params)
+    return op.arity + op.required <= given <= op.arity + len(op.params)
+
+
 def _count_args(op: OpSpec) -> str:
     if not op.params:
         return f"{op.arity} argument{'' if op.arity == 1 else 's'}"
@@ -55,7 +62,8 @@ class Reader:
     (tokens, and the results of inner callbacks). :meth:`begin` resets the state per parse."""
 
     def begin(self, source: Source) -> None:
-        self.b = Builder(source)
+        self.b = GraphBuilder(source)
+        self.scope: dict[str, int] = {}  # name -> the node it refers to now
         self.text = source.text
         self.output = -1
         self.output_label = ""
@@ -88,6 +96,17 @@ class Reader:
             )
         return self.b.const(value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
 
+    def _read(self, name: str, start: int, end: int) -> int:
+        """The node ``name`` refers to now; a name never assigned before becomes an input."""
+        node = self.scope.get(name)
+        if node is None:
+            node = self.scope[name] = self.b.input(name, start, end)
+        return node
+
+    def _assign(self, name: str, node: int) -> None:
+        self.b.name(node, name)
+        self.scope[name] = node
+
     def _name(self, tok) -> str:
         """A NAME token's text, refused if it holds a look-alike of an ASCII character
         (fullwidth ``ｘ``, ``x²``); letters of any script are names, in their composed form."""
@@ -108,13 +127,19 @@ class Reader:
     def name(self, children):
         tok = children[0]
         name = self._name(tok)
-        return self.b.read(name, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
+        return self._read(name, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
 
     add = _binary("add")
     sub = _binary("sub")
     mul = _binary("mul")
     div = _binary("div")
     pow = _binary("pow")
+    lt = _binary("lt")
+    le = _binary("le")
+    gt = _binary("gt")
+    ge = _binary("ge")
+    eq = _binary("eq")
+    ne = _binary("ne")
     matmul = _binary("matmul")
 
     def array(self, children):
@@ -202,7 +227,7 @@ class Reader:
     def call(self, children):
         name, rest = children[0], children[1:]
         self._name(name)
-        given = [r for r in rest if type(r) is tuple]
+        given = [r for r in rest if type(r) is tuple or r.__class__ is slice]
         start, end = name.start_pos, rest[-1].end_pos
         overloads = FUNCTIONS.get(name.value)
         if overloads is None:
@@ -211,10 +236,7 @@ class Reader:
             hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
             raise self._error(f"unknown function '{name.value}'", start, name.end_pos, hints=hints)
         ranked = sorted(overloads.values(), key=lambda o: o.arity)
-        op = next(
-            (o for o in ranked if o.arity + o.required <= len(given) <= o.arity + len(o.params)),
-            None,
-        )
+        op = next((o for o in ranked if _fits(o, len(given))), None)
         if op is None:
             if all(not o.params for o in ranked) and len(ranked) > 1:
                 counts = " or ".join(str(o.arity) for o in ranked) + " arguments"
@@ -227,17 +249,33 @@ class Reader:
                 end,
                 hints=[f"write it as {examples}"],
             )
-        params = tuple(
-            self._param(op, k, e) for k, e in reversed(list(enumerate(given))) if k >= op.arity
-        )[::-1]
+        if any(e.__class__ is slice for e in given[: op.arity]):
+            raise self._error(
+                f"a slice is written only where {op.symbol} takes an index",
+                start,
+                end,
+                hints=[f"write it as {op.example}"],
+            )
+        # Backwards, so that each number taken back off the graph is the last node added.
+        params = [self._param(op, k, given[k]) for k in range(len(given) - 1, op.arity - 1, -1)]
+        params.reverse()
+        if op.params and op.params[-1] == "indices":  # the rest of the arguments: one index
+            fixed = len(op.params) - 1
+            params = [*params[:fixed], tuple(params[fixed:])]
+        params = tuple(params)
         node = self.b.add(op, tuple(e[0] for e in given[: op.arity]), start, end)
         if params:
             self.b.graph.params[node] = params
         return node, start, end
 
     def _param(self, op: OpSpec, k: int, e):
-        """The number written as argument ``k`` of a call to ``op`` (an axis, a shape)."""
-        what = op.params[k - op.arity]
+        """The number written as argument ``k`` of a call to ``op`` (an axis, a shape, an
+        index's whole number or slice)."""
+        what = op.params[min(k - op.arity, len(op.params) - 1)]
+        if e.__class__ is slice:
+            if what == "indices":
+                return e
+            raise self._error(f"the {what} of {op.symbol} cannot be a slice", 0, 0)
         value = self.b.pop_const(e[0])
         if value is not None and what == "shape":
             shape = [value] if value.__class__ is float else value.tolist()
@@ -261,7 +299,7 @@ class Reader:
         tok, _, e = children
         self._statement()
         name = self._name(tok)
-        self.b.assign(name, e[0])
+        self._assign(name, e[0])
         self.b.statement("=", name, e[0])
         self.output, self.output_label = e[0], name
 
@@ -269,9 +307,9 @@ class Reader:
         tok, op, e = children
         self._statement()
         name = self._name(tok)
-        left = self.b.read(name, tok.start_pos, tok.end_pos)
+        left = self._read(name, tok.start_pos, tok.end_pos)
         node = self.b.add(_AUGMENTED[op.value], (left, e[0]), tok.start_pos, e[2])
-        self.b.assign(name, node)
+        self._assign(name, node)
         self.b.statement("=", name, node)
         self.output, self.output_label = node, name
 
@@ -308,7 +346,7 @@ class Reader:
             name = self._name(tok)
             if name in self.declared:
                 raise self._error(f"input '{name}' is declared twice", *where)
-            if name in self.b.scope and name not in graph.inputs:
+            if name in self.scope and name not in graph.inputs:
                 raise self._error(
                     f"'{name}' is already computed by the program, so it cannot be an input",
                     *where,
@@ -316,7 +354,7 @@ class Reader:
                 )
             if default.__class__ is float and default in (float("inf"), float("-inf")):
                 raise self._error(f"the default of '{name}' is too large", *where)
-            node = self.b.read(name, *where)
+            node = self._read(name, *where)
             if default is not None:
                 graph.defaults[name] = default
             self.b.statement("input", name, node)

@@ -298,8 +298,8 @@ def load_bindings(path: str) -> dict[str, object]:
 def _checked(path: str, name: str, value):
     """A file's value as a finite float or float64 array; what is wrong with it is wrong with
     the file (exit 2), where the same value typed on the command line is exit 4."""
+    from .bindings import check_value
     from .errors import BindingError
-    from .forward import check_value
 
     try:
         return check_value(name, value)

@@ -254,7 +254,7 @@ def test_explain_markdown_latex_json(cli):
     assert r"$g = p \cdot z = 4 \cdot (-3) = -12$" in tex
     steps = json.loads(cli("explain", SEED, "--format", "json").stdout)
     assert steps["gradients"] == {"x": -3.0, "y": -3.0, "z": 4.0}
-    assert steps["backward"]["chain"][0] == {
+    assert steps["backward"]["sums"][0] == {
         "node": "x",
         "terms": [{"via": "p", "upstream": -3.0, "local": 1.0}],
         "gradient": -3.0,

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from cgraph_cli import validate
 from cgraph_cli.errors import Source, UnknownNameError, UsageError
-from cgraph_cli.ir import Builder
+from cgraph_cli.ir import GraphBuilder
 from cgraph_cli.ops import OPS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,11 +37,11 @@ def chain_program(n: int) -> str:
 def chain_graph(n: int):
     """The same shape as `chain_program` without the parser (100,000 statements parse in
     seconds): x_i = x_{i-1} (+ or ×) x0."""
-    b = Builder(Source("", "<chain>"))
-    x0 = node = b.read("x0", 0, 0)
+    b = GraphBuilder(Source("", "<chain>"))
+    x0 = node = b.input("x0", 0, 0)
     for i in range(1, n + 1):
         node = b.add(OPS["mul" if i % 2 == 0 else "add"], (node, x0), 0, 0)
-        b.assign(f"x{i}", node)
+        b.name(node, f"x{i}")
         b.statement("=", f"x{i}", node)
     return validate(b.finish(node, f"x{n}"))
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from cgraph_cli import BindingError, DomainError, arrays, jvp, parse
-from cgraph_cli.forward import forward
-from cgraph_cli.tensors import ShapeError
+from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.passes.shapes import ShapeError
 
 ROSENBROCK = str(Path(__file__).resolve().parent.parent / "samples" / "rosenbrock.cg")
 
@@ -196,7 +196,7 @@ def test_explanations_of_an_empty_tensor(cli):
         result = cli("explain", *EMPTY, "--format", fmt)
         assert result.exit_code == 0, result.stderr
         assert "(3,) -> (0,) = [] (0,)" in result.stdout
-        assert "broadcast to the shape of t1 = [] (0,)" in result.stdout
+        assert "∂y/∂t1 = broadcast_to(∂y/∂t2, (0,)) = [] (0,)" in result.stdout
     steps = json.loads(cli("explain", *EMPTY, "--format", "json").stdout)
     assert steps["forward"][0]["shape"] == [0] and steps["forward"][0]["value"] == []
 
@@ -319,7 +319,7 @@ def test_an_undefined_tensor_point_is_skipped_element_by_element(cli):
 def test_explain_has_no_partials_with_respect_to_constants(cli):
     text = cli("explain", ROSENBROCK).stdout
     assert "∂t5/∂2" not in text and "nan" not in text
-    assert "Through ^: ∂t5/∂t4 = 2·t4^(2 - 1) = -0.88\n" in text
+    assert "Through ^: ∂t5/∂t4 = 2·t4 = -0.88\n" in text
     assert "∂f/∂x = ∂f/∂t1 · ∂t1/∂x + ∂f/∂t3 · ∂t3/∂x = 4.4 · (-1) + 88 · (-2.4) = -215.6" in text
     latex = cli("explain", ROSENBROCK, "--format", "markdown", "--math", "latex").stdout
     assert r"\partial 2}" not in latex and "nan" not in latex
@@ -338,7 +338,7 @@ def test_a_node_of_constants_only_has_no_through_step(cli):
     )
     through = tensors["backward"]["through"]
     assert [s["node"] for s in through] == ["y", "t2"]
-    assert [p["wrt"] for p in through[1]["gradients"]] == ["x", "t1"]  # t1 = [1, 2] * 2
+    assert [p["wrt"] for p in through[1]["partials"]] == ["x", "t1"]  # t1 = [1, 2] * 2
 
 
 @pytest.mark.parametrize(

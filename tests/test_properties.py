@@ -17,8 +17,9 @@ from cgraph_cli import (
     validate,
     vjp,
 )
-from cgraph_cli.forward import forward
 from cgraph_cli.gradcheck import gradcheck
+from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.vocab import ARRAYS
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -27,7 +28,7 @@ def _at_kink(graph, values) -> bool:
     """True where a relu/abs/min/max argument sits exactly on its kink (SymPy's derivative
     there is not PyTorch's convention)."""
     return any(
-        op.kink(*(values[a] for a in graph.args[i])) == 0.0
+        op.kink(ARRAYS, *(values[a] for a in graph.args[i])) == 0.0
         for i, op in enumerate(graph.ops)
         if op.kink is not None
     )
@@ -78,13 +79,22 @@ _SYMPY = {
     "abs": sympy.Abs,
     "min": sympy.Min,
     "max": sympy.Max,
+    "sign": sympy.sign,
+    "xlogy": lambda a, b: a * sympy.log(b),
+    "where": lambda c, a, b: sympy.Piecewise((a, sympy.Ne(c, 0)), (b, True)),
+    "lt": lambda a, b: sympy.Piecewise((1, a < b), (0, True)),
+    "le": lambda a, b: sympy.Piecewise((1, a <= b), (0, True)),
+    "gt": lambda a, b: sympy.Piecewise((1, a > b), (0, True)),
+    "ge": lambda a, b: sympy.Piecewise((1, a >= b), (0, True)),
+    "eq": lambda a, b: sympy.Piecewise((1, sympy.Eq(a, b)), (0, True)),
+    "ne": lambda a, b: sympy.Piecewise((1, sympy.Ne(a, b)), (0, True)),
 }
 
 
 def test_sympy_table_covers_every_op():
     from cgraph_cli.ops import OPS
 
-    assert set(_SYMPY) == {name for name, op in OPS.items() if op.forward is not None}
+    assert set(_SYMPY) == {name for name, op in OPS.items() if op.arity and op.py is not None}
 
 
 def _to_sympy(graph, symbols):

@@ -271,7 +271,7 @@ def gradcheck_command(
       cgraph gradcheck sample:logistic --points 20 --range -1,1 --format json
     """
     from ..api import grad, resolve_name
-    from ..forward import check_bindings
+    from ..bindings import check_bindings
     from ..gradcheck import gradcheck, random_points, worst_first
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)

@@ -61,7 +61,8 @@ def explain_command(
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
     """
     from ..api import grad
-    from ..explain import explain, to_markdown, to_text
+    from ..explain import explain
+    from ..render.explain import to_markdown, to_text
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if frames:  # refuse before any work: too large, or nowhere to write

@@ -22,11 +22,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..forward import local_partials
-from ..ir import Graph
+from ..ir import Graph, ancestors
 from ..names import node_names
 from ..numfmt import format_number, is_tensor, mean, shape_text
 from ..ops import CONST, INPUT
+from ..passes.evaluate import local_partials
 
 #: Tensors with at most this many elements (and two axes) are drawn in full inside their
 #: node, as a grid; larger ones as a summary.
@@ -97,17 +97,6 @@ class DiagramOptions:
     grads: bool = True
     backward: bool = False  # draw the backward pass: local derivatives on the edges
     focus: int | None = None  # draw only the nodes that lead to this one
-
-
-def ancestors(graph: Graph, node: int) -> list[bool]:
-    """Which nodes lead to ``node`` (itself included), by one backwards sweep."""
-    keep = [False] * len(graph.ops)
-    keep[node] = True
-    for i in range(node, -1, -1):
-        if keep[i]:
-            for a in graph.args[i]:
-                keep[a] = True
-    return keep
 
 
 def diagram(
@@ -342,17 +331,31 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out")
         return {}
     op = graph.ops[i]
     args = graph.args[i]
-    if graph.ops[args[k]] is CONST:  # no gradient flows back to a constant: a plain edge
+    if graph.ops[args[k]] is CONST or not op.differentiable:  # no gradient flows back here
         return {}
     attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
-    if values is not None and any(is_tensor(values[a]) for a in (*args, i)) or not op.elementwise:
+    tensors = values is not None and any(is_tensor(values[a]) for a in (*args, i))
+    if tensors or op.vjp is not None:
         # A tensor edge carries the op's reverse rule applied to the node's gradient.
-        from ..explain_tensors import reverse_rule
+        from ..explain import reverse_rule
 
         who = out_name if out_name.isidentifier() else "out"
-        attrs["label"] = reverse_rule(graph, i, k, f"∂{who}/∂{names[i]}", names)
+        shapes = None
+        if values is not None:
+            shapes = {names[a]: tuple(getattr(values[a], "shape", ())) for a in (*args, i)}
+            shapes[f"∂{who}/∂{names[i]}"] = shapes[names[i]]
+        attrs["label"] = reverse_rule(graph, i, k, f"∂{who}/∂{names[i]}", names, shapes)
         return attrs
-    formula = op.derivative[k].format(*(names[a] for a in args), out=names[i])
+    from .formulas import Formula
+
+    formula_e = Formula()
+    xs = [
+        graph.consts[a]
+        if graph.ops[a] is CONST and graph.consts[a].__class__ is float
+        else names[a]
+        for a in args
+    ]
+    formula = formula_e.write(op.partials[k](formula_e, *xs, names[i]))
     text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
     if values is not None:
         number = fmt(partials_at(graph, values, i)[k])
@@ -368,21 +371,12 @@ def partials_at(graph: Graph, values: Sequence[float], i: int) -> tuple[float, .
     partial (a diagram and an explanation also show partials no gradient flows through).
 
     >>> from cgraph_cli import parse
-    >>> from cgraph_cli.forward import forward
+    >>> from cgraph_cli.passes.evaluate import forward
     >>> g = parse("y = 0 * x ^ -1")
     >>> partials_at(g, forward(g, {"x": 1e-300}), 3)  # ∂/∂x = -1·x^-2 overflows
-    (-inf, -6.907755278982137e+302)
+    (-inf, 0.0)
     """
-    try:
-        return local_partials(graph, values, i)
-    except (ArithmeticError, ValueError):  # the NumPy rules give inf or nan instead of raising
-        from ..arrays import np
-        from ..tensors import array_partials
-
-        op, xs = graph.ops[i], [np.float64(values[a]) for a in graph.args[i]]
-        with np.errstate(all="ignore"):
-            ps = array_partials(op, xs, np.float64(values[i]))
-            return tuple(float(p() if callable(p) else p) for p in ps)
+    return local_partials(graph, values, i)
 
 
 def _legend(theme: Theme, out: str) -> str:

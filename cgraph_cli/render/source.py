@@ -24,12 +24,15 @@ def to_source(graph: Graph) -> str:
     """Program text for ``graph``, statement by statement."""
     exprs: list[Text] = [("", PREC_ATOM)] * len(graph.ops)
     scope: dict[str, int] = {}  # name -> node it refers to at this point of the program
-    name_of: dict[int, str] = {}  # node -> the last name given to it
+    names_of: dict[int, list[str]] = {}  # node -> the names given to it, first first
 
-    def ref(node: int) -> Text:
-        name = name_of.get(node)
-        if name is not None and scope.get(name) == node:
-            return name, PREC_ATOM
+    def ref(node: int, last: bool = False) -> Text:
+        """The first name still in scope for ``node`` (the last one for a statement that
+        only aliases it: ``b = a`` is written as the program wrote it), else its expression."""
+        names = names_of.get(node, ())
+        for name in reversed(names) if last else names:
+            if scope.get(name) == node:
+                return name, PREC_ATOM
         return exprs[node]
 
     lines = []
@@ -37,7 +40,10 @@ def to_source(graph: Graph) -> str:
     for kind, name, node, end in graph.statements():
         for i in range(done, end):
             exprs[i] = _node_text(graph, i, ref, exprs)
-        text = exprs[node][0] if node >= done else ref(node)[0]
+            if graph.ops[i] is INPUT:  # an input's own name is its first
+                scope[graph.labels[i]] = i
+                names_of[i] = [graph.labels[i]]
+        text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
         if kind == "input":
             default = graph.defaults.get(name)
@@ -47,7 +53,7 @@ def to_source(graph: Graph) -> str:
         else:
             lines.append(f"{name} = {text}")
         scope[name] = node
-        name_of[node] = name
+        names_of.setdefault(node, []).append(name)
     return "\n".join(lines) + "\n"
 
 
@@ -72,7 +78,9 @@ def literal(value) -> str:
     return nested(value) if is_tensor(value) else format_number(value)
 
 
-def _param(value) -> str:
+def _param(value, what: str = "") -> str:
+    if what == "indices":  # place(g, [4], 1:3): the index as written in brackets, without them
+        return ", ".join(show_subscript(k) for k in value)
     return "[" + ", ".join(map(str, value)) + "]" if isinstance(value, tuple) else str(value)
 
 
@@ -106,5 +114,5 @@ def combine(op: OpSpec, args: list[Text], symbol: str | None = None, params: tup
     if op.style == PREFIX:
         ((arg, ap),) = args
         return (symbol or op.symbol) + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
-    texts = [a for a, _ in args] + [_param(p) for p in params]
+    texts = [a for a, _ in args] + [_param(p, w) for p, w in zip(params, op.params)]
     return f"{op.symbol}({', '.join(texts)})", PREC_ATOM

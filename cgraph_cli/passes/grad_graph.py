@@ -1,0 +1,254 @@
+"""Differentiation as a graph transform: a program -> the program that also computes its
+derivatives, as Theano, TensorFlow 1 and JAX's ``grad`` of a jaxpr do.
+
+The forward program is copied as written; then the one reverse loop
+(:func:`cgraph_cli.passes.vjp.reverse`) or the one forward-mode loop
+(:func:`cgraph_cli.passes.jvp.push`) runs over it with the op table's rules interpreted by a
+:class:`Recorder`, which builds nodes instead of computing numbers. Nothing numeric happens but
+constant folding, and the builder simplifies as it goes, so the result reads as a textbook
+writes it. The result is an ordinary Graph: it prints with ``to_source``, reads back,
+evaluates, passes ``validate``, and can be differentiated again (Hessians).
+
+>>> from cgraph_cli import parse, to_source
+>>> d = grad_graph(parse("p = x + y; g = p * z"))
+>>> print(to_source(d.graph), end="")
+p = x + y
+g = p * z
+dg_dp = z
+dg_dz = p
+dg_dx = dg_dp
+dg_dy = dg_dx
+>>> d.gradients
+{'z': 'dg_dz', 'x': 'dg_dx', 'y': 'dg_dy'}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Graph, GraphBuilder, relayout
+from ..ops import CONST, INPUT
+from ..vocab import Interpretation
+
+
+class Recorder(Interpretation):
+    """The op vocabulary as graph building: ``e.mul(a, b)`` adds (or finds) a node. Node ids
+    are ints; numbers written in rules are floats and become constants."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.b = builder
+
+    def lift(self, x) -> int:
+        return x if x.__class__ is int else self.b.const(float(x))
+
+    def apply(self, op, args, params):
+        return self.b.apply(op, [self.lift(a) for a in args], params)
+
+    def shape(self, x) -> tuple[int, ...]:
+        return self.b.shape_of(x) if x.__class__ is int else ()
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A derivative program: the graph; the output differentiated; for each name
+    differentiated against, the name of the statement holding its derivative."""
+
+    graph: Graph
+    output: str
+    gradients: dict[str, str]
+
+
+def input_shapes(graph: Graph, bindings=None) -> dict[str, tuple[int, ...]]:
+    """Each input's shape: from ``bindings`` (values), else its default, else a number's."""
+    bindings = bindings or {}
+    return {
+        name: tuple(getattr(bindings.get(name, graph.defaults.get(name)), "shape", ()))
+        for name in graph.inputs
+    }
+
+
+def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
+    """A builder holding the forward program node for node (the ids stay the same), with
+    every node's shape, ready to extend with simplified, hash-consed nodes."""
+    from ..arrays import ShapeMismatch
+    from .shapes import ShapeError
+
+    b = GraphBuilder(graph.source, simplify=True, shapes=shapes)
+    g = b.graph
+    for i, op in enumerate(graph.ops):
+        start, end = graph.starts[i], graph.ends[i]
+        if op is INPUT:
+            b.input(graph.labels[i], start, end)
+        elif op is CONST:
+            node = b.add(CONST, (), start, end)
+            g.consts[node] = graph.consts[i]
+            b.shapes[node] = tuple(getattr(graph.consts[i], "shape", ()))
+        else:
+            try:
+                b.add(op, graph.args[i], start, end, graph.params.get(i, ()))
+            except ShapeMismatch as e:
+                raise graph.error(ShapeError, str(e), i) from None
+            b.remember(i)
+        g.labels[i] = graph.labels[i]
+    g.defaults.update(graph.defaults)
+    return b
+
+
+def _reaching(graph: Graph, out: int) -> tuple[list[bool], list[bool]]:
+    """Which nodes lead to ``out``, and which depend on an input (only those have
+    derivatives)."""
+    from ..ir import ancestors
+
+    depends = [False] * len(graph.ops)
+    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        depends[i] = op is INPUT or any(depends[a] for a in args)
+    return ancestors(graph, out), depends
+
+
+def grad_graph(
+    graph: Graph,
+    output: int | None = None,
+    wrt: list[str] | None = None,
+    shapes: dict[str, tuple[int, ...]] | None = None,
+    prefix: str = "d",
+) -> Derived:
+    """The forward program and, for each name in ``wrt`` (default: every input), a statement
+    ``d<out>_d<name>`` holding ∂output/∂name. ``shapes`` (each input's, by name; default: as
+    :func:`input_shapes` finds them) specialise the rules that need one (@ of vectors or
+    matrices, sums over broadcast axes). The output must be a number."""
+    from ..names import node_names
+    from .vjp import reverse
+
+    out = graph.output if output is None else output
+    wrt = list(graph.inputs) if wrt is None else wrt
+    targets = {graph.named_nodes()[w]: w for w in wrt}
+    b = _copy(graph, input_shapes(graph) if shapes is None else shapes)
+    _require_number(graph, b, out)
+    reach, depends = _reaching(graph, out)
+
+    def at(i: int) -> None:  # a derivative node points back to where it came from
+        b.span = (graph.starts[i], graph.ends[i])
+
+    adj = reverse(
+        graph,
+        list(range(len(graph.ops))),
+        Recorder(b),
+        out,
+        1.0,
+        [d and r for d, r in zip(depends, reach)],
+        before=at,
+    )
+    names = node_names(graph)
+    out_name = names[out] if names[out].isidentifier() else "out"
+    return _assemble(
+        graph, b, adj, _final_order(graph, out, reach), targets, f"{prefix}{out_name}", names
+    )
+
+
+def _require_number(graph: Graph, b: GraphBuilder, out: int) -> None:
+    shape = b.shape_of(out)
+    if shape:
+        from ..errors import EvalError
+
+        name = graph.display_name(out)
+        raise graph.error(
+            EvalError,
+            f"{name} is a {tuple(shape)} tensor; a derivative program needs a single number",
+            out,
+            hints=[f"reduce it, as a loss does: sum({name}) or mean({name})"],
+        )
+
+
+def _final_order(graph: Graph, out: int, reach: list[bool]) -> list[int]:
+    """The nodes in the order the reverse pass finishes their gradients: a node is done when
+    its last reader (the one with the smallest id) has been processed."""
+    last_reader = {}
+    for i in range(out, -1, -1):
+        if reach[i]:
+            for a in graph.args[i]:
+                last_reader[a] = i
+    order, seen = [], set()
+    for i in range(out, -1, -1):
+        if reach[i]:
+            for a in graph.args[i]:
+                if last_reader[a] == i and a not in seen:
+                    seen.add(a)
+                    order.append(a)
+    return order
+
+
+def _assemble(graph, b, adj, final, targets, prefix, names) -> Derived:
+    """The statements of the derivative program: the forward statements (with a name for each
+    unnamed forward value the derivative reads), then one per derivative, in the order the
+    reverse pass finishes them."""
+    n = len(graph.ops)
+    taken = set(graph.named_nodes()) | set(graph.inputs) | set(filter(None, graph.labels))
+    backward = []
+    gradients: dict[str, str] = {}
+    uses = _uses(b.graph, n)
+    named: set[int] = set()  # nodes a derivative statement already names
+    wanted: set[int] = set()  # unnamed forward nodes that must get a name
+    for a in final:
+        node = adj[a]
+        if node is None:
+            if a in targets:
+                node = b.const(0.0)
+            else:
+                continue
+        if node.__class__ is not int:
+            node = b.const(float(node))
+        labelled = graph.labels[a] is not None or a in targets
+        if not labelled and (
+            node < n or node in named or uses.get(node, 0) < 2 or b.graph.ops[node] is CONST
+        ):
+            continue  # an unnamed value's gradient, used once: written inline
+        if not labelled:
+            wanted.add(a)
+        name = _fresh(f"{prefix}_d{names[a]}", taken)
+        backward.append(("=", name, node))
+        named.add(node)
+        if a in targets:
+            gradients[targets[a]] = name
+    for a, w in targets.items():  # a name the output does not depend on: 0
+        if w not in gradients:
+            name = _fresh(f"{prefix}_d{names[a]}", taken)
+            backward.append(("=", name, b.const(0.0)))
+            gradients[w] = name
+    wanted |= {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}
+    wanted |= {node for _, _, node in backward if node < n}
+    forward = []
+    shadowed = [i for name, i in graph.inputs.items() if name in graph.names and i in wanted]
+    for i in shadowed:  # an input whose name the program reassigns: keep it reachable
+        forward.append(("=", _fresh(f"{graph.labels[i]}_input", taken), i))
+    done = 0
+    for kind, name, node, end in graph.statements():
+        for t in range(done, end):  # unnamed values the derivative reads get a name first
+            if t in wanted and graph.labels[t] is None and graph.ops[t].arity and t != node:
+                forward.append(("=", _fresh(names[t], taken), t))
+        if kind == "bare":  # more statements follow: the expression needs a name
+            kind, name = "=", _fresh("out", taken)
+        forward.append((kind, name, node))
+        done = end
+    statements = forward + backward
+    _, last, node = statements[-1]
+    derived = relayout(b.graph, statements, node, last)
+    return Derived(derived, names[graph.output], gradients)
+
+
+def _uses(graph: Graph, start: int) -> dict[int, int]:
+    """How many nodes from ``start`` on read each node."""
+    uses: dict[int, int] = {}
+    for i in range(start, len(graph.ops)):
+        for a in graph.args[i]:
+            uses[a] = uses.get(a, 0) + 1
+    return uses
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``... if the program uses it already."""
+    base, k = name, 2
+    while name in taken:
+        name = f"{base}_{k}"
+        k += 1
+    taken.add(name)
+    return name

@@ -1,0 +1,111 @@
+"""The shape pass: every node's shape from its inputs' and the op table's shape rules, before
+anything is computed, so that shapes that do not fit are reported at their place in the
+program, and a result too large to hold is refused before it is allocated.
+
+>>> from cgraph_cli import parse
+>>> g = parse("y = sum(W @ x)")
+>>> infer_shapes(g, {"W": (2, 3), "x": (3,)})
+[(2, 3), (3,), (2,), ()]
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import arrays as A
+from ..arrays import MAX_AXES, NoValue, ShapeMismatch, np, shape_of, show_shape, size_text
+from ..errors import EvalError
+from ..ir import Graph
+from ..ops import CONST, INPUT, POSTFIX
+
+
+class ShapeError(EvalError):
+    """Shapes that do not fit together (exit code 4, like every error found before running)."""
+
+
+def infer_shapes(graph: Graph, inputs: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """Every node's shape, given each input's (a number's shape is ``()``)."""
+    leaves = [()] * len(graph.ops)
+    for name, node in graph.inputs.items():
+        leaves[node] = tuple(inputs.get(name, ()))
+    for node, value in graph.consts.items():
+        leaves[node] = shape_of(value)
+    return _infer(graph, leaves)
+
+
+def shapes_of_values(graph: Graph, values: list) -> list[tuple[int, ...]]:
+    """Every node's shape, the leaves' taken from ``values``. The last result is kept per
+    graph: a training loop runs with the same input shapes every time."""
+    key = tuple(shape_of(values[n]) for n in graph.inputs.values())
+    cached = graph.memo.get("shapes")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    out = _infer(
+        graph, [shape_of(v) if graph.ops[i].arity == 0 else () for i, v in enumerate(values)]
+    )
+    graph.memo["shapes"] = (key, out)
+    return out
+
+
+def _infer(graph: Graph, leaves: list) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = list(leaves)
+    params = graph.params
+    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        if op is INPUT or op is CONST:
+            continue
+        try:
+            out[i] = op.shape([out[a] for a in args], params.get(i, ()))
+        except NoValue as e:
+            raise graph.error(ShapeError, f"{graph.text(i)} {e}", i) from None
+        except ShapeMismatch as e:
+            raise graph.error(ShapeError, str(e), i) from None
+        if len(out[i]) > MAX_AXES or math.prod(out[i]) > A.MAX_ELEMENTS:
+            raise _too_large(graph, i, out)
+    return out
+
+
+def _too_large(graph: Graph, i: int, shapes: list) -> ShapeError:
+    """The error for node ``i`` whose result NumPy cannot hold (more than 64 axes) or that
+    would take more memory than one value may (:data:`A.MAX_ELEMENTS`)."""
+    op, shape = graph.ops[i], shapes[i]
+    what = "indexing" if op.style == POSTFIX else op.symbol
+    given = " and ".join(show_shape(shapes[a]) for a in graph.args[i])
+    hints = [f"its argument{'s are' if len(graph.args[i]) > 1 else ' is'} {given}"]
+    if len(shape) > MAX_AXES:
+        return graph.error(
+            ShapeError,
+            f"the result of {what} would have {len(shape)} axes; a tensor has at "
+            f"most {MAX_AXES} (NumPy's limit)",
+            i,
+            hints=hints,
+        )
+    return graph.error(
+        ShapeError,
+        f"the result of {what} would be a {show_shape(shape)} tensor of "
+        f"{size_text(math.prod(shape))}; the limit is {A.MAX_ELEMENTS:,} elements "
+        f"({size_text(A.MAX_ELEMENTS)}) per value",
+        i,
+        hints=hints,
+    )
+
+
+def require_scalar(graph: Graph, values: list, node: int) -> None:
+    """A gradient is of one number: say how to get one from a tensor ``node``."""
+    value = values[node]
+    if value.__class__ is float or np.ndim(value) == 0:
+        return
+    name = graph.display_name(node)
+    shown = name if name.isidentifier() else f"({name})"
+    first = ", ".join("0" for _ in np.shape(value))
+    hint = (
+        f"reduce it, as a loss does: sum({name}) or mean({name}); "
+        f"or pick one element: {shown}[{first}]"
+    )
+    if np.size(value) == 0:
+        hint = f"it is empty, so it has no element to pick; sum({name}) is 0"
+    raise graph.error(
+        EvalError,
+        f"{name} is a {show_shape(np.shape(value))} tensor; gradients need a single number",
+        node,
+        hints=[hint],
+    )
