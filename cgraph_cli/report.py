@@ -38,11 +38,19 @@ def grad_report(gr: Gradients, wrt: list[str] | None = None) -> dict:
     return report
 
 
-def to_json_text(report: dict) -> str:
+def to_json_text(report: dict, schema: str | None = None) -> str:
     """The report as indented JSON, each tensor as nested lists on one line, and so each shape
     (a list of whole numbers). Time linear in the size of the report. JSON has no infinity
     and no NaN: a number that is not finite (a local derivative at a point where it is
-    infinite, in an explanation) is written as ``null``.
+    infinite, in an explanation) is written as ``null``. With ``schema`` (a command's name,
+    see :mod:`cgraph_cli.schemas`), the document starts with its ``"schema_version"``.
+
+    >>> print(to_json_text({"output": "y", "value": 2.0}, schema="eval"))
+    {
+      "schema_version": 1,
+      "output": "y",
+      "value": 2.0
+    }
 
     >>> import numpy as np
     >>> print(to_json_text({"W": np.eye(2), "x": 1.0, "shapes": {"W": [2, 2]}}))
@@ -56,6 +64,10 @@ def to_json_text(report: dict) -> str:
     """
     import os
 
+    if schema is not None:
+        from .schemas import VERSIONS
+
+        report = {"schema_version": VERSIONS[schema], **report}
     arrays: list = []
     # A placeholder string per array, with a random part no string in the report can guess.
     tag = f"\0{os.urandom(8).hex()}:"

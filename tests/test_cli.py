@@ -44,6 +44,7 @@ def test_grad_table(cli):
 def test_grad_json_is_the_documented_contract(cli):
     result = cli("grad", SEED, "--format", "json")
     assert json.loads(result.stdout) == {
+        "schema_version": 1,
         "output": "g",
         "value": -12.0,
         "values": {"x": 1.0, "y": 3.0, "z": -3.0, "p": 4.0, "g": -12.0},
@@ -54,6 +55,7 @@ def test_grad_json_is_the_documented_contract(cli):
 def test_eval_json(cli):
     result = cli("eval", PROGRAM, *BIND, "--format", "json")
     assert json.loads(result.stdout) == {
+        "schema_version": 1,
         "output": "g",
         "value": -12.0,
         "values": {"x": 1.0, "y": 3.0, "z": -3.0, "g": -12.0},

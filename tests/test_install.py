@@ -88,3 +88,14 @@ def test_module_entry_point(venv, tmp_path):
         cwd=tmp_path,
     )
     assert (proc.returncode, proc.stdout) == (0, "g = -12\n")
+
+
+def test_json_schemas_ship_inside_the_package(venv, tmp_path):
+    proc = subprocess.run(
+        [str(venv / "bin" / "cgraph"), "schema", "explain"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["$id"] == "https://cgraph.dev/schemas/explain.schema.json"

@@ -142,7 +142,7 @@ def check_command(
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(to_json_text(report(runs)))
+        output.write_text(to_json_text(report(runs), schema="check"))
     elif junit == "-" and output.settings.output in (None, "-"):
         click.echo(
             _check_text(runs, bool(spec), precision, sys.stderr),
@@ -315,7 +315,8 @@ def gradcheck_command(
                         }
                         for k, c in checks
                     ],
-                }
+                },
+                schema="gradcheck",
             )
         )
     else:

@@ -75,7 +75,7 @@ def explain_command(
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(to_json_text(steps))
+        output.write_text(to_json_text(steps, schema="explain"))
     elif fmt == "markdown":
         output.write_text(to_markdown(steps, math, digits), nl=False)
     else:

@@ -31,11 +31,11 @@ def report_options(command):
     )(command)
 
 
-def emit(fmt: str, report: dict, text, plain) -> None:
+def emit(fmt: str, report: dict, text, plain, schema: str) -> None:
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(to_json_text(report))
+        output.write_text(to_json_text(report, schema=schema))
     elif fmt == "plain":
         output.write_text(plain())
     else:
@@ -78,7 +78,7 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
 
         return eval_plain(report, show_all, precision)
 
-    emit(fmt, report, text, plain)
+    emit(fmt, report, text, plain, schema="eval")
 
 
 @click.command("grad", short_help="Print ∂output/∂input for every input.", epilog=EXIT_CODES)
@@ -118,7 +118,7 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
 
         return grad_plain(report, precision)
 
-    emit(fmt, report, text, plain)
+    emit(fmt, report, text, plain, schema="grad")
 
 
 COMMANDS = [eval_command, grad_command]
