@@ -115,6 +115,8 @@ class Arrays(Interpretation):
     """Values: floats and NumPy float64 arrays. A result with no axes is a float."""
 
     def apply(self, op: OpSpec, args: tuple, params: tuple):
+        # NumPy's float64, not Python's float: 1/0 is inf (within np.errstate), not an error
+        args = [_f64(a) if a.__class__ is float else a for a in args]
         out = value_function(op, "np", len(params))(*args, *params)
         if out.__class__ is not float and not getattr(out, "shape", True):
             return float(out)
@@ -122,6 +124,12 @@ class Arrays(Interpretation):
 
     def shape(self, x) -> tuple[int, ...]:
         return tuple(getattr(x, "shape", ()))
+
+
+def _f64(x: float):
+    import numpy
+
+    return numpy.float64(x)
 
 
 ARRAYS = Arrays()

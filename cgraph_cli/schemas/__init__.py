@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 # Each format's version: what its schema's "schema_version" const says.
-VERSIONS = {"eval": 1, "grad": 1, "check": 1, "gradcheck": 1, "explain": 1}
+VERSIONS = {"eval": 1, "grad": 1, "check": 1, "gradcheck": 1, "explain": 2}
 
 SUFFIX = ".schema.json"
 
