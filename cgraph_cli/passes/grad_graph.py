@@ -110,10 +110,11 @@ def grad_graph(
     output: int | None = None,
     wrt: list[str] | None = None,
     shapes: dict[str, tuple[int, ...]] | None = None,
-    prefix: str = "d",
+    names_for: dict[str, str] | None = None,
 ) -> Derived:
     """The forward program and, for each name in ``wrt`` (default: every input), a statement
-    ``d<out>_d<name>`` holding ∂output/∂name. ``shapes`` (each input's, by name; default: as
+    ``d<out>_d<name>`` holding ∂output/∂name (``names_for`` names them otherwise, by input;
+    a name the program uses already gets a numeric suffix). ``shapes`` (each input's, by name; default: as
     :func:`input_shapes` finds them) specialise the rules that need one (@ of vectors or
     matrices, sums over broadcast axes). The output must be a number."""
     from ..names import node_names
@@ -141,7 +142,8 @@ def grad_graph(
     names = node_names(graph)
     out_name = names[out] if names[out].isidentifier() else "out"
     return _assemble(
-        graph, b, adj, _final_order(graph, out, reach), targets, f"{prefix}{out_name}", names
+        graph, b, adj, _final_order(graph, out, reach), targets, f"d{out_name}", names,
+        names_for or {},
     )
 
 
@@ -177,7 +179,7 @@ def _final_order(graph: Graph, out: int, reach: list[bool]) -> list[int]:
     return order
 
 
-def _assemble(graph, b, adj, final, targets, prefix, names) -> Derived:
+def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derived:
     """The statements of the derivative program: the forward statements (with a name for each
     unnamed forward value the derivative reads), then one per derivative, in the order the
     reverse pass finishes them."""
@@ -197,6 +199,8 @@ def _assemble(graph, b, adj, final, targets, prefix, names) -> Derived:
                 continue
         if node.__class__ is not int:
             node = b.const(float(node))
+        if graph.ops[a] is INPUT and a not in targets:
+            continue  # an input not asked for
         labelled = graph.labels[a] is not None or a in targets
         if not labelled and (
             node < n or node in named or uses.get(node, 0) < 2 or b.graph.ops[node] is CONST
@@ -204,14 +208,14 @@ def _assemble(graph, b, adj, final, targets, prefix, names) -> Derived:
             continue  # an unnamed value's gradient, used once: written inline
         if not labelled:
             wanted.add(a)
-        name = _fresh(f"{prefix}_d{names[a]}", taken)
+        name = _fresh(names_for.get(targets.get(a), f"{prefix}_d{names[a]}"), taken)
         backward.append(("=", name, node))
         named.add(node)
         if a in targets:
             gradients[targets[a]] = name
     for a, w in targets.items():  # a name the output does not depend on: 0
         if w not in gradients:
-            name = _fresh(f"{prefix}_d{names[a]}", taken)
+            name = _fresh(names_for.get(w, f"{prefix}_d{names[a]}"), taken)
             backward.append(("=", name, b.const(0.0)))
             gradients[w] = name
     wanted |= {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}

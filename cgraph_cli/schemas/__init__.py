@@ -9,7 +9,7 @@ and its version in :data:`VERSIONS` (the tests hold every command with ``--forma
 both).
 
 >>> names()
-['check', 'eval', 'explain', 'grad', 'gradcheck']
+['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp']
 >>> load("grad")["$id"]
 'https://cgraph.dev/schemas/grad.schema.json'
 """
@@ -19,7 +19,10 @@ from __future__ import annotations
 import json
 
 # Each format's version: what its schema's "schema_version" const says.
-VERSIONS = {"eval": 1, "grad": 1, "check": 1, "gradcheck": 1, "explain": 2}
+VERSIONS = {
+    "eval": 1, "grad": 1, "check": 1, "gradcheck": 1, "explain": 2, "diff": 1, "hessian": 1,
+    "jvp": 1, "jacobian": 1,
+}
 
 SUFFIX = ".schema.json"
 
