@@ -132,9 +132,9 @@ def run() -> None:
 
 
 def _register() -> None:
-    from . import checks, draw, explain, run, samples
+    from . import checks, completion, draw, explain, help, run, samples
 
-    for module in (run, draw, checks, explain, samples):
+    for module in (run, draw, checks, explain, samples, completion, help):
         for command in module.COMMANDS:
             main.add_command(command)
 
