@@ -88,3 +88,12 @@ def test_module_entry_point(venv, tmp_path):
         cwd=tmp_path,
     )
     assert (proc.returncode, proc.stdout) == (0, "g = -12\n")
+
+
+def test_man_pages_install_next_to_the_command(venv, tmp_path):
+    # man finds bin/../share/man by itself: `man cgraph-grad` works where `cgraph` does.
+    page = venv / "share" / "man" / "man1" / "cgraph-grad.1"
+    assert page.read_text(encoding="utf-8") == (ROOT / "docs" / "man" / "cgraph-grad.1").read_text(
+        encoding="utf-8"
+    )
+    assert (venv / "share" / "man" / "man1" / "cgraph.1").is_file()
