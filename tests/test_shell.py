@@ -277,6 +277,13 @@ def test_bash_completes_file_names(bash, line):
     assert bash(line) == (["samdir", "samfile.cg"], "compopt -o filenames\n")
 
 
+def test_bash_takes_file_names_as_they_are(bash, folder):
+    # Not as glob patterns: sam[1].cg must not turn into sam1.cg.
+    (folder / "sam[1].cg").write_text("")
+    (folder / "sam1.cg").write_text("")
+    assert bash("cgraph eval -f sam[") == (["sam[1].cg"], "compopt -o filenames\n")
+
+
 def test_bash_completes_folders_for_frames(bash):
     assert bash("cgraph explain x.cg --frames sam") == (["samdir"], "compopt -o filenames\n")
 

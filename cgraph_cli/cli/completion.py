@@ -31,22 +31,20 @@ COMPLETE_VAR = "_CGRAPH_COMPLETE"
 # sit next to the plain suggestions; `-o filenames` then quotes them and puts / after folders.
 _SOURCE_BASH = """\
 %(complete_func)s() {
-    local IFS=$'\\n'
-    local response line type value trim=0
+    local response type value trim=0
     local -a files=()
     response=$(env COMP_WORDS="${COMP_WORDS[*]}" COMP_CWORD=$COMP_CWORD \\
 COMP_LINE="$COMP_LINE" COMP_POINT=$COMP_POINT COMP_WORDBREAKS="$COMP_WORDBREAKS" \\
 %(complete_var)s=bash_complete $1)
     COMPREPLY=()
-    for line in $response; do
-        IFS=',' read -r type value <<< "$line"
+    while IFS=',' read -r type value; do
         case $type in
             trim) trim=$value ;;
             plain) COMPREPLY+=("${value:trim}") ;;
-            file) files+=($(compgen -f -- "$value")) ;;
-            dir) files+=($(compgen -d -- "$value")) ;;
+            file) mapfile -t -O "${#files[@]}" files < <(compgen -f -- "$value") ;;
+            dir) mapfile -t -O "${#files[@]}" files < <(compgen -d -- "$value") ;;
         esac
-    done
+    done <<< "$response"
     if ((${#files[@]})); then
         compopt -o filenames
         for value in "${files[@]}"; do
