@@ -176,7 +176,7 @@ def kept_by_readline(raw: str, breaks: str) -> int:
     return kept
 
 
-def guess_shell() -> str:
+def _guess_shell() -> str:
     """The shell named by ``$SHELL``, if cgraph can complete for it."""
     from ..errors import UsageError
 
@@ -219,7 +219,7 @@ def completion_command(shell):
     """
     from . import output
 
-    output.write_text(script(shell or guess_shell()), nl=False)
+    output.write_text(script(shell or _guess_shell()), nl=False)
 
 
 COMMANDS = [completion_command]

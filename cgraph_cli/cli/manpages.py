@@ -124,7 +124,7 @@ def _default(param: click.Option, ctx: click.Context) -> str | None:
     return None if value in (None, "", ()) else str(value)
 
 
-def option_entry(param: click.Option, ctx: click.Context) -> list[str]:
+def _option_entry(param: click.Option, ctx: click.Context) -> list[str]:
     """An option as a ``.TP`` paragraph: its names and value, then its help, the range of its
     values and its default."""
     names = ", ".join(f"\\fB{escape(name)}\\fR" for name in param.opts + param.secondary_opts)
@@ -159,6 +159,8 @@ def _head(name: str, summary: str, version: str) -> list[str]:
     title = escape(name.upper())
     return [
         f'.TH {title} {SECTION} "" "cgraph {escape(version)}" "cgraph manual"',
+        ".nh",  # sample:NAME and option names are not to be hyphenated,
+        ".ad l",  # nor lines stretched to the margin
         ".SH NAME",
         f"{escape(name)} \\- {escape(summary.rstrip('.'))}",
     ]
@@ -209,7 +211,7 @@ def man_page(command: str | None = None) -> str:
     lines += [".SH OPTIONS"]
     for param in cmd.get_params(ctx):
         if isinstance(param, click.Option) and not param.hidden:
-            lines += option_entry(param, ctx)
+            lines += _option_entry(param, ctx)
     examples = _examples(cmd.help)
     if examples:
         lines += [".SH EXAMPLES", ".nf", *(_line(escape(ln)) for ln in examples), ".fi"]
@@ -237,7 +239,7 @@ def _program_page(root: click.Context, group: click.Group, version: str) -> list
     lines += [".SH OPTIONS"]
     for param in group.get_params(root):
         if isinstance(param, click.Option) and not param.hidden:
-            lines += option_entry(param, root)
+            lines += _option_entry(param, root)
     lines += [".SH EXAMPLES", ".nf", *(_line(escape(ln)) for ln in _examples(group.help)), ".fi"]
     lines += [".SH EXIT STATUS", *_exit_status(group.epilog)]
     lines += [".SH ENVIRONMENT"]
@@ -258,7 +260,13 @@ def man_pages() -> dict[str, str]:
 
 
 def write_man_pages(folder: str | Path) -> list[Path]:
-    """Write every page into ``folder`` and remove pages of commands that no longer exist."""
+    """Write every page into ``folder`` and remove pages of commands that no longer exist.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as where:
+    ...     [p.name for p in write_man_pages(where)][:2]
+    ['cgraph.1', 'cgraph-check.1']
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     pages = man_pages()

@@ -170,7 +170,11 @@ def _complete_source(ctx, param, incomplete):
 
 
 def complete_folders(ctx, param, incomplete):
-    """A folder name (--frames)."""
+    """A folder name (--frames): the shell lists folders.
+
+    >>> complete_folders(None, None, "fr")[0].type
+    'dir'
+    """
     from click.shell_completion import CompletionItem
 
     return [CompletionItem(incomplete, type="dir")]
