@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench golden tables lint clean
+.PHONY: demo test bench golden tables man lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ golden: $(STAMP)
 # After editing grammars/cgraph.lark: rebuild the parser's tables (cgraph_cli/_tables.py).
 tables: $(STAMP)
 	$(BIN)/python cgraph_cli/grammar.py
+
+# After changing a command, an option or a help text: rewrite the man pages (docs/man/*.1).
+man: $(STAMP)
+	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

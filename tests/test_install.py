@@ -99,3 +99,12 @@ def test_json_schemas_ship_inside_the_package(venv, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["$id"] == "https://cgraph.dev/schemas/explain.schema.json"
+
+
+def test_man_pages_install_next_to_the_command(venv, tmp_path):
+    # man finds bin/../share/man by itself: `man cgraph-grad` works where `cgraph` does.
+    page = venv / "share" / "man" / "man1" / "cgraph-grad.1"
+    assert page.read_text(encoding="utf-8") == (ROOT / "docs" / "man" / "cgraph-grad.1").read_text(
+        encoding="utf-8"
+    )
+    assert (venv / "share" / "man" / "man1" / "cgraph.1").is_file()

@@ -132,9 +132,9 @@ def run() -> None:
 
 
 def _register() -> None:
-    from . import checks, derivatives, draw, explain, run, samples, schema
+    from . import checks, completion, derivatives, draw, explain, help, run, samples, schema
 
-    for module in (run, derivatives, draw, checks, explain, samples, schema):
+    for module in (run, derivatives, draw, checks, explain, samples, schema, completion, help):
         for command in module.COMMANDS:
             main.add_command(command)
 

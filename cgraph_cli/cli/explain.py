@@ -8,6 +8,7 @@ from . import output
 from .app import EXIT_CODES
 from .options import (
     common_options,
+    complete_folders,
     format_option,
     load,
     of_option,
@@ -33,6 +34,7 @@ from .options import (
     "--frames",
     metavar="DIR",
     type=click.Path(),
+    shell_complete=complete_folders,
     help="Also draw one diagram per backward step in DIR.",
 )
 @click.option(

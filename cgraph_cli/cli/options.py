@@ -151,21 +151,51 @@ def source_options(command):
 
 
 def _complete_source(ctx, param, incomplete):
-    """SOURCE completes to files and folders, and to sample:NAME."""
+    """SOURCE completes to files and folders, and to sample:NAME; what follows it (NAME=VALUE)
+    to nothing."""
     from click.shell_completion import CompletionItem
 
+    if ctx.params.get("args") or ctx.params.get("expr") or ctx.params.get("file_"):
+        return []
     items = []
     if "sample:".startswith(incomplete) or incomplete.startswith("sample:"):
-        from ..sources import sample_names
-
         items += [
-            CompletionItem(f"sample:{n}")
-            for n in sample_names()
+            CompletionItem(f"sample:{n}", help=about)
+            for n, about in sample_summaries()
             if f"sample:{n}".startswith(incomplete)
         ]
     if not incomplete.startswith("sample:"):
         items.append(CompletionItem(incomplete, type="file"))
     return items
+
+
+def complete_folders(ctx, param, incomplete):
+    """A folder name (--frames): the shell lists folders.
+
+    >>> complete_folders(None, None, "fr")[0].type
+    'dir'
+    """
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="dir")]
+
+
+def sample_summaries() -> list[tuple[str, str]]:
+    """Each sample's name and the first line of its first comment.
+
+    >>> dict(sample_summaries())["seed"]
+    'The worked example: an addition feeding a multiplication.'
+    """
+    from ..sources import sample_names, sample_path
+
+    summaries = []
+    for name in sample_names():
+        text = sample_path(name).read_text(encoding="utf-8")
+        first = next(
+            (ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("#")), ""
+        )
+        summaries.append((name, first))
+    return summaries
 
 
 def precision_option(default_help: str):

@@ -6,11 +6,18 @@ import click
 
 from . import output
 from .app import EXIT_CODES
-from .options import common_options, output_option
+from .options import common_options, output_option, sample_summaries
+
+
+def _complete_sample(ctx, param, incomplete):
+    from click.shell_completion import CompletionItem
+
+    names = [*sample_summaries(), ("checks.toml", "A checks file for the samples.")]
+    return [CompletionItem(n, help=about) for n, about in names if n.startswith(incomplete)]
 
 
 @click.command("samples", short_help="List the sample programs, or print one.", epilog=EXIT_CODES)
-@click.argument("name", required=False, metavar="[NAME]")
+@click.argument("name", required=False, metavar="[NAME]", shell_complete=_complete_sample)
 @output_option
 @common_options
 def samples_command(name):
@@ -24,16 +31,10 @@ def samples_command(name):
       cgraph samples mlp -o mlp.cg        # a copy to edit
       cgraph grad sample:neuron           # run one as it is
     """
-    from ..sources import read_file, sample_names, sample_path, samples_folder
+    from ..sources import read_file, sample_path, samples_folder
 
     if name is None:
-        rows = []
-        for sample in sample_names():
-            text = sample_path(sample).read_text(encoding="utf-8")
-            first = next(
-                (ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("#")), ""
-            )
-            rows.append(f"{sample:<24} {first}".rstrip())
+        rows = [f"{sample:<24} {first}".rstrip() for sample, first in sample_summaries()]
         output.write_text("\n".join(rows))
         return
     path = samples_folder() / name if name == "checks.toml" else sample_path(name)

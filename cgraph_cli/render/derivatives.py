@@ -9,10 +9,10 @@ Pure: they return rich renderables; the CLI prints them.
 >>> report = hessian(parse("f = x^2 * y + sin(y)"), {"x": 1, "y": 2})
 >>> Console(file=out, width=60, color_system=None).print(hessian_table(report))
 >>> print(out.getvalue().rstrip())
-  ∂²f/∂·∂·    x         y
- ───────────────────────────
-  x           4         2
-  y           2   -0.9093
+ ∂²f/∂row∂column   x         y
+──────────────────────────────
+ x                4         2
+ y                2   -0.9093
 <BLANKLINE>
   f = 2.909
 """
@@ -50,7 +50,7 @@ def hessian_table(report: dict, precision: int | None = None, full: bool = False
     n = len(labels)
     shown = range(n) if full or n <= MAX_SHOWN else range(MAX_SHOWN)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-    table.add_column(f"∂²{out}/∂·∂·")
+    table.add_column(f"∂²{out}/∂row∂column")
     for j in shown:
         table.add_column(labels[j], justify="right")
     for i in shown:
