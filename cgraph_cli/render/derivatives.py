@@ -10,9 +10,9 @@ Pure: they return rich renderables; the CLI prints them.
 >>> Console(file=out, width=60, color_system=None).print(hessian_table(report))
 >>> print(out.getvalue().rstrip())
  ∂²f/∂row∂column   x         y
-──────────────────────────────
- x                4         2
- y                2   -0.9093
+───────────────────────────────
+ x                 4         2
+ y                 2   -0.9093
 <BLANKLINE>
   f = 2.909
 """
