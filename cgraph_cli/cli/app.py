@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import MutableMapping
 
 import click
 
@@ -42,10 +43,32 @@ def print_error(text: str, located: bool = False) -> None:
     click.echo(text, err=True, color=output.color_for(sys.stderr))
 
 
+def _color_in(args: list[str]) -> str | None:
+    """The value of the last ``--color`` in ``args``, if it is a valid one.
+
+    >>> _color_in(["eval", "x", "--color", "never", "--bogus"]), _color_in(["--color=always"])
+    ('never', 'always')
+    """
+    found = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = arg[len("--color=") :] if arg.startswith("--color=") else None
+        if arg == "--color" and i + 1 < len(args):
+            value = args[i + 1]
+        if value in ("auto", "always", "never"):
+            found = value
+    return found
+
+
 class Group(click.Group):
     """Turns every library error into its message on stderr and its exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = sys.argv[1:] if args is None else list(args)
+        output.settings.reset()
+        # --color also for a usage error, which click raises before any option's callback runs
+        output.settings.color = _color_in(args) or "auto"
         try:
             code = super().main(
                 args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
@@ -131,12 +154,52 @@ def run() -> None:
     main(prog_name="cgraph")
 
 
-def _register() -> None:
-    from . import checks, draw, explain, run, samples
+# Command name -> "module:attribute" in this package: a command's module is imported when the
+# command runs (or its help is shown), so `cgraph eval` does not import the diagram or checks
+# modules (click's "Lazily Loading Subcommands", kept behind the usual ``main.commands``).
+LAZY_COMMANDS = {
+    "eval": "run:eval_command",
+    "grad": "run:grad_command",
+    "render": "draw:render_command",
+    "dot": "draw:dot_command",
+    "show": "draw:show_command",
+    "check": "checks:check_command",
+    "gradcheck": "checks:gradcheck_command",
+    "explain": "explain:explain_command",
+    "samples": "samples:samples_command",
+}
 
-    for module in (run, draw, checks, explain, samples):
-        for command in module.COMMANDS:
-            main.add_command(command)
+
+class LazyCommands(MutableMapping):
+    """``main.commands``: name -> command, importing a command's module on first access.
+
+    >>> commands = LazyCommands({"samples": "samples:samples_command"})
+    >>> list(commands), commands["samples"].name
+    (['samples'], 'samples')
+    """
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self._entries: dict[str, click.Command | str] = dict(table)
+
+    def __getitem__(self, name: str) -> click.Command:
+        entry = self._entries[name]
+        if isinstance(entry, str):
+            module, attribute = entry.split(":")
+            entry = getattr(__import__(f"{__package__}.{module}", fromlist=[attribute]), attribute)
+            self._entries[name] = entry
+        return entry
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._entries[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
-_register()
+main.commands = LazyCommands(LAZY_COMMANDS)

@@ -12,16 +12,24 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import click
 
 
-@dataclass
 class Settings:
-    color: str = "auto"  # auto, always, never
-    quiet: bool = False
-    output: str | None = None  # -o FILE; None or "-": standard output
+    """What the common options said, for the command being run (a plain class: no dataclass
+    at start-up)."""
+
+    __slots__ = ("color", "quiet", "output")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the defaults, before each command (a test runs many in one process)."""
+        self.color = "auto"  # auto, always, never
+        self.quiet = False
+        self.output: str | None = None  # -o FILE; None or "-": standard output
 
 
 settings = Settings()
