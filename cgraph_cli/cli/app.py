@@ -61,6 +61,10 @@ def _color_in(args: list[str]) -> str | None:
     return found
 
 
+# click >= 8.2 raises this for `cgraph` without a command; older versions print the help.
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class Group(click.Group):
     """Turns every library error into its message on stderr and its exit code."""
 
@@ -73,8 +77,12 @@ class Group(click.Group):
             code = super().main(
                 args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
             )
+        except NO_ARGS_IS_HELP as e:  # `cgraph` alone: the help, on stderr as click does
+            click.echo(e.ctx.get_help(), err=True, color=output.color_for(sys.stderr))
+            code = e.exit_code
         except click.UsageError as e:  # click's own: bad option, missing argument
-            command = e.ctx.command_path if e.ctx else "cgraph"
+            # click's parser leaves ctx out of "Option '--of' requires an argument."
+            command = e.ctx.command_path if e.ctx else self._path(prog_name or "cgraph", args)
             print_error(f"error: {e.format_message()}\nhelp: see '{command} --help'")
             code = e.exit_code
         except click.ClickException as e:
@@ -88,6 +96,12 @@ class Group(click.Group):
         if standalone_mode:
             sys.exit(code)
         return code
+
+    def _path(self, prog_name: str, args: list[str]) -> str:
+        """``cgraph eval`` for ``eval x --of``: the group takes no option with a value, so its
+        first other argument names the command."""
+        name = next((a for a in args if not a.startswith("-")), None)
+        return f"{prog_name} {name}" if name in self.commands else prog_name
 
     def invoke(self, ctx: click.Context):
         try:
