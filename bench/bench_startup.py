@@ -5,6 +5,7 @@ CI scripts call cgraph many times, so every command pays its start-up. Run with:
 
     .venv/bin/python bench/bench_startup.py            # median of 20 runs of each
     .venv/bin/python bench/bench_startup.py --runs 50 --top 20 --check 1.3
+    .venv/bin/python bench/bench_startup.py --baseline /tmp/before   # before/after figures
 
 It prints the median times, the ratio to `import click` (the target: at most 1.3), the
 `-X importtime` entries with the largest cumulative times for the eval command (each the
@@ -37,10 +38,10 @@ def cgraph_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "cgraph_cli"]
 
 
-def byte_compile() -> None:
+def byte_compile(root: Path) -> None:
     """As after `pip install`, which byte-compiles: some machines set PYTHONDONTWRITEBYTECODE,
     and an editable install would otherwise compile the package on every run."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cgraph_cli")], check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "cgraph_cli")], check=True)
 
 
 def _cpu() -> float:
@@ -48,19 +49,22 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def medians(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, float]]:
-    """Median wall time and median CPU time (user + system) of each command, in seconds.
-    The commands take turns, so a busy moment of the machine is spread over all of them; CPU
-    time varies less than wall time on a machine shared with other work."""
+def medians(
+    commands: dict[str, tuple[list[str], dict[str, str]]], runs: int
+) -> dict[str, tuple[float, float]]:
+    """Median wall time and median CPU time (user + system) of each command (argv, extra
+    environment), in seconds. The commands take turns, so a busy moment of the machine is
+    spread over all of them; CPU time varies less than wall time on a machine shared with
+    other work."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
     wall: dict[str, list[float]] = {name: [] for name in commands}
     cpu: dict[str, list[float]] = {name: [] for name in commands}
-    for cmd in commands.values():  # warm the file caches
-        subprocess.run(cmd, capture_output=True, check=True, env=env)
+    for cmd, extra in commands.values():  # warm the file caches
+        subprocess.run(cmd, capture_output=True, check=True, env={**env, **extra})
     for _ in range(runs):
-        for name, cmd in commands.items():
+        for name, (cmd, extra) in commands.items():
             c, t = _cpu(), time.perf_counter()
-            subprocess.run(cmd, capture_output=True, check=True, env=env)
+            subprocess.run(cmd, capture_output=True, check=True, env={**env, **extra})
             wall[name].append(time.perf_counter() - t)
             cpu[name].append(_cpu() - c)
     return {
@@ -93,29 +97,37 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20, help="runs of each command (default 20)")
     ap.add_argument("--top", type=int, default=15, help="importtime entries shown (default 15)")
     ap.add_argument("--check", type=float, metavar="RATIO", help="exit 1 above this ratio")
+    ap.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also time the cgraph_cli package of DIR (a checkout of another commit: "
+        "git worktree add, or git archive COMMIT | tar -x -C DIR), in turns with the others",
+    )
     args = ap.parse_args()
 
-    byte_compile()
+    byte_compile(ROOT)
     cgraph = cgraph_command()
-    times = medians(
-        {
-            "cgraph": cgraph + COMMAND,
-            "click": [sys.executable, "-c", "import click"],
-            "bare": [sys.executable, "-c", "pass"],
-        },
-        args.runs,
-    )
-    ratio = times["cgraph"][0] / times["click"][0]
-    cpu_ratio = times["cgraph"][1] / times["click"][1]
-    print(f"start-up, median of {args.runs} runs each:   wall       CPU")
-    for label, name in (
-        ("cgraph eval 'x + 1' x=2 --format json", "cgraph"),
-        ("python -c 'import click'", "click"),
-        ("python -c pass", "bare"),
-    ):
+    commands = {
+        "cgraph": (cgraph + COMMAND, {}),
+        "click": ([sys.executable, "-c", "import click"], {}),
+        "bare": ([sys.executable, "-c", "pass"], {}),
+    }
+    labels = {
+        "cgraph": "cgraph eval 'x + 1' x=2 --format json",
+        "click": "python -c 'import click'",
+        "bare": "python -c pass",
+    }
+    if args.baseline:  # the same command, importing cgraph_cli from another checkout
+        byte_compile(Path(args.baseline))
+        commands["baseline"] = (cgraph + COMMAND, {"PYTHONPATH": str(Path(args.baseline))})
+        labels["baseline"] = f"  the same, from {args.baseline}"
+    times = medians(commands, args.runs)
+    print(f"start-up, median of {args.runs} runs each:   wall       CPU    ratio to import click")
+    for name, label in labels.items():
         wall, cpu = times[name]
-        print(f"  {label:<38} {wall * 1e3:6.1f} ms {cpu * 1e3:6.1f} ms")
-    print(f"  ratio to import click: {ratio:.2f} (CPU time: {cpu_ratio:.2f})")
+        ratios = f"{wall / times['click'][0]:.2f}  (CPU {cpu / times['click'][1]:.2f})"
+        print(f"  {label:<38} {wall * 1e3:6.1f} ms {cpu * 1e3:6.1f} ms  {ratios}")
+    ratio = times["cgraph"][0] / times["click"][0]
 
     script = cgraph[-1] if cgraph[0] != sys.executable else "-m cgraph_cli"
     ours = import_times([*script.split(), *COMMAND], runs=5)

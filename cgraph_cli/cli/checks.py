@@ -243,7 +243,11 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     help="Finite-difference step, relative: h = eps·max(1, |x|).",
 )
 @click.option(
-    "--rtol", type=FiniteFloat(0), default=1e-5, show_default=True, help="Relative tolerance."
+    "--rtol",
+    type=FiniteFloat(0),
+    default=1e-5,
+    show_default=True,
+    help="Relative tolerance: |analytic - numeric| <= atol + rtol·max(|analytic|, |numeric|).",
 )
 @click.option(
     "--atol", type=FiniteFloat(0), default=1e-7, show_default=True, help="Absolute tolerance."
