@@ -418,9 +418,21 @@ def test_eval_imports_neither_diagrams_nor_checks():
 
 def test_the_lazy_tables_name_every_command_and_public_name():
     import cgraph_cli
-    from cgraph_cli.cli import app, checks, draw, explain, run, samples
+    from cgraph_cli.cli import app
 
-    listed = [c for m in (run, draw, checks, explain, samples) for c in m.COMMANDS]
-    assert {name: main.commands[name] for name in app.LAZY_COMMANDS} == {c.name: c for c in listed}
+    loaded = {name: main.commands[name] for name in app.LAZY_COMMANDS}
+    families = ["run", "draw", "checks", "explain", "samples"]
+    listed = [c for m in families for c in sys.modules[f"cgraph_cli.cli.{m}"].COMMANDS]
+    assert loaded == {c.name: c for c in listed}
     assert sorted(cgraph_cli.__all__) == sorted([*cgraph_cli._LAZY, "__version__"])
     assert all(getattr(cgraph_cli, name) is not None for name in cgraph_cli.__all__)
+
+
+def test_loading_a_command_keeps_the_entry_point():
+    # the module run.py, imported when `eval` first runs, must not replace cgraph_cli.cli.run
+    modules = _imported(
+        "import cgraph_cli.cli as cli\n"
+        "cli.main(['eval', 'x + 1', 'x=2'], standalone_mode=False)\n"
+        "assert cli.run is cli.app.run, cli.run"
+    )
+    assert "cgraph_cli.cli.run" in modules

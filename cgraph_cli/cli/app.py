@@ -199,7 +199,12 @@ class LazyCommands(MutableMapping):
         entry = self._entries[name]
         if isinstance(entry, str):
             module, attribute = entry.split(":")
+            package = sys.modules[__package__]
+            entry_point = package.run
             entry = getattr(__import__(f"{__package__}.{module}", fromlist=[attribute]), attribute)
+            # Importing the module run.py sets the package's attribute `run` to it: keep the
+            # entry point `cgraph_cli.cli:run` there (the eager registration did, by its order).
+            package.run = entry_point
             self._entries[name] = entry
         return entry
 
