@@ -2,7 +2,8 @@
 the ``-o`` file, notes on stderr and progress bars.
 
 Colour follows ``--color auto|always|never``; with ``auto``, ``FORCE_COLOR`` turns it on,
-``NO_COLOR`` off, and otherwise it is on for a terminal only. When standard output is not a
+``NO_COLOR`` off, and otherwise it is on for a terminal only (an ``-o`` file is coloured by
+``--color always`` only). When standard output is not a
 terminal (a pipe, a file, a CI log), nothing is cut to a width or wrapped, and no line ends
 in spaces: the output is the same whatever the width of the terminal that started it.
 """
