@@ -25,6 +25,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_core.py
 	$(BIN)/python bench/bench_render.py
 	$(BIN)/python bench/bench_tensors.py
+	$(BIN)/python bench/bench_startup.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py --update-golden

@@ -61,8 +61,13 @@ def _inputs(graph: Graph, wrt: list[str] | None) -> list[str]:
     return wrt
 
 
-def derivative_program(graph: Graph, bindings: Mapping | None = None, of: str | None = None,
-                       wrt: list[str] | None = None, order: int = 1) -> Program:
+def derivative_program(
+    graph: Graph,
+    bindings: Mapping | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    order: int = 1,
+) -> Program:
     """The program with its derivatives up to ``order`` with respect to ``wrt`` (default:
     every input), each a statement (``d2f_dxdy``); mixed ones once (∂²f/∂x∂y = ∂²f/∂y∂x).
     Shapes come from ``bindings`` or the inputs' defaults."""
@@ -78,15 +83,21 @@ def derivative_program(graph: Graph, bindings: Mapping | None = None, of: str | 
         )
     base = graph.display_name(out)
     base = base if base.isidentifier() else "out"
-    derived: Derived = grad_graph(graph, out, wrt, shapes,
-                                  names_for={w: _name(base, (w,)) for w in wrt})
+    derived: Derived = grad_graph(
+        graph, out, wrt, shapes, names_for={w: _name(base, (w,)) for w in wrt}
+    )
     current = derived.graph
     derivatives = {(w,): derived.gradients[w] for w in wrt}
     for k in range(2, order + 1):
         for names, holder in [(n, h) for n, h in derivatives.items() if len(n) == k - 1]:
             later = [w for w in wrt if wrt.index(w) >= wrt.index(names[-1])]
-            step = grad_graph(current, current.names[holder], later, shapes,
-                              names_for={w: _name(base, (*names, w)) for w in later})
+            step = grad_graph(
+                current,
+                current.names[holder],
+                later,
+                shapes,
+                names_for={w: _name(base, (*names, w)) for w in later},
+            )
             current = step.graph
             derivatives.update({(*names, w): step.gradients[w] for w in later})
     return Program(current, graph.display_name(out), order, derivatives)
@@ -121,8 +132,13 @@ def _labels(name: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{name}[{', '.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
 
 
-def hessian(graph: Graph, bindings: Mapping | None = None, of: str | None = None,
-            wrt: list[str] | None = None, vector: Mapping | None = None) -> dict:
+def hessian(
+    graph: Graph,
+    bindings: Mapping | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    vector: Mapping | None = None,
+) -> dict:
     """The matrix of second derivatives of the output with respect to the inputs ``wrt``
     (default: all), by forward mode over the derivative program: one pass per input element
     (forward-over-reverse, as JAX's ``hessian``). Tensor inputs count element by element, in
@@ -169,8 +185,13 @@ def hessian(graph: Graph, bindings: Mapping | None = None, of: str | None = None
     return report
 
 
-def jacobian(graph: Graph, bindings: Mapping | None = None, of: str | None = None,
-             wrt: list[str] | None = None, mode: str = "auto") -> dict:
+def jacobian(
+    graph: Graph,
+    bindings: Mapping | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    mode: str = "auto",
+) -> dict:
     """The Jacobian of the output (any shape) with respect to each input in ``wrt``: per
     input, an array of shape ``output.shape + input.shape``. By rows (reverse mode: one pass
     per output element) or by columns (forward mode: one pass per input element), whichever
@@ -228,8 +249,9 @@ def tangents_report(graph: Graph, bindings: Mapping | None, tangents: Mapping) -
     from .passes.jvp import jvp
 
     if not tangents:
-        raise UsageError("forward mode needs a direction",
-                         hints=["give a tangent per input: --tangent x=1"])
+        raise UsageError(
+            "forward mode needs a direction", hints=["give a tangent per input: --tangent x=1"]
+        )
     values = forward(graph, _checked(graph, bindings))
     t = jvp(graph, values, tangents)
     named = graph.named_nodes()

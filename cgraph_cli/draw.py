@@ -145,9 +145,12 @@ def frames_folder(graph: Graph, of: str | None, folder, force: bool = False):
     return folder
 
 
-def write_frames(graph: Graph, result, folder, fmt: str = "png", precision: int = 4) -> list:
+def write_frames(
+    graph: Graph, result, folder, fmt: str = "png", precision: int = 4, on_frame=None
+) -> list:
     """One diagram per step of the backward pass: frame k shows the gradients of the first k
-    nodes the pass reaches (the output first); the others show "?". Returns the paths."""
+    nodes the pass reaches (the output first); the others show "?". Returns the paths.
+    ``on_frame()`` is called after each frame (a progress bar)."""
     import math
     from pathlib import Path
 
@@ -174,4 +177,6 @@ def write_frames(graph: Graph, result, folder, fmt: str = "png", precision: int 
         except OSError as e:
             raise cannot_write(path, e) from None
         paths.append(path)
+        if on_frame is not None:
+            on_frame()
     return paths

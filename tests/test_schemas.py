@@ -24,14 +24,26 @@ CASES = [
     ("diff-tensor", ["diff", "sample:mlp"], 0, lambda d: "sum_to" in d["program"]),
     ("hessian", ["hessian", "f = x^2 * y", "x=1", "y=2"], 0, lambda d: d["hessian"][0][0] == 4),
     ("hessian-tensor", ["hessian", "f = sum(x^3)", "x=[1, 2]"], 0, lambda d: "shapes" in d),
-    ("hessian-hvp", ["hessian", "f = x^2 * y", "x=1", "y=2", "--vector", "x=1"], 0,
-     lambda d: d["hvp"]["x"] == 4),
+    (
+        "hessian-hvp",
+        ["hessian", "f = x^2 * y", "x=1", "y=2", "--vector", "x=1"],
+        0,
+        lambda d: d["hvp"]["x"] == 4,
+    ),
     ("jvp", ["jvp", "sample:seed", "--tangent", "x=1"], 0, lambda d: d["jvp"] == -3),
-    ("jvp-tensor", ["jvp", "y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]", "-t", "x=[1,0]"], 0,
-     lambda d: d["jvp"] == [1, 3]),
+    (
+        "jvp-tensor",
+        ["jvp", "y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]", "-t", "x=[1,0]"],
+        0,
+        lambda d: d["jvp"] == [1, 3],
+    ),
     ("jacobian", ["jacobian", "y = softmax(z)", "z=[1,2,3]"], 0, lambda d: d["mode"] == "reverse"),
-    ("jacobian-forward", ["jacobian", "y = x * W", "W=[[1,2],[3,4]]", "x=2", "--wrt", "x"], 0,
-     lambda d: d["mode"] == "forward" and d["passes"] == 1),
+    (
+        "jacobian-forward",
+        ["jacobian", "y = x * W", "W=[[1,2],[3,4]]", "x=2", "--wrt", "x"],
+        0,
+        lambda d: d["mode"] == "forward" and d["passes"] == 1,
+    ),
     ("eval-scalar", ["eval", "g = (x + y) * z", "x=1", "y=3", "z=-3"], 0, None),
     ("eval-all", ["eval", "sample:neuron", "--all"], 0, None),
     ("eval-unnamed", ["eval", "x * 2 + 1", "x=3"], 0, lambda d: d["output"] == "x * 2 + 1"),
@@ -261,6 +273,4 @@ def test_schema_of_an_unknown_name_is_a_usage_error(cli, name, hints):
     assert result.stderr.startswith(f"cgraph: error: no schema named '{name}'\n")
     for hint in hints:
         assert hint in result.stderr
-    assert "help: the commands that print JSON: " + ", ".join(schemas.names()) in (
-        result.stderr
-    )
+    assert "help: the commands that print JSON: " + ", ".join(schemas.names()) in (result.stderr)

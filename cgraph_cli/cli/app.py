@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import MutableMapping
 
 import click
 
@@ -42,16 +43,48 @@ def print_error(text: str, located: bool = False) -> None:
     click.echo(text, err=True, color=output.color_for(sys.stderr))
 
 
+def _color_in(args: list[str]) -> str | None:
+    """The value of the last ``--color`` in ``args``, if it is a valid one.
+
+    >>> _color_in(["eval", "x", "--color", "never", "--bogus"]), _color_in(["--color=always"])
+    ('never', 'always')
+    """
+    found = None
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = arg[len("--color=") :] if arg.startswith("--color=") else None
+        if arg == "--color" and i + 1 < len(args):
+            value = args[i + 1]
+        if value in ("auto", "always", "never"):
+            found = value
+    return found
+
+
+# click >= 8.2 raises this for `cgraph` without a command; older versions print the help.
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class Group(click.Group):
     """Turns every library error into its message on stderr and its exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = sys.argv[1:] if args is None else list(args)
+        output.settings.reset()
+        # --color also for a usage error, which click raises before any option's callback runs
+        output.settings.color = _color_in(args) or "auto"
+        if any(k.endswith("_COMPLETE") for k in os.environ):  # a shell asks for completions
+            from . import completion  # noqa: F401  (cgraph's completers replace click's)
         try:
             code = super().main(
                 args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
             )
+        except NO_ARGS_IS_HELP as e:  # `cgraph` alone: the help, on stderr as click does
+            click.echo(e.ctx.get_help(), err=True, color=output.color_for(sys.stderr))
+            code = e.exit_code
         except click.UsageError as e:  # click's own: bad option, missing argument
-            command = e.ctx.command_path if e.ctx else "cgraph"
+            # click's parser leaves ctx out of "Option '--of' requires an argument."
+            command = e.ctx.command_path if e.ctx else self._path(prog_name or "cgraph", args)
             print_error(f"error: {e.format_message()}\nhelp: see '{command} --help'")
             code = e.exit_code
         except click.ClickException as e:
@@ -65,6 +98,12 @@ class Group(click.Group):
         if standalone_mode:
             sys.exit(code)
         return code
+
+    def _path(self, prog_name: str, args: list[str]) -> str:
+        """``cgraph eval`` for ``eval x --of``: the group takes no option with a value, so its
+        first other argument names the command."""
+        name = next((a for a in args if not a.startswith("-")), None)
+        return f"{prog_name} {name}" if name in self.commands else prog_name
 
     def invoke(self, ctx: click.Context):
         try:
@@ -131,12 +170,59 @@ def run() -> None:
     main(prog_name="cgraph")
 
 
-def _register() -> None:
-    from . import checks, completion, derivatives, draw, explain, help, run, samples, schema
+# Command name -> "module:attribute" in this package: a command's module is imported when the
+# command runs (or its help is shown), so `cgraph eval` does not import the diagram or checks
+# modules (click's "Lazily Loading Subcommands", kept behind the usual ``main.commands``).
+LAZY_COMMANDS = {
+    "eval": "compute:eval_command",
+    "grad": "compute:grad_command",
+    "diff": "derivatives:diff_command",
+    "hessian": "derivatives:hessian_command",
+    "jvp": "derivatives:jvp_command",
+    "jacobian": "derivatives:jacobian_command",
+    "render": "draw:render_command",
+    "dot": "draw:dot_command",
+    "show": "draw:show_command",
+    "check": "checks:check_command",
+    "gradcheck": "checks:gradcheck_command",
+    "explain": "explain:explain_command",
+    "samples": "samples:samples_command",
+    "schema": "schema:schema_command",
+    "completion": "completion:completion_command",
+    "help": "help:help_command",
+}
 
-    for module in (run, derivatives, draw, checks, explain, samples, schema, completion, help):
-        for command in module.COMMANDS:
-            main.add_command(command)
+
+class LazyCommands(MutableMapping):
+    """``main.commands``: name -> command, importing a command's module on first access.
+
+    >>> commands = LazyCommands({"samples": "samples:samples_command"})
+    >>> list(commands), commands["samples"].name
+    (['samples'], 'samples')
+    """
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self._entries: dict[str, click.Command | str] = dict(table)
+
+    def __getitem__(self, name: str) -> click.Command:
+        entry = self._entries[name]
+        if isinstance(entry, str):
+            module, attribute = entry.split(":")
+            entry = getattr(__import__(f"{__package__}.{module}", fromlist=[attribute]), attribute)
+            self._entries[name] = entry
+        return entry
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._entries[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
-_register()
+main.commands = LazyCommands(LAZY_COMMANDS)

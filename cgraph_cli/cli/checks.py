@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -93,13 +94,13 @@ def check_command(
     Examples:
       cgraph check sample:seed --expect g=-12 --expect-grad x=-3 --expect-grad z=4
       cgraph check sample:neuron --expect o=0.7071 --rtol 1e-4
-      cgraph check --spec checks.toml --junit report.xml
+      cgraph check --spec sample:checks.toml --junit report.xml
 
     A spec file holds [[case]] tables: name, file (relative to the spec, and inside its
     folder) or program, bindings, of, expect, expect_grad, rtol, atol (see the README;
-    `cgraph samples checks.toml` prints one). Every case runs: one that cannot (a syntax
-    error, a missing file, log(-1)) is reported as an error of that case, and the exit code
-    is 1.
+    `cgraph samples checks.toml` prints the one that --spec sample:checks.toml runs, over
+    the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
+    is reported as an error of that case, and the exit code is 1.
     """
     from ..checks import (
         Case,
@@ -120,6 +121,7 @@ def check_command(
     if spec:
         if args or expr or file_ or expect or expect_grad:
             raise UsageError("--spec runs the spec's cases: give no program or expectations too")
+        spec = _spec_path(spec)
         runs = run_cases(load_spec(spec))
     else:
         if not expect and not expect_grad:
@@ -155,6 +157,21 @@ def check_command(
         output.write_bytes(junit_xml(runs, Path(spec).stem if spec else "cgraph"), junit)
     if not all(run.ok for run in runs):
         raise click.exceptions.Exit(1)
+
+
+def _spec_path(spec: str) -> str:
+    """``--spec sample:checks.toml``: the checks file shipped with the samples (whose cases
+    name the sample programs beside it), as SOURCE takes ``sample:NAME``."""
+    if not spec.startswith("sample:") or os.path.exists(spec):
+        return spec
+    from ..sources import samples_folder
+
+    name = spec.removeprefix("sample:")
+    if name != "checks.toml":
+        raise UsageError(
+            f"no checks file named '{spec}'", hints=["the samples have one: sample:checks.toml"]
+        )
+    return str(samples_folder() / name)
 
 
 def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) -> str:
@@ -226,7 +243,11 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     help="Finite-difference step, relative: h = eps·max(1, |x|).",
 )
 @click.option(
-    "--rtol", type=FiniteFloat(0), default=1e-5, show_default=True, help="Relative tolerance."
+    "--rtol",
+    type=FiniteFloat(0),
+    default=1e-5,
+    show_default=True,
+    help="Relative tolerance: |analytic - numeric| <= atol + rtol·max(|analytic|, |numeric|).",
 )
 @click.option(
     "--atol", type=FiniteFloat(0), default=1e-7, show_default=True, help="Absolute tolerance."

@@ -43,16 +43,23 @@ def _emit(fmt: str, report: dict, schema: str, text) -> None:
         output.write_rich(text())
 
 
-@click.command("diff", short_help="Print the derivative program: the gradient as code.",
-               epilog=EXIT_CODES)
+@click.command(
+    "diff", short_help="Print the derivative program: the gradient as code.", epilog=EXIT_CODES
+)
 @source_options
 @of_option
 @wrt_option
-@click.option("--order", type=click.IntRange(1, 4), default=1, show_default=True, metavar="N",
-              help="Derivatives up to order N (d2f_dx2, d2f_dxdy...), for inputs that are "
-                   "numbers.")
-@format_option(["text", "json"], "text", "The program as text, or JSON with the names of "
-               "the derivatives.")
+@click.option(
+    "--order",
+    type=click.IntRange(1, 4),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Derivatives up to order N (d2f_dx2, d2f_dxdy...), for inputs that are numbers.",
+)
+@format_option(
+    ["text", "json"], "text", "The program as text, or JSON with the names of the derivatives."
+)
 @output_option
 @common_options
 def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, fmt):
@@ -89,21 +96,24 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, fmt):
         output.write_text(text, nl=False)
 
 
-@click.command("hessian", short_help="Print the matrix of second derivatives.",
-               epilog=EXIT_CODES)
+@click.command("hessian", short_help="Print the matrix of second derivatives.", epilog=EXIT_CODES)
 @source_options
 @of_option
 @wrt_option
-@click.option("--vector", "vector", multiple=True, metavar="NAME=VALUE",
-              help="Only the Hessian-vector product along this direction (repeatable, one "
-                   "per input; the others 0): one pass, for large inputs.")
+@click.option(
+    "--vector",
+    "vector",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Only the Hessian-vector product along this direction (repeatable, one "
+    "per input; the others 0): one pass, for large inputs.",
+)
 @format_option(["text", "json"], "text")
 @precision_option("default: 4")
 @full_option
 @output_option
 @common_options
-def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fmt, precision,
-                    full):
+def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fmt, precision, full):
     """Print the Hessian: ∂²output/∂a∂b for every pair of inputs (for tensor inputs, every
     pair of elements). Forward mode over the derivative program, one pass per input element
     (forward-over-reverse, as JAX's hessian), or one pass for a Hessian-vector product.
@@ -132,11 +142,18 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
     _emit(fmt, report, "hessian", text)
 
 
-@click.command("jvp", short_help="Print forward-mode derivatives along a direction.",
-               epilog=EXIT_CODES)
+@click.command(
+    "jvp", short_help="Print forward-mode derivatives along a direction.", epilog=EXIT_CODES
+)
 @source_options
-@click.option("-t", "--tangent", "tangents", multiple=True, metavar="NAME=VALUE",
-              help="The direction: a tangent for an input (repeatable; the others are 0).")
+@click.option(
+    "-t",
+    "--tangent",
+    "tangents",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="The direction: a tangent for an input (repeatable; the others are 0).",
+)
 @format_option(["text", "json"], "text")
 @precision_option("default: exact")
 @full_option
@@ -165,21 +182,23 @@ def jvp_command(args, expr, file_, binds, bindings_file, tangents, fmt, precisio
     _emit(fmt, report, "jvp", text)
 
 
-@click.command("jacobian", short_help="Print the Jacobian of a tensor output.",
-               epilog=EXIT_CODES)
+@click.command("jacobian", short_help="Print the Jacobian of a tensor output.", epilog=EXIT_CODES)
 @source_options
 @of_option
 @wrt_option
-@click.option("--mode", type=click.Choice(["auto", "reverse", "forward"]), default="auto",
-              show_default=True, help="By rows (reverse mode) or columns (forward mode); auto: "
-                                      "whichever needs fewer passes.")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "reverse", "forward"]),
+    default="auto",
+    show_default=True,
+    help="By rows (reverse mode) or columns (forward mode); auto: whichever needs fewer passes.",
+)
 @format_option(["text", "json"], "text")
 @precision_option("default: 4")
 @full_option
 @output_option
 @common_options
-def jacobian_command(args, expr, file_, binds, bindings_file, of, wrt, mode, fmt, precision,
-                     full):
+def jacobian_command(args, expr, file_, binds, bindings_file, of, wrt, mode, fmt, precision, full):
     """Print the Jacobian of the output, any shape, with respect to each input: an array of
     shape output.shape + input.shape. Reverse mode takes one pass per output element, forward
     mode one per input element; the report says which ran and how many passes.

@@ -11,6 +11,7 @@ from .app import EXIT_CODES
 from .options import (
     common_options,
     no_grads_option,
+    no_values_option,
     of_option,
     output_option,
     precision_option,
@@ -18,6 +19,7 @@ from .options import (
 )
 
 IMAGE_TYPES = ["png", "svg", "pdf", "dot", "gv"]
+BIG_DIAGRAM = 100  # nodes; drawing one takes a second or more (400 nodes: about 6 s as PNG)
 
 
 def diagram_options(command):
@@ -41,7 +43,7 @@ def diagram_options(command):
                 help="Layout direction: left to right, top to bottom...",
             ),
             precision_option("default: 4"),
-            click.option("--no-values", is_flag=True, help="Leave out values (and gradients)."),
+            no_values_option,
             no_grads_option,
             click.option(
                 "--backward",
@@ -210,8 +212,11 @@ def render_command(
     kind = output_format(target, kind or kind_old)
     if kind in ("dot", "gv"):
         data = diagram.source.encode()
-    else:
+    elif diagram.nodes < BIG_DIAGRAM:
         data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
+    else:  # seconds to minutes of layout: say that something is happening
+        with output.progress(None, f"drawing {diagram.nodes} nodes"):
+            data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
     target = target or _default_output(graph.source.filename, kind)
     output.write_bytes(data, target)
     if target != "-":
@@ -276,7 +281,7 @@ def dot_command(
 @source_options
 @of_option
 @precision_option("default: 4")
-@click.option("--no-values", is_flag=True, help="Draw the structure only.")
+@no_values_option
 @no_grads_option
 @click.option(
     "--depth",

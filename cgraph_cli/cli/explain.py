@@ -84,8 +84,10 @@ def explain_command(
         output.write_text(to_text(steps, digits))
     if frames:
         from ..draw import write_frames
+        from ..explain import frame_order
 
-        written = write_frames(graph, result, frames, frames_format, digits)
+        with output.progress(len(frame_order(graph, result.output)), "frames") as advance:
+            written = write_frames(graph, result, frames, frames_format, digits, advance)
         output.note(f"wrote {len(written)} frames to {frames}")
 
 

@@ -245,6 +245,12 @@ def full_option(command):
     )(command)
 
 
+def no_values_option(command):
+    return click.option(
+        "--no-values", is_flag=True, help="Leave out values and gradients: the structure only."
+    )(command)
+
+
 def no_grads_option(command):
     return click.option("--no-grads", is_flag=True, help="Leave out gradients.")(command)
 

@@ -2,7 +2,8 @@
 the ``-o`` file, notes on stderr and progress bars.
 
 Colour follows ``--color auto|always|never``; with ``auto``, ``FORCE_COLOR`` turns it on,
-``NO_COLOR`` off, and otherwise it is on for a terminal only. When standard output is not a
+``NO_COLOR`` off, and otherwise it is on for a terminal only (an ``-o`` file is coloured by
+``--color always`` only). When standard output is not a
 terminal (a pipe, a file, a CI log), nothing is cut to a width or wrapped, and no line ends
 in spaces: the output is the same whatever the width of the terminal that started it.
 """
@@ -10,27 +11,39 @@ in spaces: the output is the same whatever the width of the terminal that starte
 from __future__ import annotations
 
 import os
+import re
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import click
 
 
-@dataclass
 class Settings:
-    color: str = "auto"  # auto, always, never
-    quiet: bool = False
-    output: str | None = None  # -o FILE; None or "-": standard output
+    """What the common options said, for the command being run (a plain class: no dataclass
+    at start-up)."""
+
+    __slots__ = ("color", "quiet", "output")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the defaults, before each command (a test runs many in one process)."""
+        self.color = "auto"  # auto, always, never
+        self.quiet = False
+        self.output: str | None = None  # -o FILE; None or "-": standard output
 
 
 settings = Settings()
 
 
 def color_for(stream) -> bool:
-    """Whether to colour what goes to ``stream``."""
+    """Whether to colour what goes to ``stream``. Standard output means the -o file when there
+    is one, which only ``--color always`` colours."""
     if settings.color != "auto":
         return settings.color == "always"
+    if stream is sys.stdout and _to_file():
+        return False
     if os.environ.get("FORCE_COLOR"):
         return True
     if os.environ.get("NO_COLOR"):
@@ -84,11 +97,14 @@ def write_rich(renderable, min_width: int = 0) -> None:
     laid out at its natural width, with no trailing spaces."""
     from rich.console import Console
 
-    tty = not _to_file() and _isatty(sys.stdout)
-    color = color_for(sys.stdout) and not _to_file()
-    if tty:
+    color = color_for(sys.stdout)
+    # no_color: rich would also read NO_COLOR itself, and drop the colours --color always asks for
+    if not _to_file() and _isatty(sys.stdout):
         console = Console(
-            highlight=False, color_system="auto" if color else None, force_terminal=color
+            highlight=False,
+            color_system="auto" if color else None,
+            force_terminal=color,
+            no_color=not color,
         )
         console.width = max(console.width, min_width)
         console.print(renderable)
@@ -102,12 +118,29 @@ def write_rich(renderable, min_width: int = 0) -> None:
         width=max(min_width, 10_000),
         color_system="standard" if color else None,
         force_terminal=color,
+        no_color=not color,
         soft_wrap=False,
     )
     console.print(renderable)
     lines = buffer.getvalue().split("\n")
-    text = "\n".join(line.rstrip() if not color else line for line in lines).rstrip("\n")
-    write_text(text)
+    write_text("\n".join(map(_rstrip, lines)).rstrip("\n"))
+
+
+_CODE_AT_END = re.compile(r"\x1b\[[0-9;]*m\Z")
+
+
+def _rstrip(line: str) -> str:
+    r"""``line`` without spaces at its end, even among colour codes (kept).
+
+    >>> _rstrip("ok  \x1b[0m  \x1b[0m "), _rstrip("x   ")
+    ('ok\x1b[0m\x1b[0m', 'x')
+    """
+    codes = []
+    line = line.rstrip(" ")
+    while (match := _CODE_AT_END.search(line)) is not None:
+        codes.append(match.group())
+        line = line[: match.start()].rstrip(" ")
+    return line + "".join(reversed(codes))
 
 
 def note(text: str) -> None:
@@ -119,16 +152,18 @@ def note(text: str) -> None:
 
 
 @contextmanager
-def progress(total: int, what: str):
-    """A progress bar on standard error for work that takes a while; hidden when standard
-    error is not a terminal and by -q. Yields a function to call once per unit done."""
-    if settings.quiet or total < 2 or not _isatty(sys.stderr):
+def progress(total: int | None, what: str):
+    """A progress bar on standard error for work that takes a while (``total`` units, or None:
+    a pulsing bar for work that cannot be counted); hidden when standard error is not a
+    terminal and by -q. Yields a function to call once per unit done."""
+    if settings.quiet or (total is not None and total < 2) or not _isatty(sys.stderr):
         yield lambda n=1: None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True, color_system="auto" if color_for(sys.stderr) else None)
+    color = color_for(sys.stderr)
+    console = Console(stderr=True, color_system="auto" if color else None, no_color=not color)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

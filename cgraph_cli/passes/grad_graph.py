@@ -142,7 +142,13 @@ def grad_graph(
     names = node_names(graph)
     out_name = names[out] if names[out].isidentifier() else "out"
     return _assemble(
-        graph, b, adj, _final_order(graph, out, reach), targets, f"d{out_name}", names,
+        graph,
+        b,
+        adj,
+        _final_order(graph, out, reach),
+        targets,
+        f"d{out_name}",
+        names,
         names_for or {},
     )
 

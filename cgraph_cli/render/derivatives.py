@@ -57,8 +57,9 @@ def hessian_table(report: dict, precision: int | None = None, full: bool = False
         table.add_row(labels[i], *(format_number(matrix[i][j], digits) for j in shown))
     parts = [table]
     if len(shown) < n:
-        parts.append(Text(f"  the first {MAX_SHOWN} of {n} rows and columns (--full shows all)",
-                          style="dim"))
+        parts.append(
+            Text(f"  the first {MAX_SHOWN} of {n} rows and columns (--full shows all)", style="dim")
+        )
     return Group(*parts, Text(""), Text("  ") + _value_line(report, digits))
 
 
@@ -78,9 +79,11 @@ def jacobian_table(report: dict, precision: int | None = None, full: bool = Fals
         shape = str(tuple(getattr(block, "shape", ())))
         table.add_row(name, shape, format_value(block, digits, full), end_section=True)
     passes = report["passes"]
-    how = Text(f"  {report['mode']} mode: {passes} pass{'es' if passes != 1 else ''} "
-               f"({'one per output element' if report['mode'] == 'reverse' else 'one per input element'})",
-               style="dim")
+    how = Text(
+        f"  {report['mode']} mode: {passes} pass{'es' if passes != 1 else ''} "
+        f"({'one per output element' if report['mode'] == 'reverse' else 'one per input element'})",
+        style="dim",
+    )
     return Group(table, how, Text(""), Text("  ") + _value_line(report, digits))
 
 
@@ -93,9 +96,13 @@ def tangents_table(report: dict, precision: int | None = None, full: bool = Fals
     table.add_column("tangent", justify="right")
     for name, value in report["values"].items():
         style = "bold" if name == report["output"] else None
-        table.add_row(name, format_value(value, digits, full, rows=""),
-                      format_value(report["node_tangents"][name], digits, full, rows=""),
-                      style=style)
-    direction = ", ".join(f"{n} = {format_value(v, digits, rows='')}"
-                          for n, v in report["tangents"].items())
+        table.add_row(
+            name,
+            format_value(value, digits, full, rows=""),
+            format_value(report["node_tangents"][name], digits, full, rows=""),
+            style=style,
+        )
+    direction = ", ".join(
+        f"{n} = {format_value(v, digits, rows='')}" for n, v in report["tangents"].items()
+    )
     return Group(Text(f"  direction: {direction}", style="dim"), table)

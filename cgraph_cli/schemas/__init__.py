@@ -20,8 +20,15 @@ import json
 
 # Each format's version: what its schema's "schema_version" const says.
 VERSIONS = {
-    "eval": 1, "grad": 1, "check": 1, "gradcheck": 1, "explain": 2, "diff": 1, "hessian": 1,
-    "jvp": 1, "jacobian": 1,
+    "eval": 1,
+    "grad": 1,
+    "check": 1,
+    "gradcheck": 1,
+    "explain": 2,
+    "diff": 1,
+    "hessian": 1,
+    "jvp": 1,
+    "jacobian": 1,
 }
 
 SUFFIX = ".schema.json"
