@@ -34,8 +34,10 @@ golden: $(STAMP)
 tables: $(STAMP)
 	$(BIN)/python cgraph_cli/grammar.py
 
+# ruff's rules and its formatting; a type checker joins them here.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
