@@ -23,7 +23,7 @@ from .ir import Graph, Node, validate
 from .parser import parse
 from .render.source import to_source
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch's dynamic version)
 
 __all__ = [
     "BindingError",
