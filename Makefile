@@ -39,8 +39,10 @@ tables: $(STAMP)
 man: $(STAMP)
 	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
 
+# ruff's rules and its formatting; a type checker joins them here.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

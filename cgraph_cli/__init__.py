@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch's dynamic version)
 
 # Public name -> the module that defines it: the one table of lazy imports (as sqlglot's
 # optimizer/__init__.py). A name is imported on first use, then kept in this module.

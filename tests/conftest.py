@@ -24,7 +24,10 @@ def cli():
     """Run `cgraph ARGS...` in-process; returns the click Result (stdout and stderr apart)."""
     from cgraph_cli.cli import main
 
-    runner = CliRunner()
+    try:  # click 8.1, the floor pyproject declares, mixes stderr into stdout unless told not to
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:  # click 8.2 dropped the option: stdout and stderr are always apart
+        runner = CliRunner()
 
     def invoke(*args: str, input: str | bytes | None = None):
         return runner.invoke(main, list(args), input=input, catch_exceptions=False)

@@ -25,8 +25,19 @@ from cgraph_cli.cli import main
 
 ESC = "\x1b["
 COMMANDS = sorted(main.commands)
-NUMBERS = {"eval", "grad", "render", "dot", "show", "check", "gradcheck", "explain", "hessian",
-           "jvp", "jacobian"}
+NUMBERS = {
+    "eval",
+    "grad",
+    "render",
+    "dot",
+    "show",
+    "check",
+    "gradcheck",
+    "explain",
+    "hessian",
+    "jvp",
+    "jacobian",
+}
 NAMED_OUTPUT = (NUMBERS - {"jvp"}) | {"diff"}  # the commands that take --of
 FORMATS = {
     "eval": ["text", "json", "plain"],

@@ -1,32 +1,99 @@
 """A non-editable `pip install .` into a fresh virtual environment works: the entry point runs,
 the parser's tables load from inside the installed package, and neither Lark nor a cache
-folder is needed."""
+folder is needed. The install is the README's CI recipe, run as written in a copy of the
+checkout."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import cgraph_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.install
 
+NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
+    ".git", ".venv", "__pycache__", ".hypothesis", ".ruff_cache", "build", "dist", "*.egg-info"
+)
+
+
+def ci_recipe() -> list[str]:
+    """The `run:` commands of the GitHub Actions workflow under "Use it in CI" in README.md."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("#### Use it in CI", 1)[1]
+    block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
+    assert block, "README.md: no yaml block under 'Use it in CI'"
+    runs = re.findall(r"^\s*(?:- )?run:\s*(.*)$", block.group(1), re.MULTILINE)
+    assert runs and all(r and r[0] not in "|>" for r in runs), runs  # one command a line
+    return runs
+
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-    pip = subprocess.run(
-        [str(where / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)],
-        capture_output=True,
-        text=True,
+def recipe(tmp_path_factory) -> dict:
+    """Run the README's CI recipe in a copy of the checkout, in a fresh virtual environment
+    (what actions/setup-python gives); its venv serves the other tests."""
+    checkout = tmp_path_factory.mktemp("checkout") / "cgraph"
+    shutil.copytree(ROOT, checkout, ignore=NOT_IN_A_CHECKOUT)
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = dict(os.environ, VIRTUAL_ENV=str(venv), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    env.pop("PYTHONPATH", None)
+    runs = [
+        (command, subprocess.run(command, shell=True, cwd=checkout, env=env, capture_output=True))
+        for command in ci_recipe()
+    ]
+    return {"venv": venv, "checkout": checkout, "runs": runs}
+
+
+@pytest.fixture(scope="module")
+def venv(recipe) -> Path:
+    assert recipe["runs"][0][0] == "pip install ."
+    return recipe["venv"]
+
+
+def test_the_readme_ci_recipe_runs_as_written(recipe):
+    for command, done in recipe["runs"]:
+        assert done.returncode == 0, f"{command}\n{done.stdout.decode()}{done.stderr.decode()}"
+    report = (recipe["checkout"] / "cgraph-report.xml").read_text()
+    assert "<testsuite" in report and 'failures="0"' in report
+
+
+def test_installed_version_is_the_package_version(venv, tmp_path):
+    """`cgraph --version`, the installed metadata and `cgraph_cli.__version__` agree."""
+    code = (
+        "import importlib.metadata as m, cgraph_cli; "
+        "print(m.version('cgraph-cli'), cgraph_cli.__version__)"
     )
-    assert pip.returncode == 0, pip.stdout + pip.stderr
-    return where
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.stdout.split() == [cgraph_cli.__version__] * 2, proc.stderr
+    proc = subprocess.run(
+        [str(venv / "bin" / "cgraph"), "--version"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.stdout == f"cgraph, version {cgraph_cli.__version__}\n"
+
+
+def test_the_license_ships_in_the_wheel(venv, tmp_path):
+    code = (
+        "import importlib.metadata as m; d = m.distribution('cgraph-cli'); "
+        "print(d.metadata['License-Expression']); "
+        "print(*[f.name for f in d.files if f.name == 'LICENSE'])"
+    )
+    proc = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.stdout.split() == ["MIT", "LICENSE"], proc.stderr
 
 
 def test_installed_command_runs_a_sample(venv, tmp_path):

@@ -1,7 +1,8 @@
 """DOT text -> PNG, SVG or PDF bytes, with Graphviz's ``dot`` or the ``graphviz-pure`` package.
 
 ``dot`` is used where it is on PATH; otherwise ``graphviz-pure`` (a self-contained port of
-``dot`` installed with cgraph), which draws PNG and SVG but not PDF.
+``dot`` that cgraph installs where it has wheels: Linux, macOS and Windows on x86-64 and ARM64),
+which draws PNG and SVG but not PDF.
 
 >>> sorted(FORMATS)
 ['dot', 'gv', 'pdf', 'png', 'svg']
@@ -9,6 +10,7 @@
 
 from __future__ import annotations
 
+import platform
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,29 @@ RENDERERS = ("auto", "dot", "graphviz-pure")
 _CAN = {"dot": frozenset({"png", "svg", "pdf"}), "graphviz-pure": frozenset({"png", "svg"})}
 PNG_MAX_PIXELS = 30000
 INSTALL_DOT = "install Graphviz: apt-get install graphviz, brew install graphviz, or graphviz.org"
+# Where graphviz-pure has wheels (it has no sdist): the environment markers in pyproject.toml.
+PURE_PLATFORMS = frozenset(
+    {
+        ("linux", "x86_64"),
+        ("linux", "aarch64"),
+        ("darwin", "x86_64"),
+        ("darwin", "arm64"),
+        ("win32", "AMD64"),
+        ("win32", "ARM64"),
+    }
+)
+
+
+def pure_installable(system: str | None = None, machine: str | None = None) -> bool:
+    """Whether ``pip install graphviz-pure`` works on this platform (``sys.platform``,
+    ``platform.machine()``), so whether a message may suggest it.
+
+    >>> pure_installable("linux", "x86_64"), pure_installable("linux", "ppc64le")
+    (True, False)
+    """
+    system = sys.platform if system is None else system
+    machine = platform.machine() if machine is None else machine
+    return (system, machine) in PURE_PLATFORMS
 
 
 @dataclass(frozen=True)
@@ -71,14 +96,17 @@ def choose(fmt: str, preference: str = "auto") -> Renderer:
         problem = f"the renderer {preference!r} is not installed"
     else:
         problem = f"no installed renderer can write {fmt.upper()}"
+    pure = pure_installable()
     hints = [
-        INSTALL_DOT
-        if fmt == "pdf" or preference == "dot"
-        else "pip install graphviz-pure (PNG and SVG), or " + INSTALL_DOT
+        "pip install graphviz-pure (PNG and SVG), or " + INSTALL_DOT
+        if pure and fmt != "pdf" and preference != "dot"
+        else INSTALL_DOT
     ]
+    if not pure and preference == "graphviz-pure":
+        hints.insert(0, f"graphviz-pure has no build for {sys.platform} {platform.machine()}")
     hints.append(
         ".dot files work everywhere"
-        + (", and .png and .svg work with graphviz-pure" if fmt == "pdf" else "")
+        + (", and .png and .svg work with graphviz-pure" if fmt == "pdf" and pure else "")
     )
     raise UsageError(problem, hints=hints)
 
