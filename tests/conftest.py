@@ -19,15 +19,20 @@ def update_golden(request) -> bool:
     return request.config.getoption("--update-golden")
 
 
+def make_runner() -> CliRunner:
+    """A CliRunner keeping stdout and stderr apart, on every click pyproject allows."""
+    try:  # click 8.1, the floor pyproject declares, mixes stderr into stdout unless told not to
+        return CliRunner(mix_stderr=False)
+    except TypeError:  # click 8.2 dropped the option: stdout and stderr are always apart
+        return CliRunner()
+
+
 @pytest.fixture
 def cli():
     """Run `cgraph ARGS...` in-process; returns the click Result (stdout and stderr apart)."""
     from cgraph_cli.cli import main
 
-    try:  # click 8.1, the floor pyproject declares, mixes stderr into stdout unless told not to
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:  # click 8.2 dropped the option: stdout and stderr are always apart
-        runner = CliRunner()
+    runner = make_runner()
 
     def invoke(*args: str, input: str | bytes | None = None):
         return runner.invoke(main, list(args), input=input, catch_exceptions=False)

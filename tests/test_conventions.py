@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
+from conftest import make_runner
 
 from cgraph_cli.cli import main
 
@@ -79,7 +79,7 @@ on_posix = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals 
 
 
 def run(*args: str, input: str | None = None, env: dict | None = None):
-    return CliRunner().invoke(main, list(args), input=input, env={**NO_COLOR_ENV, **(env or {})})
+    return make_runner().invoke(main, list(args), input=input, env={**NO_COLOR_ENV, **(env or {})})
 
 
 def options(name: str) -> dict[str, click.Option]:
@@ -247,7 +247,7 @@ def test_an_output_file_is_not_coloured_unless_asked(tmp_path):
 
 
 def test_options_do_not_carry_over_from_one_run_to_the_next():
-    runner = CliRunner()
+    runner = make_runner()
     runner.invoke(main, [*FAILING, "--color", "always", "-q"], env=NO_COLOR_ENV)
     after = runner.invoke(main, ["eval", "--bogus"], env=NO_COLOR_ENV)
     assert ESC not in after.stderr
