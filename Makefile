@@ -33,7 +33,7 @@ golden: $(STAMP)
 
 # After editing grammars/cgraph.lark: rebuild the parser's tables (cgraph_cli/_tables.py).
 tables: $(STAMP)
-	$(BIN)/python cgraph_cli/grammar.py
+	$(BIN)/python cgraph_cli/parse/build.py
 
 # After changing a command, an option or a help text: rewrite the man pages (docs/man/*.1).
 man: $(STAMP)

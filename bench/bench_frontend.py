@@ -35,7 +35,7 @@ def program(statements: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-MICROGRAD = '''\
+MICROGRAD = """\
 import sys, threading
 from micrograd.engine import Value
 sys.setrecursionlimit(10**7)
@@ -51,7 +51,7 @@ def main():
 t = threading.Thread(target=main)
 t.start()
 t.join()
-'''
+"""
 
 
 def micrograd_script(statements: int) -> str:
@@ -92,13 +92,19 @@ def phases(text: str, runs: int) -> dict[str, float]:
         Console(file=io.StringIO(), width=200).print(gradient_table(grad_report(result)))
 
     output_s, _ = best(output)
-    return {"scan": scan_s, "parse+build": parse_s, "passes": passes_s, "output": output_s,
-            "tokens": tokens}
+    return {
+        "scan": scan_s,
+        "parse+build": parse_s,
+        "passes": passes_s,
+        "output": output_s,
+        "tokens": tokens,
+    }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--statements", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
@@ -111,13 +117,19 @@ def main() -> None:
     start = wall([sys.executable, "-c", "import cgraph_cli.cli"], args.runs)
     ours = wall([cgraph, "grad", str(source)], args.runs)
     p = phases(text, args.runs)
-    print(f"{n:,} statements, {2 * n + 2:,} nodes, {p['tokens']:,} tokens; python "
-          f"{sys.version.split()[0]}, best of {args.runs}\n")
+    print(
+        f"{n:,} statements, {2 * n + 2:,} nodes, {p['tokens']:,} tokens; python "
+        f"{sys.version.split()[0]}, best of {args.runs}\n"
+    )
     print(f"  start (interpreter + import)  {start * 1e3:8.1f} ms")
-    print(f"  scan                          {p['scan'] * 1e3:8.1f} ms  "
-          f"({p['scan'] / p['tokens'] * 1e9:.0f} ns/token)")
-    print(f"  parse+build (scan included)   {p['parse+build'] * 1e3:8.1f} ms  "
-          f"({p['parse+build'] / p['tokens'] * 1e9:.0f} ns/token)")
+    print(
+        f"  scan                          {p['scan'] * 1e3:8.1f} ms  "
+        f"({p['scan'] / p['tokens'] * 1e9:.0f} ns/token)"
+    )
+    print(
+        f"  parse+build (scan included)   {p['parse+build'] * 1e3:8.1f} ms  "
+        f"({p['parse+build'] / p['tokens'] * 1e9:.0f} ns/token)"
+    )
     print(f"  passes (forward, reverse)     {p['passes'] * 1e3:8.1f} ms")
     print(f"  output (the table)            {p['output'] * 1e3:8.1f} ms")
     print(f"\n  cgraph grad, end to end       {ours * 1e3:8.1f} ms")
@@ -131,9 +143,14 @@ def main() -> None:
     theirs = wall([sys.executable, str(script)], args.runs)
     compile_s = min(
         (lambda t: (compile(script.read_text(), "s", "exec"), time.perf_counter() - t)[1])(
-            time.perf_counter()) for _ in range(args.runs))
-    print(f"  micrograd, same program       {theirs * 1e3:8.1f} ms  (of it, Python's compile: "
-          f"{compile_s * 1e3:.1f} ms)")
+            time.perf_counter()
+        )
+        for _ in range(args.runs)
+    )
+    print(
+        f"  micrograd, same program       {theirs * 1e3:8.1f} ms  (of it, Python's compile: "
+        f"{compile_s * 1e3:.1f} ms)"
+    )
     print(f"\n  ratio cgraph / micrograd      {ours / theirs:8.2f}")
     del statistics
 

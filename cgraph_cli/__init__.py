@@ -20,6 +20,11 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch's dynamic version)
 
+# The parser is a package and a function both called parse: importing the package would make
+# `cgraph_cli.parse` the package. Bound here first, it stays the function (every command
+# parses, so nothing is lost at start-up).
+from .parse import parse  # noqa: E402
+
 # Public name -> the module that defines it: the one table of lazy imports (as sqlglot's
 # optimizer/__init__.py). A name is imported on first use, then kept in this module.
 _LAZY = {
@@ -40,7 +45,6 @@ _LAZY = {
     "Graph": "ir",
     "Node": "ir",
     "validate": "ir",
-    "parse": "parser",
     "to_source": "render.source",
 }
 
@@ -56,7 +60,6 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
         UsageError,
     )
     from .ir import Graph, Node, validate
-    from .parser import parse
     from .passes.evaluate import forward
     from .passes.jvp import jvp
     from .passes.vjp import vjp

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .ir import Graph, resolve_name
-from .parser import parse
+from .parse import parse
 from .passes.evaluate import forward
 from .passes.vjp import vjp
 

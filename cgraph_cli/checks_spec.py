@@ -135,7 +135,7 @@ def _load_case(
         where.tolerance(table, "atol", k, atol),
     )
     try:  # the program's own errors are the case's result, not a mistake in the spec
-        from .parser import parse
+        from .parse import parse
         from .sources import read_file
 
         source = read_file(path) if path else Source(program, f"{where.source.filename}[{name}]")

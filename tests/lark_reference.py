@@ -1,5 +1,5 @@
 """Lark's own lexer and parser over cgraph's grammar: the reference that cgraph's scanner and
-LALR driver (cgraph_cli/parser.py) are held to.
+LALR driver (cgraph_cli/parse/) are held to.
 
 Lark's basic lexer tokenizes; a post-lexer drops a newline inside ( ) or [ ], where a statement
 continues (as in Python; the one rule of the language that is not in the grammar file);
@@ -12,9 +12,9 @@ from __future__ import annotations
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 
 from cgraph_cli.errors import ParseError, Source
-from cgraph_cli.grammar import lark_parser
-from cgraph_cli.parser import UnexpectedInput, parse
-from cgraph_cli.reader import Reader
+from cgraph_cli.parse import UnexpectedInput, parse
+from cgraph_cli.parse.build import lark_parser
+from cgraph_cli.parse.reader import Reader
 
 
 class BracketNewlines:

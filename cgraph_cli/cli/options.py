@@ -257,7 +257,7 @@ def no_grads_option(command):
 
 def load(args, expr, file_, binds, bindings_file):
     """The parsed program and its bindings (command line over file over source defaults)."""
-    from ..parser import parse
+    from ..parse import parse
     from ..sources import command_line_bindings, load_bindings, read_program
 
     if expr is None and file_ is None:

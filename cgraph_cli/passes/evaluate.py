@@ -75,6 +75,19 @@ class FloatProgram:
 
 
 def _partials(op, args, graph: Graph):
+    needs = tuple(graph.ops[a] is not CONST for a in args)
+    key = (op.name, needs)
+    found = _PARTIALS.get(key)
+    if found is None:
+        found = _PARTIALS[key] = _derive_partials(op, needs)
+    return found
+
+
+_PARTIALS: dict = {}  # (op name, which arguments need a gradient) -> what the loop reads
+
+
+def _derive_partials(op, needs: tuple[bool, ...]):
+    """The reverse loop's form of an op's partials, derived once from its rules."""
     if not op.differentiable:
         return (0.0,) * op.arity
     if swaps_arguments(op):
@@ -82,7 +95,7 @@ def _partials(op, args, graph: Graph):
     constant = constant_partials(op)
     if constant is not None:
         return constant
-    return partials_function(op, tuple(graph.ops[a] is not CONST for a in args))
+    return partials_function(op, needs)
 
 
 def compile_program(graph: Graph) -> FloatProgram:

@@ -11,9 +11,9 @@ import difflib
 import math
 from typing import NamedTuple
 
-from .errors import ParseError, Source, Span, shorten
-from .ir import Graph, GraphBuilder
-from .ops import CONST, FUNCTIONS, OPS, OpSpec
+from ..errors import ParseError, Source, Span, shorten
+from ..ir import Graph, GraphBuilder
+from ..ops import CONST, FUNCTIONS, OPS, OpSpec
 
 MAX_AXES = 64  # NumPy's limit on a tensor's axes
 _AUGMENTED = {"+=": OPS["add"], "-=": OPS["sub"], "*=": OPS["mul"], "/=": OPS["div"]}
@@ -383,6 +383,6 @@ def _flat(rows: list):
 
 
 def _to_array(rows: list):
-    from .arrays import np
+    from ..arrays import np
 
     return np.array(rows, dtype=float)

@@ -1,4 +1,4 @@
-"""The parser's tables, generated from grammars/cgraph.lark by cgraph_cli/grammar.py.
+"""The parser's tables, generated from grammars/cgraph.lark by cgraph_cli/parse/build.py.
 
 Do not edit: `make tables` writes this file, and a test rebuilds it from the grammar
 with Lark and requires it to be equal."""
@@ -234,3 +234,5 @@ END = 19
 PATTERN = '(?=(?P<_IGNORED>(?:#[^\r\n]*|\\\\[\t \x0c]*(\r\n?|\n)|[\t \x0c]+)*))(?P=_IGNORED)(?:(?P<NUMBER>([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?)|(?P<_NL>((\r\n?|\n)[\t \x0c]*)+)|(?P<NAME>(?!\\d)\\w+)|(?P<AUGOP>(?:\\+=|\\-=|\\*=|/=))|(?P<POW>(?:\\*\\*|\\^))|(?P<EQEQ>==)|(?P<LESSEQ><=)|(?P<MOREEQ>>=)|(?P<NOTEQ>!=)|(?P<AT>@)|(?P<COLON>:)|(?P<COMMA>,)|(?P<EQUAL>=)|(?P<LESS><)|(?P<LPAR>\\()|(?P<LSQB>\\[)|(?P<MINUS>\\-)|(?P<MORE>>)|(?P<PLUS>\\+)|(?P<RPAR>\\))|(?P<RSQB>\\])|(?P<SLASH>/)|(?P<STAR>\\*)|(?P<_SEMI>;))'
 TRAILER = '(?=(?P<_IGNORED>(?:#[^\r\n]*|\\\\[\t \x0c]*(\r\n?|\n)|[\t \x0c]+)*))(?P=_IGNORED)'
 KEYWORDS = {'NAME': {'input': 'INPUT'}}
+FAST_PATTERN = '((?:[\t \x0c]+)?)((?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?:(?:\r\n?|\n)[\t \x0c]*)+|(?!\\d)\\w+|input|(?:\\+=|\\-=|\\*=|/=)|(?:\\*\\*|\\^)|==|<=|>=|!=|@|:|,|=|<|\\(|\\[|\\-|>|\\+|\\)|\\]|/|\\*|;)'
+STRINGS = {'input': 'INPUT', '<=': 'LESSEQ', '>=': 'MOREEQ', '==': 'EQEQ', '!=': 'NOTEQ', '<': 'LESS', '>': 'MORE', '+': 'PLUS', '-': 'MINUS', '*': 'STAR', '/': 'SLASH', '@': 'AT', ':': 'COLON', '[': 'LSQB', ']': 'RSQB', '=': 'EQUAL', ',': 'COMMA', '(': 'LPAR', ')': 'RPAR', ';': '_SEMI', '+=': 'AUGOP', '-=': 'AUGOP', '*=': 'AUGOP', '/=': 'AUGOP', '**': 'POW', '^': 'POW'}

@@ -2,12 +2,12 @@
 
 Lark reads ``grammars/cgraph.lark`` and computes the LALR(1) tables; :func:`build_tables` turns
 them into plain data and :func:`module_text` writes that data as the Python module
-``cgraph_cli/_tables.py``, which ships in the package. At run time cgraph imports only that
+``cgraph_cli/parse/tables.py``, which ships in the package. At run time cgraph imports only that
 module: it never imports Lark, never reads or writes a cache, and trusts no file outside the
 installed package. A test rebuilds the tables from the grammar and requires them to equal the
 shipped module, so the two cannot drift apart.
 
-    python -m cgraph_cli.grammar          # (make tables) rewrite cgraph_cli/_tables.py
+    python cgraph_cli/parse/build.py      # (make tables) rewrite cgraph_cli/parse/tables.py
 
 >>> build_tables()["keywords"]
 {'NAME': {'input': 'INPUT'}}
@@ -24,9 +24,9 @@ from pathlib import Path
 # helpers behind `*` and `+`) hands its children to the parent.
 CALL, PASS, SPLICE = 0, 1, 2
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 GRAMMAR = ROOT / "grammars" / "cgraph.lark"
-MODULE = Path(__file__).resolve().parent / "_tables.py"
+MODULE = Path(__file__).resolve().parent / "tables.py"
 
 
 def lark_parser(**options):
@@ -68,6 +68,35 @@ def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]
     return f"{atomic}(?:{body})", atomic, keywords
 
 
+def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
+    """For text with no comment and no line continuation, where only spaces lie between
+    tokens: one pattern whose two groups are the spaces and the token (``findall`` returns
+    them without a match object each), and the kind of every token written as a fixed
+    string (operators and keywords). The other tokens are names, numbers and newlines, told
+    apart by their first character."""
+    spaces = [
+        t.pattern.to_regexp()
+        for t in terminals
+        if t.name in ignore and re.fullmatch(t.pattern.to_regexp(), " ")
+    ]
+    kept = [t for t in terminals if t.name not in ignore]
+    ordered = sorted(
+        kept, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name)
+    )
+    plain = [re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp()) for t in ordered]
+    pattern = f"((?:{'|'.join(spaces)})?)({'|'.join(plain)})"
+    assert re.compile(pattern).groups == 2, pattern
+    strings = {t.pattern.value: t.name for t in kept if t.pattern.type == "str"}
+    for t in kept:  # a terminal that is one of a few strings (AUGOP: "+=" | "-=" ...)
+        regexp = t.pattern.to_regexp()
+        alternatives = re.fullmatch(r"\(\?:(.*)\)", regexp)
+        if t.pattern.type == "re" and alternatives:
+            values = [re.sub(r"\\(.)", r"\1", a) for a in alternatives.group(1).split("|")]
+            if all(re.fullmatch(r"[^\w\s]+", v) and re.fullmatch(regexp, v) for v in values):
+                strings.update(dict.fromkeys(values, t.name))
+    return pattern, strings
+
+
 def build_tables() -> dict:
     """Compile the grammar with Lark and flatten the result into plain data:
 
@@ -105,9 +134,9 @@ def build_tables() -> dict:
                 actions[str(sym)] = -1 - index[arg]
         states.append(actions)
     assert len(states) == len(table.states), "a state no walk from the start reaches"
-    pattern, trailer, keywords = scanner_parts(
-        parser.lexer_conf.terminals, parser.lexer_conf.ignore
-    )
+    terminals, ignore = parser.lexer_conf.terminals, parser.lexer_conf.ignore
+    pattern, trailer, keywords = scanner_parts(terminals, ignore)
+    fast, strings = fast_parts(terminals, ignore)
     return {
         "states": states,
         "rules": rules,
@@ -116,6 +145,8 @@ def build_tables() -> dict:
         "pattern": pattern,
         "trailer": trailer,
         "keywords": keywords,
+        "fast_pattern": fast,
+        "strings": strings,
     }
 
 
@@ -134,9 +165,9 @@ def _rule(rule) -> tuple[int, str | None, int, str, bool]:
 
 
 def module_text(tables: dict) -> str:
-    """The tables as the source of ``cgraph_cli/_tables.py``."""
+    """The tables as the source of ``cgraph_cli/parse/tables.py``."""
     lines = [
-        '"""The parser\'s tables, generated from grammars/cgraph.lark by cgraph_cli/grammar.py.',
+        '"""The parser\'s tables, generated from grammars/cgraph.lark by cgraph_cli/parse/build.py.',
         "",
         "Do not edit: `make tables` writes this file, and a test rebuilds it from the grammar",
         'with Lark and requires it to be equal."""',

@@ -1,0 +1,37 @@
+"""Program text -> graph IR: the pipeline of the front end.
+
+``tables`` (generated from ``grammars/cgraph.lark`` by ``build``), ``lexer`` (the scanner),
+``driver`` (the LALR loop), ``reader`` (the callbacks that build the graph and keep the
+program's name scope), ``messages`` (syntax errors in the user's words) and ``lookalike``
+(characters that look like ASCII syntax but are not).
+
+>>> g = parse("y = sin(x) ^ 2")
+>>> [n.op.name for n in g]
+['input', 'sin', 'const', 'pow']
+"""
+
+from __future__ import annotations
+
+from ..errors import Source
+from ..ir import Graph
+from .messages import UnexpectedInput
+
+
+def parse(text: str, filename: str = "<expr>") -> Graph:
+    """Parse a cgraph program into a :class:`~cgraph_cli.ir.Graph`.
+
+    Raises :class:`~cgraph_cli.errors.ParseError` (with the place) for any invalid program.
+    """
+    from .driver import parse_source
+
+    return parse_source(Source(text, filename))
+
+
+def scan(source: Source) -> int:
+    """The number of tokens in ``source`` (for benchmarks: the scanner alone)."""
+    from .lexer import scan as scan_tokens
+
+    return len(scan_tokens(source)[0])
+
+
+__all__ = ["UnexpectedInput", "parse", "scan"]

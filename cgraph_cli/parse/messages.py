@@ -1,0 +1,152 @@
+"""Syntax errors in the user's words: what the parser met, where, and what it wanted; the
+characters no token starts with, with a hint for look-alikes.
+
+>>> from cgraph_cli.parse import parse
+>>> try:
+...     parse("g = (x + ")
+... except UnexpectedInput as e:
+...     print(e.message)
+expected an expression after '+'
+"""
+
+from __future__ import annotations
+
+from ..errors import ParseError, Source, Span, line_col, shorten
+from ..ops import FUNCTIONS
+
+_TOKEN_WORDS = {
+    "$END": "the end of the program",
+    "_NL": "the end of the line",
+    "_SEMI": "';'",
+    "NAME": "name",
+    "NUMBER": "number",
+    "INPUT": "keyword",
+}
+
+
+class UnexpectedInput(ParseError):
+    """Text the grammar does not allow: a character no token starts with, or a token the
+    parser cannot take where it stands (as opposed to a valid parse the reader refuses)."""
+
+
+def describe_token(tok) -> str:
+    if tok.type in ("NAME", "NUMBER"):
+        return f"{_TOKEN_WORDS[tok.type]} '{shorten(tok.value)}'"
+    return _TOKEN_WORDS.get(tok.type) or f"'{tok.value}'"
+
+
+def bad_character(text: str, pos: int, source: Source) -> UnexpectedInput:
+    """The error for a character no token starts with, with a hint for look-alikes (a Unicode
+    minus, fullwidth digits, a non-breaking space) and stray backslashes."""
+    from .lookalike import describe, hint
+
+    char = text[pos]
+    span = Span(pos, pos + 1)
+    if char == "\\":
+        return UnexpectedInput(
+            "a '\\' continues a statement on the next line, so it must end its line",
+            span,
+            source,
+            hints=["delete it, or move what follows it to the next line"],
+        )
+    if char.isascii() and char.isprintable():
+        return UnexpectedInput(
+            f"unexpected character '{char}'",
+            span,
+            source,
+            hints=["names are letters, digits and '_'; numbers look like 3, 2.5, .5, 1e-3"],
+        )
+    import unicodedata
+
+    if unicodedata.combining(char):
+        return UnexpectedInput(
+            f"unexpected character {describe(char)}",
+            span,
+            source,
+            hints=["a combining accent: write the accented letter as one character (é, not e + ◌́)"],
+        )
+    help_line = hint(char) or (
+        "a control character cannot appear in a program"
+        if not char.isprintable()
+        else "names are letters, digits and '_'; numbers are written with the digits 0-9"
+    )
+    return UnexpectedInput(
+        f"unexpected character {describe(char)}", span, source, hints=[help_line]
+    )
+
+
+def syntax_error(
+    tok, expected: set[str], source: Source, seen: list, opened: list
+) -> UnexpectedInput:
+    """The parser met ``tok`` where it ``expected`` other terminals: say it in the user's words,
+    with the caret in place. ``seen`` are the tokens before it, ``opened`` the brackets still
+    open there."""
+    text = source.text
+    at_end = tok.type == "$END"
+    # At the end of the program the caret goes just after its last token (as Lark places it).
+    pos = (seen[-1].end_pos if seen else 0) if at_end else tok.start_pos
+    span = Span(pos, pos if at_end else tok.end_pos)
+    prev = seen[-1] if seen else None
+    ends_statement = at_end or tok.type in ("_NL", "_SEMI")
+    wants_expression = "NUMBER" in expected
+
+    if prev is not None and prev.type == "INPUT":
+        return UnexpectedInput(
+            "'input' declares inputs and cannot be a name",
+            span,
+            source,
+            hints=["write: input x = 1, y = 2  (or pick another name)"],
+        )
+    closer = {"LPAR": "RPAR", "LSQB": "RSQB"}.get(opened[-1].type) if opened else None
+    if ends_statement and closer in expected and not wants_expression:
+        opener = opened[-1]
+        line, col = line_col(text, opener.start_pos)
+        close = ")" if closer == "RPAR" else "]"
+        return UnexpectedInput(
+            f"expected '{close}' to close the '{opener.value}' at {line}:{col}", span, source
+        )
+    if wants_expression and "NAME" not in expected:
+        # Inside an array literal or an index: only numbers may be written there.
+        return UnexpectedInput(
+            f"expected a number, found {describe_token(tok)}",
+            span,
+            source,
+            hints=[
+                "array literals and indices hold numbers written in the program: "
+                "[1, 2], x[0], x[:, 1]"
+            ],
+        )
+    if wants_expression:
+        if prev is None or prev.type in ("_NL", "_SEMI"):
+            return UnexpectedInput(
+                f"expected a statement, found {describe_token(tok)}", span, source
+            )
+        found = "" if ends_statement else f", found {describe_token(tok)}"
+        return UnexpectedInput(f"expected an expression after '{prev.value}'{found}", span, source)
+    if tok.type == "EQUAL":
+        return UnexpectedInput(
+            "only a name can be assigned to",
+            span,
+            source,
+            hints=["a statement is NAME = expression, for example: p = x + y"],
+        )
+    if tok.type in ("RPAR", "RSQB"):
+        return UnexpectedInput(f"unmatched '{tok.value}'", span, source)
+    if tok.type == "COMMA":
+        return UnexpectedInput(
+            "',' separates a function's arguments; here it has nothing to separate",
+            span,
+            source,
+        )
+    if tok.type in ("NAME", "NUMBER", "LPAR", "INPUT"):
+        after = f" after {describe_token(prev)}" if prev is not None else ""
+        hint = "separate statements with a newline or ';'"
+        if prev is not None and prev.value in FUNCTIONS:
+            hint = f"to call {prev.value}, put its argument in parentheses: {prev.value}(...)"
+        return UnexpectedInput(
+            f"unexpected {describe_token(tok)}{after}: expected an operator or the end of the statement",
+            span,
+            source,
+            hints=[hint],
+        )
+    return UnexpectedInput(f"unexpected {describe_token(tok)}", span, source)
