@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import io
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -152,7 +151,6 @@ def main() -> None:
         f"{compile_s * 1e3:.1f} ms)"
     )
     print(f"\n  ratio cgraph / micrograd      {ours / theirs:8.2f}")
-    del statistics
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ reported first, as Lark's lazy lexer would.
 from __future__ import annotations
 
 import re
+from itertools import accumulate, chain
 from operator import itemgetter
 
 from ..errors import Source
@@ -90,27 +91,37 @@ def _scan_spaced(text: str):
     """:func:`scan` for text with only spaces between its tokens: one ``findall`` (no match
     object per token), each token's kind from its text. None when a character is left over
     (an error to place): the careful scan does that."""
-    new = tuple.__new__
-    tokens: list[Tok] = []
-    kinds: list[str] = []
-    add_token, add_kind = tokens.append, kinds.append
+    pairs = _FAST.findall(text)
+    # Where each token ends, in C: the running sum of the lengths of spaces and tokens.
+    ends = list(accumulate(map(len, chain.from_iterable(pairs))))
+    if (ends[-1] if ends else 0) != len(text.rstrip("\t \f")):
+        return None  # findall skipped a character: no token starts there
     strings, first = _STRINGS.get, _FIRST.get
-    pos = depth = 0
-    for spaces, value in _FAST.findall(text):
-        pos += len(spaces)
-        start = pos
-        pos += len(value)
-        kind = strings(value) or first(value[0], "NAME")
-        if kind == "_NL":
-            if depth:
-                continue
-        elif kind in _OPENERS:
+    kinds = [strings(value) or first(value[0], "NAME") for _, value in pairs]
+    if "LPAR" in kinds or "LSQB" in kinds:  # a newline inside brackets continues the statement
+        keep = _inside_brackets(kinds)
+    else:
+        keep = None
+    new = tuple.__new__
+    tokens = [
+        new(Tok, (kind, value, end - len(value), end))
+        for kind, (_, value), end in zip(kinds, pairs, ends[1::2])
+    ]
+    if keep is not None:
+        tokens = [t for t, k in zip(tokens, keep) if k]
+        kinds = [t[0] for t in tokens]
+    return tokens, kinds, None
+
+
+def _inside_brackets(kinds: list[str]) -> list[bool]:
+    """Which tokens to keep: all but a newline inside brackets."""
+    keep = []
+    depth = 0
+    for kind in kinds:
+        if kind in _OPENERS:
             depth += 1
         elif kind in _CLOSERS:
             if depth:
                 depth -= 1
-        add_token(new(Tok, (kind, value, start, pos)))
-        add_kind(kind)
-    if pos != len(text.rstrip("\t \f")):  # findall skipped a character: no token starts there
-        return None
-    return tokens, kinds, None
+        keep.append(not (depth and kind == "_NL"))
+    return keep
