@@ -68,6 +68,28 @@ def dag(nodes: int, seed: int = 1) -> tuple[str, dict]:
     return "\n".join(lines), {"x": 0.7, "y": -0.3}
 
 
+def dag_live(nodes: int, seed: int = 1) -> tuple[str, dict]:
+    """A random DAG in which every node feeds the output: each statement reads the one
+    before it and one or two random earlier values (in the plain random DAG above, almost
+    no node reaches the output, so its reverse pass measures next to nothing)."""
+    rnd = random.Random(seed)
+    lines = ["v0 = x", "v1 = y"]
+    for i in range(2, max(3, nodes - 2)):
+        a = rnd.randrange(i - 1)
+        kind = rnd.random()
+        if kind < 0.35:
+            lines.append(f"v{i} = v{i - 1} + v{a}")
+        elif kind < 0.55:
+            lines.append(f"v{i} = v{i - 1} - v{a}")
+        elif kind < 0.75:
+            lines.append(f"v{i} = v{i - 1} * 0.5 + v{a} * 0.5")
+        elif kind < 0.9:
+            lines.append(f"v{i} = sin(v{i - 1}) + v{a}")
+        else:
+            lines.append(f"v{i} = tanh(v{i - 1})")
+    return "\n".join(lines), {"x": 0.7, "y": -0.3}
+
+
 # --- measurements -------------------------------------------------------------------------------
 def best_of(fn, repeat: int) -> float:
     times = []
@@ -79,7 +101,7 @@ def best_of(fn, repeat: int) -> float:
 
 
 def measure(kind: str, nodes: int, repeat: int) -> dict:
-    text, bindings = (chain if kind == "chain" else dag)(nodes)
+    text, bindings = {"chain": chain, "dag": dag, "dag-live": dag_live}[kind](nodes)
     statements = text.count("\n") + 1
     gc.collect()
     parse_s = best_of(lambda: parse(text), repeat)
@@ -230,7 +252,7 @@ def main() -> None:
         f"{'fwd+bwd':>8} {'1st grad':>9} {'B/node':>7} {'+prog':>6}"
     )
     for size in sizes:
-        for kind in ("chain", "dag"):
+        for kind in ("chain", "dag", "dag-live"):
             r = measure(kind, int(size), args.repeat if size < 1e6 else 1)
             rows.append(r)
             print(
