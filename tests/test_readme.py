@@ -213,9 +213,16 @@ def run(command: str, shell: Shell) -> str:
         k = argv.index(">")
         argv, target = argv[:k], argv[k + 1 :]
         assert len(target) == 1, command
-    stages = [[]]
+    stages: list[list[str]] = [[]]
     for word in argv:
-        stages.append([]) if word == "|" else stages[-1].append(word)
+        if word == "|":
+            stages.append([])
+        else:
+            stages[-1].append(word)
+    files = written(stages, target)
+    for path in files:  # so that the check below sees this command write it
+        if (shell.cwd / path).is_file():
+            (shell.cwd / path).unlink()
     shown, stdin = "", None
     for k, stage in enumerate(stages):
         last = k == len(stages) - 1
@@ -232,7 +239,7 @@ def run(command: str, shell: Shell) -> str:
         shown += ran.shown
     if stages[0] != ["echo", "$?"]:
         shell.status = ran.code
-    for path in written(stages, target):
+    for path in files:
         assert (shell.cwd / path).exists(), f"{command}: {path} was not written"
     return shown
 
@@ -326,12 +333,8 @@ def test_toml_block_is_a_checks_file_that_passes(block, shell):
     """A checks file shown in the README sits beside the samples, as samples/checks.toml."""
     spec = shell.cwd / "samples" / "readme.toml"
     spec.write_text(block.text, encoding="utf-8")
-    result = _runner(mixed=True).invoke(
-        __import__("cgraph_cli.cli", fromlist=["main"]).main,
-        ["check", "--spec", str(spec)],
-        env=ENV,
-    )
-    assert result.exit_code == 0, f"README.md:{block.line}:\n{result.output}"
+    ran = run_cgraph(["check", "--spec", str(spec)], None, last=True)
+    assert ran.code == 0, f"README.md:{block.line}:\n{ran.shown}"
 
 
 def test_every_command_has_an_example():
