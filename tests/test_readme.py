@@ -1,0 +1,425 @@
+"""README.md's examples run and print what the README shows.
+
+Every ```console block is a transcript: each `$ ...` line runs (cgraph in-process, from a
+temporary copy of the checkout's samples/, so files it writes land there), and the lines below
+it up to the next `$ ` are its output, stdout and stderr as a terminal shows them, compared
+exactly (trailing whitespace aside). A pipe feeds one command's output to the next; `echo`,
+`head -n N`, `jq` path filters and `> FILE` work as in a shell (jq is read by Python's json,
+so the test needs no jq), `echo $?` prints the exit code of the command before it. A command
+that prints an `error:` must exit non-zero, every other one 0 (unless `echo $?` says), and a
+file it names with -o, --junit, --frames or `>` must exist afterwards (render without -o:
+SOURCE's stem with the type's extension, or graph.png for program text).
+
+Every ```python block runs too: with `>>>` as a doctest, otherwise as a script; a ```toml block
+is a checks file and must pass `cgraph check --spec`. The options table must list every option
+of every command, and the JSON table every schema.
+"""
+
+from __future__ import annotations
+
+import doctest
+import io
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+# The environment of every command: no colour forced or refused, no width, no debug traceback.
+ENV = {"FORCE_COLOR": None, "NO_COLOR": None, "COLUMNS": None, "CGRAPH_DEBUG": None}
+
+
+# --- reading the README --------------------------------------------------------------------------
+@dataclass
+class Block:
+    """A fenced code block: its language, the README line of its first line, its lines."""
+
+    lang: str
+    line: int
+    lines: list[str]
+
+    @property
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+
+@dataclass
+class Example:
+    """One `$ COMMAND` of a console block and the output the README shows for it."""
+
+    line: int
+    command: str
+    expected: list[str] = field(default_factory=list)
+
+
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\s*$")
+
+
+def code_blocks(text: str) -> list[Block]:
+    """The fenced blocks of a Markdown text, also those indented inside a list item.
+
+    >>> [(b.lang, b.line, b.lines) for b in code_blocks("a\\n\\n  ```sh\\n  make\\n  ```\\n")]
+    [('sh', 4, ['make'])]
+    """
+    lines, blocks, i = text.splitlines(), [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, j = len(m["indent"]), i + 1
+        while j < len(lines) and lines[j].strip() != "```":
+            j += 1
+        assert j < len(lines), f"README.md:{i + 1}: the block is never closed"
+        body = [line[indent:] if not line[:indent].strip() else line for line in lines[i + 1 : j]]
+        blocks.append(Block(m["lang"], i + 2, body))
+        i = j + 1
+    return blocks
+
+
+def examples(block: Block) -> list[Example]:
+    """The commands of a console block, each with the output lines below it."""
+    found: list[Example] = []
+    for k, line in enumerate(block.lines):
+        if line.startswith("$ "):
+            found.append(Example(block.line + k, line[2:]))
+        else:
+            assert found, f"README.md:{block.line + k}: output before any `$ ` command"
+            found[-1].expected.append(line)
+    return found
+
+
+def readme_blocks(lang: str) -> list[Block]:
+    return [b for b in code_blocks(README.read_text(encoding="utf-8")) if b.lang == lang]
+
+
+# --- running a command line ------------------------------------------------------------------------
+@dataclass
+class Shell:
+    """A folder to run commands in, and the exit code of the last one."""
+
+    cwd: Path
+    status: int = 0
+
+
+@dataclass
+class Ran:
+    stdout: bytes  # what goes on down a pipe
+    stderr: str  # what shows on the terminal when stdout goes down a pipe or into a file
+    shown: str  # what a terminal shows: stdout and stderr interleaved
+    code: int
+
+
+def words(command: str) -> list[str]:
+    """A command line split as a POSIX shell does, `|` and `>` apart, `# comments` dropped.
+
+    >>> words("cgraph eval 'y = x|1' x=2 | head -n 1 > out.txt   # note")
+    ['cgraph', 'eval', 'y = x|1', 'x=2', '|', 'head', '-n', '1', '>', 'out.txt']
+    """
+    lex = shlex.shlex(command, posix=True, punctuation_chars="|>")
+    lex.whitespace_split = True
+    return list(lex)
+
+
+def _runner(mixed: bool) -> CliRunner:
+    try:  # click 8.1 (the floor): stdout and stderr apart only when told
+        return CliRunner(mix_stderr=mixed)
+    except TypeError:  # click 8.2 dropped the option: .output interleaves, .stdout is apart
+        return CliRunner()
+
+
+def run_cgraph(args: list[str], stdin: bytes | None, last: bool) -> Ran:
+    from cgraph_cli.cli import main
+
+    result = _runner(mixed=last).invoke(
+        main, args, input=stdin, env=ENV, prog_name="cgraph", catch_exceptions=False
+    )
+    if last:  # click 8.1 keeps no stderr apart when it interleaves
+        return Ran(result.stdout_bytes, "", result.output, result.exit_code)
+    return Ran(result.stdout_bytes, result.stderr, result.output, result.exit_code)
+
+
+def jq(args: list[str], stdin: bytes) -> Ran:
+    """`jq [-r] [-c] .path.to[0].value`, by Python's json."""
+    flags = {a for a in args if a.startswith("-")}
+    (path,) = [a for a in args if not a.startswith("-")]
+    assert flags <= {"-r", "-c"} and re.fullmatch(r"\.|(\.\w+|\[\d+\])+", path), args
+    value = json.loads(stdin)
+    for key, index in re.findall(r"\.(\w+)|\[(\d+)\]", path):
+        value = value[key] if key else value[int(index)]
+    assert not any(isinstance(v, float) and v.is_integer() for v in _leaves(value)), (
+        "jq 1.6 prints 4.0 as 4, jq 1.7 as 4.0: show a value with a fraction"
+    )
+    if "-r" in flags and isinstance(value, str):
+        text = value
+    elif "-c" in flags:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    return Ran((text + "\n").encode(), "", text + "\n", 0)
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def run_stage(argv: list[str], stdin: bytes | None, last: bool, shell: Shell) -> Ran:
+    name, args = argv[0], argv[1:]
+    if name == "cgraph":
+        return run_cgraph(args, stdin, last)
+    if name == "echo":
+        text = " ".join(str(shell.status) if a == "$?" else a for a in args) + "\n"
+        return Ran(text.encode(), "", text, 0)
+    if name in ("head", "tail"):
+        n = int(args[1]) if args[0] == "-n" else int(args[0].lstrip("-"))
+        lines = (stdin or b"").splitlines(keepends=True)
+        out = b"".join(lines[:n] if name == "head" else lines[-n:])
+        return Ran(out, "", out.decode(), 0)
+    if name == "grep":  # grep [--] PATTERN: the lines that hold PATTERN, a regular expression
+        pattern = args[-1]
+        lines = (stdin or b"").decode().splitlines(keepends=True)
+        out = "".join(line for line in lines if re.search(pattern, line))
+        return Ran(out.encode(), "", out, 0 if out else 1)
+    if name == "jq":
+        return jq(args, stdin or b"")
+    if name in ("python", "python3"):
+        argv = [sys.executable, *args]
+    elif shutil.which(name) is None:
+        pytest.skip(f"{name} is not installed")
+    done = subprocess.run(argv, input=stdin, cwd=shell.cwd, capture_output=True)
+    err = done.stderr.decode()
+    return Ran(done.stdout, err, done.stdout.decode() + err, done.returncode)
+
+
+def run(command: str, shell: Shell) -> str:
+    """Run a command line in ``shell.cwd``; returns what a terminal shows, checks the rest."""
+    argv = words(command)
+    target = None
+    if ">" in argv:
+        k = argv.index(">")
+        argv, target = argv[:k], argv[k + 1 :]
+        assert len(target) == 1, command
+    stages: list[list[str]] = [[]]
+    for word in argv:
+        if word == "|":
+            stages.append([])
+        else:
+            stages[-1].append(word)
+    files = written(stages, target)
+    for path in files:  # so that the check below sees this command write it
+        if (shell.cwd / path).is_file():
+            (shell.cwd / path).unlink()
+    shown, stdin = "", None
+    for k, stage in enumerate(stages):
+        last = k == len(stages) - 1
+        ran = run_stage(stage, stdin, last and target is None, shell)
+        assert ran.code != 70, f"internal error:\n{ran.shown}"
+        if not last:
+            assert ran.code == 0, f"{' '.join(stage)} exited {ran.code}:\n{ran.shown}"
+            shown += ran.stderr  # a pipe's stderr still shows
+        stdin = ran.stdout
+    if target is not None:
+        (shell.cwd / target[0]).write_bytes(ran.stdout)
+        shown += ran.stderr
+    else:
+        shown += ran.shown
+    if stages[0] != ["echo", "$?"]:
+        shell.status = ran.code
+    for path in files:
+        assert (shell.cwd / path).exists(), f"{command}: {path} was not written"
+    return shown
+
+
+def written(stages: list[list[str]], target: list[str] | None) -> list[str]:
+    """The files a command line says it writes."""
+    paths = list(target or [])
+    for argv in stages:
+        if argv[0] != "cgraph":
+            continue
+        for k, word in enumerate(argv[:-1]):
+            if word in ("-o", "--output", "--junit", "--frames") and argv[k + 1] != "-":
+                paths.append(argv[k + 1])
+        if argv[1] == "render" and not {"-o", "--output"} & set(argv):
+            paths.append(default_image(argv[2:]))
+    return paths
+
+
+def default_image(args: list[str]) -> str:
+    """Where `cgraph render` writes without -o: SOURCE's stem with the type's extension, or
+    graph.png for program text."""
+    from cgraph_cli.cli import main
+
+    ctx = main.get_command(None, "render").make_context("render", args, resilient_parsing=True)
+    kind = ctx.params["kind"] or "png"
+    source = ctx.params["file_"] or (None if ctx.params["expr"] else ctx.params["args"][0])
+    if source and source.startswith("sample:"):
+        return f"{Path(source.removeprefix('sample:')).stem}.{kind}"
+    return f"{Path(source).stem}.{kind}" if source and Path(source).is_file() else f"graph.{kind}"
+
+
+def check(example: Example, shell: Shell) -> None:
+    """Run one example and hold its output to the README's."""
+    shown = run(example.command, shell)
+    got = [line.rstrip() for line in shown.rstrip("\n").split("\n")] if shown.strip() else []
+    want = [line.rstrip() for line in example.expected]
+    assert got == want, (
+        f"README.md:{example.line}: $ {example.command}\n--- README\n"
+        + "\n".join(want)
+        + "\n--- printed\n"
+        + "\n".join(got)
+    )
+    if "error:" in shown and example.command != "echo $?":
+        assert shell.status != 0, f"README.md:{example.line}: an error, but exit 0"
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch) -> Shell:
+    """A folder holding a copy of samples/ (the README runs from the checkout's root)."""
+    shutil.copytree(ROOT / "samples", tmp_path / "samples")
+    monkeypatch.chdir(tmp_path)
+    return Shell(tmp_path)
+
+
+# --- the tests -----------------------------------------------------------------------------------
+CONSOLE = readme_blocks("console")
+
+
+@pytest.mark.parametrize("block", CONSOLE, ids=[f"line{b.line}" for b in CONSOLE])
+def test_console_block_prints_what_the_readme_shows(block, shell):
+    steps = examples(block)
+    assert steps, f"README.md:{block.line}: a console block without a `$ ` command"
+    for k, example in enumerate(steps):
+        check(example, shell)
+        follows = steps[k + 1].command if k + 1 < len(steps) else ""
+        if follows != "echo $?" and example.command != "echo $?":
+            assert shell.status == 0 or any("error:" in line for line in example.expected), (
+                f"README.md:{example.line}: exit {shell.status}; show it with `$ echo $?`"
+            )
+
+
+PYTHON = readme_blocks("python")
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[f"line{b.line}" for b in PYTHON])
+def test_python_block_runs(block, shell):
+    if ">>>" not in block.text:
+        exec(compile(block.text, f"README.md:{block.line}", "exec"), {"__name__": "readme"})
+        return
+    test = doctest.DocTestParser().get_doctest(block.text, {}, "README.md", "README.md", block.line)
+    report = io.StringIO()
+    results = doctest.DocTestRunner(verbose=False).run(test, out=report.write)
+    assert results.failed == 0, f"README.md:{block.line}:\n{report.getvalue()}"
+
+
+TOML = readme_blocks("toml")
+
+
+@pytest.mark.parametrize("block", TOML, ids=[f"line{b.line}" for b in TOML])
+def test_toml_block_is_a_checks_file_that_passes(block, shell):
+    """A checks file shown in the README sits beside the samples, as samples/checks.toml."""
+    spec = shell.cwd / "samples" / "readme.toml"
+    spec.write_text(block.text, encoding="utf-8")
+    ran = run_cgraph(["check", "--spec", str(spec)], None, last=True)
+    assert ran.code == 0, f"README.md:{block.line}:\n{ran.shown}"
+
+
+def test_every_command_has_an_example():
+    from cgraph_cli.cli import main
+
+    run_ = {words(e.command)[1] for b in CONSOLE for e in examples(b) if e.command[:7] == "cgraph "}
+    assert set(main.list_commands(None)) <= run_, set(main.list_commands(None)) - run_
+
+
+def test_a_changed_output_fails(shell):
+    """The comparison is exact: one character changed in an output line is a failure."""
+    example = next(e for b in CONSOLE for e in examples(b) if e.expected)
+    check(example, shell)
+    line = example.expected[0]
+    broken = Example(example.line, example.command, list(example.expected))
+    broken.expected[0] = line[:-1] + ("0" if line[-1:] != "0" else "1")
+    with pytest.raises(AssertionError, match="--- README"):
+        check(broken, shell)
+    with pytest.raises(AssertionError, match="--- README"):
+        check(Example(example.line, example.command, example.expected[:-1]), shell)
+
+
+def _section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    assert f"\n## {title}\n" in text, f"README.md: no section '## {title}'"
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    """The body rows of the first Markdown table in ``text``, as cells (`\\|` is a `|`)."""
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    return [
+        [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row.strip("|"))]
+        for row in rows[2:]
+    ]
+
+
+def _commands_named(cell: str, every: set[str], sources: set[str]) -> set[str]:
+    """``every command``, ``every program command``, `` `name` ``s, ``... but `name` ``."""
+    named = lambda text: set(re.findall(r"`(\w+)`", text)) & (every | {"cgraph"})  # noqa: E731
+    given, _, excluded = cell.partition(" but ")
+    names = named(given)
+    if "every program command" in given:
+        names |= sources
+    elif "every command" in given:
+        names |= every
+    return names - named(excluded)
+
+
+def test_the_options_table_lists_every_option_and_its_commands():
+    """Each option (its spellings in backticks) with the commands that take it."""
+    from cgraph_cli.cli import main
+
+    every = set(main.list_commands(None))
+    taken: dict[str, set[str]] = {"-h, --help": every | {"cgraph"}, "-V, --version": {"cgraph"}}
+    for name in every:
+        for p in main.get_command(None, name).params:
+            if p.param_type_name == "option" and not p.hidden:
+                taken.setdefault(", ".join(p.opts), set()).add(name)
+    sources = {
+        name for name in every if "args" in [p.name for p in main.get_command(None, name).params]
+    }
+    assert len(sources) == 12, sources  # the README calls them "the twelve"
+    table = {}
+    for option, commands, *_ in _table_rows(_section("Options")):
+        spelled = ", ".join(re.findall(r"`(-[-\w]+)", option))
+        assert spelled not in table, f"{spelled} twice"
+        table[spelled] = _commands_named(commands, every, sources)
+    assert table == taken
+
+
+def test_the_json_table_lists_every_schema_with_its_version():
+    from cgraph_cli import schemas
+
+    rows = {cells[0].strip("`"): cells[1] for cells in _table_rows(_section("JSON output"))}
+    assert set(rows) == set(schemas.VERSIONS), set(rows) ^ set(schemas.VERSIONS)
+    for name, version in schemas.VERSIONS.items():
+        assert rows[name] == str(version), name
+
+
+def test_the_table_of_contents_links_to_headings():
+    text = README.read_text(encoding="utf-8")
+    headings = re.findall(r"^#{2,4} (.+)$", text, re.MULTILINE)
+    anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    links = re.findall(r"\]\(#([^)]+)\)", text)
+    assert links and set(links) <= anchors, set(links) - anchors
+    for doc in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / doc).exists(), doc
