@@ -237,7 +237,7 @@ def jacobian(
         "output": graph.display_name(out),
         "value": y,
         "jacobian": {w: (float(b) if b.ndim == 0 else b) for w, b in blocks.items()},
-        "shapes": {"output": list(out_shape), **{w: list(s) for w, s in shapes.items()}},
+        "shapes": {"output": list(out_shape), "inputs": {w: list(s) for w, s in shapes.items()}},
         "mode": mode,
         "passes": passes,
     }

@@ -133,6 +133,10 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
             directions.setdefault(w, 0.0 if not getattr(bindings.get(w), "shape", ()) else None)
         directions = {k: v for k, v in directions.items() if v is not None}
     report = hessian(graph, bindings, of, names(wrt) or None, directions)
+    if fmt == "json" and report.get("hessian"):  # a matrix: rows on one line, as tensors are
+        from ..arrays import np
+
+        report["hessian"] = np.array(report["hessian"])
 
     def text():
         from ..render.derivatives import hessian_table

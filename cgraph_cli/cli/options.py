@@ -181,7 +181,7 @@ def complete_folders(ctx, param, incomplete):
 
 
 def sample_summaries() -> list[tuple[str, str]]:
-    """Each sample's name and the first line of its first comment.
+    """Each sample's name and the first sentence of the comment it starts with.
 
     >>> dict(sample_summaries())["seed"]
     'The worked example: an addition feeding a multiplication.'
@@ -190,11 +190,15 @@ def sample_summaries() -> list[tuple[str, str]]:
 
     summaries = []
     for name in sample_names():
-        text = sample_path(name).read_text(encoding="utf-8")
-        first = next(
-            (ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("#")), ""
-        )
-        summaries.append((name, first))
+        lines = sample_path(name).read_text(encoding="utf-8").splitlines()
+        comment = []
+        for line in lines:
+            if not line.startswith("#"):
+                break
+            comment.append(line.lstrip("# ").strip())
+        text = " ".join(comment)
+        end = text.find(". ")
+        summaries.append((name, text if end < 0 else text[: end + 1]))
     return summaries
 
 

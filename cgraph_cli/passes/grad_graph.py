@@ -196,6 +196,7 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
     uses = _uses(b.graph, n)
     named: set[int] = set()  # nodes a derivative statement already names
     wanted: set[int] = set()  # unnamed forward nodes that must get a name
+    needed = _needed(b.graph, [adj[a] for a in targets if adj[a].__class__ is int])
     for a in final:
         node = adj[a]
         if node is None:
@@ -207,6 +208,8 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
             node = b.const(float(node))
         if graph.ops[a] is INPUT and a not in targets:
             continue  # an input not asked for
+        if a not in targets and node not in needed:
+            continue  # a gradient no derivative asked for reads
         labelled = graph.labels[a] is not None or a in targets
         if not labelled and (
             node < n or node in named or uses.get(node, 0) < 2 or b.graph.ops[node] is CONST
@@ -243,6 +246,17 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
     _, last, node = statements[-1]
     derived = relayout(b.graph, statements, node, last)
     return Derived(derived, names[graph.output], gradients)
+
+
+def _needed(graph: Graph, roots: list[int]) -> set[int]:
+    """The nodes ``roots`` are computed from (themselves included)."""
+    seen, stack = set(), list(roots)
+    while stack:
+        i = stack.pop()
+        if i not in seen:
+            seen.add(i)
+            stack.extend(graph.args[i])
+    return seen
 
 
 def _uses(graph: Graph, start: int) -> dict[int, int]:

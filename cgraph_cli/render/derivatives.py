@@ -45,7 +45,7 @@ def hessian_table(report: dict, precision: int | None = None, full: bool = False
         table.add_column(f"(∇²{out})·v", justify="right")
         for name, value in report["hvp"].items():
             table.add_row(name, format_value(value, digits, full, rows=""))
-        return Group(table, Text(""), Text("  ") + _value_line(report, digits))
+        return Group(table, Text(""), _value_line(report, digits))
     labels, matrix = report["labels"], report["hessian"]
     n = len(labels)
     shown = range(n) if full or n <= MAX_SHOWN else range(MAX_SHOWN)
@@ -60,11 +60,11 @@ def hessian_table(report: dict, precision: int | None = None, full: bool = False
         parts.append(
             Text(f"  the first {MAX_SHOWN} of {n} rows and columns (--full shows all)", style="dim")
         )
-    return Group(*parts, Text(""), Text("  ") + _value_line(report, digits))
+    return Group(*parts, Text(""), _value_line(report, digits))
 
 
 def _value_line(report: dict, digits: int) -> Text:
-    return output_line({"output": report["output"], "value": report["value"]}, digits)
+    return output_line({"output": report["output"], "value": report["value"]}, digits, indent=2)
 
 
 def jacobian_table(report: dict, precision: int | None = None, full: bool = False) -> Group:
@@ -84,7 +84,7 @@ def jacobian_table(report: dict, precision: int | None = None, full: bool = Fals
         f"({'one per output element' if report['mode'] == 'reverse' else 'one per input element'})",
         style="dim",
     )
-    return Group(table, how, Text(""), Text("  ") + _value_line(report, digits))
+    return Group(table, how, Text(""), _value_line(report, digits))
 
 
 def tangents_table(report: dict, precision: int | None = None, full: bool = False) -> Group:

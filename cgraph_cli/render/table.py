@@ -32,13 +32,15 @@ def _wrap(name: str) -> str:
     return name if name.isidentifier() else f"({name})"
 
 
-def output_line(report: dict, precision: int | None = None, full: bool = False) -> Text:
-    """``g = -12``; a tensor output with its shape, its rows aligned under the first."""
-    text = Text()
+def output_line(report: dict, precision: int | None = None, full: bool = False,
+                indent: int = 0) -> Text:
+    """``g = -12``; a tensor output with its shape, its rows aligned under the first (the
+    line starting ``indent`` spaces in)."""
+    text = Text(" " * indent)
     text.append(report["output"], style="bold")
     value = report["value"]
     if is_tensor(value):
-        lead = " " * (len(report["output"]) + 3)
+        lead = " " * (indent + len(report["output"]) + 3)
         text.append(f" = {format_value(value, precision, full, rows=chr(10) + lead)}")
         if full or value.size <= SMALL:  # a summary starts with the shape
             text.append(f"    shape {shape_text(value)}", style="dim")
@@ -96,7 +98,7 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
                 _cell(g, precision, full, True),
                 end_section=True,
             )
-    return Group(table, Text(""), Text("  ") + output_line(report, precision, full))
+    return Group(table, Text(""), output_line(report, precision, full, indent=2))
 
 
 def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
