@@ -343,7 +343,8 @@ def derivative_targets(
     names = node_names(graph)
     base = names[output] if names[output].isidentifier() else "out"
     candidates = {f"d{base}_d{names[a]}": a for a in range(len(graph.ops))}
-    given = {held: graph.inputs[w] for w, held in (gradients or {}).items() if w in graph.inputs}
+    named = graph.named_nodes()  # a name the program reassigns: its newest value, as in --wrt
+    given = {held: named[w] for w, held in (gradients or {}).items() if w in named}
     found: dict[str, int | None] = {}
     statements = list(derived.statements())
     for _, name, _, _ in statements[first_derivative_statement(derived, graph) :]:

@@ -214,6 +214,25 @@ def test_derivative_dot_of_a_tensor_program_draws_ops_and_values():
     assert len(transposes) == 4 and all("shape" in a for a in transposes)
 
 
+def test_a_reassigned_name_links_to_its_newest_value(cli):
+    # x names the doubled value from its second statement on, as --wrt x and grad's x mean
+    source = derivative_dot(parse("x = x * 2; g = x * x"), {"x": 1})
+    assert re.findall(r"^\t(n\d+) -> ([ds]\d+) \[.*dashed", source, re.M) == [("n2", "d4")]
+    steps = json.loads(
+        cli(
+            "explain", "x = x * 2; g = x * x", "x=1", "--program", "-o", "-", "--format", "json"
+        ).stdout
+    )
+    assert steps["program"]["statements"][0]["wrt"] == "x₂"
+
+
+def test_derivative_nodes_say_which_backward_step_made_them():
+    source = derivative_dot(sample("softmax_cross_entropy.cg"))
+    made = re.findall(r'tooltip="made by the backward step through ([^"]*)"', source)
+    assert "p = softmax(z)" in made and "t1 = W @ x" in made  # transpose(W), for dloss_dx
+    assert made.count("p = softmax(z)") >= 3
+
+
 def test_derivative_dot_themes_and_layout():
     graph = sample("neuron.cg")
     dark = derivative_dot(graph, theme="dark", rankdir="TB")

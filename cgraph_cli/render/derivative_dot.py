@@ -119,12 +119,30 @@ def _cluster(graph: Graph, view: DerivativeView, band, values, options):
     names = node_names(graph)
     for f in sorted(_reads(view)):  # the forward values the derivatives read, as dashed copies
         c.node(f"r{f}", names[f], **band.read_attrs())
+    origins = _origins(graph, view)
     for i in range(view.first_node, len(p.ops)):
         if i not in named:
             label = _node_label(p, i, None, _at(values, i), fmt, theme, scale)
-            c.node(f"d{i}", f"<{label}>", **band.node_attrs(p, i, False))
+            attrs = band.node_attrs(p, i, False)
+            if i in origins:  # where it came from, on hovering over it in an SVG
+                attrs["tooltip"] = f"made by the backward step through {origins[i]}"
+            c.node(f"d{i}", f"<{label}>", **attrs)
     _band_edges(c, view, band, aliases)
     return c
+
+
+def _origins(graph: Graph, view: DerivativeView) -> dict[int, str]:
+    """For each derivative node, the forward statement it was made while differentiating
+    (``p = softmax(z)``): the forward node with the same span in the source."""
+    names = node_names(graph)
+    spans = {(graph.starts[i], graph.ends[i]): i for i in range(len(graph.ops))}
+    p = view.program
+    out = {}
+    for i in range(view.first_node, len(p.ops)):
+        f = spans.get((p.starts[i], p.ends[i]))
+        if f is not None and graph.ops[f].arity:
+            out[i] = f"{names[f]} = {graph.text(f)}"
+    return out
 
 
 def _at(values, i: int):
