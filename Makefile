@@ -28,7 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_startup.py
 
 golden: $(STAMP)
-	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py --update-golden
+	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py --update-golden
 	git diff --stat tests/cases tests/golden_dot
 
 # After editing grammars/cgraph.lark: rebuild the parser's tables (cgraph_cli/_tables.py).

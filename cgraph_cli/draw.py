@@ -53,6 +53,91 @@ def diagram_of(
     return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
 
 
+def derivative_view(
+    graph: Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    values: bool = True,
+):
+    """What ``render --derivative`` draws beside the forward graph, and a note as
+    :func:`evaluate_for_drawing` gives: the derivative program (as ``cgraph diff`` writes
+    it), its statements and where they link to, and the values of both programs when
+    ``values`` is asked for and the bindings allow.
+
+    >>> from cgraph_cli import parse
+    >>> view, note = derivative_view(parse("p = x + y; g = p * z"), {"x": 1, "y": 3, "z": -3})
+    >>> [(name, view.values[node], target) for name, node, target in view.statements][:2]
+    [('dg_dp', -3.0, 2), ('dg_dz', 4.0, 3)]
+    """
+    from .derivatives import derivative_program
+    from .explain import derivative_targets, first_derivative_statement, program_values
+    from .render.derivative_dot import DerivativeView
+
+    out, forward_values, adjoints, note = evaluate_for_drawing(graph, bindings, of, values)
+    program = derivative_program(graph, bindings, of)
+    p = program.graph
+    first = first_derivative_statement(p, graph)
+    statements = list(p.statements())
+    first_node = statements[first - 1][3] if first else 0
+    targets = derivative_targets(p, graph, out, program.gradients)
+    view = DerivativeView(
+        program=p,
+        values=None if forward_values is None else program_values(p, bindings),
+        statements=[(name, node, targets.get(name)) for _, name, node, _ in statements[first:]],
+        first_node=first_node,
+        forward=_forward_nodes(p, graph, first_node),
+        output=out,
+        forward_values=forward_values,
+        adjoints=adjoints,
+    )
+    return view, note
+
+
+def _forward_nodes(program: Graph, graph: Graph, first_node: int) -> dict[int, int]:
+    """The forward graph's node for each of the derivative program's forward nodes: the one
+    with the same op, arguments, parameters and place in the source."""
+    from .ir import value_key
+    from .ops import CONST, INPUT
+
+    def key(g: Graph, i: int, args) -> tuple:
+        if g.ops[i] is CONST:
+            return ("const", value_key(g.consts[i]), g.starts[i], g.ends[i])
+        return (g.ops[i].name, args, repr(g.params.get(i, ())), g.starts[i], g.ends[i])
+
+    known = {
+        key(graph, i, graph.args[i]): i for i in range(len(graph.ops)) if graph.ops[i] is not INPUT
+    }
+    found: dict[int, int] = {}
+    for i in range(first_node):
+        if program.ops[i] is INPUT:
+            found[i] = graph.inputs[program.labels[i]]
+        else:
+            found[i] = known[key(program, i, tuple(found[a] for a in program.args[i]))]
+    return found
+
+
+def derivative_diagram_of(
+    graph: Graph,
+    bindings: Mapping[str, object] | None = None,
+    options: DiagramOptions | None = None,
+    *,
+    of: str | None = None,
+    force: bool = False,
+) -> Diagram:
+    """The diagram of ``graph`` and, in a band under it, its derivative program
+    (``render --derivative``)."""
+    from .render.derivative_dot import derivative_diagram
+
+    options = options or DiagramOptions()
+    out = graph.output if of is None else resolve_name(graph, of)
+    diagram_size(graph, out, force)
+    view, note = derivative_view(graph, bindings, of=of, values=options.values)
+    count = sum(ancestors(graph, out)) + view.nodes
+    _check_size(count, force, "the diagram with its derivative program", "--of NAME")
+    return Diagram(derivative_diagram(graph, view, options), count, note)
+
+
 def diagram_size(
     graph: Graph,
     node: int,
@@ -69,6 +154,11 @@ def diagram_size(
     5
     """
     count = sum(ancestors(graph, node))
+    _check_size(count, force, what, narrow)
+    return count
+
+
+def _check_size(count: int, force: bool, what: str, narrow: str) -> None:
     if count > MAX_NODES and not force:
         raise UsageError(
             f"{what} would have {count:,} nodes; more than {MAX_NODES} are slow to lay out "
@@ -77,7 +167,6 @@ def diagram_size(
                 f"draw the part that leads to one value with {narrow}, or all of it with --force"
             ],
         )
-    return count
 
 
 def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = True):

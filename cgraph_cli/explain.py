@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .arrays import np
-from .ir import Graph, ancestors
+from .ir import Graph, ancestors, resolve_name
 from .names import node_names
 from .ops import CONST, PREC_ATOM
 from .passes.evaluate import is_tensor_run, local_partials
@@ -226,3 +226,174 @@ def frame_order(graph: Graph, output: int | None = None) -> list[int]:
     out = graph.output if output is None else output
     reach = ancestors(graph, out)
     return [i for i in range(out, -1, -1) if reach[i] and graph.ops[i] is not CONST]
+
+
+# --- the derivative program ------------------------------------------------------------------
+def derivative_steps(graph: Graph, bindings=None, of: str | None = None) -> dict:
+    """The derivative program beside the steps (``explain --program``): the program as
+    ``cgraph diff`` prints it, and each derivative statement with the name it differentiates
+    against (``wrt``), its formula in plain text and LaTeX, and its value at ``bindings``.
+
+    >>> from cgraph_cli import parse
+    >>> p = derivative_steps(parse("p = x + y; g = p * z"), {"x": 1, "y": 3, "z": -3})
+    >>> [(s["name"], s["wrt"], s["formula"], s["value"]) for s in p["statements"]][:2]
+    [('dg_dp', 'p', 'z', -3.0), ('dg_dz', 'z', 'p', 4.0)]
+    """
+    from .derivatives import derivative_program
+    from .render.source import to_source
+
+    program = derivative_program(graph, bindings, of)
+    derived = program.graph
+    values = program_values(derived, bindings)
+    text = to_source(derived)
+    lines = text.splitlines()
+    tex = statement_tex(derived)
+    names = node_names(graph)
+    first = first_derivative_statement(derived, graph)
+    out = graph.output if of is None else resolve_name(graph, of)
+    wrt = derivative_targets(derived, graph, out, program.gradients)
+    statements = []
+    for k, (_, name, node, _) in enumerate(derived.statements()):
+        if k < first:
+            continue
+        statements.append(
+            {
+                "name": name,
+                "wrt": None if wrt.get(name) is None else names[wrt[name]],
+                "formula": lines[k].split(" = ", 1)[1],
+                "formula_tex": tex[k],
+                "value": values[node],
+            }
+        )
+    return {"text": text, "statements": statements, "gradients": program.gradients}
+
+
+def program_values(program: Graph, bindings=None) -> list:
+    """Every node's value in a derivative program, for showing: ``nan`` (or ``inf``) where a
+    rule is undefined, instead of the error the forward pass raises. The reverse pass skips
+    a zero gradient, where the program multiplies it: ∂(sqrt(x)·w)/∂x at x = w = 0 is 0 for
+    the reverse pass, 0·(0.5/0) here.
+
+    >>> from cgraph_cli import parse
+    >>> program_values(parse("y = w * (0.5 / x)"), {"w": 0, "x": 0})[-1]
+    nan
+    """
+    import math
+
+    from .passes.evaluate import initial_values
+    from .vocab import ARRAYS
+
+    values = initial_values(program, bindings)
+    with np.errstate(all="ignore"):
+        for i, (op, args) in enumerate(zip(program.ops, program.args)):
+            if op.arity:
+                try:
+                    values[i] = ARRAYS.apply(
+                        op, [values[a] for a in args], program.params.get(i, ())
+                    )
+                except (ArithmeticError, ValueError):  # the float rules of a few ops raise
+                    values[i] = math.nan
+    return values
+
+
+def first_derivative_statement(derived: Graph, graph: Graph) -> int:
+    """Where the derivative statements of ``derived`` (a derivative program of ``graph``)
+    begin: after the forward statements, which are ``graph``'s own (a bare expression named
+    ``out``) with names given on the way to unnamed values the derivatives read.
+
+    >>> from cgraph_cli import parse
+    >>> from cgraph_cli.derivatives import derivative_program
+    >>> g = parse("p = x + y; g = p * z")
+    >>> first_derivative_statement(derivative_program(g).graph, g)
+    2
+    """
+    statements = list(derived.statements())
+    j = 0
+    for kind, name, node, _ in graph.statements():
+        span = graph.span(node)
+        while j < len(statements) and not _same_statement(derived, statements[j], kind, name, span):
+            j += 1
+        j += 1
+    return min(j, len(statements))
+
+
+def _same_statement(derived: Graph, statement, kind: str, name: str, span) -> bool:
+    d_kind, d_name, d_node, _ = statement
+    if kind == "bare":  # named now, as the derivatives need: recognised by its place
+        return d_kind == "=" and derived.span(d_node) == span
+    return d_kind == kind and d_name == name
+
+
+def derivative_targets(
+    derived: Graph, graph: Graph, output: int, gradients: dict[str, str] | None = None
+) -> dict[str, int | None]:
+    """For each derivative statement of ``derived``, the node of ``graph`` it is the
+    derivative with respect to: ``gradients`` (input -> statement) says so for inputs;
+    statement ``d<out>_d<name>`` (or ``d<out>_d<name>_2`` where the program uses that name
+    already) holds ∂out/∂name.
+
+    >>> from cgraph_cli import parse
+    >>> from cgraph_cli.derivatives import derivative_program
+    >>> g = parse("p = x + y; g = p * z")
+    >>> derivative_targets(derivative_program(g).graph, g, g.output)
+    {'dg_dp': 2, 'dg_dz': 3, 'dg_dx': 0, 'dg_dy': 1}
+    """
+    import re
+
+    names = node_names(graph)
+    base = names[output] if names[output].isidentifier() else "out"
+    candidates = {f"d{base}_d{names[a]}": a for a in range(len(graph.ops))}
+    named = graph.named_nodes()  # a name the program reassigns: its newest value, as in --wrt
+    given = {held: named[w] for w, held in (gradients or {}).items() if w in named}
+    found: dict[str, int | None] = {}
+    statements = list(derived.statements())
+    for _, name, _, _ in statements[first_derivative_statement(derived, graph) :]:
+        found[name] = given.get(
+            name, candidates.get(name, candidates.get(re.sub(r"_\d+$", "", name)))
+        )
+    return found
+
+
+def statement_tex(graph: Graph) -> list[str]:
+    """Each statement's expression in LaTeX, naming what earlier statements named, as
+    :func:`~cgraph_cli.render.source.to_source` writes them in text.
+
+    >>> from cgraph_cli import parse
+    >>> statement_tex(parse("p = x / y; g = tanh(p) * w1"))
+    ['\\\\frac{x}{y}', '\\\\tanh\\\\left(p\\\\right) \\\\cdot w_{1}']
+    """
+    from .names import const_name
+    from .ops import INPUT
+
+    latex = Latex()
+    exprs: list = [None] * len(graph.ops)
+    scope: dict[str, int] = {}
+    names_of: dict[int, list[str]] = {}
+
+    def ref(node: int, last: bool = False):
+        given = names_of.get(node, ())
+        for name in reversed(given) if last else given:
+            if scope.get(name) == node:
+                return name
+        return exprs[node]
+
+    out, done = [], 0
+    for _, name, node, end in graph.statements():
+        for i in range(done, end):
+            op = graph.ops[i]
+            if op is INPUT:
+                exprs[i] = graph.labels[i]
+                scope[graph.labels[i]] = i
+                names_of[i] = [graph.labels[i]]
+            elif op is CONST:
+                value = graph.consts[i]
+                is_number = value.__class__ is float
+                exprs[i] = value if is_number else Expr(const_name(value), PREC_ATOM)
+            else:
+                args = [ref(a) for a in graph.args[i]]
+                exprs[i] = latex.apply(op, args, graph.params.get(i, ()))
+        out.append(latex.write(exprs[node] if node >= done else ref(node, last=True)))
+        done = end
+        scope[name] = node
+        names_of.setdefault(node, []).append(name)
+    return out

@@ -50,6 +50,12 @@ def diagram_options(command):
                 is_flag=True,
                 help="Draw the backward pass: local derivatives on the edges.",
             ),
+            click.option(
+                "--derivative",
+                is_flag=True,
+                help="Also draw the derivative program (cgraph diff's) as a graph, each "
+                "derivative beside the value it differentiates against.",
+            ),
             of_option,
             click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
             click.option(
@@ -75,6 +81,7 @@ def _diagram(
     no_values,
     no_grads,
     backward,
+    derivative,
     of,
     focus,
     force,
@@ -92,7 +99,19 @@ def _diagram(
         grads=not no_grads,
         backward=backward,
     )
-    result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
+    if derivative:
+        from ..draw import derivative_diagram_of
+
+        if focus is not None:
+            from ..errors import UsageError
+
+            raise UsageError(
+                "--derivative draws the whole derivative program; --focus cannot narrow it",
+                hints=["narrow the program with --of NAME: the derivatives of NAME"],
+            )
+        result = derivative_diagram_of(graph, bindings, options, of=of, force=force)
+    else:
+        result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
     if result.note:
         output.note(f"note: {result.note}")
     return result, graph
@@ -166,6 +185,7 @@ def render_command(
     no_values,
     no_grads,
     backward,
+    derivative,
     of,
     focus,
     force,
@@ -182,12 +202,18 @@ def render_command(
       cgraph render 'g = (x + y) * z' x=1 y=3 z=-3 -o seed.png
       cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
       cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
+      cgraph render sample:mlp --derivative -o mlp.png         # the backward pass as a graph
       cgraph render sample:seed --no-values -T svg -o -        # SVG on standard output
 
     Each node shows its value and ∂output/∂node; the gradient cell is tinted blue when
     positive, red when negative, more strongly the larger it is (legend under the diagram).
     In tensor programs each edge is labelled with the shape it carries, and small tensors
     are drawn inside their nodes, element by element.
+
+    With --derivative, the derivative program (as cgraph diff prints it) is drawn in a band
+    under the graph, flowing right to left as the backward pass does: each statement
+    d<output>_d<name> in the column of the value it differentiates against, joined to it by
+    a dashed line; the forward values it reads appear in the band as dashed copies.
     """
     from ..draw import output_format
     from ..render.image import choose
@@ -205,6 +231,7 @@ def render_command(
         no_values,
         no_grads,
         backward,
+        derivative,
         of,
         focus,
         force,
@@ -247,6 +274,7 @@ def dot_command(
     no_values,
     no_grads,
     backward,
+    derivative,
     of,
     focus,
     force,
@@ -257,6 +285,7 @@ def dot_command(
     Examples:
       cgraph dot sample:seed | dot -Tpdf > seed.pdf
       cgraph dot sample:neuron --backward --theme print -o neuron.gv
+      cgraph dot sample:seed --derivative | dot -Tsvg > seed.svg
     """
     diagram, _ = _diagram(
         args,
@@ -270,6 +299,7 @@ def dot_command(
         no_values,
         no_grads,
         backward,
+        derivative,
         of,
         focus,
         force,

@@ -49,10 +49,27 @@ from .options import (
     is_flag=True,
     help="Draw frames of graphs larger than 500 nodes (one diagram per node: slow).",
 )
+@click.option(
+    "--program",
+    is_flag=True,
+    help="Also print the derivative program (as cgraph diff does), each statement with its value.",
+)
 @output_option
 @common_options
 def explain_command(
-    args, expr, file_, binds, bindings_file, of, fmt, math, precision, frames, frames_format, force
+    args,
+    expr,
+    file_,
+    binds,
+    bindings_file,
+    of,
+    fmt,
+    math,
+    precision,
+    frames,
+    frames_format,
+    force,
+    program,
 ):
     """Spell out the forward and backward passes, step by step, like a worked example.
 
@@ -61,6 +78,7 @@ def explain_command(
       cgraph explain 'g = (x + y) * z' x=1 y=3 z=-3
       cgraph explain sample:neuron --format markdown --math latex -o neuron.md
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
+      cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..api import grad
     from ..explain import explain
@@ -73,6 +91,10 @@ def explain_command(
         frames = frames_folder(graph, of, frames, force)
     result = grad(graph, bindings, of=of)
     steps = explain(graph, result.values, result.adjoints, result.output)
+    if program:
+        from ..explain import derivative_steps
+
+        steps["program"] = derivative_steps(graph, bindings, of)
     digits = precision or 4
     if fmt == "json":
         from ..report import to_json_text

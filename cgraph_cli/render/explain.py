@@ -54,15 +54,24 @@ def layout(forward: list[str], backward: list[str], gradients: list[str]) -> str
 def to_text(steps: dict, precision: int | None = None) -> str:
     if steps["tensors"]:
         forward, backward, gradients = tensor_lines(steps, precision)
-        return layout(forward, backward, ["Gradients"] + [f"  {line}" for line in gradients])
-    forward, backward, gradients = scalar_lines(steps, precision)
-    return layout(forward, backward, [gradients])
+        gradients = ["Gradients"] + [f"  {line}" for line in gradients]
+    else:
+        forward, backward, line = scalar_lines(steps, precision)
+        gradients = [line]
+    if "program" in steps:
+        lines = [f"  {a} = {b}" for a, b in program_lines(steps, precision)]
+        gradients += ["Derivative program"] + (lines or ["  none: the program has no inputs"])
+    return layout(forward, backward, gradients)
 
 
 def to_markdown(steps: dict, math: str = "plain", precision: int | None = None) -> str:
     """Markdown for notes and slides; ``math="latex"`` writes the formulas as $...$ LaTeX."""
     if math == "latex":
-        return _latex_markdown(steps, precision)
+        return _latex_markdown(steps, precision) + _program_markdown(steps, precision, latex=True)
+    return _plain_markdown(steps, precision) + _program_markdown(steps, precision)
+
+
+def _plain_markdown(steps: dict, precision: int | None) -> str:
     if steps["tensors"]:
         forward, backward, gradients = tensor_lines(steps, precision)
         out = ["## Forward pass", ""]
@@ -89,6 +98,54 @@ def to_markdown(steps: dict, math: str = "plain", precision: int | None = None) 
             out.append(f"{k}. {label}: `{body}`")
     key, _, body = gradients.partition(": ")
     out += ["", f"**{key}:** `{body}`"]
+    return "\n".join(out) + "\n"
+
+
+# --- the derivative program ---------------------------------------------------------------
+def program_lines(steps: dict, precision: int | None = None) -> list[tuple[str, str]]:
+    """The derivative statements of ``steps["program"]`` as ``(name, formula = value)``, the
+    value left out where the formula says it already (``dg_dw = 0``).
+
+    >>> program_lines({"tensors": False, "program": {"statements": [
+    ...     {"name": "dg_dp", "formula": "z", "value": -3.0},
+    ...     {"name": "dg_dw", "formula": "0", "value": 0.0}]}})
+    [('dg_dp', 'z = -3'), ('dg_dw', '0')]
+    """
+    lines = []
+    for s in steps["program"]["statements"]:
+        value = _value_text(steps, s["value"], precision)
+        same = value == s["formula"]
+        lines.append((s["name"], s["formula"] if same else f"{s['formula']} = {value}"))
+    return lines
+
+
+def _value_text(steps: dict, value, precision: int | None) -> str:
+    if steps["tensors"]:
+        return format_value(value, precision or 4, rows="", shape=True)
+    return format_number(value, precision)
+
+
+def _program_markdown(steps: dict, precision: int | None, latex: bool = False) -> str:
+    """The derivative program: a code block (each value in a comment), or with ``latex`` one
+    ``$...$`` line per statement."""
+    if "program" not in steps:
+        return ""
+    out = ["", "## Derivative program", ""]
+    statements = steps["program"]["statements"]
+    if not statements:
+        return "\n".join([*out, "None: the program has no inputs."]) + "\n"
+    if latex:
+        for s in statements:
+            value = _value_text(steps, s["value"], precision)
+            tail = "" if value == s["formula"] else f" = {value}"
+            out.append(f"- ${tex_name(s['name'])} = {s['formula_tex']}{tail}$")
+        return "\n".join(out) + "\n"
+    code = [f"{s['name']} = {s['formula']}" for s in statements]
+    width = max(map(len, code), default=0)
+    out.append("```")
+    for line, s in zip(code, statements):
+        out.append(f"{line.ljust(width)}  # {_value_text(steps, s['value'], precision)}")
+    out.append("```")
     return "\n".join(out) + "\n"
 
 
