@@ -32,8 +32,9 @@ def _wrap(name: str) -> str:
     return name if name.isidentifier() else f"({name})"
 
 
-def output_line(report: dict, precision: int | None = None, full: bool = False,
-                indent: int = 0) -> Text:
+def output_line(
+    report: dict, precision: int | None = None, full: bool = False, indent: int = 0
+) -> Text:
     """``g = -12``; a tensor output with its shape, its rows aligned under the first (the
     line starting ``indent`` spaces in)."""
     text = Text(" " * indent)
