@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .ir import Graph, resolve_name
+from .ir import Graph, resolve_name, wrt_node
 from .parse import parse
 from .passes.evaluate import forward
 from .passes.vjp import vjp
@@ -50,7 +50,7 @@ class Gradients(Evaluation):
 
     def wrt(self, name: str) -> float:
         """∂output/∂``name`` for an input or any named node."""
-        return self.adjoints[resolve_name(self.graph, name)]
+        return self.adjoints[wrt_node(self.graph, name)]
 
 
 def _graph(program: str | Graph) -> Graph:

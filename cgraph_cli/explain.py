@@ -297,9 +297,8 @@ def program_values(program: Graph, bindings=None) -> list:
 
 
 def first_derivative_statement(derived: Graph, graph: Graph) -> int:
-    """Where the derivative statements of ``derived`` (a derivative program of ``graph``)
-    begin: after the forward statements, which are ``graph``'s own (a bare expression named
-    ``out``) with names given on the way to unnamed values the derivatives read.
+    """Where the derivative statements of ``derived`` (a derivative program of ``graph``, as
+    :func:`~cgraph_cli.passes.grad_graph.grad_graph` made it) begin.
 
     >>> from cgraph_cli import parse
     >>> from cgraph_cli.derivatives import derivative_program
@@ -307,30 +306,14 @@ def first_derivative_statement(derived: Graph, graph: Graph) -> int:
     >>> first_derivative_statement(derivative_program(g).graph, g)
     2
     """
-    statements = list(derived.statements())
-    j = 0
-    for kind, name, node, _ in graph.statements():
-        span = graph.span(node)
-        while j < len(statements) and not _same_statement(derived, statements[j], kind, name, span):
-            j += 1
-        j += 1
-    return min(j, len(statements))
-
-
-def _same_statement(derived: Graph, statement, kind: str, name: str, span) -> bool:
-    d_kind, d_name, d_node, _ = statement
-    if kind == "bare":  # named now, as the derivatives need: recognised by its place
-        return d_kind == "=" and derived.span(d_node) == span
-    return d_kind == kind and d_name == name
+    return derived.memo["derivatives"]["forward"]
 
 
 def derivative_targets(
     derived: Graph, graph: Graph, output: int, gradients: dict[str, str] | None = None
 ) -> dict[str, int | None]:
     """For each derivative statement of ``derived``, the node of ``graph`` it is the
-    derivative with respect to: ``gradients`` (input -> statement) says so for inputs;
-    statement ``d<out>_d<name>`` (or ``d<out>_d<name>_2`` where the program uses that name
-    already) holds ∂out/∂name.
+    derivative with respect to (as grad_graph recorded it).
 
     >>> from cgraph_cli import parse
     >>> from cgraph_cli.derivatives import derivative_program
@@ -338,20 +321,7 @@ def derivative_targets(
     >>> derivative_targets(derivative_program(g).graph, g, g.output)
     {'dg_dp': 2, 'dg_dz': 3, 'dg_dx': 0, 'dg_dy': 1}
     """
-    import re
-
-    names = node_names(graph)
-    base = names[output] if names[output].isidentifier() else "out"
-    candidates = {f"d{base}_d{names[a]}": a for a in range(len(graph.ops))}
-    named = graph.named_nodes()  # a name the program reassigns: its newest value, as in --wrt
-    given = {held: named[w] for w, held in (gradients or {}).items() if w in named}
-    found: dict[str, int | None] = {}
-    statements = list(derived.statements())
-    for _, name, _, _ in statements[first_derivative_statement(derived, graph) :]:
-        found[name] = given.get(
-            name, candidates.get(name, candidates.get(re.sub(r"_\d+$", "", name)))
-        )
-    return found
+    return dict(derived.memo["derivatives"]["against"])
 
 
 def statement_tex(graph: Graph) -> list[str]:

@@ -396,6 +396,19 @@ def ancestors(graph: Graph, node: int) -> list[bool]:
 _LISTED = 30  # names listed in an unknown name's message at most
 
 
+def wrt_node(graph: Graph, name: str) -> int:
+    """The node a derivative is taken with respect to: an input by its name, even where a
+    statement reuses the name (``x = sin(x)``), else the named value.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("x = sin(x)")
+    >>> wrt_node(g, "x"), resolve_name(g, "x")
+    (0, 1)
+    """
+    node = graph.inputs.get(name)
+    return resolve_name(graph, name) if node is None else node
+
+
 def resolve_name(graph: Graph, name: str) -> int:
     """The node a name finally refers to (an input or a statement name). A name the program
     does not have is an :class:`~cgraph_cli.errors.UnknownNameError` (a usage error: it was

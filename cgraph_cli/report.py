@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 
-from .api import Evaluation, Gradients, resolve_name
+from .api import Evaluation, Gradients
+from .ir import wrt_node
 from .numfmt import is_tensor
 
 
@@ -31,7 +32,7 @@ def grad_report(gr: Gradients, wrt: list[str] | None = None) -> dict:
     """The eval report plus ``"gradients"``: ∂output/∂name for each input (or each of ``wrt``)."""
     report = eval_report(gr)
     names = list(gr.graph.inputs) if not wrt else wrt
-    report["gradients"] = {name: gr.adjoints[resolve_name(gr.graph, name)] for name in names}
+    report["gradients"] = {name: gr.adjoints[wrt_node(gr.graph, name)] for name in names}
     if "shapes" in report:
         for name in names:  # a --wrt name that is not in values (an unnamed node) still has one
             report["shapes"].setdefault(name, list(getattr(report["gradients"][name], "shape", ())))

@@ -115,7 +115,7 @@ def test_installed_command_runs_a_sample(venv, tmp_path):
 
 def test_tables_ship_inside_the_package_and_lark_is_not_needed(venv, tmp_path):
     code = (
-        "import sys, cgraph_cli, cgraph_cli.parse.tables as t; cgraph_cli.parse('y = x + 1'); "
+        "import sys, cgraph_cli; from cgraph_cli.parse import tables as t; cgraph_cli.parse('y = x + 1'); "
         "print(t.__file__); print('lark' in sys.modules)"
     )
     home = tmp_path / "home"

@@ -122,7 +122,9 @@ def grad_graph(
 
     out = graph.output if output is None else output
     wrt = list(graph.inputs) if wrt is None else wrt
-    targets = {graph.named_nodes()[w]: w for w in wrt}
+    from ..ir import wrt_node
+
+    targets = {wrt_node(graph, w): w for w in wrt}
     b = _copy(graph, input_shapes(graph) if shapes is None else shapes)
     _require_number(graph, b, out)
     reach, depends = _reaching(graph, out)
@@ -140,7 +142,8 @@ def grad_graph(
         before=at,
     )
     names = node_names(graph)
-    out_name = names[out] if names[out].isidentifier() else "out"
+    label = graph.display_name(out)
+    out_name = label if label.isidentifier() else "out"
     return _assemble(
         graph,
         b,
@@ -193,6 +196,7 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
     taken = set(graph.named_nodes()) | set(graph.inputs) | set(filter(None, graph.labels))
     backward = []
     gradients: dict[str, str] = {}
+    against: dict[str, int] = {}  # each derivative statement -> the forward node it is taken wrt
     uses = _uses(b.graph, n)
     named: set[int] = set()  # nodes a derivative statement already names
     wanted: set[int] = set()  # unnamed forward nodes that must get a name
@@ -219,12 +223,14 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
             wanted.add(a)
         name = _fresh(names_for.get(targets.get(a), f"{prefix}_d{names[a]}"), taken)
         backward.append(("=", name, node))
+        against[name] = a
         named.add(node)
         if a in targets:
             gradients[targets[a]] = name
     for a, w in targets.items():  # a name the output does not depend on: 0
         if w not in gradients:
             name = _fresh(names_for.get(w, f"{prefix}_d{names[a]}"), taken)
+            against[name] = a
             backward.append(("=", name, b.const(0.0)))
             gradients[w] = name
     wanted |= {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}
@@ -241,10 +247,15 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
         if kind == "bare":  # more statements follow: the expression needs a name
             kind, name = "=", _fresh("out", taken)
         forward.append((kind, name, node))
+        if kind == "=" and node in wanted and graph.names.get(name, node) != node:
+            # A later statement takes this name: keep the value reachable under another.
+            forward.append(("=", _fresh(name, taken), node))
         done = end
     statements = forward + backward
     _, last, node = statements[-1]
     derived = relayout(b.graph, statements, node, last)
+    # What the statements mean, for views that draw or explain them (not in the program text).
+    derived.memo["derivatives"] = {"forward": len(forward), "against": against}
     return Derived(derived, names[graph.output], gradients)
 
 
@@ -268,8 +279,16 @@ def _uses(graph: Graph, start: int) -> dict[int, int]:
     return uses
 
 
+_SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
 def _fresh(name: str, taken: set[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``... if the program uses it already."""
+    """``name``, or ``name_2``, ``name_3``... if the program uses it already (a name shown
+    with a subscript, ``x₂``, for the second value called x, is written ``x_2``)."""
+    if not name.isidentifier() or any("₀" <= c <= "₉" for c in name):
+        name = "".join(
+            "_" + c.translate(_SUBSCRIPTS) if "₀" <= c <= "₉" else c for c in name
+        ).replace("__", "_")
     base, k = name, 2
     while name in taken:
         name = f"{base}_{k}"
