@@ -42,14 +42,22 @@ class Program:
 
 
 def _name(out: str, names: tuple[str, ...]) -> str:
-    """``df_dx``, ``d2f_dx2``, ``d2f_dxdy``, ``d3f_dx2dy``: as a textbook writes them."""
+    """``df_dx``, ``d2f_dx2``, ``d2f_dxdy``, ``d3f_dx2dy``: as a textbook writes them
+    (``d2o_dw1dw1`` for a name ending in a digit).
+
+    >>> _name("f", ("x", "x", "y")), _name("o", ("w1", "w1"))
+    ('d3f_dx2dy', 'd2o_dw1dw1')
+    """
     order = len(names)
     parts, k = [], 0
     while k < order:
         run = 1
         while k + run < order and names[k + run] == names[k]:
             run += 1
-        parts.append(f"d{names[k]}{run if run > 1 else ''}")
+        if names[k][-1].isdigit():  # d2o_dx1dx1, not d2o_dx12 (which reads as x12)
+            parts.extend([f"d{names[k]}"] * run)
+        else:
+            parts.append(f"d{names[k]}{run if run > 1 else ''}")
         k += run
     return f"d{order if order > 1 else ''}{out}_{''.join(parts)}"
 
@@ -97,6 +105,7 @@ def derivative_program(
                 later,
                 shapes,
                 names_for={w: _name(base, (*names, w)) for w in later},
+                intermediates=False,  # ∂²f/∂x∂y, not the derivative of every first one
             )
             current = step.graph
             derivatives.update({(*names, w): step.gradients[w] for w in later})

@@ -24,6 +24,7 @@ dg_dy = dg_dx
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..ir import Graph, GraphBuilder, relayout
@@ -111,12 +112,15 @@ def grad_graph(
     wrt: list[str] | None = None,
     shapes: dict[str, tuple[int, ...]] | None = None,
     names_for: dict[str, str] | None = None,
+    intermediates: bool = True,
 ) -> Derived:
     """The forward program and, for each name in ``wrt`` (default: every input), a statement
     ``d<out>_d<name>`` holding ∂output/∂name (``names_for`` names them otherwise, by input;
-    a name the program uses already gets a numeric suffix). ``shapes`` (each input's, by name; default: as
-    :func:`input_shapes` finds them) specialise the rules that need one (@ of vectors or
-    matrices, sums over broadcast axes). The output must be a number."""
+    a name the program uses already gets a numeric suffix). ``shapes`` (each input's, by name;
+    default: as :func:`input_shapes` finds them) specialise the rules that need one (@ of
+    vectors or matrices, sums over broadcast axes). The output must be a number. With
+    ``intermediates`` (the default), the derivative with respect to each named value is a
+    statement too (``dg_dp``); without, only those read more than once are."""
     from ..names import node_names
     from .vjp import reverse
 
@@ -139,18 +143,24 @@ def grad_graph(
         [d and r for d, r in zip(depends, reach)],
         before=at,
     )
-    names = node_names(graph)
-    out_name = names[out] if names[out].isidentifier() else "out"
-    return _assemble(
+    names = [_identifier(n) for n in node_names(graph)]
+    out_name = graph.output_label if graph.ops[out] is INPUT and out == graph.output else names[out]
+    out_name = out_name if out_name.isidentifier() else "out"
+    final = _final_order(graph, out, reach)
+    if graph.ops[out] is INPUT:  # the output is an input itself: its derivative is 1
+        final.insert(0, out)
+    derived, gradients = _assemble(
         graph,
         b,
         adj,
-        _final_order(graph, out, reach),
+        final,
         targets,
         f"d{out_name}",
         names,
         names_for or {},
+        intermediates,
     )
+    return Derived(derived, graph.display_name(out), gradients)
 
 
 def _require_number(graph: Graph, b: GraphBuilder, out: int) -> None:
@@ -185,10 +195,10 @@ def _final_order(graph: Graph, out: int, reach: list[bool]) -> list[int]:
     return order
 
 
-def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derived:
-    """The statements of the derivative program: the forward statements (with a name for each
-    unnamed forward value the derivative reads), then one per derivative, in the order the
-    reverse pass finishes them."""
+def _assemble(graph, b, adj, final, targets, prefix, names, names_for, intermediates):
+    """The derivative program's graph and the names of its gradients: the forward statements
+    (with a name for each unnamed forward value the derivative reads), then one per derivative,
+    in the order the reverse pass finishes them."""
     n = len(graph.ops)
     taken = set(graph.named_nodes()) | set(graph.inputs) | set(filter(None, graph.labels))
     backward = []
@@ -207,7 +217,7 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
             node = b.const(float(node))
         if graph.ops[a] is INPUT and a not in targets:
             continue  # an input not asked for
-        labelled = graph.labels[a] is not None or a in targets
+        labelled = (intermediates and graph.labels[a] is not None) or a in targets
         if not labelled and (
             node < n or node in named or uses.get(node, 0) < 2 or b.graph.ops[node] is CONST
         ):
@@ -215,6 +225,8 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
         if not labelled:
             wanted.add(a)
         name = _fresh(names_for.get(targets.get(a), f"{prefix}_d{names[a]}"), taken)
+        if b.graph.ops[node] is CONST:
+            node = _own_constant(b, node)
         backward.append(("=", name, node))
         named.add(node)
         if a in targets:
@@ -222,7 +234,7 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
     for a, w in targets.items():  # a name the output does not depend on: 0
         if w not in gradients:
             name = _fresh(names_for.get(w, f"{prefix}_d{names[a]}"), taken)
-            backward.append(("=", name, b.const(0.0)))
+            backward.append(("=", name, _own_constant(b, b.const(0.0))))
             gradients[w] = name
     wanted |= {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}
     wanted |= {node for _, _, node in backward if node < n}
@@ -242,7 +254,29 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
     statements = forward + backward
     _, last, node = statements[-1]
     derived = relayout(b.graph, statements, node, last)
-    return Derived(derived, names[graph.output], gradients)
+    return derived, gradients
+
+
+def _identifier(name: str) -> str:
+    """A node's name as a program can write it: the subscript of a name assigned again
+    (``c₂``) becomes ``c_2``."""
+    return _SUBSCRIPT.sub(lambda m: "_" + m.group().translate(_DIGITS), name)
+
+
+_SUBSCRIPT = re.compile("[₀-₉]+")
+_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def _own_constant(b: GraphBuilder, node: int) -> int:
+    """A copy of constant ``node`` for a statement to name: the builder shares one node per
+    number, and a name given to it would stand for that number everywhere (``x - dy_dh``
+    for ``x - 1``)."""
+    value = b.graph.consts[node]
+    own = b.add(CONST, (), b.graph.starts[node], b.graph.ends[node])
+    b.graph.consts[own] = value
+    if b.shapes is not None:
+        b.shapes[own] = b.shapes[node]
+    return own
 
 
 def _uses(graph: Graph, start: int) -> dict[int, int]:
