@@ -273,3 +273,45 @@ def tangents_report(graph: Graph, bindings: Mapping | None, tangents: Mapping) -
         "values": {n: values[i] for n, i in named.items()},
         "node_tangents": {n: t[i] for n, i in named.items()},
     }
+
+
+def hessian_columns(
+    graph: Graph,
+    bindings: Mapping | None,
+    columns: list[tuple[str, tuple[int, ...]]],
+    of: str | int | None = None,
+) -> list[dict]:
+    """Some columns of the Hessian: for each ``(input, element)`` in ``columns`` (``()`` for
+    an input that is a number), the derivative of every input's gradient along that element,
+    ∂²output/∂input∂column, shaped as the input. One forward-mode pass over the derivative
+    program per column, so a few entries of a large Hessian cost a few passes. ``of``: the
+    output's name, or its node.
+
+    >>> from cgraph_cli import parse
+    >>> hessian_columns(parse("f = x^2 * y"), {"x": 1, "y": 2}, [("x", ()), ("y", ())])
+    [{'x': 4.0, 'y': 2.0}, {'x': 2.0, 'y': 0.0}]
+    """
+    from .passes.evaluate import forward
+    from .passes.jvp import jvp
+
+    out = graph.output if of is None else of if isinstance(of, int) else resolve_name(graph, of)
+    values = forward(graph, _checked(graph, bindings))
+    point = {n: values[i] for n, i in graph.inputs.items()}
+    shapes = {n: tuple(getattr(v, "shape", ())) for n, v in point.items()}
+    derived = grad_graph(graph, out, list(graph.inputs), shapes)
+    dvalues = forward(derived.graph, point)
+    holders = {w: derived.graph.names[derived.gradients[w]] for w in graph.inputs}
+    result = []
+    for name, element in columns:
+        direction = _one_hot(shapes[name], _flat_index(shapes[name], element))
+        t = jvp(derived.graph, dvalues, {name: direction})
+        result.append({w: t[h] for w, h in holders.items()})
+    return result
+
+
+def _flat_index(shape: tuple[int, ...], element: tuple[int, ...]) -> int:
+    if not shape:
+        return 0
+    from .arrays import np
+
+    return int(np.ravel_multi_index(element, shape))

@@ -436,3 +436,229 @@ def test_no_sample_derivative_program_multiplies_by_1_or_adds_0(path, order):
         if name in forward_names or name.startswith("input "):
             continue  # the program as its author wrote it
         assert not _UNSIMPLIFIED.search(expression), line
+
+
+# --- check --expect-hessian ----------------------------------------------------------------------
+def _valid(name: str, text: str) -> dict:
+    from jsonschema import Draft202012Validator
+
+    from cgraph_cli import schemas
+
+    document = json.loads(text)
+    Draft202012Validator(schemas.load(name)).validate(document)
+    return document
+
+
+def test_check_asserts_second_derivatives(cli):
+    result = cli(
+        "check",
+        "sample:rosenbrock",
+        "--expect-hessian",
+        "x,y=480",
+        "--expect-hessian",
+        "x, x = 1330",
+        "--expect-grad",
+        "k=0.1936",
+        "--rtol",
+        "1e-12",
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout == (
+        "ok    ∂f/∂k = 0.19359999999999997 (expected 0.1936)\n"
+        "ok    ∂²f/∂x∂y = 480 (expected 480)\n"
+        "ok    ∂²f/∂x² = 1330 (expected 1330)\n"
+        "3 passed, 0 failed\n"
+    )
+    failed = cli("check", "sample:rosenbrock", "--expect-hessian", "a,k=1")
+    assert failed.exit_code == 1
+    assert "FAIL  ∂²f/∂a∂k = 0 (expected 1, difference 1)" in failed.stdout
+
+
+def test_check_second_derivatives_of_tensor_elements_json_and_junit(cli, tmp_path):
+    junit = tmp_path / "report.xml"
+    args = ["check", "y = sum(W @ x) ^ 2", "W=[[1,2],[3,4]]", "x=[1,-1]"]
+    result = cli(
+        *args,
+        "--expect-hessian",
+        "W[0,1],x[1]=-16",  # 2·(W01 + W11)·x1 + 2·sum(W @ x)
+        "--expect-hessian",
+        "x[-2],x[0]=30",
+        "--format",
+        "json",
+        "--junit",
+        str(junit),
+    )
+    assert result.exit_code == 1
+    report = _valid("check", result.stdout)
+    assert [(c["kind"], c["name"], c["actual"], c["ok"]) for c in report["checks"]] == [
+        ("hessian", "W[0, 1],x[1]", -16.0, True),
+        ("hessian", "x[0],x[0]", 32.0, False),
+    ]
+    xml = junit.read_text()
+    assert 'name="∂²y/∂W[0, 1]∂x[1] = -16"' in xml
+    assert 'message="∂²y/∂x[0]² = 32 (expected 30, difference 2)"' in xml
+
+
+@pytest.mark.parametrize(
+    "expectation, code, message",
+    [
+        ("x=1", 2, "a second derivative is named NAME,NAME, got 'x'"),
+        ("x,y", 2, "a second derivative's expectation is NAME,NAME=NUMBER"),
+        ("x,y=nan", 2, "a second derivative's expectation is NAME,NAME=NUMBER"),
+        ("p,x=1", 2, "'p' is not an input: second derivatives are with respect to inputs"),
+        ("x,q=1", 2, "the program has no name 'q'"),
+        ("x[0],y=1", 2, "'x' is a number: write x, not x[...]"),
+        ("v,y=1", 2, "'v' is a (2,) tensor: name one element, as v[0]"),
+        ("v[2],y=1", 2, "index 2 is out of range for axis 0 of 'v' (size 2)"),
+        ("v[0],y=1 --of w", 4, "w is a (2,) tensor; a derivative program needs a single number"),
+    ],
+)
+def test_check_second_derivative_mistakes(cli, expectation, code, message):
+    program = "p = x * y; w = v * p; g = sum(w)"
+    expectation, *more = expectation.split()
+    result = cli("check", program, "x=1", "y=2", "v=[1,2]", "--expect-hessian", expectation, *more)
+    assert result.exit_code == code, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_second_derivatives_usage(cli):
+    nothing = cli("check", "g = x * y", "x=1", "y=2")
+    assert nothing.exit_code == 2 and "--expect-hessian NAME,NAME=VALUE" in nothing.stderr
+    both = cli("check", "--spec", "sample:checks.toml", "--expect-hessian", "x,y=1")
+    assert both.exit_code == 2 and "give no program or expectations too" in both.stderr
+
+
+def test_spec_cases_expect_second_derivatives(cli, tmp_path):
+    spec = tmp_path / "checks.toml"
+    spec.write_text(
+        "[[case]]\n"
+        'name = "rosenbrock"\n'
+        'file = "f.cg"\n'
+        'expect_hessian = { "x,y" = 480, "a, x" = -2 }\n'
+        "\n[[case]]\n"
+        'name = "not an input"\n'
+        'program = "p = x * y; g = p ^ 2"\n'
+        "bindings = { x = 1, y = 2 }\n"
+        'expect_hessian = { "p,x" = 1 }\n'
+    )
+    (tmp_path / "f.cg").write_text((SAMPLES[0].parent / "rosenbrock.cg").read_text())
+    result = cli("check", "--spec", str(spec))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "rosenbrock:",
+        "  ok    ∂²f/∂x∂y = 480 (expected 480)",
+        "  ok    ∂²f/∂a∂x = -2 (expected -2)",
+        "not an input:",
+        "  ERROR  'p' is not an input: second derivatives are with respect to inputs",
+        "         help: the program's inputs: x, y",
+        "2 passed, 0 failed, 1 case could not run",
+    ]
+
+
+_NOT_A_TABLE = "'expect_hessian' in case 1 must be a table of \"NAME,NAME\" = number"
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('expect_hessian = { "x" = 1 }', "'expect_hessian' in case 1: a second derivative is"),
+        (
+            'expect_hessian = { "x,y" = [1] }',
+            "'expect_hessian' in case 1 must be a table of \"NAME,NAME\" = number",
+        ),
+        (
+            "expect_hessian = 3",
+            "'expect_hessian' in case 1 must be a table of \"NAME,NAME\" = number",
+        ),
+    ],
+)
+def test_spec_second_derivative_mistakes_exit_2_at_their_line(cli, tmp_path, line, message):
+    spec = tmp_path / "checks.toml"
+    spec.write_text(f'[[case]]\nprogram = "y = x * z"\n{line}\n')
+    result = cli("check", "--spec", str(spec))
+    assert result.exit_code == 2
+    assert f"checks.toml:3:1: error: {message}" in result.stderr
+
+
+# --- gradcheck --order 2 ---------------------------------------------------------------------
+def test_gradcheck_second_derivatives_table(cli):
+    result = cli("gradcheck", "sample:rosenbrock", "--order", "2")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["point", "derivative", "∂²f", "numeric", "error", "status"]
+    rows = [line.split()[:3] for line in lines[2:-1]]
+    assert [row[1:] for row in rows[:4]] == [
+        ["∂²/∂a²", "2"],
+        ["∂²/∂a∂k", "0"],
+        ["∂²/∂a∂x", "-2"],
+        ["∂²/∂a∂y", "0"],
+    ]
+    assert ["1", "∂²/∂x∂y", "480"] in rows and len(rows) == 10  # each pair once
+    assert lines[-1] == "10 passed, 0 failed, 0 skipped"
+
+
+def test_gradcheck_second_derivatives_json_and_tensors(cli):
+    result = cli("gradcheck", "y = sum(W @ x) ^ 2", "W=[[1,2],[3,4]]", "x=[1,-1]", "--order", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "∂²/∂W[0, 1]∂x[1]" in result.stdout and "21 passed" in result.stdout  # 6·7/2
+    report = _valid(
+        "gradcheck",
+        cli("gradcheck", "sample:seed", "--order", "2", "--format", "json").stdout,
+    )
+    assert report["order"] == 2
+    entries = {c["input"]: c["analytic"] for c in report["checks"]}
+    assert entries == {
+        "∂²/∂x²": 0.0,
+        "∂²/∂x∂y": 0.0,
+        "∂²/∂x∂z": 1.0,
+        "∂²/∂y²": 0.0,
+        "∂²/∂y∂z": 1.0,
+        "∂²/∂z²": 0.0,
+    }
+    assert (
+        _valid("gradcheck", cli("gradcheck", "sample:seed", "--format", "json").stdout)["order"]
+        == 1
+    )
+
+
+def test_gradcheck_second_derivatives_mismatch_kink_and_undefined(cli):
+    coarse = cli("gradcheck", "y = exp(10 * x)", "x=1", "--order", "2", "--eps", "1e-2")
+    assert coarse.exit_code == 1 and "MISMATCH" in coarse.stdout
+    kink = cli("gradcheck", "y = relu(x) * x + z", "x=0", "z=1", "--order", "2")
+    assert kink.exit_code == 0 and "0 passed, 0 failed, 3 skipped" in kink.stdout
+    points = cli("gradcheck", "y = sqrt(x)", "--order", "2", "--points", "6", "--format", "json")
+    statuses = {c["status"] for c in _valid("gradcheck", points.stdout)["checks"]}
+    assert points.exit_code == 0 and statuses == {"ok", "undefined"}
+    # at the point given, a program whose second derivative is undefined is an error
+    here = cli("gradcheck", "y = x ^ 1.5", "x=0", "--order", "2")
+    assert here.exit_code == 4 and "undefined or infinite" in here.stderr
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), points)
+def test_second_derivatives_match_differences_of_the_gradient(program, point):
+    graph = parse(program)
+    assume(graph.inputs)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None and all(abs(v) < 1e4 for v in done[0] + done[1]))
+    from cgraph_cli.gradcheck import gradcheck
+
+    checks = gradcheck(graph, bindings, order=2, rtol=1e-4, atol=1e-5)
+    compared = [c for c in checks if c.status in ("ok", "mismatch") and abs(c.numeric) < 1e4]
+    for c in compared:
+        assert c.status == "ok", (program, c)
+
+
+def test_hessian_columns_are_the_hessians_columns():
+    from cgraph_cli.derivatives import hessian_columns
+
+    graph = parse("y = logsumexp(tanh(transpose(A) @ A)[0] * r) + sum(c * A) * s ^ 2")
+    point = _tensor_point(graph, 3)
+    full = np.array(hessian(graph, point)["hessian"])
+    labels = hessian(graph, point)["labels"]
+    for name, element in [("A", (1, 2)), ("s", ()), ("c", (0, 0))]:
+        (column,) = hessian_columns(graph, point, [(name, element)])
+        label = f"{name}[{', '.join(map(str, element))}]" if element else name
+        flat = np.concatenate([np.ravel(column[n]) for n in graph.inputs])
+        np.testing.assert_allclose(flat, full[:, labels.index(label)], rtol=1e-12, atol=1e-14)
