@@ -41,7 +41,7 @@ from cgraph_cli.passes.vjp import depends_on_input, reverse
 from cgraph_cli.vocab import ARRAYS
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cg"))
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TENSOR_PROPERTY = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -261,20 +261,28 @@ def _same_piece(graph, point, *shifted) -> bool:
     return all(_pieces(graph, forward(graph, p)) == base for p in shifted)
 
 
-@TENSOR_PROPERTY
+def _difference_of_the_gradient(graph, point, v, h) -> dict | None:
+    """(∇f(x + h·v) - ∇f(x - h·v)) / 2h by input; None where a step leaves x's smooth piece."""
+    up, down = ({n: point[n] + s * v[n] for n in point} for s in (h, -h))
+    if not _same_piece(graph, point, up, down):
+        return None
+    g_up, g_down = grad(graph, up).gradients, grad(graph, down).gradients
+    return {n: (np.asarray(g_up[n]) - np.asarray(g_down[n])) / (2 * h) for n in point}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tensor_expressions(), st.sampled_from(["sum", "mean", "logsumexp"]), st.integers(0, 10**6))
 def test_hessian_vector_products_match_differences_of_the_gradient(expr, reduce, seed):
     graph = parse(f"y = {reduce}({expr} * A)")  # A: never a program linear in everything
     point = _tensor_point(graph, seed)
     v = _tensor_point(graph, seed + 1)
-    h = 1e-5
-    up, down = ({n: point[n] + s * v[n] for n in point} for s in (h, -h))
-    assume(_same_piece(graph, point, up, down))
+    coarse, fine = (_difference_of_the_gradient(graph, point, v, h) for h in (2e-5, 1e-5))
+    assume(coarse is not None and fine is not None)
+    # Where the curvature changes too fast for a step of 1e-5, the differences disagree.
+    assume(all(np.allclose(coarse[n], fine[n], rtol=1e-6, atol=1e-7) for n in fine))
     hvp = hessian(graph, point, vector=v)["hvp"]
-    g_up, g_down = grad(graph, up).gradients, grad(graph, down).gradients
     for n in graph.inputs:
-        numeric = (np.asarray(g_up[n]) - np.asarray(g_down[n])) / (2 * h)
-        np.testing.assert_allclose(hvp[n], numeric, rtol=1e-5, atol=1e-6, err_msg=expr)
+        np.testing.assert_allclose(hvp[n], fine[n], rtol=1e-5, atol=1e-6, err_msg=expr)
 
 
 def test_the_tensor_hessian_is_symmetric_and_holds_the_hessian_vector_products():
@@ -326,26 +334,31 @@ def test_jacobians_agree_in_both_modes_and_with_finite_differences(expr, seed):
     auto = jacobian(graph, point)
     assert auto["mode"] == ("reverse" if rows <= columns else "forward")
     assert auto["passes"] == min(rows, columns)
-    h = 1e-6
     for n in graph.inputs:
         for other in (by_columns, auto):
             np.testing.assert_allclose(
                 other["jacobian"][n], by_rows["jacobian"][n], rtol=1e-10, atol=1e-12
             )
-        x = np.asarray(point[n], dtype=float)
-        block = np.reshape(by_rows["jacobian"][n], (rows, x.size))
-        for k in range(x.size):
-            step = np.zeros(x.size)
-            step[k] = h
-            up, down = ({**point, n: x + s * step.reshape(x.shape)} for s in (1, -1))
-            if not x.shape:
-                up[n], down[n] = float(up[n]), float(down[n])
-            if not _same_piece(graph, point, up, down):
-                continue
-            numeric = (forward(graph, up)[graph.output] - forward(graph, down)[graph.output]) / (
-                2 * h
-            )
-            np.testing.assert_allclose(block[:, k], np.ravel(numeric), rtol=1e-5, atol=1e-6)
+        block = np.reshape(by_rows["jacobian"][n], (rows, -1))
+        for k in range(block.shape[1]):
+            coarse, fine = (_column_difference(graph, point, n, k, h) for h in (2e-6, 1e-6))
+            if coarse is None or fine is None or not np.allclose(coarse, fine, 1e-6, 1e-7):
+                continue  # a kink in between, or curvature too fast for the step
+            np.testing.assert_allclose(block[:, k], fine, rtol=1e-5, atol=1e-6, err_msg=expr)
+
+
+def _column_difference(graph, point, name: str, k: int, h: float):
+    """The central difference of the output along element k of input ``name``, flat."""
+    x = np.asarray(point[name], dtype=float)
+    step = np.zeros(x.size)
+    step[k] = h
+    up, down = ({**point, name: x + s * step.reshape(x.shape)} for s in (1, -1))
+    if not x.shape:
+        up[name], down[name] = float(up[name]), float(down[name])
+    if not _same_piece(graph, point, up, down):
+        return None
+    difference = forward(graph, up)[graph.output] - forward(graph, down)[graph.output]
+    return np.ravel(difference) / (2 * h)
 
 
 # --- as a textbook writes them ---------------------------------------------------------------
