@@ -140,6 +140,13 @@ def test_the_derivative_of_a_chosen_value_names_that_value():
     assert to_source(derived.graph).endswith("dp_dx = 1\n")
 
 
+def test_an_input_assigned_again_is_differentiated_as_the_input():
+    graph = parse("input x = 2\nx = x * 3\ny = x ^ 2")
+    assert _round_trip(graph, {"x": 1.5}) == grad(graph, {"x": 1.5}).gradients == {"x": 27.0}
+    assert hessian(graph, {"x": 1.5})["hessian"] == [[18.0]]  # y = 9·x², not 2·(3x)
+    assert _program("input x = 2\nx = x * 3\ny = x ^ 2", 2).endswith("d2y_dx2 = 18\n")
+
+
 def test_names_assigned_again_give_names_a_program_can_read():
     text = to_source(grad_graph(parse("c = a * 2; c = c * c + a; g = c * c")).graph)
     assert "dg_dc_2 = 2 * c_2" not in text  # the output's reader: written inline

@@ -120,13 +120,16 @@ def grad_graph(
     default: as :func:`input_shapes` finds them) specialise the rules that need one (@ of
     vectors or matrices, sums over broadcast axes). The output must be a number. With
     ``intermediates`` (the default), the derivative with respect to each named value is a
-    statement too (``dg_dp``); without, only those read more than once are."""
+    statement too (``dg_dp``); without, only those read more than once are. The name of an
+    input means the input, though the program assigns it again (``x = x * 3``)."""
     from ..names import node_names
     from .vjp import reverse
 
     out = graph.output if output is None else output
     wrt = list(graph.inputs) if wrt is None else wrt
-    targets = {graph.named_nodes()[w]: w for w in wrt}
+    named = graph.named_nodes()
+    # An input's name is the input, even where the program assigns the name again later.
+    targets = {graph.inputs.get(w, named.get(w)): w for w in wrt}
     b = _copy(graph, input_shapes(graph) if shapes is None else shapes)
     _require_number(graph, b, out)
     reach, depends = _reaching(graph, out)
