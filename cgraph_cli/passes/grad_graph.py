@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..ir import Graph, GraphBuilder, relayout
+from ..ir import Graph, GraphBuilder, relayout, resolve_name
 from ..ops import CONST, INPUT
 from ..vocab import Interpretation
 
@@ -127,9 +127,8 @@ def grad_graph(
 
     out = graph.output if output is None else output
     wrt = list(graph.inputs) if wrt is None else wrt
-    named = graph.named_nodes()
     # An input's name is the input, even where the program assigns the name again later.
-    targets = {graph.inputs.get(w, named.get(w)): w for w in wrt}
+    targets = {graph.inputs[w] if w in graph.inputs else resolve_name(graph, w): w for w in wrt}
     b = _copy(graph, input_shapes(graph) if shapes is None else shapes)
     _require_number(graph, b, out)
     reach, depends = _reaching(graph, out)
