@@ -1,7 +1,9 @@
-"""Assertions on values and gradients, for CI: from the command line or a TOML spec file.
+"""Assertions on values, gradients and second derivatives, for CI: from the command line or a
+TOML spec file.
 
 An assertion holds when |actual - expected| <= atol + rtol · |expected| (for tensors: element by
-element, and the shapes must be equal).
+element, and the shapes must be equal). A second derivative is named by its pair of inputs,
+``x,y``, or of elements of tensor inputs, ``W[0, 1],x[2]``, as ``cgraph hessian`` labels them.
 
 >>> from cgraph_cli import parse
 >>> [r.ok for r in run_case(Case("seed", parse("p = x + y; g = p * z"), {"x": 1, "y": 3, "z": -3},
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .api import evaluate, grad, resolve_name
 from .errors import CgraphError, UsageError
-from .ir import Graph
+from .ir import Graph, wrt_node
 
 RTOL, ATOL = 1e-9, 1e-12
 
@@ -33,13 +35,14 @@ class Case:
     rtol: float = RTOL
     atol: float = ATOL
     error: CgraphError | None = None  # why the case cannot run, reported as its result
+    expect_hessian: dict[str, float] = field(default_factory=dict)  # "x,y" -> ∂²out/∂x∂y
 
 
 @dataclass(frozen=True)
 class Result:
     case: str
-    kind: str  # "value" or "gradient"
-    name: str  # the named value, or the input differentiated against
+    kind: str  # "value", "gradient" or "hessian"
+    name: str  # the named value, the input differentiated against, or a pair of them: "x,y"
     output: str  # the output differentiated
     expected: object  # a float, or a NumPy array for tensors
     actual: object
@@ -63,6 +66,11 @@ class Result:
 
     @property
     def label(self) -> str:
+        if self.kind == "hessian":
+            from .gradcheck import element_label
+
+            a, b = (element_label(*e) for e in parse_pair(self.name))
+            return f"∂²{self.output}/∂{a}²" if a == b else f"∂²{self.output}/∂{a}∂{b}"
         return self.name if self.kind == "value" else f"∂{self.output}/∂{self.name}"
 
 
@@ -91,12 +99,87 @@ def run_case(case: Case) -> list[Result]:
     results = []
     for kind, expectations in (("value", case.expect), ("gradient", case.expect_grad)):
         for name, expected in expectations.items():
-            node = resolve_name(case.graph, name)
-            actual = result.values[node] if kind == "value" else result.adjoints[node]
+            if kind == "value":
+                actual = result.values[resolve_name(case.graph, name)]
+            else:  # an input's name is the input, as in cgraph grad
+                actual = result.adjoints[wrt_node(case.graph, name)]
             expected = _expected_value(name, expected)
             ok = _close(actual, expected, case.rtol, case.atol)
             results.append(Result(case.name, kind, name, out, expected, actual, ok))
+    if case.expect_hessian:
+        for name, expected, actual in _second_derivatives(case, result.values):
+            ok = _close(actual, expected, case.rtol, case.atol)
+            results.append(Result(case.name, "hessian", name, out, expected, actual, ok))
     return results
+
+
+def _second_derivatives(case: Case, values: list) -> list[tuple[str, float, float]]:
+    """Each of ``case.expect_hessian`` as (the pair as the report names it, expected, actual):
+    one forward-mode pass over the derivative program per element differentiated last."""
+    from .derivatives import hessian_columns
+    from .gradcheck import element_label
+
+    shapes = {n: _shape(values[i]) for n, i in case.graph.inputs.items()}
+    pairs = {
+        text: tuple(_element(case.graph, shapes, *e) for e in parse_pair(text))
+        for text in case.expect_hessian
+    }
+    columns = list(dict.fromkeys(b for _, b in pairs.values()))
+    found = hessian_columns(case.graph, case.bindings, columns, of=case.of)
+    out = []
+    for text, ((a, ea), b) in pairs.items():
+        block = found[columns.index(b)][a]
+        actual = float(block[ea]) if ea else block
+        name = f"{element_label(a, ea)},{element_label(*b)}"
+        out.append((name, float(case.expect_hessian[text]), actual))
+    return out
+
+
+def _element(graph: Graph, shapes: dict, name: str, index: tuple[int, ...]):
+    """``(input, element)`` checked against the program: an input, and an element of it in
+    range for a tensor (negative indices count from the end)."""
+    if name not in graph.inputs:
+        resolve_name(graph, name)  # an unknown name: did you mean, and the names
+        raise UsageError(
+            f"'{name}' is not an input: second derivatives are with respect to inputs",
+            hints=["the program's inputs: " + (", ".join(graph.inputs) or "none")],
+        )
+    shape = shapes[name]
+    if not shape and index:
+        raise UsageError(f"'{name}' is a number: write {name}, not {name}[...]")
+    if shape and len(index) != len(shape):
+        from .arrays import show_shape
+
+        example = f"{name}[{', '.join('0' for _ in shape)}]"
+        raise UsageError(
+            f"'{name}' is a {show_shape(shape)} tensor: name one element, as {example}"
+        )
+    for k, (i, n) in enumerate(zip(index, shape)):
+        if not -n <= i < n:
+            raise UsageError(f"index {i} is out of range for axis {k} of '{name}' (size {n})")
+    return name, tuple(i % n for i, n in zip(index, shape))
+
+
+_LABEL = r"\s*([^\W\d]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*\])?\s*"
+_PAIR = re.compile(rf"{_LABEL},{_LABEL}")
+
+
+def parse_pair(text: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The two inputs (each with an element, ``()`` for a number) of a second derivative:
+    ``x,y`` or ``W[0, 1],x[2]``; a :class:`UsageError` for anything else.
+
+    >>> parse_pair("W[0,1], x")
+    (('W', (0, 1)), ('x', ()))
+    """
+    m = _PAIR.fullmatch(text)
+    if m is None:
+        raise UsageError(
+            f"a second derivative is named NAME,NAME, got {text[:60]!r}",
+            hints=["for example: x,y or, for elements of tensor inputs, W[0, 1],x[2]"],
+        )
+    a, ia, b, ib = m.groups()
+    index = [tuple(int(k) for k in i.split(",")) if i else () for i in (ia, ib)]
+    return (a, index[0]), (b, index[1])
 
 
 def run_cases(cases: list[Case]) -> list[CaseRun]:
@@ -152,6 +235,28 @@ def _close(actual, expected, rtol: float, atol: float) -> bool:
 
     with np.errstate(all="ignore"):  # a difference that overflows is not close: no warning
         return bool(np.all(np.abs(actual - expected) <= atol + rtol * np.abs(expected)))
+
+
+def parse_hessian_expectation(text: str) -> tuple[str, float]:
+    """``NAME,NAME=NUMBER`` for --expect-hessian: ``x,y=2``, ``W[0, 1],x[2]=-0.5``.
+
+    >>> parse_hessian_expectation("x, y = 2")
+    ('x,y', 2.0)
+    """
+    pair, eq, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not eq or not math.isfinite(number):
+        raise UsageError(
+            f"a second derivative's expectation is NAME,NAME=NUMBER, got "
+            f"{text[:40] + '...' if len(text) > 60 else text!r}",
+            hints=["for example: x,y=2 or, for elements of tensor inputs, 'W[0, 1],x[2]=-0.5'"],
+        )
+    from .gradcheck import element_label
+
+    return ",".join(element_label(*e) for e in parse_pair(pair)), number
 
 
 def parse_expectation(text: str) -> tuple[str, object]:

@@ -23,7 +23,18 @@ from pathlib import Path
 from .checks import ATOL, RTOL, Case
 from .errors import BindingError, CgraphError, Source, Span, UsageError
 
-_CASE_KEYS = ("name", "file", "program", "bindings", "of", "expect", "expect_grad", "rtol", "atol")
+_CASE_KEYS = (
+    "name",
+    "file",
+    "program",
+    "bindings",
+    "of",
+    "expect",
+    "expect_grad",
+    "expect_hessian",
+    "rtol",
+    "atol",
+)
 _TOP_KEYS = ("rtol", "atol", "case")
 MAX_DEPTH = 40  # arrays and inline tables nested deeper are refused before TOML parsing
 _EXAMPLE = (
@@ -120,9 +131,12 @@ def _load_case(
     program = None if path else where.string(table, "program", k)
     expect = where.values(table, "expect", k)
     expect_grad = where.values(table, "expect_grad", k)
-    if not expect and not expect_grad:
+    expect_hessian = where.second_derivatives(table, k)
+    if not expect and not expect_grad and not expect_hessian:
         raise where.error(
-            f"case {k + 1} expects nothing: give 'expect' or 'expect_grad'", k, "name"
+            f"case {k + 1} expects nothing: give 'expect', 'expect_grad' or 'expect_hessian'",
+            k,
+            "name",
         )
     case = Case(
         name,
@@ -133,6 +147,7 @@ def _load_case(
         where.string(table, "of", k) if "of" in table else None,
         where.tolerance(table, "rtol", k, rtol),
         where.tolerance(table, "atol", k, atol),
+        expect_hessian=expect_hessian,
     )
     try:  # the program's own errors are the case's result, not a mistake in the spec
         from .parse import parse
@@ -237,6 +252,31 @@ class _Locator:
                     self.source,
                     hints=e.hints,
                 ) from None
+        return checked
+
+    def second_derivatives(self, table: dict, case: int) -> dict[str, float]:
+        """``expect_hessian = { "x,y" = 2, "W[0, 1],x[2]" = -0.5 }``: pairs of inputs, each a
+        number."""
+        from .checks import parse_hessian_expectation
+
+        value = table.get("expect_hessian", {})
+        kind = f"'expect_hessian' in case {case + 1} must be a table of \"NAME,NAME\" = number"
+        if not isinstance(value, dict):
+            raise self.error(kind, case, "expect_hessian")
+        checked = {}
+        for pair, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not _finite(v):
+                raise self.error(f"{kind} ('{pair}' is {_short(v)})", case, "expect_hessian")
+            try:
+                name, number = parse_hessian_expectation(f"{pair}={float(v)!r}")
+            except UsageError as e:
+                raise self.error(
+                    f"'expect_hessian' in case {case + 1}: {e.message}",
+                    case,
+                    "expect_hessian",
+                    hints=e.hints,
+                ) from None
+            checked[name] = number
         return checked
 
     def program_path(self, table: dict, case: int, folder: Path) -> str:

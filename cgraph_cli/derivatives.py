@@ -42,14 +42,22 @@ class Program:
 
 
 def _name(out: str, names: tuple[str, ...]) -> str:
-    """``df_dx``, ``d2f_dx2``, ``d2f_dxdy``, ``d3f_dx2dy``: as a textbook writes them."""
+    """``df_dx``, ``d2f_dx2``, ``d2f_dxdy``, ``d3f_dx2dy``: as a textbook writes them
+    (``d2o_dw1dw1`` for a name ending in a digit).
+
+    >>> _name("f", ("x", "x", "y")), _name("o", ("w1", "w1"))
+    ('d3f_dx2dy', 'd2o_dw1dw1')
+    """
     order = len(names)
     parts, k = [], 0
     while k < order:
         run = 1
         while k + run < order and names[k + run] == names[k]:
             run += 1
-        parts.append(f"d{names[k]}{run if run > 1 else ''}")
+        if names[k][-1].isdigit():  # d2o_dx1dx1, not d2o_dx12 (which reads as x12)
+            parts.extend([f"d{names[k]}"] * run)
+        else:
+            parts.append(f"d{names[k]}{run if run > 1 else ''}")
         k += run
     return f"d{order if order > 1 else ''}{out}_{''.join(parts)}"
 
@@ -74,6 +82,7 @@ def derivative_program(
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"the order is 1 to {MAX_ORDER}, got {order}")
     out = graph.output if of is None else resolve_name(graph, of)
+    asked = wrt or None  # derivatives asked for by name: only what they read is a statement
     wrt = _inputs(graph, wrt)
     shapes = input_shapes(graph, _checked(graph, bindings))
     if order > 1 and any(shapes.get(w) for w in wrt if w in graph.inputs):
@@ -84,7 +93,7 @@ def derivative_program(
     base = graph.display_name(out)
     base = base if base.isidentifier() else "out"
     derived: Derived = grad_graph(
-        graph, out, wrt, shapes, names_for={w: _name(base, (w,)) for w in wrt}
+        graph, out, asked, shapes, names_for={w: _name(base, (w,)) for w in wrt}
     )
     current = derived.graph
     derivatives = {(w,): derived.gradients[w] for w in wrt}
@@ -97,6 +106,7 @@ def derivative_program(
                 later,
                 shapes,
                 names_for={w: _name(base, (*names, w)) for w in later},
+                intermediates=False,  # ∂²f/∂x∂y, not the derivative of every first one
             )
             current = step.graph
             derivatives.update({(*names, w): step.gradients[w] for w in later})
@@ -264,3 +274,45 @@ def tangents_report(graph: Graph, bindings: Mapping | None, tangents: Mapping) -
         "values": {n: values[i] for n, i in named.items()},
         "node_tangents": {n: t[i] for n, i in named.items()},
     }
+
+
+def hessian_columns(
+    graph: Graph,
+    bindings: Mapping | None,
+    columns: list[tuple[str, tuple[int, ...]]],
+    of: str | int | None = None,
+) -> list[dict]:
+    """Some columns of the Hessian: for each ``(input, element)`` in ``columns`` (``()`` for
+    an input that is a number), the derivative of every input's gradient along that element,
+    ∂²output/∂input∂column, shaped as the input. One forward-mode pass over the derivative
+    program per column, so a few entries of a large Hessian cost a few passes. ``of``: the
+    output's name, or its node.
+
+    >>> from cgraph_cli import parse
+    >>> hessian_columns(parse("f = x^2 * y"), {"x": 1, "y": 2}, [("x", ()), ("y", ())])
+    [{'x': 4.0, 'y': 2.0}, {'x': 2.0, 'y': 0.0}]
+    """
+    from .passes.evaluate import forward
+    from .passes.jvp import jvp
+
+    out = graph.output if of is None else of if isinstance(of, int) else resolve_name(graph, of)
+    values = forward(graph, _checked(graph, bindings))
+    point = {n: values[i] for n, i in graph.inputs.items()}
+    shapes = {n: tuple(getattr(v, "shape", ())) for n, v in point.items()}
+    derived = grad_graph(graph, out, list(graph.inputs), shapes)
+    dvalues = forward(derived.graph, point)
+    holders = {w: derived.graph.names[derived.gradients[w]] for w in graph.inputs}
+    result = []
+    for name, element in columns:
+        direction = _one_hot(shapes[name], _flat_index(shapes[name], element))
+        t = jvp(derived.graph, dvalues, {name: direction})
+        result.append({w: t[h] for w, h in holders.items()})
+    return result
+
+
+def _flat_index(shape: tuple[int, ...], element: tuple[int, ...]) -> int:
+    if not shape:
+        return 0
+    from .arrays import np
+
+    return int(np.ravel_multi_index(element, shape))

@@ -41,17 +41,24 @@ class Check:
     numeric: float | None
     status: str  # "ok", "mismatch", "kink" (skipped), "undefined" (skipped)
     element: tuple[int, ...] = ()  # which element of a tensor input
+    # A second derivative's other input and element: the one stepped (order 2).
+    partner: tuple[str, tuple[int, ...]] | None = None
 
     @property
     def label(self) -> str:
-        """``x``, or ``W[0, 1]`` for an element of a tensor."""
-        if not self.element:
-            return self.name
-        return f"{self.name}[{', '.join(str(k) for k in self.element)}]"
+        """``x``, or ``W[0, 1]`` for an element of a tensor; for a second derivative
+        ``∂²/∂x∂y``, or ``∂²/∂x²``."""
+        first = element_label(self.name, self.element)
+        if self.partner is None:
+            return first
+        second = element_label(*self.partner)
+        return f"∂²/∂{first}²" if second == first else f"∂²/∂{first}∂{second}"
 
     @property
-    def value(self) -> float:
-        """The input's (element's) value at the point."""
+    def value(self) -> float | None:
+        """The input's (element's) value at the point (None for a second derivative)."""
+        if self.partner is not None:
+            return None
         x = self.point[self.name]
         return float(x[self.element]) if self.element else x
 
@@ -60,6 +67,15 @@ class Check:
         if self.analytic is None or self.numeric is None:
             return None
         return abs(self.analytic - self.numeric)
+
+
+def element_label(name: str, element: tuple[int, ...]) -> str:
+    """``x``, or ``W[0, 1]``: as :func:`cgraph_cli.derivatives.hessian` labels them.
+
+    >>> element_label("W", (0, 1))
+    'W[0, 1]'
+    """
+    return f"{name}[{', '.join(str(k) for k in element)}]" if element else name
 
 
 def _branches(graph: Graph, values: list) -> list[float]:
@@ -100,19 +116,29 @@ def gradcheck(
     atol: float = ATOL,
     elements: int = ELEMENTS,
     seed: int = 0,
+    order: int = 1,
+    strict: bool = False,
 ) -> list[Check]:
     """One :class:`Check` per input (per checked element of a tensor input) at the point
-    ``bindings`` (inputs with defaults may be left out)."""
+    ``bindings`` (inputs with defaults may be left out). With ``order`` 2, one per pair of
+    them instead: each second derivative against the central difference of the gradient
+    (see :func:`second_derivatives`). ``strict``: a program undefined at the point itself
+    raises its error instead of giving "undefined" checks."""
     out = graph.output if of is None else of
     point = {
         n: check_value(n, bindings[n]) if n in bindings else graph.defaults.get(n, math.nan)
         for n in graph.inputs
     }
     rng = None if all(x.__class__ is float for x in point.values()) else random.Random(seed)
+    if order == 2:
+        chosen = [(n, e) for n in graph.inputs for e in _elements(point[n], elements, rng)]
+        return second_derivatives(graph, point, chosen, out, eps, rtol, atol, strict)
     try:
         values = forward(graph, point)
         adjoints = vjp(graph, values, of=out)
     except DomainError:  # one check per element, as at a point where f is defined
+        if strict:
+            raise
         return [
             Check(point, n, None, None, "undefined", element)
             for n in graph.inputs
@@ -135,17 +161,89 @@ def gradcheck(
                 checks.append(Check(point, name, analytic, None, "undefined", element))
                 continue
             numeric = (up[out] - down[out]) / (2 * h)
-            if not math.isfinite(numeric):  # the difference overflowed: no slope to compare
-                checks.append(Check(point, name, analytic, None, "undefined", element))
-                continue
-            if crosses_kink(base, _branches(graph, up), _branches(graph, down)):
-                status = "kink"
-            elif abs(analytic - numeric) <= atol + rtol * max(abs(analytic), abs(numeric)):
-                status = "ok"
-            else:
-                status = "mismatch"
+            kink = crosses_kink(base, _branches(graph, up), _branches(graph, down))
+            status = _status(analytic, numeric, kink, rtol, atol)
+            if status == "undefined":  # the difference overflowed: no slope to compare
+                numeric = None
             checks.append(Check(point, name, analytic, numeric, status, element))
     return checks
+
+
+def second_derivatives(
+    graph: Graph,
+    point: dict,
+    chosen: list[tuple[str, tuple[int, ...]]],
+    out: int,
+    eps: float = EPS,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    strict: bool = False,
+) -> list[Check]:
+    """Each second derivative ∂²out/∂a∂b among the ``chosen`` input elements (each pair once,
+    a not after b: the Hessian is symmetric) against the central difference of the gradient
+    along b: (∂out/∂a(x + h·e_b) - ∂out/∂a(x - h·e_b)) / 2h, with h = eps·max(1, |x_b|).
+    One forward-mode pass and two gradients per b. Skipped as first derivatives are: a step
+    that crosses a kink, a point where a gradient is undefined.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = x^3 * z")
+    >>> [(c.label, c.status) for c in gradcheck(g, {"x": 2, "z": 1}, order=2)]
+    [('∂²/∂x²', 'ok'), ('∂²/∂x∂z', 'ok'), ('∂²/∂z²', 'ok')]
+    """
+    from .derivatives import hessian_columns
+
+    pairs = [(a, b) for k, a in enumerate(chosen) for b in chosen[k:]]
+    try:
+        values = forward(graph, point)
+        columns = hessian_columns(graph, point, chosen, of=out)
+    except DomainError:
+        if strict:
+            raise
+        return [Check(point, a, None, None, "undefined", ea, b) for (a, ea), b in pairs]
+    base = _branches(graph, values)
+    checks = []
+    for k, (b, eb) in enumerate(chosen):
+        x = point[b]
+        xv = float(x[eb]) if eb else x
+        h = eps * max(1.0, abs(xv))
+        rows = chosen[: k + 1]
+        exact = [_entry(columns[k][a], ea) for a, ea in rows]
+        try:
+            if not math.isfinite(xv + h) or not math.isfinite(xv - h):
+                raise DomainError("the step leaves the floating-point range")
+            up = forward(graph, {**point, b: _shifted(x, eb, xv + h)})
+            down = forward(graph, {**point, b: _shifted(x, eb, xv - h)})
+            g_up, g_down = vjp(graph, up, of=out), vjp(graph, down, of=out)
+        except DomainError:
+            checks += [
+                Check(point, a, e, None, "undefined", ea, (b, eb))
+                for (a, ea), e in zip(rows, exact)
+            ]
+            continue
+        kink = crosses_kink(base, _branches(graph, up), _branches(graph, down))
+        for (a, ea), analytic in zip(rows, exact):
+            node = graph.inputs[a]
+            numeric = (_entry(g_up[node], ea) - _entry(g_down[node], ea)) / (2 * h)
+            status = _status(analytic, numeric, kink, rtol, atol)
+            if status == "undefined":  # the difference overflowed: no slope to compare
+                numeric = None
+            checks.append(Check(point, a, analytic, numeric, status, ea, (b, eb)))
+    order = {key: k for k, key in enumerate(chosen)}  # row by row: ∂²/∂x², ∂²/∂x∂y, ...
+    return sorted(checks, key=lambda c: (order[c.name, c.element], order[c.partner]))
+
+
+def _entry(value, element: tuple[int, ...]) -> float:
+    return float(value[element]) if element else float(value)
+
+
+def _status(analytic: float, numeric: float, kink: bool, rtol: float, atol: float) -> str:
+    if not math.isfinite(numeric):
+        return "undefined"
+    if kink:
+        return "kink"
+    if abs(analytic - numeric) <= atol + rtol * max(abs(analytic), abs(numeric)):
+        return "ok"
+    return "mismatch"
 
 
 def worst_first(checks: list[tuple[int, Check]], limit: int) -> list[tuple[int, Check]]:

@@ -372,10 +372,15 @@ _TABLE = (
         "^",
         PREC_POWER,
         "{0}^{{{1}}}",
-        # x^y: y·x^(y-1), and 0 for y = 0 (pow at 0, as PyTorch); ∂/∂y = x^y·log(x), 0 at
-        # x = 0 (xlogy), undefined for x < 0.
+        # x^y: y·x^(y-1), and 0 for x = y = 0 (pow at 0, as PyTorch); ∂/∂y = x^y·log(x), 0 at
+        # x = 0 (xlogy), undefined for x < 0. Only 0^0 is masked: a mask on y = 0 alone
+        # would make the derivative of this rule in y wrong there (∂²(x^y)/∂y∂x = 1/x at y = 0).
         (
-            lambda e, x, y, o: e.where(e.eq(y, 0.0), 0.0, e.mul(y, e.pow(x, e.sub(y, 1.0)))),
+            lambda e, x, y, o: e.where(
+                e.eq(y, 0.0),
+                e.where(e.eq(x, 0.0), 0.0, e.mul(y, e.pow(x, e.sub(y, 1.0)))),
+                e.mul(y, e.pow(x, e.sub(y, 1.0))),
+            ),
             lambda e, x, y, o: e.xlogy(o, x),
         ),
         "x ^ y",

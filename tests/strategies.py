@@ -12,16 +12,27 @@ SCALAR = [op for op in OPS.values() if op.function and op.elementwise]
 UNARY = sorted(op.name for op in SCALAR if op.arity == 1)
 BINARY_FUNCTIONS = sorted(op.name for op in SCALAR if op.arity == 2)
 INFIX = ("+", "-", "*", "/", "^", "**")
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 
 numbers = st.sampled_from(["0.5", "1", "2", "3", "1.5", ".25", "2e-1", "1E1"])
 
 
-def expressions(names=INPUTS, max_leaves: int = 8):
-    """Program text for one expression, with random spacing and redundant parentheses."""
+def expressions(names=INPUTS, max_leaves: int = 8, conditions: bool = False):
+    """Program text for one expression, with random spacing and redundant parentheses; with
+    ``conditions``, comparisons and ``where`` too."""
     leaves = st.one_of(st.sampled_from(list(names)), numbers)
 
     def extend(inner):
+        more = []
+        if conditions:
+            more = [
+                st.tuples(inner, st.sampled_from(COMPARISONS), inner).map(
+                    lambda t: f"({t[0]} {t[1]} {t[2]})"
+                ),
+                st.tuples(inner, inner, inner).map(lambda t: f"where({t[0]}, {t[1]}, {t[2]})"),
+            ]
         return st.one_of(
+            *more,
             st.tuples(inner, st.sampled_from(INFIX), inner).map(
                 lambda t: f"({t[0]} {t[1]} {t[2]})"
             ),
@@ -37,13 +48,13 @@ def expressions(names=INPUTS, max_leaves: int = 8):
 
 
 @st.composite
-def programs(draw, max_statements: int = 3):
+def programs(draw, max_statements: int = 3, conditions: bool = False):
     """Several statements; later ones may read earlier names, so values fan out."""
     names = list(INPUTS)
     lines = []
     for k in range(draw(st.integers(1, max_statements))):
         target = draw(st.sampled_from([f"t{k}", f"t{max(0, k - 1)}"]))  # sometimes reassign
-        lines.append(f"{target} = {draw(expressions(names, max_leaves=6))}")
+        lines.append(f"{target} = {draw(expressions(names, max_leaves=6, conditions=conditions))}")
         if target not in names:
             names.append(target)
     if draw(st.booleans()):
@@ -54,3 +65,95 @@ def programs(draw, max_statements: int = 3):
 
 _coordinate = st.floats(0.05, 3) | st.floats(-3, -0.05)
 points = st.tuples(_coordinate, _coordinate, _coordinate)
+
+
+# --- tensor programs -------------------------------------------------------------------------
+#: The inputs of random tensor programs and their shapes: every expression drawn below has a
+#: shape that broadcasts to (2, 3), so any two of them combine.
+TENSOR_SHAPES = {"A": (2, 3), "r": (3,), "c": (2, 1), "s": ()}
+_FULL = "broadcast_to({0}, [2, 3])"
+TENSOR_LEAVES = [
+    "0.5",
+    "[1, -2, 0.5]",
+    "(A @ transpose(A))[:, 1:]",
+    "softmax(A, 1)",
+    "reshape(r, [1, 3])",
+    "A[1]",
+    "mean(A, 0)",
+]
+# Templates over one, two and four smaller expressions. Only inputs in [-2, 2] are assumed:
+# divisors, logs and roots are kept positive, exponents small.
+TENSOR_UNARY = [
+    "sin({0})",
+    "cos({0})",
+    "tanh({0})",
+    "sigmoid({0})",
+    "exp(-abs({0}))",
+    "relu({0})",
+    "abs({0})",
+    "-{0}",
+    "sign({0}) * {0}",
+    "sqrt(1 + {0} * {0})",
+    "log(1 + {0} ^ 2)",
+    "{0} ^ 3",
+    "tan(tanh({0}))",
+    "transpose(transpose({0}))",
+    "softmax(" + _FULL + ", 1)",
+    "softmax(" + _FULL + ", 0)",
+    "logsumexp(" + _FULL + ", 0)",
+    "sum({0})",
+    "mean({0})",
+    "max({0})",
+    "min({0})",
+    "logsumexp({0})",
+    "sum(" + _FULL + ", 0)",
+    "reshape(mean(" + _FULL + ", 1), [2, 1])",
+    "reshape(" + _FULL + " @ [0.5, -1, 2], [2, 1])",
+    "transpose(" + _FULL + ") @ [1, -0.5]",
+    "(" + _FULL + ")[1]",
+    "(" + _FULL + ")[:, 1:2]",
+    "reshape(reshape(" + _FULL + ", [3, 2]), [2, 3])",
+    "outer((" + _FULL + ")[:, 0], r)",
+    "place((" + _FULL + ")[0, 1:], [3], 1:3)",
+    "sum_to(" + _FULL + ", [3])",
+    "sum_to(" + _FULL + ", [2, 1])",
+]
+TENSOR_BINARY = [
+    "{0} + {1}",
+    "{0} - {1}",
+    "{0} * {1}",
+    "{0} / (1 + {1} ^ 2)",
+    "max({0}, {1})",
+    "min({0}, {1})",
+    "(1 + {0} ^ 2) ^ sin({1})",
+    "xlogy({0}, 1 + {1} ^ 2)",
+    "({0} < {1}) + 0.5",
+    "({0} >= {1}) * 2",
+    "({0} == {1}) - 1",
+    "(" + _FULL.format("{0}") + " @ transpose(" + _FULL.format("{1}") + "))[:, :1]",
+]
+TENSOR_TERNARY = [
+    "where({0} > {1}, {2}, -1)",
+    "where({0} <= {1}, {2}, {3})",
+    "where({0} != {1}, 1, {3})",
+]
+
+
+def tensor_expressions(max_leaves: int = 6, names=tuple(TENSOR_SHAPES)):
+    """Random expressions over the inputs ``names`` (shaped as ``TENSOR_SHAPES`` says) with
+    every op of the table: elementwise functions and operators under broadcasting,
+    comparisons and where, @ and outer, reductions, softmax, reshapes, transposes, indexing,
+    place, broadcast_to and sum_to."""
+    leaves = st.sampled_from([*names, *TENSOR_LEAVES])
+
+    def fill(template: str, *parts: str) -> str:
+        return "(" + template.format(*(f"({p})" for p in parts)) + ")"
+
+    def grow(e):
+        return st.one_of(
+            st.tuples(st.sampled_from(TENSOR_UNARY), e).map(lambda t: fill(*t)),
+            st.tuples(st.sampled_from(TENSOR_BINARY), e, e).map(lambda t: fill(*t)),
+            st.tuples(st.sampled_from(TENSOR_TERNARY), e, e, e, e).map(lambda t: fill(*t)),
+        )
+
+    return st.recursive(leaves, grow, max_leaves=max_leaves)

@@ -128,9 +128,7 @@ def test_explain_program_shows_nan_where_the_program_computes_zero_times_infinit
 
 def test_explain_program_of_another_output_and_of_no_inputs(cli):
     result = cli("explain", "p = x + y; g = p * z", "x=1", "y=3", "z=-3", "--of", "p", "--program")
-    assert result.stdout.endswith(
-        "Derivative program\n  dp_dx = 1\n  dp_dy = dp_dx = 1\n  dp_dz = 0\n"
-    )
+    assert result.stdout.endswith("Derivative program\n  dp_dx = 1\n  dp_dy = 1\n  dp_dz = 0\n")
     constant = cli("explain", "g = 2 * 3", "--program")
     assert constant.exit_code == 0
     assert constant.stdout.endswith("Derivative program\n  none: the program has no inputs\n")
@@ -218,7 +216,9 @@ def test_a_reassigned_name_links_to_its_newest_value(cli):
     # the input x and the doubled value later called x each get their derivative
     source = derivative_dot(parse("x = x * 2; g = x * x"), {"x": 1})
     links = re.findall(r"^\t(n\d+) -> ([ds]\d+) \[.*dashed", source, re.M)
-    assert sorted(links) == [("n0", "d5"), ("n2", "d4")]
+    nodes = nodes_of(source)
+    named = {re.search(r"<B>(\w+)</B>", nodes[d]).group(1): n for n, d in links}
+    assert named == {"dg_dx": "n0", "dg_dx_2": "n2"}  # the input x; the doubled x
     steps = json.loads(
         cli(
             "explain", "x = x * 2; g = x * x", "x=1", "--program", "-o", "-", "--format", "json"

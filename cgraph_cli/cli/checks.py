@@ -30,7 +30,8 @@ CHECK_EXIT = EXIT_CODES.replace(
 GRADCHECK_EXIT = EXIT_CODES.replace(
     "  0  success\n  1  a check failed (check, gradcheck)\n",
     "  0  every gradient matches (kinks and undefined points skipped)\n"
-    "  1  a gradient differs from its finite difference\n",
+    "  1  a gradient (with --order 2, a second derivative) differs from its\n"
+    "     finite difference\n",
 )
 ROWS = 20  # gradcheck's table without --all-rows
 
@@ -46,6 +47,14 @@ ROWS = 20  # gradcheck's table without --all-rows
     multiple=True,
     metavar="NAME=VALUE",
     help="Assert ∂output/∂NAME (repeatable).",
+)
+@click.option(
+    "--expect-hessian",
+    "expect_hessian",
+    multiple=True,
+    metavar="NAME,NAME=VALUE",
+    help="Assert a second derivative ∂²output/∂NAME∂NAME of inputs (repeatable); "
+    "elements of tensor inputs as cgraph hessian labels them: 'W[0, 1],x[2]=0.5'.",
 )
 @of_option
 @click.option(
@@ -80,6 +89,7 @@ def check_command(
     bindings_file,
     expect,
     expect_grad,
+    expect_hessian,
     of,
     rtol,
     atol,
@@ -88,16 +98,19 @@ def check_command(
     precision,
     junit,
 ):
-    """Assert values and gradients, for CI: exit 0 when all hold, 1 when any fails.
+    """Assert values, gradients and second derivatives, for CI: exit 0 when all hold, 1 when
+    any fails.
 
     \b
     Examples:
       cgraph check sample:seed --expect g=-12 --expect-grad x=-3 --expect-grad z=4
       cgraph check sample:neuron --expect o=0.7071 --rtol 1e-4
+      cgraph check sample:rosenbrock --expect-hessian x,y=480 --expect-hessian x,x=1330
       cgraph check --spec sample:checks.toml --junit report.xml
 
     A spec file holds [[case]] tables: name, file (relative to the spec, and inside its
-    folder) or program, bindings, of, expect, expect_grad, rtol, atol (see the README;
+    folder) or program, bindings, of, expect, expect_grad, expect_hessian (keys "x,y"),
+    rtol, atol (see the README;
     `cgraph samples checks.toml` prints the one that --spec sample:checks.toml runs, over
     the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
     is reported as an error of that case, and the exit code is 1.
@@ -108,6 +121,7 @@ def check_command(
         junit_xml,
         load_spec,
         parse_expectation,
+        parse_hessian_expectation,
         report,
         run_case,
         run_cases,
@@ -119,15 +133,18 @@ def check_command(
             hints=["write the JUnit report to a file: --junit report.xml"],
         )
     if spec:
-        if args or expr or file_ or expect or expect_grad:
+        if args or expr or file_ or expect or expect_grad or expect_hessian:
             raise UsageError("--spec runs the spec's cases: give no program or expectations too")
         spec = _spec_path(spec)
         runs = run_cases(load_spec(spec))
     else:
-        if not expect and not expect_grad:
+        if not expect and not expect_grad and not expect_hessian:
             raise UsageError(
                 "nothing to check",
-                hints=["give --expect NAME=VALUE or --expect-grad NAME=VALUE, or --spec FILE"],
+                hints=[
+                    "give --expect NAME=VALUE, --expect-grad NAME=VALUE or "
+                    "--expect-hessian NAME,NAME=VALUE, or --spec FILE"
+                ],
             )
         graph, bindings = load(args, expr, file_, binds, bindings_file)
         case = Case(
@@ -139,6 +156,7 @@ def check_command(
             of,
             rtol,
             atol,
+            expect_hessian=dict(map(parse_hessian_expectation, expect_hessian)),
         )
         runs = [CaseRun("", run_case(case))]
     if fmt == "json":
@@ -236,6 +254,15 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     help="Where random points draw each input not bound on the command line.",
 )
 @click.option(
+    "--order",
+    type=click.IntRange(1, 2),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="2: check each second derivative (the Hessian, each pair of inputs once) against "
+    "the central difference of the gradient.",
+)
+@click.option(
     "--eps",
     type=FiniteFloat(0, min_open=True),
     default=1e-6,
@@ -273,6 +300,7 @@ def gradcheck_command(
     points,
     seed,
     range_,
+    order,
     eps,
     rtol,
     atol,
@@ -280,7 +308,9 @@ def gradcheck_command(
     precision,
     all_rows,
 ):
-    """Compare every reverse-mode gradient with a central finite difference.
+    """Compare every reverse-mode gradient with a central finite difference; with --order 2,
+    every second derivative ∂²output/∂a∂b with the central difference of the gradient
+    ∂output/∂a along b.
 
     Points where a finite-difference step crosses a kink (relu, abs at 0; max, min at a tie)
     or leaves the domain are reported as skipped, not failed.
@@ -290,6 +320,7 @@ def gradcheck_command(
       cgraph gradcheck sample:neuron
       cgraph gradcheck 'y = x^3 - sin(x)' --points 100 --seed 1
       cgraph gradcheck sample:logistic --points 20 --range -1,1 --format json
+      cgraph gradcheck sample:rosenbrock --order 2
     """
     from ..api import grad, resolve_name
     from ..bindings import check_bindings
@@ -307,9 +338,10 @@ def gradcheck_command(
     checks = []
     with output.progress(len(places), "gradcheck") as advance:
         for k, place in enumerate(places, 1):
-            checks += [
-                (k, c) for c in gradcheck(graph, place, of=out, eps=eps, rtol=rtol, atol=atol)
-            ]
+            found = gradcheck(
+                graph, place, of=out, eps=eps, rtol=rtol, atol=atol, order=order, strict=not points
+            )
+            checks += [(k, c) for c in found]
             advance()
     counts = {s: 0 for s in ("ok", "mismatch", "kink", "undefined")}
     for _, c in checks:
@@ -321,6 +353,7 @@ def gradcheck_command(
         output.write_text(
             to_json_text(
                 {
+                    "order": order,
                     "passed": counts["ok"],
                     "failed": counts["mismatch"],
                     "skipped": skipped,
@@ -349,7 +382,10 @@ def gradcheck_command(
         shown = checks if all_rows or len(checks) <= ROWS else worst_first(checks, ROWS)
         parts = [
             gradcheck_table(
-                shown, graph.display_name(graph.output if out is None else out), precision or 6
+                shown,
+                graph.display_name(graph.output if out is None else out),
+                precision or 6,
+                order,
             )
         ]
         if len(shown) < len(checks):

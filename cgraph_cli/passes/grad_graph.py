@@ -24,9 +24,10 @@ dg_dy = dg_dx
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from ..ir import Graph, GraphBuilder, relayout
+from ..ir import Graph, GraphBuilder, relayout, wrt_node
 from ..ops import CONST, INPUT
 from ..vocab import Interpretation
 
@@ -111,19 +112,23 @@ def grad_graph(
     wrt: list[str] | None = None,
     shapes: dict[str, tuple[int, ...]] | None = None,
     names_for: dict[str, str] | None = None,
+    intermediates: bool = True,
 ) -> Derived:
     """The forward program and, for each name in ``wrt`` (default: every input), a statement
     ``d<out>_d<name>`` holding ∂output/∂name (``names_for`` names them otherwise, by input;
-    a name the program uses already gets a numeric suffix). ``shapes`` (each input's, by name; default: as
-    :func:`input_shapes` finds them) specialise the rules that need one (@ of vectors or
-    matrices, sums over broadcast axes). The output must be a number."""
+    a name the program uses already gets a numeric suffix). ``shapes`` (each input's, by name;
+    default: as :func:`input_shapes` finds them) specialise the rules that need one (@ of
+    vectors or matrices, sums over broadcast axes). The output must be a number. With
+    ``intermediates`` (the default), the derivative with respect to each named value is a
+    statement too (``dg_dp``; with ``wrt`` given, each one the asked derivatives read);
+    without, only those read more than once are. The name of an
+    input means the input, though the program assigns it again (``x = x * 3``)."""
     from ..names import node_names
     from .vjp import reverse
 
     out = graph.output if output is None else output
+    every = wrt is None  # else only the gradients the asked derivatives read are statements
     wrt = list(graph.inputs) if wrt is None else wrt
-    from ..ir import wrt_node
-
     targets = {wrt_node(graph, w): w for w in wrt}
     b = _copy(graph, input_shapes(graph) if shapes is None else shapes)
     _require_number(graph, b, out)
@@ -141,19 +146,25 @@ def grad_graph(
         [d and r for d, r in zip(depends, reach)],
         before=at,
     )
-    names = node_names(graph)
-    label = graph.display_name(out)
-    out_name = label if label.isidentifier() else "out"
-    return _assemble(
+    names = [_identifier(n) for n in node_names(graph)]
+    out_name = graph.output_label if graph.ops[out] is INPUT and out == graph.output else names[out]
+    out_name = out_name if out_name.isidentifier() else "out"
+    final = _final_order(graph, out, reach)
+    if graph.ops[out] is INPUT:  # the output is an input itself: its derivative is 1
+        final.insert(0, out)
+    derived, gradients = _assemble(
         graph,
         b,
         adj,
-        _final_order(graph, out, reach),
+        final,
         targets,
         f"d{out_name}",
         names,
         names_for or {},
+        intermediates,
+        every,
     )
+    return Derived(derived, graph.display_name(out), gradients)
 
 
 def _require_number(graph: Graph, b: GraphBuilder, out: int) -> None:
@@ -188,10 +199,10 @@ def _final_order(graph: Graph, out: int, reach: list[bool]) -> list[int]:
     return order
 
 
-def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derived:
-    """The statements of the derivative program: the forward statements (with a name for each
-    unnamed forward value the derivative reads), then one per derivative, in the order the
-    reverse pass finishes them."""
+def _assemble(graph, b, adj, final, targets, prefix, names, names_for, intermediates, every):
+    """The derivative program's graph and the names of its gradients: the forward statements
+    (with a name for each unnamed forward value the derivative reads), then one per derivative,
+    in the order the reverse pass finishes them."""
     n = len(graph.ops)
     taken = set(graph.named_nodes()) | set(graph.inputs) | set(filter(None, graph.labels))
     backward = []
@@ -200,7 +211,9 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
     uses = _uses(b.graph, n)
     named: set[int] = set()  # nodes a derivative statement already names
     wanted: set[int] = set()  # unnamed forward nodes that must get a name
-    needed = _needed(b.graph, [adj[a] for a in targets if adj[a].__class__ is int])
+    # Derivatives asked for by name: the gradients they do not read are left out.
+    roots = [adj[a] for a in targets if adj[a].__class__ is int]
+    needed = None if every else _needed(b.graph, roots)
     for a in final:
         node = adj[a]
         if node is None:
@@ -212,9 +225,9 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
             node = b.const(float(node))
         if graph.ops[a] is INPUT and a not in targets:
             continue  # an input not asked for
-        if a not in targets and node not in needed:
+        if needed is not None and a not in targets and node not in needed:
             continue  # a gradient no derivative asked for reads
-        labelled = graph.labels[a] is not None or a in targets
+        labelled = (intermediates and graph.labels[a] is not None) or a in targets
         if not labelled and (
             node < n or node in named or uses.get(node, 0) < 2 or b.graph.ops[node] is CONST
         ):
@@ -222,6 +235,8 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
         if not labelled:
             wanted.add(a)
         name = _fresh(names_for.get(targets.get(a), f"{prefix}_d{names[a]}"), taken)
+        if b.graph.ops[node] is CONST:
+            node = _own_constant(b, node)
         backward.append(("=", name, node))
         against[name] = a
         named.add(node)
@@ -231,7 +246,7 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
         if w not in gradients:
             name = _fresh(names_for.get(w, f"{prefix}_d{names[a]}"), taken)
             against[name] = a
-            backward.append(("=", name, b.const(0.0)))
+            backward.append(("=", name, _own_constant(b, b.const(0.0))))
             gradients[w] = name
     wanted |= {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}
     wanted |= {node for _, _, node in backward if node < n}
@@ -247,16 +262,35 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for) -> Derive
         if kind == "bare":  # more statements follow: the expression needs a name
             kind, name = "=", _fresh("out", taken)
         forward.append((kind, name, node))
-        if kind == "=" and node in wanted and graph.names.get(name, node) != node:
-            # A later statement takes this name: keep the value reachable under another.
-            forward.append(("=", _fresh(name, taken), node))
         done = end
     statements = forward + backward
     _, last, node = statements[-1]
     derived = relayout(b.graph, statements, node, last)
     # What the statements mean, for views that draw or explain them (not in the program text).
     derived.memo["derivatives"] = {"forward": len(forward), "against": against}
-    return Derived(derived, names[graph.output], gradients)
+    return derived, gradients
+
+
+def _identifier(name: str) -> str:
+    """A node's name as a program can write it: the subscript of a name assigned again
+    (``c₂``) becomes ``c_2``."""
+    return _SUBSCRIPT.sub(lambda m: "_" + m.group().translate(_DIGITS), name)
+
+
+_SUBSCRIPT = re.compile("[₀-₉]+")
+_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+
+
+def _own_constant(b: GraphBuilder, node: int) -> int:
+    """A copy of constant ``node`` for a statement to name: the builder shares one node per
+    number, and a name given to it would stand for that number everywhere (``x - dy_dh``
+    for ``x - 1``)."""
+    value = b.graph.consts[node]
+    own = b.add(CONST, (), b.graph.starts[node], b.graph.ends[node])
+    b.graph.consts[own] = value
+    if b.shapes is not None:
+        b.shapes[own] = b.shapes[node]
+    return own
 
 
 def _needed(graph: Graph, roots: list[int]) -> set[int]:
@@ -279,16 +313,8 @@ def _uses(graph: Graph, start: int) -> dict[int, int]:
     return uses
 
 
-_SUBSCRIPTS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
-
-
 def _fresh(name: str, taken: set[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``... if the program uses it already (a name shown
-    with a subscript, ``x₂``, for the second value called x, is written ``x_2``)."""
-    if not name.isidentifier() or any("₀" <= c <= "₉" for c in name):
-        name = "".join(
-            "_" + c.translate(_SUBSCRIPTS) if "₀" <= c <= "₉" else c for c in name
-        ).replace("__", "_")
+    """``name``, or ``name_2``, ``name_3``... if the program uses it already."""
     base, k = name, 2
     while name in taken:
         name = f"{base}_{k}"

@@ -125,7 +125,7 @@ def _jvp_arrays(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
         tan[graph.inputs[name]] = t
 
     def check(i: int, ts: list) -> None:
-        if finite(tan[i]):
+        if tan[i] is None or finite(tan[i]):  # None: a comparison's tangent is zero
             return
         if graph.ops[i].vjp is None:  # a zero tangent meets an infinite partial?
             xs = [values[a] for a in graph.args[i]]

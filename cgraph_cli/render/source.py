@@ -15,7 +15,17 @@ from __future__ import annotations
 
 from ..ir import Graph, show_subscript
 from ..numfmt import format_number, is_tensor, nested
-from ..ops import CONST, INFIX, INPUT, POSTFIX, PREC_ATOM, PREC_UNARY, PREFIX, OpSpec
+from ..ops import (
+    CONST,
+    INFIX,
+    INPUT,
+    POSTFIX,
+    PREC_ATOM,
+    PREC_COMPARE,
+    PREC_UNARY,
+    PREFIX,
+    OpSpec,
+)
 
 Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
@@ -104,8 +114,8 @@ def combine(op: OpSpec, args: list[Text], symbol: str | None = None, params: tup
         p = op.precedence
         # Parenthesize whatever the parser would group differently: an equal precedence on the
         # right of a left-associative op, or on the left of a right-associative one.
-        if lp < p or (lp == p and op.right_assoc):
-            left = f"({left})"
+        if lp < p or (lp == p and (op.right_assoc or p == PREC_COMPARE)):
+            left = f"({left})"  # comparisons do not chain: (a < b) < c
         if (rp < p or (rp == p and not op.right_assoc)) and not (
             op.right_assoc and rp == PREC_UNARY
         ):

@@ -102,11 +102,12 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
     return Group(table, Text(""), output_line(report, precision, full, indent=2))
 
 
-def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
-    """Per point and input: the analytic gradient, the finite difference, the error, the status."""
+def gradcheck_table(checks: list, output: str, precision: int = 6, order: int = 1) -> Table:
+    """Per point and input: the analytic gradient, the finite difference, the error, the status.
+    With ``order`` 2, per point and pair of inputs: the second derivative (no value column)."""
     out = _wrap(output)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
-    for name, justify in (
+    columns = [
         ("point", "right"),
         ("input", "left"),
         ("value", "right"),
@@ -114,7 +115,10 @@ def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
         ("numeric", "right"),
         ("error", "right"),
         ("status", "left"),
-    ):
+    ]
+    if order == 2:
+        columns[1:4] = [("derivative", "left"), (f"∂²{out}", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     styles = {"ok": "green", "mismatch": "bold red", "kink": "yellow", "undefined": "yellow"}
     words = {
@@ -128,7 +132,7 @@ def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
         def show(x):
             return "" if x is None else format_number(x, precision)
 
-        table.add_row(
+        cells = [
             str(k),
             c.label,
             show(c.value),
@@ -136,5 +140,8 @@ def gradcheck_table(checks: list, output: str, precision: int = 6) -> Table:
             show(c.numeric),
             "" if c.error is None else f"{c.error:.1e}",
             Text(words[c.status], style=styles[c.status]),
-        )
+        ]
+        if order == 2:
+            del cells[2]  # a pair of inputs has no one value
+        table.add_row(*cells)
     return table
