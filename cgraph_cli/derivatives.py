@@ -16,10 +16,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .ir import Graph, resolve_name
 from .passes.grad_graph import Derived, grad_graph, input_shapes
+
+if TYPE_CHECKING:
+    from .passes.jvp_graph import TangentProgram
 
 MAX_ORDER = 4
 
@@ -111,6 +115,43 @@ def derivative_program(
             current = step.graph
             derivatives.update({(*names, w): step.gradients[w] for w in later})
     return Program(current, graph.display_name(out), order, derivatives)
+
+
+def tangent_program(
+    graph: Graph,
+    bindings: Mapping | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+) -> TangentProgram:
+    """The forward-mode derivative program: the tangent of every value the output reads.
+    With one input in ``wrt`` that is a number, along that input (statements ``dp_dx``:
+    ∂p/∂x for each value p); else along a tangent input ``<name>_dot`` for each input of
+    ``wrt`` (default: every input), bound when the program runs. Shapes come from
+    ``bindings`` or the defaults.
+
+    >>> from cgraph_cli import parse, to_source
+    >>> print(to_source(tangent_program(parse("p = sin(x); y = p * x"), wrt=["x"]).graph), end="")
+    p = sin(x)
+    y = p * x
+    dp_dx = cos(x)
+    dy_dx = x * dp_dx + p
+    """
+    from .passes.jvp_graph import jvp_graph
+
+    out = graph.output if of is None else resolve_name(graph, of)
+    for name in wrt or ():
+        if name not in graph.inputs:
+            resolve_name(graph, name)  # an unknown name: did you mean...
+            raise UsageError(
+                f"'{name}' is not an input: forward mode pushes tangents from inputs",
+                hints=["the program's inputs: " + ", ".join(graph.inputs)],
+            )
+    shapes = input_shapes(graph, _checked(graph, bindings))
+    # ∂p/∂x is a tangent only for an x that is a number (for a tensor, a tangent is a
+    # directional derivative: along a tangent input).
+    unit = wrt and len(wrt) == 1 and not shapes.get(wrt[0])
+    direction = {wrt[0]: 1.0} if unit else (wrt or list(graph.inputs))
+    return jvp_graph(graph, direction, out, shapes)
 
 
 def _checked(graph: Graph, bindings: Mapping | None) -> dict:

@@ -6,6 +6,7 @@ programs read as a textbook writes them."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -33,10 +34,11 @@ from strategies import (
 from test_properties import _at_kink, _evaluate, _to_sympy
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
-from cgraph_cli.derivatives import derivative_program, hessian, jacobian
+from cgraph_cli.derivatives import derivative_program, hessian, jacobian, tangent_program
 from cgraph_cli.ops import OPS
 from cgraph_cli.passes.evaluate import forward
 from cgraph_cli.passes.grad_graph import grad_graph
+from cgraph_cli.passes.jvp_graph import jvp_graph
 from cgraph_cli.passes.vjp import depends_on_input, reverse
 from cgraph_cli.vocab import ARRAYS
 
@@ -709,3 +711,119 @@ def test_every_command_means_the_input_by_an_input_name_assigned_again(cli):
     assert cli("check", program, "x=1", "--expect-hessian", "x,x=18").exit_code == 0
     text = cli("diff", program).stdout
     assert cli("eval", "-", "x=1", "--of", "dy_dx", input=text).stdout.strip().endswith("18")
+
+
+# --- forward mode as a program -----------------------------------------------------------------
+def _tangent_round_trip(program, bindings, direction):
+    """The tangent program: validated, printed, read back (a fixed point), evaluated at
+    ``bindings`` and the tangent inputs ``direction``: its output's tangent. None where a
+    tangent statement only is undefined."""
+    text = to_source(validate(program.graph))
+    again = validate(parse(text))
+    assert to_source(again) == text, text
+    try:
+        values = forward(again, {**bindings, **direction})
+    except DomainError as e:
+        line = text.splitlines()[text[: e.span.start].count("\n")]
+        assert line.split(" = ")[0].endswith(("_dot", "_dx", "_dy", "_dz")), (text, e.render())
+        return None
+    return values[again.names[program.tangents[program.output]]]
+
+
+@PROPERTY
+@given(programs(conditions=True), points, points)
+def test_tangent_programs_read_back_and_evaluate_to_the_jvp(program, point, direction):
+    graph = parse(program)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    tangents = {name: direction[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    try:
+        expected = jvp(graph, forward(graph, bindings), tangents)[graph.output]
+    except DomainError:
+        assume(False)
+    tp = jvp_graph(graph)
+    assert tp.tangents.keys() >= set(graph.inputs)
+    got = _tangent_round_trip(tp, bindings, {tp.tangents[n]: t for n, t in tangents.items()})
+    assume(got is not None)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12), program
+
+
+@PROPERTY
+@given(programs(conditions=True), points)
+def test_forward_mode_along_one_input_gives_the_gradient(program, point):
+    graph = parse(program)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    try:
+        expected = grad(graph, bindings).gradients
+    except DomainError:
+        assume(False)
+    for name, value in expected.items():
+        tp = tangent_program(graph, wrt=[name])
+        assert tp.tangents[tp.output] == f"d{tp.output}_d{name}"
+        got = _tangent_round_trip(tp, bindings, {})
+        if got is not None:
+            assert got == pytest.approx(value, rel=1e-12, abs=1e-12), (program, name)
+
+
+@TENSOR_PROPERTY
+@given(
+    tensor_expressions(),
+    tensor_expressions(names=(*TENSOR_SHAPES, "h")),
+    st.integers(0, 10**6),
+)
+def test_tensor_tangent_programs_evaluate_to_the_jvp(first, second, seed):
+    graph = parse(f"h = {first}\ny = {second} * h")
+    bindings = _tensor_point(graph, seed)
+    direction = _tensor_point(graph, seed + 1)
+    expected = jvp(graph, forward(graph, bindings), direction)[graph.output]
+    tp = jvp_graph(graph, shapes={n: TENSOR_SHAPES[n] for n in graph.inputs})
+    got = _tangent_round_trip(tp, bindings, {tp.tangents[n]: t for n, t in direction.items()})
+    assert got is not None
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=str(graph.inputs))
+
+
+def test_tangent_programs_read_as_a_textbook_writes_them():
+    text = to_source(tangent_program(parse("p = x + y; g = p * z"), wrt=["x"]).graph)
+    assert text.endswith("dp_dx = 1\ndg_dx = z\n")
+    text = to_source(jvp_graph(parse("g = sin(x) * y")).graph)
+    assert text == (
+        "input x_dot\ninput y_dot\nt1 = sin(x)\ng = t1 * y\n"
+        "g_dot = y * (cos(x) * x_dot) + t1 * y_dot\n"
+    )
+    mlp = (Path(__file__).resolve().parent.parent / "samples" / "mlp.cg").read_text()
+    text = to_source(jvp_graph(parse(mlp), ["W1"]).graph)
+    assert "W1_dot" in text and "X @ W1_dot" in text and "* 1" not in text and "+ 0" not in text
+
+
+def test_forward_mode_on_the_command_line(cli):
+    result = cli("diff", "p = sin(x); y = p * x", "--mode", "forward", "--wrt", "x")
+    assert result.stdout == "p = sin(x)\ny = p * x\ndp_dx = cos(x)\ndy_dx = x * dp_dx + p\n"
+    evaluated = cli("eval", "-", "x=2", "--of", "dy_dx", "--format", "plain", input=result.stdout)
+    assert float(evaluated.stdout.split("=")[1]) == pytest.approx(2 * math.cos(2) + math.sin(2))
+    report = json.loads(
+        cli(
+            "diff",
+            "y = sum(W @ x)",
+            "W=[[1, 2], [3, 4]]",
+            "x=[1, 1]",
+            "--mode",
+            "forward",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert report["mode"] == "forward" and report["derivatives"] == {}
+    assert report["tangents"] == {"W": "W_dot", "x": "x_dot", "y": "y_dot"}
+    assert report["program"].endswith("y_dot = sum(W_dot @ x + W @ x_dot)\n")
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--order", "2"], "forward mode gives first derivatives"),
+        (["--wrt", "p"], "'p' is not an input: forward mode pushes tangents from inputs"),
+        (["--wrt", "q"], "the program has no name 'q'"),
+    ],
+)
+def test_forward_mode_mistakes_are_usage_errors(cli, extra, message):
+    result = cli("diff", "p = sin(x); y = p * x", "--mode", "forward", *extra)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr

@@ -22,6 +22,18 @@ CASES = [
     ("diff", ["diff", "sample:seed"], 0, lambda d: d["gradients"]["x"] == "dg_dx"),
     ("diff-order-2", ["diff", "f = x^3", "--order", "2"], 0, lambda d: d["derivatives"]["x,x"]),
     ("diff-tensor", ["diff", "sample:mlp"], 0, lambda d: "sum_to" in d["program"]),
+    (
+        "diff-forward",
+        ["diff", "sample:neuron", "--mode", "forward", "--wrt", "w1"],
+        0,
+        lambda d: d["derivatives"] == {"w1": "do_dw1"} and d["tangents"]["n"] == "dn_dw1",
+    ),
+    (
+        "diff-forward-tangent-inputs",
+        ["diff", "sample:mlp", "--mode", "forward"],
+        0,
+        lambda d: d["tangents"]["W1"] == "W1_dot" and d["derivatives"] == {},
+    ),
     ("hessian", ["hessian", "f = x^2 * y", "x=1", "y=2"], 0, lambda d: d["hessian"][0][0] == 4),
     ("hessian-tensor", ["hessian", "f = sum(x^3)", "x=[1, 2]"], 0, lambda d: "shapes" in d),
     (

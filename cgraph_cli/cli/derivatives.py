@@ -57,12 +57,20 @@ def _emit(fmt: str, report: dict, schema: str, text) -> None:
     metavar="N",
     help="Derivatives up to order N (d2f_dx2, d2f_dxdy...), for inputs that are numbers.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["reverse", "forward"]),
+    default="reverse",
+    show_default=True,
+    help="Reverse mode (the gradient: d<output>_d<name> for each value) or forward mode "
+    "(tangents: d<name>_d<x> with one --wrt input x, else <name>_dot along inputs <x>_dot).",
+)
 @format_option(
     ["text", "json"], "text", "The program as text, or JSON with the names of the derivatives."
 )
 @output_option
 @common_options
-def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, fmt):
+def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, fmt):
     """Print the program with its derivatives, as a cgraph program that runs: the backward
     pass as a graph transform (reverse mode, as Theano, TensorFlow 1 and JAX build it), in
     the program's own ops, simplified as a textbook writes it.
@@ -77,20 +85,35 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, fmt):
       cgraph diff sample:neuron --wrt w1,w2 | cgraph eval - --all
       cgraph diff sample:mlp --format json
       cgraph diff 'f = x^3' --order 2                   # d2f_dx2 = 6 * x
+      cgraph diff 'p = sin(x); y = p * x' --mode forward --wrt x   # dp_dx, dy_dx
     """
-    from ..derivatives import derivative_program
+    from ..derivatives import derivative_program, tangent_program
+    from ..errors import UsageError
     from ..render.source import to_source
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    program = derivative_program(graph, bindings, of, names(wrt) or None, order)
-    text = to_source(program.graph)
-    if fmt == "json":
-        from ..report import to_json_text
-
-        report = {"program": text, "output": program.output, "order": order}
+    if mode == "forward":
+        if order > 1:
+            raise UsageError(
+                "forward mode gives first derivatives",
+                hints=["higher orders are reverse mode's: drop --mode forward"],
+            )
+        tangents = tangent_program(graph, bindings, of, names(wrt) or None)
+        text = to_source(tangents.graph)
+        report = {"program": text, "output": tangents.output, "order": 1, "mode": mode}
+        report["tangents"] = tangents.tangents
+        unit = [w for w in names(wrt) if w not in tangents.tangents]  # along x: ∂/∂x
+        report["derivatives"] = {w: tangents.tangents[tangents.output] for w in unit}
+    else:
+        program = derivative_program(graph, bindings, of, names(wrt) or None, order)
+        text = to_source(program.graph)
+        report = {"program": text, "output": program.output, "order": order, "mode": mode}
         if order == 1:
             report["gradients"] = program.gradients
         report["derivatives"] = {",".join(k): v for k, v in program.derivatives.items()}
+    if fmt == "json":
+        from ..report import to_json_text
+
         output.write_text(to_json_text(report, schema="diff"))
     else:
         output.write_text(text, nl=False)

@@ -248,8 +248,25 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for, intermedi
             against[name] = a
             backward.append(("=", name, _own_constant(b, b.const(0.0))))
             gradients[w] = name
-    wanted |= {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}
-    wanted |= {node for _, _, node in backward if node < n}
+    forward = forward_statements(graph, b, backward, wanted, taken, names)
+    statements = forward + backward
+    _, last, node = statements[-1]
+    derived = relayout(b.graph, statements, node, last)
+    # What the statements mean, for views that draw or explain them (not in the program text).
+    derived.memo["derivatives"] = {"forward": len(forward), "against": against}
+    return derived, gradients
+
+
+def forward_statements(
+    graph: Graph, b: GraphBuilder, later: list, wanted: set[int], taken: set[str], names: list
+) -> list[tuple[str, str, int]]:
+    """The forward program's statements, for a derived program whose ``later`` statements
+    and new nodes (in ``b``) read forward values: each unnamed one they read (and each in
+    ``wanted``) gets a name first, and an input whose name the program assigns again gets a
+    second name, so that both stay reachable."""
+    n = len(graph.ops)
+    wanted = wanted | {x for i in range(n, len(b.graph.ops)) for x in b.graph.args[i] if x < n}
+    wanted |= {node for _, _, node in later if node < n}
     forward = []
     shadowed = [i for name, i in graph.inputs.items() if name in graph.names and i in wanted]
     for i in shadowed:  # an input whose name the program reassigns: keep it reachable
@@ -263,12 +280,7 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for, intermedi
             kind, name = "=", _fresh("out", taken)
         forward.append((kind, name, node))
         done = end
-    statements = forward + backward
-    _, last, node = statements[-1]
-    derived = relayout(b.graph, statements, node, last)
-    # What the statements mean, for views that draw or explain them (not in the program text).
-    derived.memo["derivatives"] = {"forward": len(forward), "against": against}
-    return derived, gradients
+    return forward
 
 
 def _identifier(name: str) -> str:
