@@ -127,7 +127,9 @@ def _default(param: click.Option, ctx: click.Context) -> str | None:
 def _option_entry(param: click.Option, ctx: click.Context) -> list[str]:
     """An option as a ``.TP`` paragraph: its names and value, then its help, the range of its
     values and its default."""
-    names = ", ".join(f"\\fB{escape(name)}\\fR" for name in param.opts + param.secondary_opts)
+    # Short names first: click 8.2.0 builds the help option from a set, in any order.
+    opts = sorted(param.opts, key=lambda name: name.startswith("--")) + param.secondary_opts
+    names = ", ".join(f"\\fB{escape(name)}\\fR" for name in opts)
     if not param.is_flag and not param.count:
         names += f" \\fI{escape(_metavar(param, ctx))}\\fR"
     text = [param.help or ""]
