@@ -154,6 +154,24 @@ def tangent_program(
     return jvp_graph(graph, direction, out, shapes)
 
 
+def _require_number(graph: Graph, values: list, out: int) -> None:
+    """Second derivatives are of an output that is a number."""
+    shape = getattr(values[out], "shape", ())
+    if shape:
+        from .errors import EvalError
+
+        name = graph.display_name(out)
+        raise graph.error(
+            EvalError,
+            f"{name} is a {tuple(shape)} tensor; second derivatives need a single number",
+            out,
+            hints=[
+                f"reduce it: sum({name}) or mean({name}); for the first derivatives of every "
+                "element: cgraph jacobian"
+            ],
+        )
+
+
 def _checked(graph: Graph, bindings: Mapping | None) -> dict:
     from .bindings import check_bindings
 
@@ -205,6 +223,7 @@ def hessian(
             raise UsageError(f"'{w}' is not an input: a Hessian is with respect to inputs")
     checked = _checked(graph, bindings)
     values = forward(graph, checked)
+    _require_number(graph, values, out)
     shapes = {n: tuple(getattr(values[i], "shape", ())) for n, i in graph.inputs.items()}
     derived = grad_graph(graph, out, wrt, shapes)
     dg = derived.graph
@@ -338,6 +357,7 @@ def hessian_columns(
 
     out = graph.output if of is None else of if isinstance(of, int) else resolve_name(graph, of)
     values = forward(graph, _checked(graph, bindings))
+    _require_number(graph, values, out)
     point = {n: values[i] for n, i in graph.inputs.items()}
     shapes = {n: tuple(getattr(v, "shape", ())) for n, v in point.items()}
     derived = grad_graph(graph, out, list(graph.inputs), shapes)

@@ -548,7 +548,7 @@ def test_check_second_derivatives_of_tensor_elements_json_and_junit(cli, tmp_pat
         ("x[0],y=1", 2, "'x' is a number: write x, not x[...]"),
         ("v,y=1", 2, "'v' is a (2,) tensor: name one element, as v[0]"),
         ("v[2],y=1", 2, "index 2 is out of range for axis 0 of 'v' (size 2)"),
-        ("v[0],y=1 --of w", 4, "w is a (2,) tensor; a derivative program needs a single number"),
+        ("v[0],y=1 --of w", 4, "w is a (2,) tensor; second derivatives need a single number"),
     ],
 )
 def test_check_second_derivative_mistakes(cli, expectation, code, message):
@@ -827,3 +827,10 @@ def test_forward_mode_on_the_command_line(cli):
 def test_forward_mode_mistakes_are_usage_errors(cli, extra, message):
     result = cli("diff", "p = sin(x); y = p * x", "--mode", "forward", *extra)
     assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_second_derivatives_of_a_tensor_output_say_so(cli):
+    result = cli("hessian", "y = x * 2", "x=[1, 2]")
+    assert result.exit_code == 4
+    assert "y is a (2,) tensor; second derivatives need a single number" in result.stderr
+    assert "cgraph jacobian" in result.stderr
