@@ -39,10 +39,12 @@ tables: $(STAMP)
 man: $(STAMP)
 	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
 
-# ruff's rules and its formatting; a type checker joins them here.
+# ruff's rules and its formatting, and mypy's type check of the package (configured in
+# pyproject.toml); CI runs this.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

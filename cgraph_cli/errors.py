@@ -183,7 +183,7 @@ class CgraphError(Exception):
         message = visible(self.message, keep="\n")
         head = f"{visible(where)}: error: {message}" if where else f"error: {message}"
         parts = [head]
-        if where:
+        if where and self.source is not None and self.span is not None:  # where() says so
             parts.append(render_caret(self.source.text, self.span))
         parts.extend(f"help: {visible(hint)}" for hint in self.hints)
         return "\n".join(parts)

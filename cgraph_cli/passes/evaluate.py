@@ -67,7 +67,7 @@ class FloatProgram:
                     forward.append((i, value_function(op), args[0], b))
                     backward.append((i, _partials(op, args, graph), args[0], b))
                 backward.reverse()
-            template = [0.0] * len(ops)  # constants in place; copied for every run
+            template: list = [0.0] * len(ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
                 template[node] = value
         self.forward, self.backward, self.ids, self.template = forward, backward, ids, template
@@ -217,7 +217,7 @@ def local_partials(graph: Graph, values: list, node: int) -> tuple[float, ...]:
                 float(rule(ARRAYS, *xs, np.float64(values[node])))
                 if rule is not None and need
                 else 0.0
-                for rule, need in zip(op.partials, needs)
+                for rule, need in zip(op.partials or (), needs)
             )
 
 

@@ -218,7 +218,7 @@ def rule_pullback(
     if op.vjp is not None:
         pulled = op.vjp(e, g, xs, out, params)
         return [c if want else None for want, c in zip(wanted, pulled)]
-    cotangents = []
+    cotangents: list = []
     for k, want in enumerate(wanted):
         rule = op.partials[k] if op.partials else None
         if rule is None or not want:
@@ -297,7 +297,7 @@ def _slope_error(graph: Graph, values: list, i: int, a: int, adj, g) -> DomainEr
     if op.vjp is None:
         shape = np.shape(values[i])
         xs = [values[x] for x in graph.args[i]]
-        for k, rule in enumerate(op.partials):
+        for k, rule in enumerate(op.partials or ()):
             if rule is None or graph.args[i][k] != a:
                 continue
             p = np.broadcast_to(rule(ARRAYS, *xs, values[i]), shape)

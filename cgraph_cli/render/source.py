@@ -50,9 +50,10 @@ def to_source(graph: Graph) -> str:
     for kind, name, node, end in graph.statements():
         for i in range(done, end):
             exprs[i] = _node_text(graph, i, ref, exprs)
-            if graph.ops[i] is INPUT:  # an input's own name is its first
-                scope[graph.labels[i]] = i
-                names_of[i] = [graph.labels[i]]
+            label = graph.labels[i]
+            if graph.ops[i] is INPUT and label is not None:  # an input's own name is its first
+                scope[label] = i
+                names_of[i] = [label]
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
         if kind == "input":
@@ -70,7 +71,7 @@ def to_source(graph: Graph) -> str:
 def _node_text(graph: Graph, i: int, ref, exprs: list[Text]) -> Text:
     op = graph.ops[i]
     if op is INPUT:
-        return graph.labels[i], PREC_ATOM
+        return graph.labels[i] or "", PREC_ATOM  # an input always has its name
     if op is CONST:
         value = graph.consts[i]
         if is_tensor(value):
