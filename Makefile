@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench golden tables man lint clean
+.PHONY: demo test bench golden tables man docs lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ tables: $(STAMP)
 # After changing a command, an option or a help text: rewrite the man pages (docs/man/*.1).
 man: $(STAMP)
 	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
+
+# After changing a docstring of the public API: rewrite its reference, docs/api.md.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_api.py
 
 # ruff's rules and its formatting, and mypy's type check of the package (configured in
 # pyproject.toml); CI runs this.

@@ -42,10 +42,12 @@ class Evaluation:
 
     @property
     def output_name(self) -> str:
+        """The output's name (its statement's, or its source text)."""
         return self.graph.display_name(self.output)
 
     @property
     def value(self) -> Value:
+        """The output's value."""
         return self.values[self.output]
 
     @property
@@ -66,8 +68,14 @@ class Evaluation:
         return drawing(self.graph, self.values, None, self.output, **options)
 
     def _repr_svg_(self) -> str | None:
-        """Jupyter shows the result as its diagram (None when it cannot be drawn)."""
-        return self.diagram()._repr_svg_()
+        """Jupyter shows the result as its diagram; None (the repr instead) when it cannot be
+        drawn: too large, or no renderer."""
+        from .errors import CgraphError
+
+        try:
+            return self.diagram()._repr_svg_()
+        except CgraphError:
+            return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.output_name} = {short_value(self.value)}>"
@@ -170,7 +178,14 @@ def grad(
 class Explanation:
     """Both passes spelled out step by step: ``steps`` is the data (the JSON of ``cgraph
     explain``), :meth:`text` and :meth:`markdown` write it for people; ``str()`` is the text.
-    Jupyter shows the Markdown, with LaTeX formulas."""
+    Jupyter shows the Markdown, with LaTeX formulas.
+
+    >>> e = explain("y = x * x", {"x": 3})
+    >>> e.steps["gradients"], e.result.value
+    ({'x': 6.0}, 9.0)
+    >>> print(e.markdown().splitlines()[0])
+    ## Forward pass
+    """
 
     steps: dict[str, Any]
     result: Gradients  # the values and gradients explained

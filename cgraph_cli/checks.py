@@ -308,10 +308,12 @@ class CheckReport:
 
     @property
     def results(self) -> list[Result]:
+        """Every assertion's :class:`Result` (expected, actual, ok, label), case after case."""
         return [r for run in self.runs for r in run.results]
 
     @property
     def ok(self) -> bool:
+        """Every assertion holds and every case could run."""
         return all(run.ok for run in self.runs)
 
     def to_dict(self) -> dict:

@@ -345,18 +345,22 @@ class GradcheckReport:
 
     @property
     def passed(self) -> int:
+        """Checks whose gradient matches its finite difference."""
         return self.count("ok")
 
     @property
     def failed(self) -> int:
+        """Checks whose gradient differs from its finite difference."""
         return self.count("mismatch")
 
     @property
     def skipped(self) -> int:
+        """Checks skipped: at a kink, or where the function is undefined."""
         return self.count("kink", "undefined")
 
     @property
     def ok(self) -> bool:
+        """No gradient differs from its finite difference."""
         return self.failed == 0
 
     def worst(self, limit: int = 20) -> list[tuple[int, Check]]:

@@ -26,7 +26,15 @@ from .ops import CONST, INPUT, OPS, OpSpec
 
 
 class Node(NamedTuple):
-    """A read-only view of one node of a :class:`Graph`."""
+    """A read-only view of one node of a :class:`Graph`.
+
+    >>> from cgraph_cli import parse
+    >>> n = parse("y = x * 2")[2]
+    >>> print(n)
+    %2 = mul %0 %1 (y)
+    >>> n.op.name, n.args, n.label, n.span
+    ('mul', (0, 1), 'y', Span(start=4, end=9))
+    """
 
     id: int
     op: OpSpec
@@ -76,7 +84,15 @@ E = TypeVar("E", bound=CgraphError)
 
 
 class Graph:
-    """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after."""
+    """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after.
+    Node ``i``'s op is ``ops[i]``, its arguments ``args[i]``; ``inputs`` maps each input's name
+    to its node, ``output`` is the last statement's node; ``graph[i]`` is a :class:`Node`.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = x * 2")
+    >>> g, len(g), g.inputs, g.output
+    (<Graph y = x * 2: 1 input, 3 nodes>, 3, {'x': 0}, 2)
+    """
 
     __slots__ = (
         "ops",
@@ -128,7 +144,7 @@ class Graph:
         >>> from cgraph_cli import parse
         >>> parse("g = (x + y) * z")
         <Graph g = (x + y) * z: 3 inputs, 5 nodes>
-        >>> parse("p = x + y  # the sum\ng = p * z")
+        >>> parse("p = x + y  # the sum\\ng = p * z")
         <Graph p = x + y; g = p * z: 3 inputs, 5 nodes>
         """
         n, k = len(self.ops), len(self.inputs)

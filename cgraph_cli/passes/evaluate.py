@@ -245,7 +245,13 @@ def run(graph: Graph, values: list[float]) -> list[float]:
 
 
 def forward(graph: Graph, bindings: Mapping[str, object] | None = None) -> list:
-    """Every node's value, indexed by node id: floats, or NumPy arrays for tensors."""
+    """Every node's value, indexed by node id: floats, or NumPy arrays for tensors.
+
+    >>> from cgraph_cli import parse
+    >>> forward(parse("h = W @ x"), {"W": [[1, 2], [3, 4]], "x": [1, 1]})
+    [array([[1., 2.],
+           [3., 4.]]), array([1., 1.]), array([3., 7.])]
+    """
     values = initial_values(graph, bindings)
     if is_tensor_run(graph, values):
         return forward_arrays(graph, values)

@@ -39,7 +39,13 @@ from .evaluate import (
 
 
 def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) -> list:
-    """Adjoints of node ``of`` (default: the output) with respect to every node."""
+    """Adjoints of node ``of`` (default: the output) with respect to every node.
+
+    >>> from cgraph_cli import forward, parse
+    >>> g = parse("p = x + y; g = p * z")
+    >>> vjp(g, forward(g, {"x": 1, "y": 3, "z": -3}))
+    [-3.0, -3.0, -3.0, 4.0, 1.0]
+    """
     if is_tensor_run(graph, values):
         return vjp_arrays(graph, values, of, seed)
     out = graph.output if of is None else of

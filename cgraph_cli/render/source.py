@@ -31,7 +31,12 @@ Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
 
 def to_source(graph: Graph) -> str:
-    """Program text for ``graph``, statement by statement."""
+    """Program text for ``graph``, statement by statement; it parses back to the same graph.
+
+    >>> from cgraph_cli import parse
+    >>> print(to_source(parse("g = (x+y)*  z")), end="")
+    g = (x + y) * z
+    """
     exprs: list[Text] = [("", PREC_ATOM)] * len(graph.ops)
     scope: dict[str, int] = {}  # name -> node it refers to at this point of the program
     names_of: dict[int, list[str]] = {}  # node -> the names given to it, first first
