@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench golden tables man lint clean
+.PHONY: demo test bench golden tables man docs lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,10 +39,16 @@ tables: $(STAMP)
 man: $(STAMP)
 	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
 
-# ruff's rules and its formatting; a type checker joins them here.
+# After changing a docstring of the public API: rewrite its reference, docs/api.md.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_api.py
+
+# ruff's rules and its formatting, and mypy's type check of the package (configured in
+# pyproject.toml); CI runs this.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

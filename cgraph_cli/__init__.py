@@ -6,16 +6,26 @@ The library behind the ``cgraph`` command::
     >>> r = cg.grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
     >>> r.value, r.gradients
     (-12.0, {'x': -3.0, 'y': -3.0, 'z': 4.0})
+    >>> r
+    <Gradients g = -12; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
 
-Lower-level pieces: :func:`parse` (text -> :class:`Graph`), :func:`forward`
-(values per node), :func:`vjp` (reverse mode, adjoints per node), :func:`jvp` (forward mode),
-:func:`to_source` (graph -> program text). Importing this package is cheap: each name is
-imported from its module on first use (see ``_LAZY``), so ``cgraph eval`` does not pay for the
-reverse pass or the diagrams, and Lark loads on the first parse.
+Each command has its call, taking a program (text or a :class:`Graph`) and bindings:
+:func:`evaluate`, :func:`grad`, :func:`diagram`, :func:`check`, :func:`gradcheck`,
+:func:`explain`, :func:`derivative_program`, :func:`hessian`, :func:`jacobian`. Their results
+print readably, and show themselves in Jupyter. Lower-level pieces: :func:`parse` (text ->
+:class:`Graph`), :func:`forward` (values per node), :func:`vjp` (reverse mode, adjoints per
+node), :func:`jvp` (forward mode), :func:`to_source` (graph -> program text). Values are
+floats, or NumPy arrays for tensors (:data:`Value`). Every error is a :class:`CgraphError`.
+
+Importing this package is cheap: each name is imported from its module on first use (see
+``_LAZY``), so ``cgraph eval`` does not pay for the reverse pass or the diagrams, and Lark
+loads on the first parse.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch's dynamic version)
@@ -29,9 +39,21 @@ from .parse import parse  # noqa: E402
 # optimizer/__init__.py). A name is imported on first use, then kept in this module.
 _LAZY = {
     "Evaluation": "api",
+    "Explanation": "api",
     "Gradients": "api",
+    "derivative_program": "api",
     "evaluate": "api",
+    "explain": "api",
     "grad": "api",
+    "gradcheck": "api",
+    "hessian": "api",
+    "jacobian": "api",
+    "CheckReport": "checks",
+    "check": "checks",
+    "Diagram": "draw",
+    "diagram": "draw",
+    "GradcheckReport": "gradcheck",
+    "Value": "arrays",
     "vjp": "passes.vjp",
     "BindingError": "errors",
     "CgraphError": "errors",
@@ -49,7 +71,21 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
-    from .api import Evaluation, Gradients, evaluate, grad
+    from .api import (
+        Evaluation,
+        Explanation,
+        Gradients,
+        derivative_program,
+        evaluate,
+        explain,
+        grad,
+        gradcheck,
+        hessian,
+        jacobian,
+    )
+    from .arrays import Value
+    from .checks import CheckReport, check
+    from .draw import Diagram, diagram
     from .errors import (
         BindingError,
         CgraphError,
@@ -59,6 +95,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
         Span,
         UsageError,
     )
+    from .gradcheck import GradcheckReport
     from .ir import Graph, Node, validate
     from .passes.evaluate import forward
     from .passes.jvp import jvp
@@ -85,21 +122,57 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
+#: Public functions named as a module of this package is.
+_SHADOWED = frozenset({"explain", "gradcheck"})
+
+
+class _Package(types.ModuleType):
+    """This package, keeping its functions named as modules: importing the module
+    ``cgraph_cli.explain`` (or ``gradcheck``) would otherwise set the package's attribute of
+    that name to the module, in place of the function :func:`explain` (as the Python
+    reference's "Customizing module attribute access" does it).
+
+    >>> import cgraph_cli, cgraph_cli.explain
+    >>> callable(cgraph_cli.explain), callable(cgraph_cli.gradcheck)
+    (True, True)
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return  # `from .explain import ...` still works: it reads sys.modules
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
 __all__ = [
     "BindingError",
     "CgraphError",
+    "CheckReport",
+    "Diagram",
     "DomainError",
     "EvalError",
     "Evaluation",
-    "Graph",
+    "Explanation",
+    "GradcheckReport",
     "Gradients",
+    "Graph",
     "Node",
     "ParseError",
     "Span",
     "UsageError",
+    "Value",
+    "check",
+    "derivative_program",
+    "diagram",
     "evaluate",
+    "explain",
     "forward",
     "grad",
+    "gradcheck",
+    "hessian",
+    "jacobian",
     "jvp",
     "parse",
     "to_source",

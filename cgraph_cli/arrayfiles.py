@@ -81,10 +81,11 @@ def size_text(n: int) -> str:
     """
     if n < 1024:
         return f"{n} bytes"
+    size = float(n)
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        n /= 1024
-        if n < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if n == int(n) else f"{n:.1f} {unit}"
+        size /= 1024
+        if size < 1024 or unit == "PiB":
+            return f"{size:.0f} {unit}" if size == int(size) else f"{size:.1f} {unit}"
     raise AssertionError  # pragma: no cover
 
 

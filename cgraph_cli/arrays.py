@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import sys
 from math import prod
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    import numpy
 
 Shape = tuple[int, ...]
+#: What a node holds, a binding gives and a gradient is: a number, or a NumPy array of float64
+#: (a tensor). Scalar programs compute on Python floats and never import NumPy.
+Value: TypeAlias = "float | numpy.ndarray"
 
 
 class _LazyNumpy:

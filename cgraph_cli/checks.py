@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .api import evaluate, grad, resolve_name
+from .api import Evaluation, Gradients, evaluate, grad, resolve_name
+from .arrays import Value
 from .errors import CgraphError, UsageError
 from .ir import Graph, wrt_node
 
@@ -29,8 +32,9 @@ class Case:
     name: str
     graph: Graph | None  # None when the program could not be read or parsed: see ``error``
     bindings: dict[str, object]
-    expect: dict[str, float] = field(default_factory=dict)
-    expect_grad: dict[str, float] = field(default_factory=dict)
+    # name -> the value expected: a number, or a tensor (nested lists or a NumPy array)
+    expect: dict[str, object] = field(default_factory=dict)
+    expect_grad: dict[str, object] = field(default_factory=dict)
     of: str | None = None
     rtol: float = RTOL
     atol: float = ATOL
@@ -44,8 +48,8 @@ class Result:
     kind: str  # "value", "gradient" or "hessian"
     name: str  # the named value, the input differentiated against, or a pair of them: "x,y"
     output: str  # the output differentiated
-    expected: object  # a float, or a NumPy array for tensors
-    actual: object
+    expected: Value  # a float, or a NumPy array for tensors
+    actual: Value
     ok: bool
 
     @property
@@ -62,7 +66,7 @@ class Result:
 
             with np.errstate(all="ignore"):  # 1e308 - -1e308: inf, without a NumPy warning
                 return float(np.max(np.abs(self.actual - self.expected)))
-        return abs(self.actual - self.expected)
+        return abs(float(self.actual) - float(self.expected))
 
     @property
     def label(self) -> str:
@@ -92,40 +96,42 @@ def run_case(case: Case) -> list[Result]:
     """Evaluate and differentiate the case's program once; one result per expectation."""
     if case.error is not None:
         raise case.error
+    graph = case.graph
+    assert graph is not None, "a case without a program has an error"
     # Values alone need no reverse pass (and a tensor output has no gradient to take).
-    run = grad if case.expect_grad else evaluate
-    result = run(case.graph, case.bindings, of=case.of)
+    result: Evaluation = (grad if case.expect_grad else evaluate)(graph, case.bindings, case.of)
     out = result.output_name
     results = []
     for kind, expectations in (("value", case.expect), ("gradient", case.expect_grad)):
-        for name, expected in expectations.items():
+        for name, given in expectations.items():
             if kind == "value":
-                actual = result.values[resolve_name(case.graph, name)]
+                actual = result.values[resolve_name(graph, name)]
             else:  # an input's name is the input, as in cgraph grad
-                actual = result.adjoints[wrt_node(case.graph, name)]
-            expected = _expected_value(name, expected)
+                assert isinstance(result, Gradients), "expect_grad asks for the reverse pass"
+                actual = result.adjoints[wrt_node(graph, name)]
+            expected = _expected_value(name, given)
             ok = _close(actual, expected, case.rtol, case.atol)
             results.append(Result(case.name, kind, name, out, expected, actual, ok))
     if case.expect_hessian:
-        for name, expected, actual in _second_derivatives(case, result.values):
-            ok = _close(actual, expected, case.rtol, case.atol)
-            results.append(Result(case.name, "hessian", name, out, expected, actual, ok))
+        for name, number, second in _second_derivatives(graph, case, result.values):
+            ok = _close(second, number, case.rtol, case.atol)
+            results.append(Result(case.name, "hessian", name, out, number, second, ok))
     return results
 
 
-def _second_derivatives(case: Case, values: list) -> list[tuple[str, float, float]]:
+def _second_derivatives(graph: Graph, case: Case, values: list) -> list[tuple[str, float, float]]:
     """Each of ``case.expect_hessian`` as (the pair as the report names it, expected, actual):
     one forward-mode pass over the derivative program per element differentiated last."""
     from .derivatives import hessian_columns
     from .gradcheck import element_label
 
-    shapes = {n: _shape(values[i]) for n, i in case.graph.inputs.items()}
+    shapes = {n: _shape(values[i]) for n, i in graph.inputs.items()}
     pairs = {
-        text: tuple(_element(case.graph, shapes, *e) for e in parse_pair(text))
+        text: tuple(_element(graph, shapes, *e) for e in parse_pair(text))
         for text in case.expect_hessian
     }
     columns = list(dict.fromkeys(b for _, b in pairs.values()))
-    found = hessian_columns(case.graph, case.bindings, columns, of=case.of)
+    found = hessian_columns(graph, case.bindings, columns, of=case.of)
     out = []
     for text, ((a, ea), b) in pairs.items():
         block = found[columns.index(b)][a]
@@ -285,6 +291,122 @@ def load_spec(path: str) -> list[Case]:
     return load(path)
 
 
+# --- the library's entry point -------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class CheckReport:
+    """What :func:`check` found: one :class:`CaseRun` per case (one case unless a spec file
+    ran). ``ok`` when every assertion holds and every case could run.
+
+    >>> r = check("g = x * y", {"x": 2, "y": 3}, expect={"g": 6}, expect_grad={"x": 4})
+    >>> r
+    <CheckReport: 1 passed, 1 failed; FAIL ∂g/∂x = 3 (expected 4)>
+    >>> r.ok, [x.ok for x in r.results]
+    (False, [True, False])
+    """
+
+    runs: list[CaseRun]
+
+    @property
+    def results(self) -> list[Result]:
+        """Every assertion's :class:`Result` (expected, actual, ok, label), case after case."""
+        return [r for run in self.runs for r in run.results]
+
+    @property
+    def ok(self) -> bool:
+        """Every assertion holds and every case could run."""
+        return all(run.ok for run in self.runs)
+
+    def to_dict(self) -> dict:
+        """The report as ``cgraph check --format json`` writes it (see :func:`report`)."""
+        return report(self.runs)
+
+    def junit(self, suite: str = "cgraph") -> bytes:
+        """The report as JUnit XML (see :func:`junit_xml`)."""
+        return junit_xml(self.runs, suite)
+
+    def _repr_html_(self) -> str:
+        from .numfmt import plain_value as f
+        from .render.html import table
+
+        rows = [
+            [r.case, "ok" if r.ok else "FAIL", r.label, f(r.actual), f(r.expected)]
+            for r in self.results
+        ]
+        rows += [[case, "ERROR", error_text(error), "", ""] for case, error in self._errors()]
+        return table(["case", "", "check", "actual", "expected"], rows, self._counts())
+
+    def _errors(self) -> list[tuple[str, CgraphError]]:
+        return [(run.case, run.error) for run in self.runs if run.error is not None]
+
+    def _counts(self) -> str:
+        passed = sum(r.ok for r in self.results)
+        text = f"{passed} passed, {len(self.results) - passed} failed"
+        errors = len(self._errors())
+        return text + (f", {errors} could not run" if errors else "")
+
+    def __repr__(self) -> str:
+        from .api import listing
+        from .numfmt import plain_value as f
+
+        failures = [
+            f"FAIL {r.label} = {f(r.actual, 6)} (expected {f(r.expected, 6)})"
+            for r in self.results
+            if not r.ok
+        ]
+        failures += [f"ERROR {case}: {error_text(error)}" for case, error in self._errors()]
+        return f"<CheckReport: {self._counts()}{'; ' if failures else ''}{listing(failures, 3)}>"
+
+
+def check(
+    program: str | Graph | None = None,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    expect: Mapping[str, object] | None = None,
+    expect_grad: Mapping[str, object] | None = None,
+    expect_hessian: Mapping[str | tuple[str, str], float] | None = None,
+    of: str | None = None,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    spec: str | Path | None = None,
+) -> CheckReport:
+    """Assertions on a program's values (``expect``), gradients (``expect_grad``, by input)
+    and second derivatives (``expect_hessian``, by pair: ``"x,y"`` or ``("x", "y")``;
+    elements of tensor inputs as ``"W[0, 1],x[2]"``), as ``cgraph check``: each holds when
+    |actual - expected| <= atol + rtol·|expected|. Or, with ``spec``, every case of a TOML
+    checks file (a case that cannot run is reported as such, not raised).
+
+    >>> check("y = x^3", {"x": 2}, expect={"y": 8}, expect_hessian={"x,x": 12}).ok
+    True
+    """
+    if spec is not None:
+        if program is not None or expect or expect_grad or expect_hessian:
+            raise UsageError("a spec file holds its own programs and expectations: give no more")
+        return CheckReport(run_cases(load_spec(str(spec))))
+    if program is None:
+        raise UsageError("nothing to check: give a program, or a spec file")
+    if not expect and not expect_grad and not expect_hessian:
+        raise UsageError(
+            "nothing to check", hints=["give expect=, expect_grad= or expect_hessian= (a dict)"]
+        )
+    from .parse import parse
+
+    case = Case(
+        "",
+        program if isinstance(program, Graph) else parse(program),
+        dict(bindings or {}),
+        dict(expect or {}),
+        dict(expect_grad or {}),
+        of,
+        rtol,
+        atol,
+        expect_hessian={
+            pair if isinstance(pair, str) else ",".join(pair): value
+            for pair, value in (expect_hessian or {}).items()
+        },
+    )
+    return CheckReport([CaseRun("", run_case(case))])
+
+
 # --- reports -------------------------------------------------------------------------------------
 def report(runs: list[CaseRun]) -> dict:
     """The JSON report: counts and one entry per assertion, and one per case that could not run.
@@ -295,7 +417,7 @@ def report(runs: list[CaseRun]) -> dict:
     (0, 0, 1, [{'case': 'c', 'error': "the program has no name 'z'"}])
     """
     results = [r for run in runs for r in run.results]
-    checks = []
+    checks: list[dict[str, object]] = []
     for run in runs:
         checks.extend(
             {

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import sys
 from pathlib import Path
 
 from .checks import ATOL, RTOL, Case
@@ -67,9 +68,9 @@ def load_spec(path: str) -> list[Case]:
 
 
 def _parse_toml(spec: Source, where: _Locator) -> dict:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:  # Python 3.10
         import tomli as tomllib
 
     deep = _too_deep(spec.text, MAX_DEPTH)
@@ -128,7 +129,7 @@ def _load_case(
     if ("file" in table) == ("program" in table):
         raise where.error(f"case {k + 1} needs exactly one of 'file' and 'program'", k, "file")
     path = where.program_path(table, k, folder) if "file" in table else None
-    program = None if path else where.string(table, "program", k)
+    program = "" if path else where.string(table, "program", k)
     expect = where.values(table, "expect", k)
     expect_grad = where.values(table, "expect_grad", k)
     expect_hessian = where.second_derivatives(table, k)
@@ -170,8 +171,8 @@ class _Locator:
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line))
 
-    def at(self, line: int, col: int) -> Span:
-        offset = self.starts[max(1, min(line, len(self.lines))) - 1] + max(col, 1) - 1
+    def at(self, line: int, col: int | None) -> Span:
+        offset = self.starts[max(1, min(line, len(self.lines))) - 1] + max(col or 1, 1) - 1
         return Span(offset, offset + 1)
 
     def end(self) -> Span:
@@ -197,9 +198,11 @@ class _Locator:
         if case is not None:
             n = headers[case]
             start = self.starts[n] + self.lines[n].index("[")
-            return Span(start, self.starts[n] + _CASE_HEADER.match(self.lines[n]).end())
-        m = re.compile(rf"\s*\[\[?\s*{re.escape(key)}\s*\]").match
-        header = next((n for n, line in enumerate(self.lines) if m(line)), None)
+            found = _CASE_HEADER.match(self.lines[n])
+            assert found is not None, "headers holds the lines that match it"
+            return Span(start, self.starts[n] + found.end())
+        table = re.compile(rf"\s*\[\[?\s*{re.escape(key)}\s*\]").match
+        header = next((n for n, line in enumerate(self.lines) if table(line)), None)
         return None if header is None else Span(self.starts[header], self.starts[header] + 1)
 
     def error(

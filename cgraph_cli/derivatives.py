@@ -100,7 +100,7 @@ def derivative_program(
         graph, out, asked, shapes, names_for={w: _name(base, (w,)) for w in wrt}
     )
     current = derived.graph
-    derivatives = {(w,): derived.gradients[w] for w in wrt}
+    derivatives: dict[tuple[str, ...], str] = {(w,): derived.gradients[w] for w in wrt}
     for k in range(2, order + 1):
         for names, holder in [(n, h) for n, h in derivatives.items() if len(n) == k - 1]:
             later = [w for w in wrt if wrt.index(w) >= wrt.index(names[-1])]

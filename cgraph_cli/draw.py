@@ -8,28 +8,192 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 from .api import evaluate, resolve_name
-from .errors import UsageError, cannot_write
+from .arrays import Value
+from .errors import CgraphError, UsageError, cannot_write
 from .ir import Graph, ancestors
+from .parse import parse
 from .passes.vjp import vjp
-from .render.dot import DiagramOptions, diagram
+from .render.dot import DiagramOptions
+from .render.dot import diagram as dot_diagram
 
 #: Beyond this many nodes a diagram is slow to lay out and unreadable; --force draws anyway.
 MAX_NODES = 500
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Diagram:
-    dot: object  # graphviz.Digraph
+    """A drawing of a program: Graphviz DOT text (``dot``), rendered to SVG, PNG or PDF by
+    Graphviz's ``dot`` where it is installed, else by the bundled graphviz-pure (PNG, SVG).
+    Jupyter shows it as SVG.
+
+    >>> d = diagram("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    >>> d
+    <Diagram: 5 nodes, DOT of 15 lines>
+    >>> d.svg().startswith(b"<?xml")
+    True
+    """
+
+    dot: str  # the Graphviz DOT source
     nodes: int  # nodes drawn
-    note: str | None  # what the user should know (values left out, and why)
+    note: str | None = None  # what the user should know (values left out, and why)
 
     @property
     def source(self) -> str:
-        return self.dot.source
+        """The DOT text (as ``graphviz.Digraph.source`` names it); the same as ``dot``."""
+        return self.dot
+
+    def render(self, fmt: str = "svg", *, renderer: str = "auto", dpi: int | None = None) -> bytes:
+        """The image as ``fmt`` ("svg", "png", "pdf"; "dot" or "gv": the DOT text) by
+        ``renderer`` ("auto", "dot" or "graphviz-pure"); a :class:`UsageError` that says what
+        to install when no renderer can."""
+        from .render.image import FORMATS, choose, render
+
+        if fmt not in FORMATS:
+            raise UsageError(
+                f"cannot draw a diagram as {fmt!r}", hints=["use png, svg, pdf, dot or gv"]
+            )
+        if fmt in ("dot", "gv"):
+            return self.dot.encode()
+        return render(self.dot, fmt, choose(fmt, renderer), dpi)
+
+    def svg(self, *, renderer: str = "auto") -> bytes:
+        """The diagram as SVG (an XML document)."""
+        return self.render("svg", renderer=renderer)
+
+    def png(self, *, dpi: int = 150, renderer: str = "auto") -> bytes:
+        """The diagram as a PNG image, ``dpi`` dots per inch."""
+        return self.render("png", renderer=renderer, dpi=dpi)
+
+    def save(self, path: str | Path, *, dpi: int = 150, renderer: str = "auto") -> Path:
+        """Write the diagram to ``path``, its type from the extension (.png, .svg, .pdf, .dot,
+        .gv; none: PNG). Returns the path.
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as where:
+        ...     diagram("y = x + 1").save(f"{where}/y.dot").read_text().startswith("digraph")
+        True
+        """
+        path = Path(path)
+        data = self.render(output_format(str(path), None), renderer=renderer, dpi=dpi)
+        try:
+            path.write_bytes(data)
+        except OSError as e:
+            raise cannot_write(path, e) from None
+        return path
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter's picture of the diagram; None (the repr instead) where nothing can draw
+        it."""
+        try:
+            return self.svg().decode("utf-8")
+        except CgraphError:
+            return None
+
+    def __repr__(self) -> str:
+        lines = self.dot.count("\n")
+        note = f"; {self.note}" if self.note else ""
+        return f"<Diagram: {self.nodes} node{'s' * (self.nodes != 1)}, DOT of {lines} lines{note}>"
+
+
+def diagram(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    focus: str | None = None,
+    derivative: bool = False,
+    backward: bool = False,
+    values: bool = True,
+    grads: bool = True,
+    theme: str = "light",
+    rankdir: str = "LR",
+    precision: int = 4,
+    force: bool = False,
+) -> Diagram:
+    """The diagram ``cgraph render`` draws: each node with its value and ∂output/∂node
+    (inputs without bindings: the structure only, and a ``note`` says why). ``of``: the
+    output; ``focus``: draw only what leads to that name; ``derivative``: the derivative
+    program too, in a band under the graph; ``backward``: the local derivatives on the
+    edges; ``theme`` "light", "dark" or "print"; ``rankdir`` "LR", "TB", "RL" or "BT".
+    More than 500 nodes is a :class:`UsageError` unless ``force``.
+
+    >>> d = diagram("p = x + y; g = p * z", {"x": 1, "y": 3}, theme="dark")
+    >>> d.nodes, d.note
+    (5, 'values need bindings: z=VALUE; drawing the structure only')
+    >>> diagram("g = x * y", {"x": 2, "y": 3}, derivative=True).nodes
+    7
+    """
+    graph = program if isinstance(program, Graph) else parse(program)
+    options = diagram_options(
+        theme=theme,
+        rankdir=rankdir,
+        precision=precision,
+        values=values,
+        grads=grads,
+        backward=backward,
+    )
+    if not derivative:
+        return diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
+    if focus is not None:
+        raise UsageError(
+            "--derivative draws the whole derivative program; --focus cannot narrow it",
+            hints=["narrow the program with --of NAME: the derivatives of NAME"],
+        )
+    return derivative_diagram_of(graph, bindings, options, of=of, force=force)
+
+
+def diagram_options(**options: Any) -> DiagramOptions:
+    """:class:`DiagramOptions` from keywords, each checked: a mistake is a
+    :class:`UsageError` that lists the choices.
+
+    >>> diagram_options(theme="print").theme
+    'print'
+    """
+    from .render.dot import THEMES
+
+    choices = {"theme": tuple(THEMES), "rankdir": ("LR", "TB", "RL", "BT")}
+    for key, allowed in choices.items():
+        if key in options and options[key] not in allowed:
+            raise UsageError(
+                f"a diagram's {key} is one of {', '.join(allowed)}, not {options[key]!r}"
+            )
+    known = set(DiagramOptions.__dataclass_fields__) - {"focus"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UsageError(
+            f"a diagram has no option {unknown[0]!r}",
+            hints=["the options: " + ", ".join(sorted(known))],
+        )
+    if options.get("precision") is not None and not 1 <= options["precision"] <= 17:
+        raise UsageError(f"a diagram's precision is 1 to 17 digits, not {options['precision']}")
+    return DiagramOptions(**options)
+
+
+def drawing(
+    graph: Graph,
+    values: Sequence[Value] | None,
+    adjoints: Sequence[Value] | None,
+    output: int,
+    *,
+    force: bool = False,
+    **options: Any,
+) -> Diagram:
+    """The diagram of values (and adjoints) already computed, as a result shows itself.
+
+    >>> from cgraph_cli import grad
+    >>> r = grad("y = x * x", {"x": 3})
+    >>> drawing(r.graph, r.values, r.adjoints, r.output, rankdir="TB").nodes
+    2
+    """
+    count = diagram_size(graph, output, force)
+    dot = dot_diagram(graph, values, adjoints, diagram_options(**options), output=output)
+    return Diagram(dot.source, count)
 
 
 def diagram_of(
@@ -50,7 +214,7 @@ def diagram_of(
     _, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, options.values)
     if focus_node is not None:
         options = replace(options, focus=focus_node)
-    return Diagram(diagram(graph, values, adjoints, options, output=out), count, note)
+    return Diagram(dot_diagram(graph, values, adjoints, options, output=out).source, count, note)
 
 
 def derivative_view(
@@ -110,8 +274,9 @@ def _forward_nodes(program: Graph, graph: Graph, first_node: int) -> dict[int, i
     }
     found: dict[int, int] = {}
     for i in range(first_node):
-        if program.ops[i] is INPUT:
-            found[i] = graph.inputs[program.labels[i]]
+        label = program.labels[i]
+        if program.ops[i] is INPUT and label is not None:  # an input always has its name
+            found[i] = graph.inputs[label]
         else:
             found[i] = known[key(program, i, tuple(found[a] for a in program.args[i]))]
     return found
@@ -135,7 +300,7 @@ def derivative_diagram_of(
     view, note = derivative_view(graph, bindings, of=of, values=options.values)
     count = sum(ancestors(graph, out)) + view.nodes
     _check_size(count, force, "the diagram with its derivative program", "--of NAME")
-    return Diagram(derivative_diagram(graph, view, options), count, note)
+    return Diagram(derivative_diagram(graph, view, options).source, count, note)
 
 
 def diagram_size(
@@ -259,7 +424,7 @@ def write_frames(
     for k in range(1, len(order) + 1):
         known = set(order[:k])
         adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
-        dot = diagram(graph, result.values, adjoints, options, output=result.output)
+        dot = dot_diagram(graph, result.values, adjoints, options, output=result.output)
         path = folder / f"frame-{k:0{width}d}.{fmt}"
         try:
             path.write_bytes(render(dot.source, fmt, renderer, 110))

@@ -138,7 +138,17 @@ def render_caret(text: str, span: Span, *, gutter: bool = True) -> str:
 
 
 class CgraphError(Exception):
-    """Base of every error a user can cause. ``exit_code`` is the CLI's exit status."""
+    """Base of every error a user can cause. ``exit_code`` is the CLI's exit status;
+    ``message``, ``span`` (where in the program, or None), ``hints``; :meth:`render` writes it
+    as the CLI does.
+
+    >>> import cgraph_cli as cg
+    >>> try:
+    ...     cg.grad("y = x +")
+    ... except cg.CgraphError as e:
+    ...     print(e.exit_code, e.where(), e.message)
+    3 <expr>:1:8 expected an expression after '+'
+    """
 
     exit_code = 1
     kind = "error"
@@ -183,7 +193,7 @@ class CgraphError(Exception):
         message = visible(self.message, keep="\n")
         head = f"{visible(where)}: error: {message}" if where else f"error: {message}"
         parts = [head]
-        if where:
+        if where and self.source is not None and self.span is not None:  # where() says so
             parts.append(render_caret(self.source.text, self.span))
         parts.extend(f"help: {visible(hint)}" for hint in self.hints)
         return "\n".join(parts)
@@ -193,29 +203,73 @@ class CgraphError(Exception):
 
 
 class UsageError(CgraphError):
-    """The command line itself is wrong: a missing file, an unreadable bindings file (exit 2)."""
+    """The command line itself is wrong: a missing file, an unreadable bindings file; in the
+    library, an option out of its choices (exit 2).
+
+    >>> import cgraph_cli as cg
+    >>> try:
+    ...     cg.diagram("y = x", theme="pink")
+    ... except cg.UsageError as e:
+    ...     print(e)
+    error: a diagram's theme is one of light, dark, print, not 'pink'
+    """
 
     exit_code = 2
 
 
 class ParseError(CgraphError):
-    """The program is not valid cgraph: syntax, unknown function, wrong arity, bad bytes (exit 3)."""
+    """The program is not valid cgraph: syntax, unknown function, wrong arity, bad bytes (exit 3).
+
+    >>> import cgraph_cli as cg
+    >>> try:
+    ...     cg.parse("y = sinn(x)")
+    ... except cg.ParseError as e:
+    ...     print(e.where(), e.message, e.hints[0])
+    <expr>:1:5 unknown function 'sinn' did you mean 'sin'?
+    """
 
     exit_code = 3
 
 
 class EvalError(CgraphError):
-    """The program is valid but cannot be evaluated with these bindings (exit 4)."""
+    """The program is valid but cannot be evaluated with these bindings (exit 4): shapes that
+    do not fit, and (subclasses) bindings and domain errors.
+
+    >>> import cgraph_cli as cg
+    >>> try:
+    ...     cg.evaluate("y = W @ x", {"W": [[1, 2]], "x": [1, 2, 3]})
+    ... except cg.EvalError as e:
+    ...     print(e.message)
+    (1, 2) @ (3,): inner dimensions 2 and 3 differ
+    """
 
     exit_code = 4
 
 
 class BindingError(EvalError):
-    """A missing, unknown or non-finite binding (exit 4)."""
+    """A missing, unknown or non-finite binding (exit 4).
+
+    >>> import cgraph_cli as cg
+    >>> try:
+    ...     cg.evaluate("y = x * 2")
+    ... except cg.BindingError as e:
+    ...     print(e.message, e.hints)
+    no value for input 'x' ('bind it: x=VALUE  (or declare a default in the program: input x = 1)',)
+    """
 
 
 class DomainError(EvalError):
-    """An operation left its domain: ``log(-1)``, ``1/0``, overflow (exit 4)."""
+    """An operation left its domain: ``log(-1)``, ``1/0``, overflow (exit 4).
+
+    >>> import cgraph_cli as cg
+    >>> try:
+    ...     cg.evaluate("y = log(x)", {"x": -1})
+    ... except cg.DomainError as e:
+    ...     print(e.render())
+    <expr>:1:5: error: log(-1) is undefined: log needs a positive argument
+        1 | y = log(x)
+          |     ^~~~~~
+    """
 
 
 class UnknownNameError(UsageError):

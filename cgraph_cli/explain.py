@@ -256,10 +256,11 @@ def derivative_steps(graph: Graph, bindings=None, of: str | None = None) -> dict
     for k, (_, name, node, _) in enumerate(derived.statements()):
         if k < first:
             continue
+        target = wrt.get(name)
         statements.append(
             {
                 "name": name,
-                "wrt": None if wrt.get(name) is None else names[wrt[name]],
+                "wrt": None if target is None else names[target],
                 "formula": lines[k].split(" = ", 1)[1],
                 "formula_tex": tex[k],
                 "value": values[node],
@@ -351,10 +352,11 @@ def statement_tex(graph: Graph) -> list[str]:
     for _, name, node, end in graph.statements():
         for i in range(done, end):
             op = graph.ops[i]
-            if op is INPUT:
-                exprs[i] = graph.labels[i]
-                scope[graph.labels[i]] = i
-                names_of[i] = [graph.labels[i]]
+            label = graph.labels[i]
+            if op is INPUT and label is not None:  # an input always has its name
+                exprs[i] = label
+                scope[label] = i
+                names_of[i] = [label]
             elif op is CONST:
                 value = graph.consts[i]
                 is_number = value.__class__ is float

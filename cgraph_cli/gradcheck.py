@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .bindings import check_value
 from .errors import DomainError
-from .ir import Graph
+from .ir import Graph, resolve_name
 from .passes.evaluate import forward
 from .passes.vjp import vjp
 from .vocab import ARRAYS
@@ -35,7 +36,7 @@ ELEMENTS = 64  # elements checked per tensor input at most
 
 @dataclass(frozen=True)
 class Check:
-    point: dict[str, object]  # the bindings of every input
+    point: dict[str, Any]  # the bindings of every input: floats or NumPy arrays
     name: str  # the input
     analytic: float | None
     numeric: float | None
@@ -60,7 +61,7 @@ class Check:
         if self.partner is not None:
             return None
         x = self.point[self.name]
-        return float(x[self.element]) if self.element else x
+        return float(x[self.element]) if self.element else float(x)
 
     @property
     def error(self) -> float | None:
@@ -108,7 +109,7 @@ def crosses_kink(base: list[float], *shifted: list[float]) -> bool:
 
 def gradcheck(
     graph: Graph,
-    bindings: Mapping[str, float],
+    bindings: Mapping[str, object],
     *,
     of: int | None = None,
     eps: float = EPS,
@@ -125,7 +126,7 @@ def gradcheck(
     (see :func:`second_derivatives`). ``strict``: a program undefined at the point itself
     raises its error instead of giving "undefined" checks."""
     out = graph.output if of is None else of
-    point = {
+    point: dict[str, Any] = {
         n: check_value(n, bindings[n]) if n in bindings else graph.defaults.get(n, math.nan)
         for n in graph.inputs
     }
@@ -228,7 +229,9 @@ def second_derivatives(
             if status == "undefined":  # the difference overflowed: no slope to compare
                 numeric = None
             checks.append(Check(point, a, analytic, numeric, status, ea, (b, eb)))
-    order = {key: k for k, key in enumerate(chosen)}  # row by row: ∂²/∂x², ∂²/∂x∂y, ...
+    order: dict[Any, int] = {
+        key: k for k, key in enumerate(chosen)
+    }  # row by row: ∂²/∂x², ∂²/∂x∂y, ...
     return sorted(checks, key=lambda c: (order[c.name, c.element], order[c.partner]))
 
 
@@ -275,6 +278,7 @@ def _elements(x, limit: int, rng: random.Random | None) -> list[tuple[int, ...]]
         return [()]
     from .arrays import np
 
+    assert rng is not None, "tensor points are checked with a random generator"
     flat = range(x.size) if x.size <= limit else sorted(rng.sample(range(x.size), limit))
     return [tuple(int(k) for k in np.unravel_index(f, x.shape)) for f in flat]
 
@@ -291,10 +295,10 @@ def random_points(
     graph: Graph,
     count: int,
     seed: int = 0,
-    fixed: Mapping[str, float] | None = None,
+    fixed: Mapping[str, object] | None = None,
     low: float = RANGE[0],
     high: float = RANGE[1],
-) -> list[dict[str, float]]:
+) -> list[dict[str, Any]]:
     """``count`` points, each input drawn uniformly from [low, high] except those ``fixed``.
 
     >>> from cgraph_cli import parse
@@ -314,3 +318,139 @@ def random_points(
         return np.random.default_rng(rng.getrandbits(32)).uniform(low, high, shape)
 
     return [{n: fixed[n] if n in fixed else draw(n) for n in graph.inputs} for _ in range(count)]
+
+
+# --- the library's entry point -------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class GradcheckReport:
+    """What a gradient check found: ``checks`` holds (point number, from 1, :class:`Check`)
+    pairs; ``ok`` when no gradient differs from its finite difference (skipped ones aside).
+
+    >>> from cgraph_cli import parse
+    >>> r = check_gradients(parse("y = x * relu(x)"), {"x": 0})
+    >>> r
+    <GradcheckReport of y: 0 passed, 0 failed, 1 skipped at 1 point>
+    >>> r.checks[0][1].status
+    'kink'
+    """
+
+    output: str  # the output differentiated
+    order: int
+    points: int
+    checks: list[tuple[int, Check]]
+
+    def count(self, *statuses: str) -> int:
+        """How many checks have one of ``statuses`` ("ok", "mismatch", "kink", "undefined")."""
+        return sum(c.status in statuses for _, c in self.checks)
+
+    @property
+    def passed(self) -> int:
+        """Checks whose gradient matches its finite difference."""
+        return self.count("ok")
+
+    @property
+    def failed(self) -> int:
+        """Checks whose gradient differs from its finite difference."""
+        return self.count("mismatch")
+
+    @property
+    def skipped(self) -> int:
+        """Checks skipped: at a kink, or where the function is undefined."""
+        return self.count("kink", "undefined")
+
+    @property
+    def ok(self) -> bool:
+        """No gradient differs from its finite difference."""
+        return self.failed == 0
+
+    def worst(self, limit: int = 20) -> list[tuple[int, Check]]:
+        """The ``limit`` checks most worth a look (see :func:`worst_first`)."""
+        return worst_first(self.checks, limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as ``cgraph gradcheck --format json`` writes it."""
+        return {
+            "order": self.order,
+            "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "checks": [
+                {
+                    "point": k,
+                    "bindings": c.point,
+                    "input": c.label,
+                    "analytic": c.analytic,
+                    "numeric": c.numeric,
+                    "error": c.error,
+                    "status": c.status,
+                }
+                for k, c in self.checks
+            ],
+        }
+
+    def _summary(self) -> str:
+        where = f"{self.points} point{'s' * (self.points != 1)}"
+        return f"{self.passed} passed, {self.failed} failed, {self.skipped} skipped at {where}"
+
+    def _repr_html_(self) -> str:
+        from .numfmt import format_number
+        from .render.html import table
+
+        def f(x: float | None) -> str:
+            return "" if x is None else format_number(x, 6)
+
+        shown = self.worst(len(self.checks) if len(self.checks) <= 50 else 50)
+        rows = [
+            [str(k), c.label, f(c.value), f(c.analytic), f(c.numeric), f(c.error), c.status]
+            for k, c in shown
+        ]
+        caption = f"gradcheck of {self.output}: {self._summary()}"
+        if len(shown) < len(self.checks):
+            caption += f" (the {len(shown)} most worth a look)"
+        d = f"∂²{self.output}" if self.order == 2 else f"∂{self.output}/∂input"
+        headers = ["point", "input", "value", d, "numeric", "error", "status"]
+        return table(headers, rows, caption)
+
+    def __repr__(self) -> str:
+        return f"<GradcheckReport of {self.output}: {self._summary()}>"
+
+
+def check_gradients(
+    graph: Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    points: int = 0,
+    seed: int = 0,
+    low: float = RANGE[0],
+    high: float = RANGE[1],
+    order: int = 1,
+    eps: float = EPS,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    on_point: Callable[[], object] | None = None,
+) -> GradcheckReport:
+    """``cgraph gradcheck``: :func:`gradcheck` at the point ``bindings`` give (where an
+    evaluation error is raised as usual), or at ``points`` random points (:func:`random_points`
+    over [low, high] for each input not bound; there an undefined point is skipped).
+    ``on_point()`` is called after each point (a progress bar)."""
+    from .api import grad
+    from .bindings import check_bindings
+
+    out = None if of is None else resolve_name(graph, of)
+    if points:
+        fixed = check_bindings(graph, bindings)
+        places = random_points(graph, points, seed, fixed, low, high)
+    else:
+        values = grad(graph, bindings, of=of).values
+        places = [{n: values[i] for n, i in graph.inputs.items()}]
+    checks: list[tuple[int, Check]] = []
+    for k, place in enumerate(places, 1):
+        found = gradcheck(
+            graph, place, of=out, eps=eps, rtol=rtol, atol=atol, order=order, strict=not points
+        )
+        checks += [(k, c) for c in found]
+        if on_point is not None:
+            on_point()
+    name = graph.display_name(graph.output if out is None else out)
+    return GradcheckReport(name, order, len(places), checks)

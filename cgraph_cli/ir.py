@@ -18,28 +18,38 @@ import gc
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+from .arrays import Value
 from .errors import CgraphError, Source, Span
 from .ops import CONST, INPUT, OPS, OpSpec
 
 
 class Node(NamedTuple):
-    """A read-only view of one node of a :class:`Graph`."""
+    """A read-only view of one node of a :class:`Graph`.
+
+    >>> from cgraph_cli import parse
+    >>> n = parse("y = x * 2")[2]
+    >>> print(n)
+    %2 = mul %0 %1 (y)
+    >>> n.op.name, n.args, n.label, n.span
+    ('mul', (0, 1), 'y', Span(start=4, end=9))
+    """
 
     id: int
     op: OpSpec
     args: tuple[int, ...]
     label: str | None
     span: Span
-    value: object  # constants only: a float or a NumPy array
+    value: Value | None  # constants only: a float or a NumPy array
     params: tuple = ()  # the numbers written in a call after its arguments: sum(x, 0) -> (0,)
 
     def __str__(self) -> str:
         if self.op is INPUT:
             body = f"input {self.label}"
         elif self.op is CONST:
-            value = self.value.tolist() if hasattr(self.value, "tolist") else self.value
+            tolist = getattr(self.value, "tolist", None)  # an array as nested lists
+            value = self.value if tolist is None else tolist()
             body = f"const {value!r}"
         else:
             body = " ".join([self.op.name] + [f"%{a}" for a in self.args])
@@ -63,10 +73,26 @@ def show_subscript(item) -> str:
 
 
 _KINDS = ("=", "input", "bare")
+REPR_NODES, REPR_WIDTH = 200, 60  # a Graph's repr: the largest it prints, and how much of it
+
+
+def _cut(text: str, width: int = REPR_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+E = TypeVar("E", bound=CgraphError)
 
 
 class Graph:
-    """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after."""
+    """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after.
+    Node ``i``'s op is ``ops[i]``, its arguments ``args[i]``; ``inputs`` maps each input's name
+    to its node, ``output`` is the last statement's node; ``graph[i]`` is a :class:`Node`.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = x * 2")
+    >>> g, len(g), g.inputs, g.output
+    (<Graph y = x * 2: 1 input, 3 nodes>, 3, {'x': 0}, 2)
+    """
 
     __slots__ = (
         "ops",
@@ -94,10 +120,10 @@ class Graph:
         self.labels: list[str | None] = []
         self.starts = array("l")
         self.ends = array("l")
-        self.consts: dict[int, object] = {}  # const node id -> value (float or NumPy array)
+        self.consts: dict[int, Value] = {}  # const node id -> value (float or NumPy array)
         self.params: dict[int, tuple] = {}  # node id -> its op's params (sum(x, 0): (0,))
         self.inputs: dict[str, int] = {}  # input name -> node id, in order of first use
-        self.defaults: dict[str, object] = {}  # input name -> default declared in the source
+        self.defaults: dict[str, Value] = {}  # input name -> default declared in the source
         self.names: dict[str, int] = {}  # every name -> node it finally refers to
         # The statements in program order, as columns (see `statements`).
         self.stmt_kinds = bytearray()
@@ -107,10 +133,30 @@ class Graph:
         self.output_label = ""
         self.source = source
         # What passes compute once per graph and keep: the float program, the last shapes.
-        self.memo: dict[str, object] = {}
+        self.memo: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self.ops)
+
+    def __repr__(self) -> str:
+        """The program on one line (its beginning, when long) and its size.
+
+        >>> from cgraph_cli import parse
+        >>> parse("g = (x + y) * z")
+        <Graph g = (x + y) * z: 3 inputs, 5 nodes>
+        >>> parse("p = x + y  # the sum\\ng = p * z")
+        <Graph p = x + y; g = p * z: 3 inputs, 5 nodes>
+        """
+        n, k = len(self.ops), len(self.inputs)
+        size = f"{k:,} input{'s' * (k != 1)}, {n:,} node{'s' * (n != 1)}"
+        if not 0 <= self.output < n:
+            return f"<Graph (empty): {size}>"
+        if n > REPR_NODES:  # printing the whole program only to cut it short: slow
+            where = "" if self.source.filename.startswith("<") else f" in {self.source.filename}"
+            return f"<Graph of {_cut(self.output_label)}{where}: {size}>"
+        from .render.source import to_source  # display only; the IR needs no printer
+
+        return f"<Graph {_cut('; '.join(to_source(self).splitlines()))}: {size}>"
 
     def __getitem__(self, i: int) -> Node:
         if i < 0:
@@ -157,7 +203,7 @@ class Graph:
             out[self.output_label] = self.output
         return out
 
-    def error(self, cls: type[CgraphError], message: str, node: int, **kw) -> CgraphError:
+    def error(self, cls: type[E], message: str, node: int, **kw) -> E:
         """An error of class ``cls`` placed at node ``node``'s span."""
         return cls(message, self.span(node), self.source, **kw)
 
@@ -362,7 +408,9 @@ def relayout(
                 continue
             op, start, end = graph.ops[i], graph.starts[i], graph.ends[i]
             if op is INPUT:
-                new[i] = b.input(graph.labels[i], start, end)
+                label = graph.labels[i]
+                assert label is not None, "an input has a name"
+                new[i] = b.input(label, start, end)
             elif op is CONST:
                 new[i] = b.const(graph.consts[i], start, end)
             else:
@@ -470,7 +518,9 @@ def validate(graph: Graph) -> Graph:
         given = len(graph.params.get(i, ()))
         assert op.required <= given <= len(op.params), f"node %{i}: {op.name} has {given} params"
         if op is INPUT:
-            assert graph.inputs.get(graph.labels[i]) == i, f"node %{i}: input defined twice"
+            name = graph.labels[i]
+            assert name is not None, f"node %{i}: an input without a name"
+            assert graph.inputs.get(name) == i, f"node %{i}: input defined twice"
     assert len(graph.inputs) == sum(op is INPUT for op in graph.ops), "input table mismatch"
     assert all(0 <= v < n for v in graph.names.values()), "a name refers to no node"
     assert 0 <= graph.output < n, "output out of range"

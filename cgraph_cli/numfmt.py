@@ -7,6 +7,11 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy
+    from typing_extensions import TypeIs
 
 
 def format_number(x: float, precision: int | None = None) -> str:
@@ -39,7 +44,12 @@ SMALL = 16
 TENSOR_DIGITS = 4
 
 
-def is_tensor(value) -> bool:
+def is_tensor(value: object) -> TypeIs[numpy.ndarray]:
+    """Whether ``value`` is an array with axes (a tensor), not a number.
+
+    >>> is_tensor(2.0), is_tensor([1.0]), is_tensor(__import__("numpy").ones(2))
+    (False, False, True)
+    """
     return value.__class__ is not float and bool(getattr(value, "shape", ()))
 
 

@@ -22,7 +22,7 @@ def eval_report(ev: Evaluation) -> dict:
     shape (``[]`` for a number)."""
     values = ev.named
     values.setdefault(ev.output_name, ev.value)
-    report = {"output": ev.output_name, "value": ev.value, "values": values}
+    report: dict[str, object] = {"output": ev.output_name, "value": ev.value, "values": values}
     if any(is_tensor(v) for v in values.values()):
         report["shapes"] = {name: list(getattr(v, "shape", ())) for name, v in values.items()}
     return report

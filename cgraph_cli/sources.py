@@ -346,8 +346,10 @@ def _no_repeated_names(path: str):
         out = dict(pairs)
         if len(out) < len(pairs):  # JSON itself lets the last of two equal names win silently
             seen: set[str] = set()
-            repeated = next(n for n, _ in pairs if n in seen or seen.add(n))
-            raise UsageError(f"cannot read {path}: it binds '{repeated}' twice")
+            for name, _ in pairs:
+                if name in seen:
+                    raise UsageError(f"cannot read {path}: it binds '{name}' twice")
+                seen.add(name)
         return out
 
     return pairs_to_dict

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import runtime
 from .ops import OPS, OpSpec
@@ -40,7 +42,7 @@ _OPERATORS = {
 class Interpretation:
     """Speaks the op vocabulary; subclasses say what an op applied to arguments means."""
 
-    def apply(self, op: OpSpec, args: tuple, params: tuple):
+    def apply(self, op: OpSpec, args: Sequence[Any], params: tuple):
         raise NotImplementedError
 
     def shape(self, x) -> tuple[int, ...]:
@@ -49,6 +51,10 @@ class Interpretation:
     def add_tangents(self, a, b):
         """``a + b`` where ``None`` stands for zero."""
         return b if a is None else a if b is None else self.add(a, b)
+
+    if TYPE_CHECKING:  # the op methods (e.add, e.sin...), set from the op table below
+
+        def __getattr__(self, name: str) -> Callable[..., Any]: ...
 
 
 def _method(op: OpSpec):
@@ -114,10 +120,10 @@ def _eval(text: str):
 class Arrays(Interpretation):
     """Values: floats and NumPy float64 arrays. A result with no axes is a float."""
 
-    def apply(self, op: OpSpec, args: tuple, params: tuple):
+    def apply(self, op: OpSpec, args: Sequence[Any], params: tuple):
         # NumPy's float64, not Python's float: 1/0 is inf (within np.errstate), not an error
-        args = [_f64(a) if a.__class__ is float else a for a in args]
-        out = value_function(op, "np", len(params))(*args, *params)
+        xs = [_f64(a) if a.__class__ is float else a for a in args]
+        out = value_function(op, "np", len(params))(*xs, *params)
         if out.__class__ is not float and not getattr(out, "shape", True):
             return float(out)
         return out
@@ -140,10 +146,11 @@ class Source(Interpretation):
     """Python expressions over float variables: the fast scalar loops are compiled from what
     the rules write under this interpretation. Every expression is parenthesized."""
 
-    def apply(self, op: OpSpec, args: tuple, params: tuple) -> str:
+    def apply(self, op: OpSpec, args: Sequence[Any], params: tuple) -> str:
         texts = [a if isinstance(a, str) else repr(float(a)) for a in args]
         if op.name == "pow" and texts[1] == "2.0":
             return f"({texts[0]} * {texts[0]})"  # o * o: faster, and exact
+        assert op.py is not None, f"{op.name} has no float rule"  # only such ops compile
         return f"({op.py.format(*texts, *map(repr, params))})"
 
     def shape(self, x) -> tuple[int, ...]:
@@ -174,7 +181,7 @@ def partials_source(op: OpSpec, needs: tuple[bool, ...] | None = None) -> str:
     needs = needs or (True,) * op.arity
     src = Source()
     parts = []
-    for rule, need in zip(op.partials, needs):
+    for rule, need in zip(op.partials or (), needs):
         part = rule(src, *names, "o") if need and rule is not None else 0.0
         parts.append(part if isinstance(part, str) else repr(float(part)))
     return f"lambda {', '.join(names)}, o: ({', '.join(parts)},)"
@@ -186,7 +193,7 @@ def constant_partials(op: OpSpec) -> tuple[float, ...] | None:
     if op.partials is None or any(rule is None for rule in op.partials):
         return None
     names = [f"a{k}" for k in range(op.arity)]
-    parts = [rule(Source(), *names, "o") for rule in op.partials]
+    parts = [rule(Source(), *names, "o") for rule in op.partials if rule is not None]
     return None if any(isinstance(p, str) for p in parts) else tuple(map(float, parts))
 
 
@@ -194,4 +201,5 @@ def swaps_arguments(op: OpSpec) -> bool:
     """Whether each partial of a two-argument op is the other argument (mul)."""
     if op.arity != 2 or op.partials is None or None in op.partials:
         return False
-    return tuple(rule(Source(), "a0", "a1", "o") for rule in op.partials) == ("a1", "a0")
+    rules = [rule for rule in op.partials if rule is not None]
+    return tuple(rule(Source(), "a0", "a1", "o") for rule in rules) == ("a1", "a0")

@@ -175,3 +175,9 @@ def test_man_pages_install_next_to_the_command(venv, tmp_path):
         encoding="utf-8"
     )
     assert (venv / "share" / "man" / "man1" / "cgraph.1").is_file()
+
+
+def test_the_wheel_marks_the_package_typed(venv):
+    # PEP 561: without py.typed, mypy and pyright ignore the hints of an installed package.
+    found = list(venv.glob("lib/python*/site-packages/cgraph_cli/py.typed"))
+    assert found, "cgraph_cli/py.typed is not in the wheel"

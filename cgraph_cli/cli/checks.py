@@ -115,17 +115,7 @@ def check_command(
     the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
     is reported as an error of that case, and the exit code is 1.
     """
-    from ..checks import (
-        Case,
-        CaseRun,
-        junit_xml,
-        load_spec,
-        parse_expectation,
-        parse_hessian_expectation,
-        report,
-        run_case,
-        run_cases,
-    )
+    from ..checks import check, parse_expectation, parse_hessian_expectation
 
     if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
         raise UsageError(
@@ -136,7 +126,7 @@ def check_command(
         if args or expr or file_ or expect or expect_grad or expect_hessian:
             raise UsageError("--spec runs the spec's cases: give no program or expectations too")
         spec = _spec_path(spec)
-        runs = run_cases(load_spec(spec))
+        found = check(spec=spec)
     else:
         if not expect and not expect_grad and not expect_hessian:
             raise UsageError(
@@ -147,22 +137,21 @@ def check_command(
                 ],
             )
         graph, bindings = load(args, expr, file_, binds, bindings_file)
-        case = Case(
-            "",
+        found = check(
             graph,
             bindings,
-            dict(map(parse_expectation, expect)),
-            dict(map(parse_expectation, expect_grad)),
-            of,
-            rtol,
-            atol,
+            expect=dict(map(parse_expectation, expect)),
+            expect_grad=dict(map(parse_expectation, expect_grad)),
             expect_hessian=dict(map(parse_hessian_expectation, expect_hessian)),
+            of=of,
+            rtol=rtol,
+            atol=atol,
         )
-        runs = [CaseRun("", run_case(case))]
+    runs = found.runs
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(to_json_text(report(runs), schema="check"))
+        output.write_text(to_json_text(found.to_dict(), schema="check"))
     elif junit == "-" and output.settings.output in (None, "-"):
         click.echo(
             _check_text(runs, bool(spec), precision, sys.stderr),
@@ -172,8 +161,8 @@ def check_command(
     else:
         output.write_text(_check_text(runs, bool(spec), precision))
     if junit:
-        output.write_bytes(junit_xml(runs, Path(spec).stem if spec else "cgraph"), junit)
-    if not all(run.ok for run in runs):
+        output.write_bytes(found.junit(Path(spec).stem if spec else "cgraph"), junit)
+    if not found.ok:
         raise click.exceptions.Exit(1)
 
 
@@ -322,72 +311,39 @@ def gradcheck_command(
       cgraph gradcheck sample:logistic --points 20 --range -1,1 --format json
       cgraph gradcheck sample:rosenbrock --order 2
     """
-    from ..api import grad, resolve_name
-    from ..bindings import check_bindings
-    from ..gradcheck import gradcheck, random_points, worst_first
+    from ..gradcheck import check_gradients
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    out = None if of is None else resolve_name(graph, of)
-    if points:
-        low, high = range_
-        places = random_points(graph, points, seed, check_bindings(graph, bindings), low, high)
-    else:
-        # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.
-        values = grad(graph, bindings, of=of).values
-        places = [{n: values[i] for n, i in graph.inputs.items()}]
-    checks = []
-    with output.progress(len(places), "gradcheck") as advance:
-        for k, place in enumerate(places, 1):
-            found = gradcheck(
-                graph, place, of=out, eps=eps, rtol=rtol, atol=atol, order=order, strict=not points
-            )
-            checks += [(k, c) for c in found]
-            advance()
-    counts = {s: 0 for s in ("ok", "mismatch", "kink", "undefined")}
-    for _, c in checks:
-        counts[c.status] += 1
-    skipped = counts["kink"] + counts["undefined"]
+    low, high = range_
+    # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.
+    with output.progress(points or 1, "gradcheck") as advance:
+        found = check_gradients(
+            graph,
+            bindings,
+            of=of,
+            points=points,
+            seed=seed,
+            low=low,
+            high=high,
+            order=order,
+            eps=eps,
+            rtol=rtol,
+            atol=atol,
+            on_point=advance,
+        )
+    checks = found.checks
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(
-            to_json_text(
-                {
-                    "order": order,
-                    "passed": counts["ok"],
-                    "failed": counts["mismatch"],
-                    "skipped": skipped,
-                    "checks": [
-                        {
-                            "point": k,
-                            "bindings": c.point,
-                            "input": c.label,
-                            "analytic": c.analytic,
-                            "numeric": c.numeric,
-                            "error": c.error,
-                            "status": c.status,
-                        }
-                        for k, c in checks
-                    ],
-                },
-                schema="gradcheck",
-            )
-        )
+        output.write_text(to_json_text(found.to_dict(), schema="gradcheck"))
     else:
-        from rich.console import Group
+        from rich.console import Group, RenderableType
         from rich.text import Text
 
         from ..render.table import gradcheck_table
 
-        shown = checks if all_rows or len(checks) <= ROWS else worst_first(checks, ROWS)
-        parts = [
-            gradcheck_table(
-                shown,
-                graph.display_name(graph.output if out is None else out),
-                precision or 6,
-                order,
-            )
-        ]
+        shown = checks if all_rows or len(checks) <= ROWS else found.worst(ROWS)
+        parts: list[RenderableType] = [gradcheck_table(shown, found.output, precision or 6, order)]
         if len(shown) < len(checks):
             parts.append(
                 Text(
@@ -395,9 +351,9 @@ def gradcheck_command(
                     "then the largest errors (--all-rows prints them all)"
                 )
             )
-        parts.append(Text(f"{counts['ok']} passed, {counts['mismatch']} failed, {skipped} skipped"))
+        parts.append(Text(f"{found.passed} passed, {found.failed} failed, {found.skipped} skipped"))
         output.write_rich(Group(*parts))
-    if counts["mismatch"]:
+    if not found.ok:
         raise click.exceptions.Exit(1)
 
 

@@ -63,7 +63,7 @@ COMP_LINE="$COMP_LINE" COMP_POINT=$COMP_POINT COMP_WORDBREAKS="$COMP_WORDBREAKS"
 """
 
 
-class _Quiet:
+class _Quiet(sc.ShellComplete):
     """A completer that fails completes nothing: a traceback must not land in the prompt."""
 
     def complete(self) -> str:
@@ -207,7 +207,12 @@ def script(shell: str, prog_name: str = "cgraph") -> str:
     """
     from .app import main
 
-    return sc.get_completion_class(shell)(main, {}, prog_name, COMPLETE_VAR).source()
+    completer = sc.get_completion_class(shell)
+    if completer is None:  # the command checks the name first (see SHELLS)
+        from ..errors import UsageError
+
+        raise UsageError(f"cannot complete for the shell '{shell}'")
+    return completer(main, {}, prog_name, COMPLETE_VAR).source()
 
 
 @click.command("completion", short_help="Print the shell completion script.", epilog=EXIT_CODES)

@@ -86,32 +86,24 @@ def _diagram(
     focus,
     force,
 ):
-    from ..draw import diagram_of
-    from ..render.dot import DiagramOptions
+    from ..draw import diagram
     from .options import load
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    options = DiagramOptions(
+    result = diagram(
+        graph,
+        bindings,
+        of=of,
+        focus=focus,
+        derivative=derivative,
+        backward=backward,
+        values=not no_values,
+        grads=not no_grads,
         theme=theme,
         rankdir=rankdir,
         precision=precision or 4,
-        values=not no_values,
-        grads=not no_grads,
-        backward=backward,
+        force=force,
     )
-    if derivative:
-        from ..draw import derivative_diagram_of
-
-        if focus is not None:
-            from ..errors import UsageError
-
-            raise UsageError(
-                "--derivative draws the whole derivative program; --focus cannot narrow it",
-                hints=["narrow the program with --of NAME: the derivatives of NAME"],
-            )
-        result = derivative_diagram_of(graph, bindings, options, of=of, force=force)
-    else:
-        result = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
     if result.note:
         output.note(f"note: {result.note}")
     return result, graph
@@ -216,8 +208,6 @@ def render_command(
     a dashed line; the forward values it reads appear in the band as dashed copies.
     """
     from ..draw import output_format
-    from ..render.image import choose
-    from ..render.image import render as render_image
 
     diagram, graph = _diagram(
         args,
@@ -237,13 +227,11 @@ def render_command(
         force,
     )
     kind = output_format(target, kind or kind_old)
-    if kind in ("dot", "gv"):
-        data = diagram.source.encode()
-    elif diagram.nodes < BIG_DIAGRAM:
-        data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
+    if kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
+        data = diagram.render(kind, renderer=renderer, dpi=dpi)
     else:  # seconds to minutes of layout: say that something is happening
         with output.progress(None, f"drawing {diagram.nodes} nodes"):
-            data = render_image(diagram.source, kind, choose(kind, renderer), dpi)
+            data = diagram.render(kind, renderer=renderer, dpi=dpi)
     target = target or _default_output(graph.source.filename, kind)
     output.write_bytes(data, target)
     if target != "-":
@@ -304,7 +292,7 @@ def dot_command(
         focus,
         force,
     )
-    output.write_text(diagram.source, nl=False)
+    output.write_text(diagram.dot, nl=False)
 
 
 @click.command("show", short_help="Draw the graph as a tree in the terminal.", epilog=EXIT_CODES)

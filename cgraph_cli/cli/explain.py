@@ -80,30 +80,24 @@ def explain_command(
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
-    from ..api import grad
-    from ..explain import explain
-    from ..render.explain import to_markdown, to_text
+    from ..api import explain
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..draw import frames_folder
 
         frames = frames_folder(graph, of, frames, force)
-    result = grad(graph, bindings, of=of)
-    steps = explain(graph, result.values, result.adjoints, result.output)
-    if program:
-        from ..explain import derivative_steps
-
-        steps["program"] = derivative_steps(graph, bindings, of)
+    explanation = explain(graph, bindings, of=of, derivative=program)
+    result = explanation.result
     digits = precision or 4
     if fmt == "json":
         from ..report import to_json_text
 
-        output.write_text(to_json_text(steps, schema="explain"))
+        output.write_text(to_json_text(explanation.steps, schema="explain"))
     elif fmt == "markdown":
-        output.write_text(to_markdown(steps, math, digits), nl=False)
+        output.write_text(explanation.markdown(math, digits), nl=False)
     else:
-        output.write_text(to_text(steps, digits))
+        output.write_text(explanation.text(digits))
     if frames:
         from ..draw import write_frames
         from ..explain import frame_order

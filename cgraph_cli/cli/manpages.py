@@ -108,10 +108,7 @@ def _description(doc: str | None, skip: int = 0) -> list[str]:
 def _metavar(param: click.Parameter, ctx: click.Context) -> str:
     if isinstance(param.type, click.Choice) and not param.metavar:
         return "|".join(map(str, param.type.choices))
-    try:
-        return param.make_metavar(ctx)
-    except TypeError:  # click < 8.2
-        return param.make_metavar()
+    return param.make_metavar(ctx)
 
 
 _UNSET = click.Option(["--unset"]).default  # None before click 8.3, a sentinel since
@@ -183,10 +180,17 @@ def page_name(command: str | None) -> str:
     return "cgraph" if command is None else f"cgraph-{command}"
 
 
-def _root_context() -> click.Context:
+def _root_context() -> tuple[click.Context, click.Group]:
     from .app import main
 
-    return click.Context(main, info_name="cgraph", **main.context_settings)
+    return click.Context(main, info_name="cgraph", **main.context_settings), main
+
+
+def _command(group: click.Group, root: click.Context, name: str) -> click.Command:
+    cmd = group.get_command(root, name)
+    if cmd is None:
+        raise ValueError(f"cgraph has no command {name!r}")
+    return cmd
 
 
 def man_page(command: str | None = None) -> str:
@@ -197,11 +201,10 @@ def man_page(command: str | None = None) -> str:
     """
     from .. import __version__
 
-    root = _root_context()
-    group = root.command
+    root, group = _root_context()
     if command is None:
         return "\n".join(_program_page(root, group, __version__)) + "\n"
-    cmd = group.get_command(root, command)
+    cmd = _command(group, root, command)
     ctx = click.Context(cmd, info_name=command, parent=root)
     lines = _head(page_name(command), cmd.get_short_help_str(limit=200), __version__)
     usage = " ".join(cmd.collect_usage_pieces(ctx))
@@ -231,7 +234,7 @@ def _program_page(root: click.Context, group: click.Group, version: str) -> list
     lines += [".SH DESCRIPTION", *_description(group.help, skip=1)]  # the first line is NAME
     lines += [".SH COMMANDS"]
     for name in group.list_commands(root):
-        cmd = group.get_command(root, name)
+        cmd = _command(group, root, name)
         lines += [
             ".TP",
             f"\\fBcgraph {escape(name)}\\fR",
@@ -256,8 +259,8 @@ def man_pages() -> dict[str, str]:
     >>> "cgraph-grad.1" in man_pages()
     True
     """
-    root = _root_context()
-    names = [None, *root.command.list_commands(root)]
+    root, group = _root_context()
+    names = [None, *group.list_commands(root)]
     return {f"{page_name(n)}.{SECTION}": man_page(n) for n in names}
 
 

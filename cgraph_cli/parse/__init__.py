@@ -21,6 +21,11 @@ def parse(text: str, filename: str = "<expr>") -> Graph:
     """Parse a cgraph program into a :class:`~cgraph_cli.ir.Graph`.
 
     Raises :class:`~cgraph_cli.errors.ParseError` (with the place) for any invalid program.
+    ``filename`` names the program in error messages.
+
+    >>> g = parse("p = x + y; g = p * z")
+    >>> g, g.inputs, g.output
+    (<Graph p = x + y; g = p * z: 3 inputs, 5 nodes>, {'x': 0, 'y': 1, 'z': 3}, 4)
     """
     from .driver import parse_source
 

@@ -119,7 +119,7 @@ def build_tables() -> dict:
     number = {s: k for k, s in enumerate(starts)}
     queue = list(starts)
     index: dict = {}
-    rules = []
+    rules: list = []
     states = []
     for state in queue:
         actions = {}

@@ -24,6 +24,7 @@ holds them equal, graphs and error places alike.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from ..errors import CgraphError, Source
 from ..ir import Graph, gc_paused
@@ -67,9 +68,9 @@ class Driver:
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self.states = tables.STATES
-        self.rules = []
+        self.rules: list[tuple[Any, ...]] = []  # (size, mode, callback or None, origin, flatten)
         for mode, name, size, origin, flatten in tables.RULES:
-            callback = getattr(reader, name) if mode == CALL else None
+            callback = getattr(reader, str(name)) if mode == CALL else None
             self.rules.append((size, mode, callback, origin, flatten))
         self.units: dict[tuple[int, int, str], int] = {}  # unit-reduction chains, followed
         self.plans: dict[tuple, tuple] = {}  # statement shape -> its actions
@@ -219,4 +220,4 @@ def parse_source(source: Source) -> Graph:
         except CgraphError as e:
             raise e.located(source) from None
         finally:
-            reader.b = None  # drop the half-built graph
+            del reader.b  # drop the half-built graph

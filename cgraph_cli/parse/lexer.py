@@ -64,7 +64,7 @@ def scan(source: Source) -> tuple[list[Tok], list[str], UnexpectedInput | None]:
     for m in _PATTERN.finditer(text):
         if m.start() != pos:  # the search skipped text: no token starts there
             break
-        kind = m.lastgroup
+        kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a group
         start = m.start(kind)
         pos = m.end()
         if kind == "NAME":
@@ -81,7 +81,9 @@ def scan(source: Source) -> tuple[list[Tok], list[str], UnexpectedInput | None]:
         add_kind(kind)
     error = None
     if pos < len(text):
-        pos = _TRAILER.match(text, pos).end()
+        trailer = _TRAILER.match(text, pos)
+        assert trailer is not None, "the trailer pattern matches the empty string"
+        pos = trailer.end()
         if pos < len(text):
             error = bad_character(text, pos, source)
     return tokens, kinds, error

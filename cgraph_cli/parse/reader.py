@@ -148,7 +148,7 @@ class Reader:
         start, end = lsqb.start_pos, rsqb.end_pos
         if not items:
             raise self._error("an array literal needs at least one number", start, end)
-        shapes = {() if i.__class__ is float else i.shape for i in items}
+        shapes = {() if isinstance(i, float) else i.shape for i in items}
         if len(shapes) > 1:
             raise self._error(
                 "the rows of an array literal must all have the same shape",
@@ -163,7 +163,7 @@ class Reader:
                 start,
                 end,
             )
-        rows = [i if i.__class__ is float else i.rows for i in items]
+        rows = [i if isinstance(i, float) else i.rows for i in items]
         if not all(math.isfinite(x) for x in _flat(rows)):
             raise self._error("a number in this array is too large for a float64", start, end)
         return Literal(rows, shape, start, end)
@@ -227,7 +227,7 @@ class Reader:
     def call(self, children):
         name, rest = children[0], children[1:]
         self._name(name)
-        given = [r for r in rest if type(r) is tuple or r.__class__ is slice]
+        given: list = [r for r in rest if type(r) is tuple or r.__class__ is slice]
         start, end = name.start_pos, rest[-1].end_pos
         overloads = FUNCTIONS.get(name.value)
         if overloads is None:
@@ -257,12 +257,12 @@ class Reader:
                 hints=[f"write it as {op.example}"],
             )
         # Backwards, so that each number taken back off the graph is the last node added.
-        params = [self._param(op, k, given[k]) for k in range(len(given) - 1, op.arity - 1, -1)]
-        params.reverse()
+        taken = [self._param(op, k, given[k]) for k in range(len(given) - 1, op.arity - 1, -1)]
+        taken.reverse()
         if op.params and op.params[-1] == "indices":  # the rest of the arguments: one index
             fixed = len(op.params) - 1
-            params = [*params[:fixed], tuple(params[fixed:])]
-        params = tuple(params)
+            taken = [*taken[:fixed], tuple(taken[fixed:])]
+        params = tuple(taken)
         node = self.b.add(op, tuple(e[0] for e in given[: op.arity]), start, end)
         if params:
             self.b.graph.params[node] = params

@@ -67,7 +67,7 @@ class FloatProgram:
                     forward.append((i, value_function(op), args[0], b))
                     backward.append((i, _partials(op, args, graph), args[0], b))
                 backward.reverse()
-            template = [0.0] * len(ops)  # constants in place; copied for every run
+            template: list = [0.0] * len(ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
                 template[node] = value
         self.forward, self.backward, self.ids, self.template = forward, backward, ids, template
@@ -217,7 +217,7 @@ def local_partials(graph: Graph, values: list, node: int) -> tuple[float, ...]:
                 float(rule(ARRAYS, *xs, np.float64(values[node])))
                 if rule is not None and need
                 else 0.0
-                for rule, need in zip(op.partials, needs)
+                for rule, need in zip(op.partials or (), needs)
             )
 
 
@@ -245,7 +245,13 @@ def run(graph: Graph, values: list[float]) -> list[float]:
 
 
 def forward(graph: Graph, bindings: Mapping[str, object] | None = None) -> list:
-    """Every node's value, indexed by node id: floats, or NumPy arrays for tensors."""
+    """Every node's value, indexed by node id: floats, or NumPy arrays for tensors.
+
+    >>> from cgraph_cli import parse
+    >>> forward(parse("h = W @ x"), {"W": [[1, 2], [3, 4]], "x": [1, 1]})
+    [array([[1., 2.],
+           [3., 4.]]), array([1., 1.]), array([3., 7.])]
+    """
     values = initial_values(graph, bindings)
     if is_tensor_run(graph, values):
         return forward_arrays(graph, values)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from ..ir import Graph, GraphBuilder, relayout, wrt_node
 from ..ops import CONST, INPUT
@@ -79,11 +80,11 @@ def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
     for i, op in enumerate(graph.ops):
         start, end = graph.starts[i], graph.ends[i]
         if op is INPUT:
-            b.input(graph.labels[i], start, end)
+            b.input(cast(str, graph.labels[i]), start, end)
         elif op is CONST:
             node = b.add(CONST, (), start, end)
             g.consts[node] = graph.consts[i]
-            b.shapes[node] = tuple(getattr(graph.consts[i], "shape", ()))
+            cast(list, b.shapes)[node] = tuple(getattr(graph.consts[i], "shape", ()))
         else:
             try:
                 b.add(op, graph.args[i], start, end, graph.params.get(i, ()))

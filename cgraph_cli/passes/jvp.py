@@ -67,7 +67,13 @@ def _elementwise(e, op, xs, out, ts, checked: bool):
 
 
 def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
-    """Forward mode: every node's directional derivative along the input ``tangents``."""
+    """Forward mode: every node's directional derivative along the input ``tangents``.
+
+    >>> from cgraph_cli import forward, parse
+    >>> g = parse("p = x + y; g = p * z")
+    >>> jvp(g, forward(g, {"x": 1, "y": 3, "z": -3}), {"x": 1.0})
+    [1.0, 0.0, 1.0, 0.0, -3.0]
+    """
     if is_tensor_run(graph, values):
         return _jvp_arrays(graph, values, tangents)
     out = [0.0] * len(graph.ops)

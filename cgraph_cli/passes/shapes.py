@@ -25,7 +25,7 @@ class ShapeError(EvalError):
 
 def infer_shapes(graph: Graph, inputs: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]]:
     """Every node's shape, given each input's (a number's shape is ``()``)."""
-    leaves = [()] * len(graph.ops)
+    leaves: list[tuple[int, ...]] = [()] * len(graph.ops)
     for name, node in graph.inputs.items():
         leaves[node] = tuple(inputs.get(name, ()))
     for node, value in graph.consts.items():

@@ -39,7 +39,13 @@ from .evaluate import (
 
 
 def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) -> list:
-    """Adjoints of node ``of`` (default: the output) with respect to every node."""
+    """Adjoints of node ``of`` (default: the output) with respect to every node.
+
+    >>> from cgraph_cli import forward, parse
+    >>> g = parse("p = x + y; g = p * z")
+    >>> vjp(g, forward(g, {"x": 1, "y": 3, "z": -3}))
+    [-3.0, -3.0, -3.0, 4.0, 1.0]
+    """
     if is_tensor_run(graph, values):
         return vjp_arrays(graph, values, of, seed)
     out = graph.output if of is None else of
@@ -218,7 +224,7 @@ def rule_pullback(
     if op.vjp is not None:
         pulled = op.vjp(e, g, xs, out, params)
         return [c if want else None for want, c in zip(wanted, pulled)]
-    cotangents = []
+    cotangents: list = []
     for k, want in enumerate(wanted):
         rule = op.partials[k] if op.partials else None
         if rule is None or not want:
@@ -297,7 +303,7 @@ def _slope_error(graph: Graph, values: list, i: int, a: int, adj, g) -> DomainEr
     if op.vjp is None:
         shape = np.shape(values[i])
         xs = [values[x] for x in graph.args[i]]
-        for k, rule in enumerate(op.partials):
+        for k, rule in enumerate(op.partials or ()):
             if rule is None or graph.args[i][k] != a:
                 continue
             p = np.broadcast_to(rule(ARRAYS, *xs, values[i]), shape)

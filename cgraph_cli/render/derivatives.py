@@ -55,7 +55,7 @@ def hessian_table(report: dict, precision: int | None = None, full: bool = False
         table.add_column(labels[j], justify="right")
     for i in shown:
         table.add_row(labels[i], *(format_number(matrix[i][j], digits) for j in shown))
-    parts = [table]
+    parts: list[Table | Text] = [table]
     if len(shown) < n:
         parts.append(
             Text(f"  the first {MAX_SHOWN} of {n} rows and columns (--full shows all)", style="dim")

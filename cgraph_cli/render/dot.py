@@ -21,12 +21,17 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..arrays import Value
 from ..ir import Graph, ancestors
 from ..names import node_names
 from ..numfmt import format_number, is_tensor, mean, shape_text
 from ..ops import CONST, INPUT
 from ..passes.evaluate import local_partials
+
+if TYPE_CHECKING:
+    import graphviz
 
 #: Tensors with at most this many elements (and two axes) are drawn in full inside their
 #: node, as a grid; larger ones as a summary.
@@ -101,11 +106,11 @@ class DiagramOptions:
 
 def diagram(
     graph: Graph,
-    values: Sequence[float] | None = None,
-    adjoints: Sequence[float] | None = None,
+    values: Sequence[Value] | None = None,
+    adjoints: Sequence[Value] | None = None,
     options: DiagramOptions | None = None,
     output: int | None = None,
-):
+) -> graphviz.Digraph:
     """The DOT diagram of ``graph``; values and adjoints (∂output/∂node) label the nodes when
     given and asked for."""
     import graphviz
@@ -183,7 +188,9 @@ def diagram(
                 label, attrs = labels[a]
                 dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
             attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options, names[out])
-            if tensors and is_tensor(values[a]):  # the shape of the value the edge carries
+            if (
+                tensors and values is not None and is_tensor(values[a])
+            ):  # the shape of the value the edge carries
                 attrs["label"] = shape_text(values[a]) + (
                     "\n" + attrs["label"] if "label" in attrs else ""
                 )
@@ -365,7 +372,7 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out")
     return attrs
 
 
-def partials_at(graph: Graph, values: Sequence[float], i: int) -> tuple[float, ...]:
+def partials_at(graph: Graph, values: list[float], i: int) -> tuple[float, ...]:
     """Node ``i``'s local partials, for showing: ``inf`` where one overflows and ``nan`` where
     one is undefined, instead of the error the reverse pass raises where it needs that
     partial (a diagram and an explanation also show partials no gradient flows through).

@@ -84,7 +84,7 @@ def _plain_markdown(steps: dict, precision: int | None) -> str:
         out += ["", "## Gradients", ""]
         out += [f"- `{line}`" for line in gradients]
         return "\n".join(out) + "\n"
-    forward, backward, gradients = scalar_lines(steps, precision)
+    forward, backward, total = scalar_lines(steps, precision)
     out = ["## Forward pass", ""]
     out += [f"{k}. `{line}`" for k, line in enumerate(forward, 1)]
     out += ["", "## Backward pass", ""]
@@ -96,7 +96,7 @@ def _plain_markdown(steps: dict, precision: int | None) -> str:
         else:
             label, _, body = head.partition(": ")
             out.append(f"{k}. {label}: `{body}`")
-    key, _, body = gradients.partition(": ")
+    key, _, body = total.partition(": ")
     out += ["", f"**{key}:** `{body}`"]
     return "\n".join(out) + "\n"
 

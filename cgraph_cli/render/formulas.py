@@ -239,9 +239,9 @@ class Latex(_Printer):
             else:
                 texts.append(a.text)
         if op.name == "where":
-            c, a, b = texts
+            cond, yes, no = texts
             return (
-                rf"\begin{{cases}} {a} & {c} \\ {b} & \text{{otherwise}} \end{{cases}}",
+                rf"\begin{{cases}} {yes} & {cond} \\ {no} & \text{{otherwise}} \end{{cases}}",
                 PREC_ATOM,
             )
         if op.name == "transpose":

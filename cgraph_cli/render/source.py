@@ -31,7 +31,12 @@ Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
 
 def to_source(graph: Graph) -> str:
-    """Program text for ``graph``, statement by statement."""
+    """Program text for ``graph``, statement by statement; it parses back to the same graph.
+
+    >>> from cgraph_cli import parse
+    >>> print(to_source(parse("g = (x+y)*  z")), end="")
+    g = (x + y) * z
+    """
     exprs: list[Text] = [("", PREC_ATOM)] * len(graph.ops)
     scope: dict[str, int] = {}  # name -> node it refers to at this point of the program
     names_of: dict[int, list[str]] = {}  # node -> the names given to it, first first
@@ -50,9 +55,10 @@ def to_source(graph: Graph) -> str:
     for kind, name, node, end in graph.statements():
         for i in range(done, end):
             exprs[i] = _node_text(graph, i, ref, exprs)
-            if graph.ops[i] is INPUT:  # an input's own name is its first
-                scope[graph.labels[i]] = i
-                names_of[i] = [graph.labels[i]]
+            label = graph.labels[i]
+            if graph.ops[i] is INPUT and label is not None:  # an input's own name is its first
+                scope[label] = i
+                names_of[i] = [label]
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
         if kind == "input":
@@ -70,7 +76,7 @@ def to_source(graph: Graph) -> str:
 def _node_text(graph: Graph, i: int, ref, exprs: list[Text]) -> Text:
     op = graph.ops[i]
     if op is INPUT:
-        return graph.labels[i], PREC_ATOM
+        return graph.labels[i] or "", PREC_ATOM  # an input always has its name
     if op is CONST:
         value = graph.consts[i]
         if is_tensor(value):

@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 from rich import box
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -107,7 +107,7 @@ def gradcheck_table(checks: list, output: str, precision: int = 6, order: int = 
     With ``order`` 2, per point and pair of inputs: the second derivative (no value column)."""
     out = _wrap(output)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=True)
-    columns = [
+    columns: list[tuple[str, JustifyMethod]] = [
         ("point", "right"),
         ("input", "left"),
         ("value", "right"),

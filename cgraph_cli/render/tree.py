@@ -96,7 +96,9 @@ def graph_tree(
     # Depth first, in reading order: a node is added when popped, so the first place a reader
     # meets it (top to bottom) is where it is drawn in full. `anchor` is the deepest node on
     # the way down that --of can name (a reassigned name's older node it cannot).
-    stack = [(a, root, 1, None) for a in reversed(graph.args[out])]
+    stack: list[tuple[int, Tree, int, int | None]] = [
+        (a, root, 1, None) for a in reversed(graph.args[out])
+    ]
     while stack:
         node, parent, level, anchor = stack.pop()
         if node in drawn and graph.ops[node] is not CONST:
