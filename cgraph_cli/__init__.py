@@ -48,6 +48,7 @@ _LAZY = {
     "gradcheck": "api",
     "hessian": "api",
     "jacobian": "api",
+    "tangent_program": "api",
     "CheckReport": "checks",
     "check": "checks",
     "Diagram": "draw",
@@ -82,6 +83,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
         gradcheck,
         hessian,
         jacobian,
+        tangent_program,
     )
     from .arrays import Value
     from .checks import CheckReport, check
@@ -175,6 +177,7 @@ __all__ = [
     "jacobian",
     "jvp",
     "parse",
+    "tangent_program",
     "to_source",
     "validate",
     "vjp",

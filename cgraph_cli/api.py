@@ -20,6 +20,7 @@ from .passes.vjp import vjp
 
 if TYPE_CHECKING:
     from .derivatives import Program
+    from .passes.jvp_graph import TangentProgram
     from .draw import Diagram
     from .gradcheck import GradcheckReport
 
@@ -327,6 +328,34 @@ def derivative_program(
     from .derivatives import derivative_program as build
 
     return build(_graph(program), bindings, of, wrt, order)
+
+
+def tangent_program(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+) -> TangentProgram:
+    """Forward mode as a program, as ``cgraph diff --mode forward`` writes it: after the
+    program, the tangent of each value the output reads. With one input in ``wrt`` that is a
+    number, the tangents are derivatives with respect to it (``dp_dx``); else each input of
+    ``wrt`` (default: every input) gets a tangent input ``x_dot``, bound when it runs.
+    ``.tangents`` maps each name to the name holding its tangent.
+
+    >>> from cgraph_cli import to_source
+    >>> t = tangent_program("p = sin(x); y = p * x", wrt=["x"])
+    >>> print(to_source(t.graph), end="")
+    p = sin(x)
+    y = p * x
+    dp_dx = cos(x)
+    dy_dx = x * dp_dx + p
+    >>> evaluate(t.graph, {"x": 0.0}, of=t.tangents["y"]).value
+    0.0
+    """
+    from .derivatives import tangent_program as build
+
+    return build(_graph(program), bindings, of, wrt)
 
 
 def hessian(

@@ -149,8 +149,11 @@ def tangent_program(
     shapes = input_shapes(graph, _checked(graph, bindings))
     # ∂p/∂x is a tangent only for an x that is a number (for a tensor, a tangent is a
     # directional derivative: along a tangent input).
-    unit = wrt and len(wrt) == 1 and not shapes.get(wrt[0])
-    direction = {wrt[0]: 1.0} if unit else (wrt or list(graph.inputs))
+    direction: dict[str, float] | list[str]
+    if wrt and len(wrt) == 1 and not shapes.get(wrt[0]):
+        direction = {wrt[0]: 1.0}
+    else:
+        direction = wrt or list(graph.inputs)
     return jvp_graph(graph, direction, out, shapes)
 
 

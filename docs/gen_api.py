@@ -25,7 +25,7 @@ SECTIONS = [
     ("Diagrams", ["diagram", "Diagram"]),
     ("Checks", ["check", "CheckReport", "gradcheck", "GradcheckReport"]),
     ("Explanations", ["explain", "Explanation"]),
-    ("Derivatives", ["derivative_program", "hessian", "jacobian"]),
+    ("Derivatives", ["derivative_program", "tangent_program", "hessian", "jacobian"]),
     (
         "The graph and its passes",
         ["Graph", "Node", "validate", "forward", "vjp", "jvp", "to_source", "Span"],
