@@ -26,6 +26,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_render.py
 	$(BIN)/python bench/bench_tensors.py
 	$(BIN)/python bench/bench_startup.py
+	$(BIN)/python bench/bench_frontend.py
+	$(BIN)/python bench/bench_hessian.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py --update-golden

@@ -20,9 +20,9 @@ from .passes.vjp import vjp
 
 if TYPE_CHECKING:
     from .derivatives import Program
-    from .passes.jvp_graph import TangentProgram
     from .draw import Diagram
     from .gradcheck import GradcheckReport
+    from .passes.jvp_graph import TangentProgram
 
 #: Entries a repr lists before it says how many more there are.
 SHOWN = 6
