@@ -36,7 +36,7 @@ PREC_COMPARE, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 0, 1, 
 INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)  # one object per op
 class OpSpec:
     """Everything cgraph knows about one operation."""
 

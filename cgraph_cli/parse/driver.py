@@ -9,9 +9,11 @@ short, both derived from the tables as the program is read:
 - a chain of unit reductions (``?sum: product``, which only hand their child up) is followed
   once per (state below, state, lookahead) and remembered, instead of step by step;
 - a statement is parsed once per *shape* (its tokens' kinds): the shifts and reductions it
-  took are recorded, and the next statement of the same shape replays them, calling the same
-  callbacks on its own tokens, without looking at a table. A long program repeats a few
-  shapes (``v = v * a + b``), so most of its statements are replayed.
+  took are recorded. When the shape comes again, the record is turned into a small Python
+  function that makes the same callback calls, in order, on the statement's own tokens (no
+  stack, no table: straight-line code generated from the record alone, which holds only
+  numbers, never text of the program). A long program repeats a few shapes
+  (``v = v * a + b``), so most of its statements run such a function.
 
 The result is the one Lark's own parser builds for the whole program: tests/test_scanner.py
 holds them equal, graphs and error places alike.
@@ -23,6 +25,7 @@ holds them equal, graphs and error places alike.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -34,9 +37,10 @@ from .messages import syntax_error
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
-_SEPARATORS = {"_NL", "_SEMI"}
+_STATEMENT = re.compile("[^\n;]+")  # in the string of token kinds: one statement
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
 _MAX_PLANS = 4096  # shapes remembered at most; then forgotten all at once
+_MAX_COMPILED = 400  # actions at most in a plan turned into code (longer ones are replayed)
 
 
 class _Splice(list):
@@ -73,30 +77,29 @@ class Driver:
             callback = getattr(reader, str(name)) if mode == CALL else None
             self.rules.append((size, mode, callback, origin, flatten))
         self.units: dict[tuple[int, int, str], int] = {}  # unit-reduction chains, followed
-        self.plans: dict[tuple, tuple] = {}  # statement shape -> its actions
+        self.plans: dict[str, Any] = {}  # statement shape -> its actions, or their code
 
-    def run(self, tokens: list[Tok], kinds: list[str], error, source: Source) -> Graph:
-        """The program's graph; ``error`` is the scanner's, raised where the parser reaches
-        the character that stopped it."""
+    def run(self, tokens: list[Tok], codes: str, error, source: Source) -> Graph:
+        """The program's graph; ``codes``: the tokens' kinds, a character each (as the
+        scanner gives them); ``error``: the scanner's, raised where the parser reaches the
+        character that stopped it."""
         n = len(tokens)
         plans = self.plans
-        i = 0
         with gc_paused():
-            while i < n:
-                if kinds[i] in _SEPARATORS:
-                    i += 1
-                    continue
-                j = i + 1
-                while j < n and kinds[j] not in _SEPARATORS:
-                    j += 1
-                cut = error if j == n else None  # the bad character ends this statement
-                key = tuple(kinds[i:j])
-                plan = plans.get(key) if cut is None else None
-                if plan is not None:
-                    self._replay(plan, tokens, i)
+            for m in _STATEMENT.finditer(codes):
+                i, j = m.span()
+                if j == n and error is not None:  # the bad character ends this statement
+                    self._statement(tokens, i, j, source, None, error)
+                    break
+                key = m.group()
+                plan = plans.get(key)
+                if plan is None:
+                    self._statement(tokens, i, j, source, key, None)
+                elif plan.__class__ is tuple:  # seen once: seen twice now, so compile it
+                    plan = plans[key] = self._compile(plan)
+                    plan(tokens, i)
                 else:
-                    self._statement(tokens, i, j, source, key, cut)
-                i = j
+                    plan(tokens, i)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
@@ -148,9 +151,43 @@ class Driver:
             if goto == tables.STMT_END:  # the statement is reduced: done
                 break
             push_state(goto)
-        if len(self.plans) >= _MAX_PLANS:
-            self.plans.clear()
-        self.plans[key] = tuple(actions)
+        if key is not None:
+            if len(self.plans) >= _MAX_PLANS:
+                self.plans.clear()
+            self.plans[key] = tuple(actions)
+
+    def _compile(self, actions: tuple[int, ...]):
+        """A function ``(tokens, i)`` doing what :meth:`_replay` does with ``actions``, as
+        straight-line code: the value stack is followed here, once, instead of at each run.
+        The code holds only names made here and numbers from the record."""
+        if len(actions) > _MAX_COMPILED:
+            return lambda tokens, i: self._replay(actions, tokens, i)
+        names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice}
+        body: list[str] = []
+        stack: list[str] = []
+        shifted = 0
+        for a in actions:
+            if a == _SHIFT:
+                stack.append(f"t{shifted}")
+                shifted += 1
+                continue
+            size, mode, callback, _, flatten = self.rules[a]
+            args = "[" + ", ".join(stack[len(stack) - size :]) + "]"
+            del stack[len(stack) - size :]
+            if flatten:
+                args = f"_flatten({args})"
+            if mode == CALL:
+                names[f"c{a}"] = callback
+                call = f"c{a}({args})"
+            else:
+                call = f"_splice({args})"
+            stack.append(f"r{len(body)}")
+            body.append(f"    r{len(body)} = {call}")
+        tokens = ", ".join(f"t{k}" for k in range(shifted))
+        unpack = f"    {tokens}, = tokens[i : i + {shifted}]" if shifted else ""
+        code = "\n".join(["def plan(tokens, i):", unpack, *body, "    return None"])
+        exec(compile(code, "<cgraph statement plan>", "exec"), names)  # noqa: S102
+        return names["plan"]
 
     def _replay(self, actions, tokens, i) -> None:
         """Do what a statement of the same shape did: shift each token, and call each
@@ -215,8 +252,9 @@ def parse_source(source: Source) -> Graph:
         driver, reader = _parser
         reader.begin(source)
         try:
-            tokens, kinds, error = scan(source)
-            return driver.run(tokens, kinds, error, source)
+            with gc_paused():  # the collector would rescan every token list as it grows
+                tokens, codes, error = scan(source)
+            return driver.run(tokens, codes, error, source)
         except CgraphError as e:
             raise e.located(source) from None
         finally:

@@ -7,15 +7,21 @@ continues the statement, as in Python. A character no token starts with stops th
 error is kept and raised only when the parser reaches it, so an earlier syntax error is
 reported first, as Lark's lazy lexer would.
 
->>> tokens, kinds, error = scan(Source("g = (x +\\n y) # c"))
->>> kinds, error
+Besides the tokens, the scanner gives their kinds as a string of one character each
+(:data:`CODES`; a newline ``\\n`` and ``;`` stand for themselves), so that the driver finds
+statements and their shapes with string operations instead of a loop over the tokens.
+
+>>> tokens, codes, error = scan(Source("g = (x +\\n y) # c"))
+>>> [t.type for t in tokens], error
 (['NAME', 'EQUAL', 'LPAR', 'NAME', 'PLUS', 'NAME', 'RPAR'], None)
+>>> len(codes) == len(tokens) and "\\n" not in codes
+True
 """
 
 from __future__ import annotations
 
 import re
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from operator import itemgetter
 
 from ..errors import Source
@@ -46,11 +52,32 @@ _KEYWORDS = tables.KEYWORDS.get("NAME", {})
 _OPENERS = {"LPAR", "LSQB"}
 _CLOSERS = {"RPAR", "RSQB"}
 
+#: One character per terminal, for the string of kinds: the separators stand for themselves.
+CODES = {"_NL": "\n", "_SEMI": ";"}
+for _name in sorted(set(_PATTERN.groupindex) - {"_IGNORED"} | set(_STRINGS.values())):
+    CODES.setdefault(_name, chr(ord("A") + len(CODES)))
+_BRACKETS = re.compile(
+    "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "RSQB"))) + "\n]"
+)
+_OPENING = {CODES["LPAR"], CODES["LSQB"]}
+_code = CODES.__getitem__
+_value = itemgetter(1)
+_new = tuple.__new__
 
-def scan(source: Source) -> tuple[list[Tok], list[str], UnexpectedInput | None]:
-    """Every token of ``source``, their kinds (a list of strings, for the parser's fast
-    paths), and the error at the first character no token starts with (None if there is
-    none)."""
+
+class _Kinds(dict):
+    """A token's text -> its terminal's name, worked out once per distinct text."""
+
+    __slots__ = ()
+
+    def __missing__(self, value: str) -> str:
+        kind = self[value] = _STRINGS.get(value) or _FIRST.get(value[0], "NAME")
+        return kind
+
+
+def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
+    """Every token of ``source``, their kinds as a string of :data:`CODES`, and the error at
+    the first character no token starts with (None if there is none)."""
     text = source.text
     if "#" not in text and "\\" not in text:  # only spaces between tokens: the quick way
         quick = _scan_spaced(text)
@@ -58,8 +85,7 @@ def scan(source: Source) -> tuple[list[Tok], list[str], UnexpectedInput | None]:
             return quick
     new = tuple.__new__
     tokens: list[Tok] = []
-    kinds: list[str] = []
-    add_token, add_kind = tokens.append, kinds.append
+    add_token = tokens.append
     pos = depth = 0
     for m in _PATTERN.finditer(text):
         if m.start() != pos:  # the search skipped text: no token starts there
@@ -78,7 +104,6 @@ def scan(source: Source) -> tuple[list[Tok], list[str], UnexpectedInput | None]:
             if depth:
                 depth -= 1
         add_token(new(Tok, (kind, text[start:pos], start, pos)))
-        add_kind(kind)
     error = None
     if pos < len(text):
         trailer = _TRAILER.match(text, pos)
@@ -86,44 +111,42 @@ def scan(source: Source) -> tuple[list[Tok], list[str], UnexpectedInput | None]:
         pos = trailer.end()
         if pos < len(text):
             error = bad_character(text, pos, source)
-    return tokens, kinds, error
+    return tokens, "".join(map(_code, map(itemgetter(0), tokens))), error
 
 
 def _scan_spaced(text: str):
-    """:func:`scan` for text with only spaces between its tokens: one ``findall`` (no match
-    object per token), each token's kind from its text. None when a character is left over
-    (an error to place): the careful scan does that."""
+    """:func:`scan` for text with only spaces between its tokens, with no loop in Python: one
+    ``findall`` (no match object per token), each token's kind from its text. None when a
+    character is left over (an error to place): the careful scan does that."""
     pairs = _FAST.findall(text)
-    # Where each token ends, in C: the running sum of the lengths of spaces and tokens.
-    ends = list(accumulate(map(len, chain.from_iterable(pairs))))
-    if (ends[-1] if ends else 0) != len(text.rstrip("\t \f")):
+    # Where each space and token ends: the running sum of their lengths.
+    bounds = list(accumulate(map(len, chain.from_iterable(pairs))))
+    if (bounds[-1] if bounds else 0) != len(text.rstrip("\t \f")):
         return None  # findall skipped a character: no token starts there
-    strings, first = _STRINGS.get, _FIRST.get
-    kinds = [strings(value) or first(value[0], "NAME") for _, value in pairs]
-    if "LPAR" in kinds or "LSQB" in kinds:  # a newline inside brackets continues the statement
-        keep = _inside_brackets(kinds)
-    else:
-        keep = None
-    new = tuple.__new__
-    tokens = [
-        new(Tok, (kind, value, end - len(value), end))
-        for kind, (_, value), end in zip(kinds, pairs, ends[1::2])
-    ]
-    if keep is not None:
-        tokens = [t for t, k in zip(tokens, keep) if k]
-        kinds = [t[0] for t in tokens]
-    return tokens, kinds, None
+    values = list(map(_value, pairs))
+    kinds = list(map(_Kinds().__getitem__, values))
+    tokens = list(map(_new, repeat(Tok), zip(kinds, values, bounds[0::2], bounds[1::2])))
+    codes = "".join(map(_code, kinds))
+    if CODES["LPAR"] in codes or CODES["LSQB"] in codes:
+        tokens, codes = _join_bracketed_lines(tokens, codes)
+    return tokens, codes, None
 
 
-def _inside_brackets(kinds: list[str]) -> list[bool]:
-    """Which tokens to keep: all but a newline inside brackets."""
-    keep = []
+def _join_bracketed_lines(tokens: list[Tok], codes: str) -> tuple[list[Tok], str]:
+    """Drop the newlines inside brackets (the statement goes on, as in Python), looking only
+    at brackets and newlines."""
+    drop = set()
     depth = 0
-    for kind in kinds:
-        if kind in _OPENERS:
-            depth += 1
-        elif kind in _CLOSERS:
+    for m in _BRACKETS.finditer(codes):
+        c = m.group()
+        if c == "\n":
             if depth:
-                depth -= 1
-        keep.append(not (depth and kind == "_NL"))
-    return keep
+                drop.add(m.start())
+        elif c in _OPENING:
+            depth += 1
+        elif depth:
+            depth -= 1
+    if not drop:
+        return tokens, codes
+    keep = [k for k in range(len(tokens)) if k not in drop]
+    return [tokens[k] for k in keep], "".join([codes[k] for k in keep])

@@ -61,11 +61,28 @@ class FloatProgram:
             self.wide = any(ops[i].arity > 2 for i in ids)
             forward, backward = [], []
             if not self.tensor:
+                all_args = graph.args
+                # What each step needs depends only on the op and on which arguments are
+                # constants: worked out once per such pair, not once per node.
+                steps: dict = {}
+                key: tuple
                 for i in ids:
-                    op, args = ops[i], graph.args[i]
-                    b = args[1] if len(args) > 1 else -1
-                    forward.append((i, value_function(op), args[0], b))
-                    backward.append((i, _partials(op, args, graph), args[0], b))
+                    op, args = ops[i], all_args[i]
+                    a = args[0]
+                    if len(args) == 2:
+                        b = args[1]
+                        key = (op, ops[a] is CONST, ops[b] is CONST)
+                    elif len(args) == 1:
+                        b = -1
+                        key = (op, ops[a] is CONST)
+                    else:
+                        b = args[1]
+                        key = (op, *(ops[x] is CONST for x in args))
+                    step = steps.get(key)
+                    if step is None:
+                        step = steps[key] = (value_function(op), _partials(op, args, graph))
+                    forward.append((i, step[0], a, b))
+                    backward.append((i, step[1], a, b))
                 backward.reverse()
             template: list = [0.0] * len(ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
