@@ -9,14 +9,12 @@ itself (a diagram, a table, a worked example).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .arrays import Value
 from .ir import Graph, resolve_name, wrt_node
 from .parse import parse
 from .passes.evaluate import forward
-from .passes.vjp import vjp
 
 if TYPE_CHECKING:
     from .derivatives import Program
@@ -28,8 +26,17 @@ if TYPE_CHECKING:
 SHOWN = 6
 
 
-@dataclass(frozen=True, repr=False)
-class Evaluation:
+class _Result:
+    """A read-only result (plain slotted classes: importing dataclasses costs every command
+    its start-up)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a {type(self).__name__} is read-only: cannot set {name}")
+
+
+class Evaluation(_Result):
     """A forward pass: ``values[i]`` is node ``i``'s value (a float, or a NumPy array for a
     tensor).
 
@@ -37,9 +44,15 @@ class Evaluation:
     <Evaluation g = -12>
     """
 
+    __slots__ = ("graph", "values", "output")
     graph: Graph
     values: list[Value]
     output: int  # the node asked for
+
+    def __init__(self, graph: Graph, values: list[Value], output: int) -> None:
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "output", output)
 
     @property
     def output_name(self) -> str:
@@ -82,7 +95,6 @@ class Evaluation:
         return f"<{type(self).__name__} {self.output_name} = {short_value(self.value)}>"
 
 
-@dataclass(frozen=True, repr=False)
 class Gradients(Evaluation):
     """A forward and a reverse pass: ``adjoints[i]`` is ∂output/∂node ``i``.
 
@@ -90,7 +102,14 @@ class Gradients(Evaluation):
     <Gradients g = -12; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
     """
 
+    __slots__ = ("adjoints",)
     adjoints: list[Value]
+
+    def __init__(
+        self, graph: Graph, values: list[Value], output: int, adjoints: list[Value]
+    ) -> None:
+        super().__init__(graph, values, output)
+        object.__setattr__(self, "adjoints", adjoints)
 
     @property
     def gradients(self) -> dict[str, Value]:
@@ -171,12 +190,13 @@ def grad(
     {'x': 6.0}
     """
     e = evaluate(program, bindings, of)
+    from .passes.vjp import vjp
+
     return Gradients(e.graph, e.values, e.output, vjp(e.graph, e.values, of=e.output))
 
 
 # --- explanations ---------------------------------------------------------------------------------
-@dataclass(frozen=True, repr=False)
-class Explanation:
+class Explanation(_Result):
     """Both passes spelled out step by step: ``steps`` is the data (the JSON of ``cgraph
     explain``), :meth:`text` and :meth:`markdown` write it for people; ``str()`` is the text.
     Jupyter shows the Markdown, with LaTeX formulas.
@@ -188,8 +208,13 @@ class Explanation:
     ## Forward pass
     """
 
+    __slots__ = ("steps", "result")
     steps: dict[str, Any]
     result: Gradients  # the values and gradients explained
+
+    def __init__(self, steps: dict[str, Any], result: Gradients) -> None:
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "result", result)
 
     def text(self, precision: int | None = 4) -> str:
         """The worked example as plain text, numbers to ``precision`` digits."""

@@ -9,7 +9,6 @@ Reading them from text, files and standard input is :mod:`cgraph_cli.sources`' j
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -82,6 +81,8 @@ def unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
             ],
         )
     hints = []
+    import difflib
+
     close = difflib.get_close_matches(name, list(graph.inputs), n=1)
     if close:
         hints.append(f"did you mean '{close[0]}'?")
@@ -137,7 +138,7 @@ def _parse_json(name: str, text: str):
 
     from .arrayfiles import MAX_AXES, IntegerTooLarge, json_int
 
-    depth = max(accumulate(1 if c == "[" else -1 for c in _BRACKETS.findall(text)), default=0)
+    depth = max(accumulate(1 if c == "[" else -1 for c in re.findall(_BRACKETS, text)), default=0)
     if depth > MAX_AXES:
         raise BindingError(
             f"the value of '{name}' is nested {depth} levels deep; arrays have at most "
@@ -155,7 +156,7 @@ def _parse_json(name: str, text: str):
         ) from None
 
 
-_BRACKETS = re.compile(r"[][]")
+_BRACKETS = r"[][]"  # a pattern: compiled (and cached) by re on first use
 
 
 def all_finite(x) -> bool:

@@ -15,7 +15,6 @@ that error, and reports it when it runs.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import sys
@@ -209,6 +208,8 @@ class _Locator:
         self, message: str, case: int | None, key: str, known=(), *, hints=(), value: bool = False
     ) -> UsageError:
         hints = list(hints)
+        import difflib
+
         close = difflib.get_close_matches(key, known, n=1)
         if known and close:
             hints.insert(0, f"did you mean '{close[0]}'?")

@@ -51,7 +51,7 @@ def _line_end(text: str, offset: int) -> int:
 
 # Characters a terminal would act on or hide instead of showing: C0 and C1 controls, DEL, and
 # the invisible format characters (bidirectional overrides, zero-width spaces, the BOM).
-_HIDDEN = re.compile(
+_HIDDEN = (  # compiled on first use (re caches it): not at start-up
     "[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
 )
 _NAMED = {"\n": "\\n", "\r": "\\r", "\x1b": "\\x1b"}
@@ -70,7 +70,7 @@ def visible(text: str, keep: str = "") -> str:
     >>> visible("x\\x1b[2Jy\\u200b")
     'x\\\\x1b[2Jy\\\\u200b'
     """
-    return _HIDDEN.sub(lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
+    return re.sub(_HIDDEN, lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
 
 
 def shorten(text: str, limit: int = 40) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from . import arrays as A
 
@@ -36,39 +35,111 @@ PREC_COMPARE, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 0, 1, 
 INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)  # one object per op
 class OpSpec:
-    """Everything cgraph knows about one operation."""
+    """Everything cgraph knows about one operation (one object per op, compared and hashed
+    by identity, read-only once made)."""
+
+    __slots__ = (
+        "name",
+        "arity",
+        "py",
+        "np",
+        "partials",
+        "vjp",
+        "jvp",
+        "shape",
+        "symbol",
+        "glyph",
+        "latex",
+        "style",
+        "precedence",
+        "right_assoc",
+        "function",
+        "params",
+        "required",
+        "domain",
+        "example",
+        "kink",
+    )
 
     name: str  # the grammar alias / function name; stable: JSON, golden files, `e.<name>`
     arity: int
     # Values: a Python expression over {0}, {1}... on floats (math, and the helpers of
     # cgraph_cli.runtime), and the same over NumPy arrays; params follow the arguments.
-    py: str | None = None
-    np: str | None = None
+    py: str | None
+    np: str | None
     # Derivatives, written over an interpretation `e` (see the module docstring).
-    partials: tuple[Callable | None, ...] | None = None
-    vjp: Callable | None = None
-    jvp: Callable | None = None
-    shape: Callable = A.elementwise_shape  # (argument shapes, params) -> shape
+    partials: tuple[Callable | None, ...] | None
+    vjp: Callable | None
+    jvp: Callable | None
+    shape: Callable  # (argument shapes, params) -> shape
     # Spellings. `symbol`: in source; `glyph`: in tables and diagrams; `latex`: a template.
-    symbol: str = ""
-    glyph: str = ""
-    latex: str = ""
-    style: str = CALL
-    precedence: int = PREC_ATOM
-    right_assoc: bool = False
-    function: bool = False  # callable as NAME(args) in programs
+    symbol: str
+    glyph: str
+    latex: str
+    style: str
+    precedence: int
+    right_assoc: bool
+    function: bool  # callable as NAME(args) in programs
     # Static parameters written after the arguments (`sum(x, 0)`: "axis"); the first
     # `required` must be given.
-    params: tuple[str, ...] = ()
-    required: int = 0
-    domain: str = ""  # what the value needs, said when it fails
-    example: str = ""  # a program whose output node is this op
+    params: tuple[str, ...]
+    required: int
+    domain: str  # what the value needs, said when it fails
+    example: str  # a program whose output node is this op
     # For ops with a kink: a signed quantity, over `e`, whose sign says which smooth piece
     # the arguments are on (relu: x; max: x - y); 0 at the kink. gradcheck skips points
     # where a finite-difference step crosses it.
-    kink: Callable | None = None
+    kink: Callable | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        arity: int,
+        py: str | None = None,
+        np: str | None = None,
+        partials: tuple[Callable | None, ...] | None = None,
+        vjp: Callable | None = None,
+        jvp: Callable | None = None,
+        shape: Callable = A.elementwise_shape,
+        symbol: str = "",
+        glyph: str = "",
+        latex: str = "",
+        style: str = CALL,
+        precedence: int = PREC_ATOM,
+        right_assoc: bool = False,
+        function: bool = False,
+        params: tuple[str, ...] = (),
+        required: int = 0,
+        domain: str = "",
+        example: str = "",
+        kink: Callable | None = None,
+    ) -> None:
+        put = object.__setattr__
+        put(self, "name", name)
+        put(self, "arity", arity)
+        put(self, "py", py)
+        put(self, "np", np)
+        put(self, "partials", partials)
+        put(self, "vjp", vjp)
+        put(self, "jvp", jvp)
+        put(self, "shape", shape)
+        put(self, "symbol", symbol)
+        put(self, "glyph", glyph)
+        put(self, "latex", latex)
+        put(self, "style", style)
+        put(self, "precedence", precedence)
+        put(self, "right_assoc", right_assoc)
+        put(self, "function", function)
+        put(self, "params", params)
+        put(self, "required", required)
+        put(self, "domain", domain)
+        put(self, "example", example)
+        put(self, "kink", kink)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"an op is read-only: cannot set {name}")
 
     @property
     def elementwise(self) -> bool:

@@ -83,7 +83,7 @@ def to_json_text(report: dict, schema: str | None = None) -> str:
 
     def one_line(m: re.Match) -> str:
         if m.group(1) is not None:
-            return _NOT_FINITE.sub("null", json.dumps(arrays[int(m.group(1))].tolist()))
+            return re.sub(_NOT_FINITE, "null", json.dumps(arrays[int(m.group(1))].tolist()))
         return "[" + ", ".join(m.group(2).replace(",", " ").split()) + "]"
 
     # One pass: placeholders, and lists of whole numbers. An indented list spans lines, and no
@@ -92,7 +92,7 @@ def to_json_text(report: dict, schema: str | None = None) -> str:
     return re.sub(pattern, one_line, text)
 
 
-_NOT_FINITE = re.compile(r"-?Infinity|NaN")
+_NOT_FINITE = r"-?Infinity|NaN"  # a pattern: compiled (and cached) by re on first use
 
 
 def _finite(value):

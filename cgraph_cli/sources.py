@@ -31,9 +31,9 @@ from .errors import ParseError, Source, Span, UsageError, line_col
 
 TEXT_LIMIT = 16 * MiB  # the most bytes read from a program, a JSON file or a checks file
 _CHUNK = MiB
-_NAME = re.compile(r"(?!\d)\w+\Z")
+_NAME = r"(?!\d)\w+\Z"  # a pattern: compiled (and cached) by re on first use
 # Text that can only be meant as a path (no program is a bare `name.ext`).
-_PATH_LIKE = re.compile(r"[\w./\\~-]+\.\w+\Z")
+_PATH_LIKE = r"[\w./\\~-]+\.\w+\Z"  # a pattern: compiled (and cached) by re on first use
 _DATA_SUFFIXES = {".json": "a JSON file", ".toml": "a checks file"}
 
 
@@ -160,11 +160,11 @@ def read_program(
     if source.startswith("sample:"):
         return read_file(str(sample_path(source[len("sample:") :])), "a program file")
     if os.path.isdir(source):
-        if not _NAME.match(source):  # a bare name is a program, even if a folder has that name
+        if not re.match(_NAME, source):  # a bare name is a program, even if a folder has that name
             raise UsageError(f"{source} is a directory, not a program file")
     elif os.path.exists(source):
         return read_file(source, "a program file")
-    if _PATH_LIKE.match(source):
+    if re.match(_PATH_LIKE, source):
         raise UsageError(
             f"no such file: {source}", hints=["to run it as program text, pass it with -e"]
         )
@@ -184,7 +184,7 @@ def read_stdin(stdin: BinaryIO | None) -> Source:
 def _split_binding(text: str) -> tuple[str, str]:
     name, eq, value = text.partition("=")
     name = name.strip()
-    if not eq or not _NAME.match(name):
+    if not eq or not re.match(_NAME, name):
         raise UsageError(
             f"a binding is NAME=VALUE, got {_short(text)}",
             hints=["for example: x=1.5 or --bind x=1.5"],

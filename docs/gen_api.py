@@ -110,12 +110,23 @@ def signature(fn) -> str:
     return f"({', '.join(parts)}){arrow}"
 
 
+def _fields(cls) -> list[tuple[str, str]]:
+    """A class's fields: a dataclass's, or the annotated slots of it and its bases."""
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, str(f.type)) for f in dataclasses.fields(cls)]
+    out = []
+    for klass in reversed(cls.__mro__):
+        notes = vars(klass).get("__annotations__", {})
+        out += [(n, notes[n]) for n in vars(klass).get("__slots__", ()) if n in notes]
+    return out
+
+
 def _members(cls) -> list[str]:
     """A class's own fields, properties and methods with docstrings, and how Jupyter shows it."""
     out = []
-    if dataclasses.is_dataclass(cls):
-        fields = [f"`{f.name}: {f.type}`" for f in dataclasses.fields(cls)]
-        out += ["Fields: " + ", ".join(fields) + ".", ""]
+    fields = _fields(cls)
+    if fields:
+        out += ["Fields: " + ", ".join(f"`{n}: {t}`" for n, t in fields) + ".", ""]
     for name, member in vars(cls).items():
         if name in SHOWN_IN_JUPYTER:
             out += [SHOWN_IN_JUPYTER[name], ""]
@@ -142,7 +153,7 @@ def entry(name: str) -> list[str]:
         return [f"### `{name}`", "", VALUE]
     if inspect.isclass(obj):
         base = obj.__bases__[0]
-        parent = "" if base is object else f"({base.__name__})"
+        parent = "" if base is object or base.__name__.startswith("_") else f"({base.__name__})"
         head = f"### class `{name}{parent}`"
         return [head, "", markdown(inspect.getdoc(obj) or ""), *_members(obj)]
     return [f"### `{name}{signature(obj)}`", "", markdown(inspect.getdoc(obj) or "")]

@@ -285,3 +285,15 @@ def test_long_numbers_are_shortened_in_messages():
         parse(f"y = x {digits}")
     text = e.value.render()
     assert len(text) < 600 and "100,000 characters" in text
+
+
+def test_every_terminal_of_the_pattern_has_a_kind_code():
+    """The string of token kinds gives each terminal the scanner can produce its own
+    character, and the separators their own."""
+    from cgraph_cli.parse import tables
+    from cgraph_cli.parse.lexer import CODES
+
+    groups = set(re.findall(r"\(\?P<(\w+)>", tables.PATTERN)) - {"_IGNORED"}
+    assert groups | set(tables.STRINGS.values()) == set(CODES)
+    assert len(set(CODES.values())) == len(CODES)
+    assert CODES["_NL"] == "\n" and CODES["_SEMI"] == ";"

@@ -126,7 +126,7 @@ def write_rich(renderable, min_width: int = 0) -> None:
     write_text("\n".join(map(_rstrip, lines)).rstrip("\n"))
 
 
-_CODE_AT_END = re.compile(r"\x1b\[[0-9;]*m\Z")
+_CODE_AT_END = r"\x1b\[[0-9;]*m\Z"  # a pattern: compiled (and cached) by re on first use
 
 
 def _rstrip(line: str) -> str:
@@ -137,7 +137,7 @@ def _rstrip(line: str) -> str:
     """
     codes = []
     line = line.rstrip(" ")
-    while (match := _CODE_AT_END.search(line)) is not None:
+    while (match := re.search(_CODE_AT_END, line)) is not None:
         codes.append(match.group())
         line = line[: match.start()].rstrip(" ")
     return line + "".join(reversed(codes))

@@ -46,19 +46,18 @@ class Tok(tuple):
 _FAST = re.compile(tables.FAST_PATTERN)
 _STRINGS = tables.STRINGS
 _FIRST = {c: "NUMBER" for c in "0123456789."} | {"\n": "_NL", "\r": "_NL"}
-_PATTERN = re.compile(tables.PATTERN)
-_TRAILER = re.compile(tables.TRAILER)
 _KEYWORDS = tables.KEYWORDS.get("NAME", {})
 _OPENERS = {"LPAR", "LSQB"}
 _CLOSERS = {"RPAR", "RSQB"}
 
 #: One character per terminal, for the string of kinds: the separators stand for themselves.
+#: The scanner's terminals are the fixed strings and the three it tells by their first
+#: character (tests/test_scanner.py holds this equal to the named groups of the pattern).
 CODES = {"_NL": "\n", "_SEMI": ";"}
-for _name in sorted(set(_PATTERN.groupindex) - {"_IGNORED"} | set(_STRINGS.values())):
+for _name in sorted({"NUMBER", "NAME", *_STRINGS.values()}):
     CODES.setdefault(_name, chr(ord("A") + len(CODES)))
-_BRACKETS = re.compile(
-    "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "RSQB"))) + "\n]"
-)
+# Brackets and newlines in the string of kinds (a pattern: re compiles it on first use).
+_BRACKETS = "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "RSQB"))) + "\n]"
 _OPENING = {CODES["LPAR"], CODES["LSQB"]}
 _code = CODES.__getitem__
 _value = itemgetter(1)
@@ -87,7 +86,8 @@ def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
     tokens: list[Tok] = []
     add_token = tokens.append
     pos = depth = 0
-    for m in _PATTERN.finditer(text):
+    # The careful pattern, compiled on first use (re caches it): most programs never need it.
+    for m in re.finditer(tables.PATTERN, text):
         if m.start() != pos:  # the search skipped text: no token starts there
             break
         kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a group
@@ -106,7 +106,7 @@ def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
         add_token(new(Tok, (kind, text[start:pos], start, pos)))
     error = None
     if pos < len(text):
-        trailer = _TRAILER.match(text, pos)
+        trailer = re.compile(tables.TRAILER).match(text, pos)
         assert trailer is not None, "the trailer pattern matches the empty string"
         pos = trailer.end()
         if pos < len(text):
@@ -137,7 +137,7 @@ def _join_bracketed_lines(tokens: list[Tok], codes: str) -> tuple[list[Tok], str
     at brackets and newlines."""
     drop = set()
     depth = 0
-    for m in _BRACKETS.finditer(codes):
+    for m in re.finditer(_BRACKETS, codes):
         c = m.group()
         if c == "\n":
             if depth:

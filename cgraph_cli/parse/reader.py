@@ -7,7 +7,6 @@ nodes without a parse tree. This module does not import lark.
 
 from __future__ import annotations
 
-import difflib
 import math
 from typing import NamedTuple
 
@@ -231,6 +230,8 @@ class Reader:
         start, end = name.start_pos, rest[-1].end_pos
         overloads = FUNCTIONS.get(name.value)
         if overloads is None:
+            import difflib
+
             close = difflib.get_close_matches(name.value, list(FUNCTIONS), n=1)
             hints = [f"did you mean '{close[0]}'?"] if close else []
             hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
