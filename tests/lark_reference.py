@@ -9,11 +9,13 @@ Lark's LALR parser calls cgraph's Reader as it reduces, so both build the same g
 
 from __future__ import annotations
 
+from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 
 from cgraph_cli.errors import ParseError, Source
-from cgraph_cli.parse import UnexpectedInput, parse
+from cgraph_cli.parse import UnexpectedInput, parse, tables
 from cgraph_cli.parse.build import lark_parser
+from cgraph_cli.parse.lexer import Tok
 from cgraph_cli.parse.reader import Reader
 
 
@@ -34,7 +36,26 @@ class BracketNewlines:
             yield tok
 
 
-_reader = Reader()
+class LarkReader(Reader):
+    """cgraph's Reader, handed Lark's tokens as the scanner's: (kind, text, start, end)."""
+
+
+def _taking_lark_tokens(method):
+    def callback(self, children):
+        return method(self, [_tok(c) if isinstance(c, Token) else c for c in children])
+
+    return callback
+
+
+def _tok(t: Token) -> Tok:
+    return tuple.__new__(Tok, (t.type, t.value, t.start_pos, t.end_pos))
+
+
+for _mode, _name, *_ in tables.RULES:
+    if _mode == tables.CALL:
+        setattr(LarkReader, str(_name), _taking_lark_tokens(getattr(Reader, str(_name))))
+
+_reader = LarkReader()
 _lark = lark_parser(lexer="basic", postlex=BracketNewlines(), transformer=_reader)
 
 

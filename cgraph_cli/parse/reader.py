@@ -22,8 +22,17 @@ def _binary(op_name: str):
     op = OPS[op_name]
 
     def build(self, children):
+        # GraphBuilder.add, inlined: this runs for most nodes of a long program.
         a, _, b = children
-        return self.b.add(op, (a[0], b[0]), a[1], b[2]), a[1], b[2]
+        start, end = a[1], b[2]
+        g = self.b.graph
+        node = len(g.ops)
+        g.ops.append(op)
+        g.args.append((a[0], b[0]))
+        g.labels.append(None)
+        g.starts.append(start)
+        g.ends.append(end)
+        return node, start, end
 
     return build
 
@@ -124,9 +133,13 @@ class Reader:
         return unicodedata.normalize("NFC", text)
 
     def name(self, children):
-        tok = children[0]
-        name = self._name(tok)
-        return self._read(name, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
+        _, text, start, end = children[0]
+        if not text.isascii():
+            text = self._name(children[0])
+        node = self.scope.get(text)
+        if node is None:
+            node = self.scope[text] = self.b.input(text, start, end)
+        return node, start, end
 
     add = _binary("add")
     sub = _binary("sub")
@@ -298,11 +311,22 @@ class Reader:
     # statements ------------------------------------------------------------------------------
     def assign(self, children):
         tok, _, e = children
-        self._statement()
-        name = self._name(tok)
-        self._assign(name, e[0])
-        self.b.statement("=", name, e[0])
-        self.output, self.output_label = e[0], name
+        if self.bare_span is not None:
+            self._statement()
+        name = tok[1]
+        if not name.isascii():
+            name = self._name(tok)
+        node = e[0]
+        # GraphBuilder.name and .statement, inlined: one assignment per statement.
+        g = self.b.graph
+        if g.labels[node] is None:
+            g.labels[node] = name
+        g.names[name] = node
+        self.scope[name] = node
+        g.stmt_kinds.append(0)  # "=": see GraphBuilder.statement
+        g.stmt_names.append(name)
+        g.stmt_nodes.extend((node, len(g.ops)))
+        self.output, self.output_label = node, name
 
     def augassign(self, children):
         tok, op, e = children
