@@ -317,6 +317,16 @@ def _softmax_jvp(e, tangents, args, out, params):
     return e.mul(out, e.sub(tangents[0], total))
 
 
+def _log_softmax_vjp(e, g, args, out, params):
+    total = e.reshape(e.sum(g, *params), _keepdims(e, out, _axis(params)))
+    return (e.sub(g, e.mul(e.exp(out), total)),)
+
+
+def _log_softmax_jvp(e, tangents, args, out, params):
+    total = e.sum(e.mul(e.exp(out), tangents[0]), *params)
+    return e.sub(tangents[0], e.reshape(total, _keepdims(e, out, _axis(params))))
+
+
 def _logsumexp_vjp(e, g, args, out, params):
     x, axis = args[0], _axis(params)
     return (e.mul(e.softmax(x, *params), e.reshape(g, _keepdims(e, x, axis))),)
@@ -554,6 +564,14 @@ _TABLE = (
         latex=r"\sigma\left({0}\right)",
     ),
     _fn(
+        "softplus",
+        1,
+        "rt.softplus({0})",
+        "rt.np_softplus({0})",
+        (lambda e, x, o: e.sigmoid(x),),
+        latex=r"\log\left(1 + e^{{{0}}}\right)",
+    ),
+    _fn(
         "relu",
         1,
         "rt.relu({0})",
@@ -643,6 +661,15 @@ _TABLE = (
         _softmax_jvp,
         A.keep_shape,
         params=("axis",),
+    ),
+    _tensor(
+        "log_softmax",
+        "rt.np_log_softmax({0}, {1})",
+        _log_softmax_vjp,
+        _log_softmax_jvp,
+        A.keep_shape,
+        params=("axis",),
+        latex=r"\log\operatorname{softmax}\left({0}\right)",
     ),
     _tensor(
         "logsumexp",

@@ -18,6 +18,17 @@ def sigmoid(x):
     return z / (1.0 + z)
 
 
+def softplus(x):
+    # log(1 + e^x) without overflow: max(x, 0) + log(1 + e^-|x|)
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def np_softplus(x):
+    import numpy as np
+
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
 def relu(x):
     return x if x > 0.0 else 0.0
 
@@ -64,6 +75,15 @@ def np_softmax(x, axis=None):
         return np.zeros(np.shape(x))
     shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return shifted / np.sum(shifted, axis=axis, keepdims=True)
+
+
+def np_log_softmax(x, axis=None):
+    import numpy as np
+
+    if np.size(x) == 0:
+        return np.zeros(np.shape(x))
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 def np_logsumexp(x, axis=None):

@@ -75,6 +75,7 @@ _SYMPY = {
     "sqrt": sympy.sqrt,
     "tanh": sympy.tanh,
     "sigmoid": lambda a: 1 / (1 + sympy.exp(-a)),
+    "softplus": lambda a: sympy.log(1 + sympy.exp(a)),
     "relu": lambda a: sympy.Max(a, 0),
     "abs": sympy.Abs,
     "min": sympy.Min,

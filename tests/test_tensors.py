@@ -68,7 +68,20 @@ def test_pow_broadcasts(shapes):
     _check("y = sum(sin(a ^ b))", dict(zip("ab", shapes)), low=0.5, high=2.0)
 
 
-UNARY = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs", "-"]
+UNARY = [
+    "sin",
+    "cos",
+    "tan",
+    "exp",
+    "log",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "softplus",
+    "relu",
+    "abs",
+    "-",
+]
 
 
 @pytest.mark.parametrize("fn", UNARY)
@@ -100,6 +113,9 @@ TENSOR_CALLS = [
     "softmax(x)",
     "softmax(x, 0)",
     "softmax(x, 1)",
+    "log_softmax(x)",
+    "log_softmax(x, 0)",
+    "log_softmax(x, -1)",
     "logsumexp(x)",
     "logsumexp(x, 0)",
     "logsumexp(x, -1)",
@@ -115,6 +131,7 @@ VECTOR_CALLS = [
     "sum(v)",
     "mean(v)",
     "softmax(v)",
+    "log_softmax(v)",
     "logsumexp(v)",
     "max(v)",
     "v[2]",
