@@ -214,7 +214,7 @@ class GraphBuilder:
 
     With ``simplify``, :meth:`apply` hash-conses (an op applied to the same arguments and
     params twice is one node) and simplifies as it builds
-    (:func:`cgraph_cli.passes.simplify.rewrite`): derived graphs read as a textbook would
+    (:func:`cgraph_cli.passes.smart.rewrite`): derived graphs read as a textbook would
     write them. With ``shapes`` (each input's shape, by name), every node's shape is kept as it
     is built, for the rules that need one. ``span`` is the source span new nodes get.
 
@@ -289,7 +289,7 @@ class GraphBuilder:
             found = self._memo.get(key)
             if found is not None:
                 return found
-            from .passes.simplify import rewrite
+            from .passes.smart import rewrite
 
             found = rewrite(self, op, args, params)
             if found is not None:

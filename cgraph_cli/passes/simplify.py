@@ -1,201 +1,136 @@
-"""Algebraic simplification, applied as nodes are built (smart constructors), so that every
-transform's graph reads as a textbook would write it: no ``x*1``, ``x+0``, ``0*x``; constants
-folded; ``2*x`` rather than ``2*x^(2-1)``.
+"""Algebraic simplification: ``x * 1``, ``x + 0``, ``0 * x``, ``--x``, ``x - x``, ``x / x``
+where it is safe, constants gathered (``2 * (3 * x)`` is ``6 * x``), powers of powers.
 
-:func:`rewrite` is asked before a node is added: it returns an existing node (or a constant it
-made) that computes the same value, or ``None`` to add the node as asked. Folding evaluates
-through the op table's own value rules, so a folded constant equals the evaluated value bit
-for bit. A rewrite never changes a value beyond rounding, nor a shape: rules that would
-(``0 * x`` where ``x`` broadcasts) are skipped when shapes differ.
+Every rule keeps the value (beyond rounding) wherever the original evaluates, where every
+value is finite: so ``0 * x`` is 0 and ``x - x`` is 0. ``x / x`` becomes 1 only where ``x``
+cannot be 0 (an exponential, a sigmoid, a constant). A rule that drops an operand applies only
+where the result has that operand's shape, whatever shapes the inputs turn out to have (see
+:mod:`cgraph_cli.passes.rewrite`): a zero of a vector's shape stays ``0 * v`` until an
+addition absorbs it.
+
+>>> from cgraph_cli import parse
+>>> from cgraph_cli.render.source import to_source
+>>> graph, rewrites = simplify(parse("y = sin(x) * 2 * 3 + sin(x) * 0 - -z"))
+>>> print(to_source(graph), end="")
+y = 6 * sin(x) + z
 """
 
 from __future__ import annotations
 
-from ..ops import CONST, OPS
+from collections.abc import Mapping
+
+from ..ir import Graph
+from ..ops import OPS
+from .rewrite import Rewrite, Walk, walk
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
-WHERE, SUM, SUM_TO, BROADCAST, RESHAPE, TRANSPOSE = (
-    OPS[n] for n in ("where", "sum", "sum_to", "broadcast_to", "reshape", "transpose")
-)
+_POSITIVE = {OPS[n] for n in ("exp", "sigmoid", "softplus")}  # never 0 where finite
 
 
-def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
-    """A node equal to ``op(*args, *params)`` that ``b`` (a GraphBuilder) already has or can
-    make more simply, or None."""
-    value = b.const_value
-    if (
-        args
-        and all(b.graph.ops[a] is CONST for a in args)
-        and op.np is not None
-        and op.name not in _SHAPE_ONLY
-    ):
-        folded = b.fold(op, args, params)
-        if folded is not None:
-            return folded
-    if op.elementwise and b.shapes is not None:
-        # An operand broadcast by hand is broadcast by the op itself: mul(broadcast_to(c), y).
-        # So is one reshaped only to gain leading axes of 1: sub(g, reshape(sum(h), [1])).
-        plain = tuple(b.graph.args[a][0] if _stretched(b, a) else a for a in args)
-        if plain != args and b.result_shape(op, plain, params) == b.result_shape(op, args, params):
-            return b.apply(op, plain, params)
-    shape = b.shape_of
-    same = (
-        (lambda a: shape(a) == b.result_shape(op, args, params))
-        if b.shapes is not None
-        else (lambda a: True)
-    )
-    if op is ADD:
-        x, y = args
-        if value(y) == 0.0 and same(x):
-            return x
-        if value(x) == 0.0 and same(y):
-            return y
-        if b.graph.ops[y] is NEG:  # x + -y -> x - y
-            return b.apply(SUB, (x, b.graph.args[y][0]))
-        flipped = _flipped(b, y)
-        if flipped is not None:  # x + -2 * y -> x - 2 * y
-            return b.apply(SUB, (x, flipped))
-        if x == y:  # x + x -> 2 * x, exactly
-            return b.apply(MUL, (b.const(2.0), x))
-    elif op is SUB:
-        x, y = args
-        if value(y) == 0.0 and same(x):
-            return x
-        if value(x) == 0.0 and same(y):
-            return b.apply(NEG, (y,))
-        if b.graph.ops[y] is NEG:  # x - -y -> x + y
-            return b.apply(ADD, (x, b.graph.args[y][0]))
-        flipped = _flipped(b, y)
-        if flipped is not None:  # x - -2 * y -> x + 2 * y
-            return b.apply(ADD, (x, flipped))
-    elif op is MUL:
-        x, y = args
-        if value(y) is not None and value(x) is None:
-            return b.apply(MUL, (y, x))  # constants first: 2 * x
-        if value(x) == 1.0 and same(y):
-            return y
-        if value(x) == 0.0 and same(x):
-            return x
-        if value(x) == -1.0 and same(y):
-            return b.apply(NEG, (y,))
-        if value(x) is not None and b.graph.ops[y] is MUL and value(b.graph.args[y][0]) is not None:
-            c = b.apply(MUL, (x, b.graph.args[y][0]))  # 2 * (3 * x) -> 6 * x
-            return b.apply(MUL, (c, b.graph.args[y][1]))
-        if b.graph.ops[y] is WHERE and _selects_constants(b, y) and same(x):
-            # g * where(c, 1, 0) -> where(c, g, 0): the product goes into the branches
-            c, p, q = b.graph.args[y]
-            return b.apply(WHERE, (c, _times(b, x, p), _times(b, x, q)))
-        if b.graph.ops[x] is WHERE and _selects_constants(b, x) and same(y):
-            c, p, q = b.graph.args[x]  # where(c, 1, 0) * g -> where(c, g, 0)
-            return b.apply(WHERE, (c, _times(b, y, p), _times(b, y, q)))
-        if b.graph.ops[x] is NEG and b.graph.ops[y] is NEG:
-            return b.apply(MUL, (b.graph.args[x][0], b.graph.args[y][0]))
-        if b.graph.ops[x] is NEG:  # (-a) * b -> -(a * b): a sum then reads a - a * b
-            return b.apply(NEG, (b.apply(MUL, (b.graph.args[x][0], y)),))
-        if b.graph.ops[y] is NEG:
-            return b.apply(NEG, (b.apply(MUL, (x, b.graph.args[y][0])),))
-        if b.graph.ops[x] is DIV and value(b.graph.args[x][0]) == 1.0 and same(y):
-            return b.apply(DIV, (y, b.graph.args[x][1]))  # (1 / a) * b -> b / a
-        if b.graph.ops[y] is DIV and value(b.graph.args[y][0]) == 1.0 and same(x):
-            return b.apply(DIV, (x, b.graph.args[y][1]))  # a * (1 / b) -> a / b
-    elif op is DIV:
-        x, y = args
-        if value(y) == 1.0 and same(x):
-            return x
-        if value(x) == 0.0 and same(x):
-            return x
-        if b.graph.ops[x] is NEG:  # (-a) / b -> -(a / b)
-            return b.apply(NEG, (b.apply(DIV, (b.graph.args[x][0], y)),))
-    elif op is NEG:
-        (x,) = args
-        if b.graph.ops[x] is NEG:
-            return b.graph.args[x][0]
-        if b.graph.ops[x] is SUB:  # -(a - b) -> b - a
-            return b.apply(SUB, tuple(reversed(b.graph.args[x])))
-        flipped = _flipped(b, x)
-        if flipped is not None:  # -(-2 * a) -> 2 * a
-            return flipped
-        if b.graph.ops[x] is DIV and value(b.graph.args[x][0]) is not None:
-            c, d = b.graph.args[x]  # -(1 / a) -> -1 / a
-            return b.apply(DIV, (b.const(-value(c)), d))
-    elif op is POW:
-        x, y = args
-        if value(y) == 1.0:
-            return x
-    elif op is WHERE:
-        c, x, y = args
-        if value(c) is not None and same(x if value(c) else y):
-            return x if value(c) else y
-        if x == y and same(x):
-            return x
-    elif op in (SUM_TO, BROADCAST, RESHAPE):
-        (x,) = args
-        if b.shapes is not None and tuple(params[0]) == shape(x):
-            return x
-        if op is BROADCAST and b.graph.ops[x] is RESHAPE and shape(b.graph.args[x][0]) == ():
-            return b.apply(BROADCAST, (b.graph.args[x][0],), params)  # a number needs no reshape
-        if op is not BROADCAST and tuple(params[0]) == ():
-            return b.apply(SUM, (x,))  # to a number: the sum (sum_to(g, []) does not parse)
-    elif op is SUM and b.graph.ops[args[0]] is NEG:  # sum(-a) -> -sum(a), exactly
-        return b.apply(NEG, (b.apply(SUM, b.graph.args[args[0]], params),))
-    elif op is TRANSPOSE:
-        (x,) = args
-        if b.graph.ops[x] is TRANSPOSE:
-            return b.graph.args[x][0]
-        if b.shapes is not None and len(shape(x)) < 2:
-            return x
+def simplify(
+    graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
+) -> tuple[Graph, list[Rewrite]]:
+    """``graph`` with the algebraic identities above applied."""
+    return walk(graph, "simplify", _rule, known)
+
+
+def _rule(w: Walk, i: int, op, args, params) -> int | None:
+    if op.arity == 2 and op in _BINARY:
+        return _BINARY[op](w, *args)
+    if op is NEG and w.b.graph.ops[args[0]] is NEG:  # --x
+        return w.b.graph.args[args[0]][0]
     return None
 
 
-_SHAPE_ONLY = ("reshape", "broadcast_to", "sum_to", "transpose", "place", "index")
+def _zero(w: Walk, n: int) -> bool:
+    """``n`` is 0 wherever it is finite: the number 0, or 0 times something."""
+    g = w.b.graph
+    return w.const_value(n) == 0.0 or (
+        g.ops[n] is MUL and any(w.const_value(a) == 0.0 for a in g.args[n])
+    )
 
 
-def _times(b, x: int, branch: int) -> int:
-    """``x * branch`` inside a where: a 0 stays the number 0 (the where gives the shape)."""
-    if b.const_value(branch) == 0.0:
-        return branch
-    return b.apply(MUL, (x, branch))
+def _keeps(w: Walk, x: int, y: int) -> bool:
+    """``x`` has the shape of an elementwise op on ``x`` and ``y``."""
+    return w.shape(y) <= w.shape(x)
 
 
-def _stretched(b, node: int) -> bool:
-    """``broadcast_to(a, ...)``, or ``reshape(a, [1, ..., *shape of a])``."""
-    op = b.graph.ops[node]
-    if op is BROADCAST:
-        return True
-    if op is not RESHAPE:
-        return False
-    shape, target = b.shape_of(b.graph.args[node][0]), tuple(b.graph.params[node][0])
-    extra = len(target) - len(shape)
-    return extra >= 0 and target == (1,) * extra + shape
+def _zero_like(w: Walk, x: int) -> int:
+    """A 0 of ``x``'s shape: the number, or ``0 * x``."""
+    zero = w.b.const(0.0)
+    return zero if w.is_number(x) else w.b.apply(MUL, (zero, x))
 
 
-def _flipped(b, node: int) -> int | None:
-    """For a negative number ``c``, or ``c * a`` (constants come first in a product), or
-    either over a divisor (``c / d``, ``c * a / d``): the same with ``-c``, exactly the negated
-    value; else None."""
-    divisor = None
-    if b.graph.ops[node] is DIV:
-        node, divisor = b.graph.args[node]
-    value = b.const_value(node)
-    if value is not None and value < 0.0:
-        flipped = b.const(-value)
-    elif b.graph.ops[node] is MUL and (b.const_value(b.graph.args[node][0]) or 0.0) < 0.0:
-        c, a = b.graph.args[node]
-        flipped = b.apply(MUL, (b.const(-b.const_value(c)), a))
-    else:
-        return None
-    return flipped if divisor is None else b.apply(DIV, (flipped, divisor))
+def _add(w: Walk, x: int, y: int) -> int | None:
+    g = w.b.graph
+    if _zero(w, y) and _keeps(w, x, y):
+        return x
+    if _zero(w, x) and _keeps(w, y, x):
+        return y
+    if g.ops[y] is NEG:  # x + -y
+        return w.b.apply(SUB, (x, g.args[y][0]))
+    if x == y:
+        return w.b.apply(MUL, (w.b.const(2.0), x))
+    return None
 
 
-def _selects_constants(b, node: int) -> bool:
-    """``where(c, p, q)`` whose branches are numbers or such selections themselves
-    (``where(x > y, 1, where(x < y, 0, 0.5))``)."""
-    stack = [node]
-    while stack:
-        _, p, q = b.graph.args[stack.pop()]
-        for branch in (p, q):
-            if b.graph.ops[branch] is WHERE:
-                stack.append(branch)
-            elif b.const_value(branch) is None:
-                return False
-    return True
+def _sub(w: Walk, x: int, y: int) -> int | None:
+    g = w.b.graph
+    if _zero(w, y) and _keeps(w, x, y):
+        return x
+    if _zero(w, x) and _keeps(w, y, x):
+        return w.b.apply(NEG, (y,))
+    if x == y:
+        return _zero_like(w, x)
+    if g.ops[y] is NEG:  # x - -y
+        return w.b.apply(ADD, (x, g.args[y][0]))
+    return None
+
+
+def _mul(w: Walk, x: int, y: int) -> int | None:
+    g, value = w.b.graph, w.const_value
+    if value(y) is not None and value(x) is None:  # constants first: 2 * x
+        found = _mul(w, y, x)
+        return found if found is not None else w.b.apply(MUL, (y, x))
+    c = value(x)
+    if c == 1.0 and _keeps(w, y, x):
+        return y
+    if c == -1.0 and _keeps(w, y, x):
+        return w.b.apply(NEG, (y,))
+    if c == 0.0 and w.is_number(y):
+        return x
+    if c is not None and g.ops[y] is MUL and value(g.args[y][0]) is not None:
+        inner, rest = g.args[y]  # 2 * (3 * x) -> 6 * x
+        product = w.b.fold(MUL, (x, inner), ())
+        if product is not None:
+            return w.b.apply(MUL, (product, rest))
+    if g.ops[x] is NEG and g.ops[y] is NEG:
+        return w.b.apply(MUL, (g.args[x][0], g.args[y][0]))
+    return None
+
+
+def _div(w: Walk, x: int, y: int) -> int | None:
+    g, value = w.b.graph, w.const_value
+    if value(y) == 1.0 and _keeps(w, x, y):
+        return x
+    if x == y and w.is_number(x) and (g.ops[x] in _POSITIVE or value(x) not in (None, 0.0)):
+        return w.b.const(1.0)
+    return None
+
+
+def _pow(w: Walk, x: int, y: int) -> int | None:
+    g, value = w.b.graph, w.const_value
+    c = value(y)
+    if c == 1.0:
+        return x
+    if c == 0.0 and w.is_number(x):
+        return w.b.const(1.0)
+    if c is not None and c.is_integer() and g.ops[x] is POW:
+        base, inner = g.args[x]
+        d = value(inner)
+        if d is not None and d.is_integer():  # (x^2)^3 -> x^6: whole powers only
+            return w.b.apply(POW, (base, w.b.const(c * d)))
+    return None
+
+
+_BINARY = {ADD: _add, SUB: _sub, MUL: _mul, DIV: _div, POW: _pow}

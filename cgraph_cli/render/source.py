@@ -73,7 +73,44 @@ def to_source(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _node_text(graph: Graph, i: int, ref, exprs: list[Text]) -> Text:
+def expression(graph: Graph, node: int, limit: int = 24) -> str:
+    """Node ``node``'s expression as program text, other named nodes by their names; past
+    ``limit`` nodes deep, an argument is written ``…`` (a report line stays short however deep
+    the graph is). Without recursion.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("p = x + y; g = p * sin(z) ^ 2")
+    >>> expression(g, g.output), expression(g, 2)
+    ('p * sin(z) ^ 2', 'x + y')
+    """
+    texts = _Unwritten()
+    order: list[int] = []
+    stack = [node]
+    while stack and len(order) < limit:
+        i = stack.pop()
+        if i in texts:
+            continue
+        texts[i] = ("…", PREC_ATOM)  # until written below
+        order.append(i)
+        if i == node or graph.labels[i] is None or graph.ops[i] is CONST:
+            stack.extend(graph.args[i])
+    for i in sorted(order):  # node numbers are a topological order
+        label = graph.labels[i]
+        if i != node and label is not None and graph.ops[i] is not CONST:
+            texts[i] = (label, PREC_ATOM)
+        else:
+            texts[i] = _node_text(graph, i, texts.__getitem__, texts)
+    return texts[node][0]
+
+
+class _Unwritten(dict):
+    """Texts by node; a node not written (past the depth limit) reads as ``…``."""
+
+    def __missing__(self, node: int) -> Text:
+        return ("…", PREC_ATOM)
+
+
+def _node_text(graph: Graph, i: int, ref, exprs) -> Text:
     op = graph.ops[i]
     if op is INPUT:
         return graph.labels[i] or "", PREC_ATOM  # an input always has its name

@@ -1,0 +1,35 @@
+"""Common-subexpression elimination: the same op on the same arguments with the same
+parameters is computed once (so are equal constants).
+
+>>> from cgraph_cli import parse
+>>> from cgraph_cli.render.source import to_source
+>>> graph, rewrites = cse(parse("y = sin(x) * 2 + sin(x) / 2"))
+>>> print(to_source(graph), end="")
+y = sin(x) * 2 + sin(x) / 2
+>>> len(graph.ops), [(r.before, r.after) for r in rewrites]
+(6, [('sin(x)', 'computed once')])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..ir import Graph
+from .rewrite import Rewrite, Walk, walk
+
+
+def cse(
+    graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
+) -> tuple[Graph, list[Rewrite]]:
+    """``graph`` with repeated computations merged into one node."""
+    seen: dict = {}
+
+    def rule(w: Walk, i: int, op, args, params) -> int | None:
+        key = (op, args, repr(params))
+        found = seen.get(key)
+        if found is None:  # the node is copied next, as this number
+            seen[key] = len(w.b.graph.ops)
+        return found
+
+    graph, rewrites = walk(graph, "cse", rule, known, merge_consts=True)
+    return graph, [r._replace(after="computed once") for r in rewrites]

@@ -1,0 +1,148 @@
+"""The optimizer: the passes, listed as data, run in order until none changes anything.
+
+Each pass is one module with a function ``pass(graph, known) -> (graph, rewrites)`` (``known``:
+the input shapes that bindings or defaults give). The graph each pass returns is validated.
+The optimized program keeps every input of the original declared, so the same bindings run it.
+
+>>> from cgraph_cli import parse
+>>> result = optimize(parse("y = sin(x)*2*3 + sin(x)*0 + log(sum(exp(v)))"))
+>>> print(result.source, end="")
+y = 6 * sin(x) + logsumexp(v)
+>>> result.summary()
+'15 nodes -> 7: cse 1, simplify 4, stabilize 1'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ..errors import UsageError
+from ..ir import Graph, GraphBuilder, relayout, resolve_name, validate
+from ..ops import CONST, INPUT
+from .cse import cse
+from .dce import dce
+from .fold import fold
+from .rewrite import Rewrite
+from .simplify import simplify
+from .stabilize import stabilize
+
+#: The passes in the order they run; ``--passes`` picks from these names.
+PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "stabilize": stabilize}
+MAX_ROUNDS = 8  # rounds of all the passes at most (each round that changes nothing ends it)
+
+
+class PassReport(NamedTuple):
+    """What one pass did over all the rounds."""
+
+    name: str
+    rewrites: list[Rewrite]
+
+
+class Optimized:
+    """An optimized program: ``graph``, the ``original`` it came from, and what each pass
+    rewrote (``passes``)."""
+
+    __slots__ = ("graph", "original", "passes")
+
+    def __init__(self, graph: Graph, original: Graph, passes: list[PassReport]) -> None:
+        self.graph, self.original, self.passes = graph, original, passes
+
+    @property
+    def source(self) -> str:
+        """The optimized program as text (it parses back to :attr:`graph`)."""
+        from ..render.source import to_source
+
+        return to_source(self.graph)
+
+    def summary(self) -> str:
+        """``N nodes -> M: pass count, ...`` (the passes that rewrote something)."""
+        counts = ", ".join(f"{p.name} {len(p.rewrites)}" for p in self.passes if p.rewrites)
+        head = f"{len(self.original.ops)} nodes -> {len(self.graph.ops)}"
+        return f"{head}: {counts}" if counts else f"{head}: nothing to rewrite"
+
+    def __repr__(self) -> str:
+        return f"<Optimized {self.summary()}>"
+
+
+def parse_passes(text: str | None) -> list[str]:
+    """The pass names in ``--passes`` (comma-separated), checked; all of them if None."""
+    if text is None:
+        return list(PASSES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PASSES]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown pass '{unknown[0]}'" if unknown else "--passes names no pass",
+            hints=["passes: " + ", ".join(PASSES)],
+        )
+    return [n for n in PASSES if n in names]  # always in the pipeline's order
+
+
+def optimize(
+    graph: Graph,
+    passes: Sequence[str] | None = None,
+    *,
+    of: str | None = None,
+    bindings: Mapping[str, Any] | None = None,
+) -> Optimized:
+    """Run ``passes`` (default: all, in :data:`PASSES` order) over ``graph`` until they
+    change nothing; ``of``: optimize for that named value instead of the output;
+    ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults)."""
+    original = graph
+    if of is not None:
+        node = resolve_name(graph, of)
+        kept = [(k, n, v) for k, n, v, _ in graph.statements()]
+        graph = relayout(graph, kept, node, of)
+    known = _known_shapes(graph, bindings or {})
+    chosen = list(passes) if passes is not None else list(PASSES)
+    done: dict[str, list[Rewrite]] = {name: [] for name in chosen}
+    for _ in range(MAX_ROUNDS):
+        changed = False
+        for name in chosen:
+            size = len(graph.ops)
+            graph, rewrites = PASSES[name](graph, known)
+            validate(graph)
+            done[name] += rewrites
+            changed = changed or bool(rewrites) or len(graph.ops) != size
+        if not changed:
+            break
+    graph = _declare_missing(graph, list(original.inputs), original.defaults)
+    return Optimized(validate(graph), original, [PassReport(n, done[n]) for n in chosen])
+
+
+def _known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    known = {}
+    for name in graph.inputs:
+        value = bindings.get(name, graph.defaults.get(name))
+        if value is not None:
+            known[name] = tuple(getattr(value, "shape", ()))
+    return known
+
+
+def _declare_missing(graph: Graph, names: list[str], defaults: Mapping) -> Graph:
+    """``graph`` with an ``input`` statement first for each of ``names`` it no longer uses."""
+    missing = [n for n in names if n not in graph.inputs]
+    if not missing:
+        return graph
+    b = GraphBuilder(graph.source)
+    for name in missing:
+        b.statement("input", name, b.input(name))
+        if name in defaults:
+            b.graph.defaults[name] = defaults[name]
+    new: list[int] = []
+    for i, op in enumerate(graph.ops):
+        start, end = graph.starts[i], graph.ends[i]
+        if op is INPUT:
+            new.append(b.input(graph.labels[i] or "", start, end))
+        elif op is CONST:
+            new.append(b.const(graph.consts[i], start, end))
+        else:
+            args = tuple(new[a] for a in graph.args[i])
+            new.append(b.add(op, args, start, end, graph.params.get(i, ())))
+    b.graph.defaults.update(graph.defaults)
+    for kind, name, node, _ in graph.statements():
+        if kind != "input":
+            b.name(new[node], name)
+        b.statement(kind, name, new[node])
+    return b.finish(new[graph.output], graph.output_label)

@@ -1,0 +1,201 @@
+"""Algebraic simplification, applied as nodes are built (smart constructors), so that every
+transform's graph reads as a textbook would write it: no ``x*1``, ``x+0``, ``0*x``; constants
+folded; ``2*x`` rather than ``2*x^(2-1)``.
+
+:func:`rewrite` is asked before a node is added: it returns an existing node (or a constant it
+made) that computes the same value, or ``None`` to add the node as asked. Folding evaluates
+through the op table's own value rules, so a folded constant equals the evaluated value bit
+for bit. A rewrite never changes a value beyond rounding, nor a shape: rules that would
+(``0 * x`` where ``x`` broadcasts) are skipped when shapes differ.
+"""
+
+from __future__ import annotations
+
+from ..ops import CONST, OPS
+
+ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
+WHERE, SUM, SUM_TO, BROADCAST, RESHAPE, TRANSPOSE = (
+    OPS[n] for n in ("where", "sum", "sum_to", "broadcast_to", "reshape", "transpose")
+)
+
+
+def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
+    """A node equal to ``op(*args, *params)`` that ``b`` (a GraphBuilder) already has or can
+    make more simply, or None."""
+    value = b.const_value
+    if (
+        args
+        and all(b.graph.ops[a] is CONST for a in args)
+        and op.np is not None
+        and op.name not in _SHAPE_ONLY
+    ):
+        folded = b.fold(op, args, params)
+        if folded is not None:
+            return folded
+    if op.elementwise and b.shapes is not None:
+        # An operand broadcast by hand is broadcast by the op itself: mul(broadcast_to(c), y).
+        # So is one reshaped only to gain leading axes of 1: sub(g, reshape(sum(h), [1])).
+        plain = tuple(b.graph.args[a][0] if _stretched(b, a) else a for a in args)
+        if plain != args and b.result_shape(op, plain, params) == b.result_shape(op, args, params):
+            return b.apply(op, plain, params)
+    shape = b.shape_of
+    same = (
+        (lambda a: shape(a) == b.result_shape(op, args, params))
+        if b.shapes is not None
+        else (lambda a: True)
+    )
+    if op is ADD:
+        x, y = args
+        if value(y) == 0.0 and same(x):
+            return x
+        if value(x) == 0.0 and same(y):
+            return y
+        if b.graph.ops[y] is NEG:  # x + -y -> x - y
+            return b.apply(SUB, (x, b.graph.args[y][0]))
+        flipped = _flipped(b, y)
+        if flipped is not None:  # x + -2 * y -> x - 2 * y
+            return b.apply(SUB, (x, flipped))
+        if x == y:  # x + x -> 2 * x, exactly
+            return b.apply(MUL, (b.const(2.0), x))
+    elif op is SUB:
+        x, y = args
+        if value(y) == 0.0 and same(x):
+            return x
+        if value(x) == 0.0 and same(y):
+            return b.apply(NEG, (y,))
+        if b.graph.ops[y] is NEG:  # x - -y -> x + y
+            return b.apply(ADD, (x, b.graph.args[y][0]))
+        flipped = _flipped(b, y)
+        if flipped is not None:  # x - -2 * y -> x + 2 * y
+            return b.apply(ADD, (x, flipped))
+    elif op is MUL:
+        x, y = args
+        if value(y) is not None and value(x) is None:
+            return b.apply(MUL, (y, x))  # constants first: 2 * x
+        if value(x) == 1.0 and same(y):
+            return y
+        if value(x) == 0.0 and same(x):
+            return x
+        if value(x) == -1.0 and same(y):
+            return b.apply(NEG, (y,))
+        if value(x) is not None and b.graph.ops[y] is MUL and value(b.graph.args[y][0]) is not None:
+            c = b.apply(MUL, (x, b.graph.args[y][0]))  # 2 * (3 * x) -> 6 * x
+            return b.apply(MUL, (c, b.graph.args[y][1]))
+        if b.graph.ops[y] is WHERE and _selects_constants(b, y) and same(x):
+            # g * where(c, 1, 0) -> where(c, g, 0): the product goes into the branches
+            c, p, q = b.graph.args[y]
+            return b.apply(WHERE, (c, _times(b, x, p), _times(b, x, q)))
+        if b.graph.ops[x] is WHERE and _selects_constants(b, x) and same(y):
+            c, p, q = b.graph.args[x]  # where(c, 1, 0) * g -> where(c, g, 0)
+            return b.apply(WHERE, (c, _times(b, y, p), _times(b, y, q)))
+        if b.graph.ops[x] is NEG and b.graph.ops[y] is NEG:
+            return b.apply(MUL, (b.graph.args[x][0], b.graph.args[y][0]))
+        if b.graph.ops[x] is NEG:  # (-a) * b -> -(a * b): a sum then reads a - a * b
+            return b.apply(NEG, (b.apply(MUL, (b.graph.args[x][0], y)),))
+        if b.graph.ops[y] is NEG:
+            return b.apply(NEG, (b.apply(MUL, (x, b.graph.args[y][0])),))
+        if b.graph.ops[x] is DIV and value(b.graph.args[x][0]) == 1.0 and same(y):
+            return b.apply(DIV, (y, b.graph.args[x][1]))  # (1 / a) * b -> b / a
+        if b.graph.ops[y] is DIV and value(b.graph.args[y][0]) == 1.0 and same(x):
+            return b.apply(DIV, (x, b.graph.args[y][1]))  # a * (1 / b) -> a / b
+    elif op is DIV:
+        x, y = args
+        if value(y) == 1.0 and same(x):
+            return x
+        if value(x) == 0.0 and same(x):
+            return x
+        if b.graph.ops[x] is NEG:  # (-a) / b -> -(a / b)
+            return b.apply(NEG, (b.apply(DIV, (b.graph.args[x][0], y)),))
+    elif op is NEG:
+        (x,) = args
+        if b.graph.ops[x] is NEG:
+            return b.graph.args[x][0]
+        if b.graph.ops[x] is SUB:  # -(a - b) -> b - a
+            return b.apply(SUB, tuple(reversed(b.graph.args[x])))
+        flipped = _flipped(b, x)
+        if flipped is not None:  # -(-2 * a) -> 2 * a
+            return flipped
+        if b.graph.ops[x] is DIV and value(b.graph.args[x][0]) is not None:
+            c, d = b.graph.args[x]  # -(1 / a) -> -1 / a
+            return b.apply(DIV, (b.const(-value(c)), d))
+    elif op is POW:
+        x, y = args
+        if value(y) == 1.0:
+            return x
+    elif op is WHERE:
+        c, x, y = args
+        if value(c) is not None and same(x if value(c) else y):
+            return x if value(c) else y
+        if x == y and same(x):
+            return x
+    elif op in (SUM_TO, BROADCAST, RESHAPE):
+        (x,) = args
+        if b.shapes is not None and tuple(params[0]) == shape(x):
+            return x
+        if op is BROADCAST and b.graph.ops[x] is RESHAPE and shape(b.graph.args[x][0]) == ():
+            return b.apply(BROADCAST, (b.graph.args[x][0],), params)  # a number needs no reshape
+        if op is not BROADCAST and tuple(params[0]) == ():
+            return b.apply(SUM, (x,))  # to a number: the sum (sum_to(g, []) does not parse)
+    elif op is SUM and b.graph.ops[args[0]] is NEG:  # sum(-a) -> -sum(a), exactly
+        return b.apply(NEG, (b.apply(SUM, b.graph.args[args[0]], params),))
+    elif op is TRANSPOSE:
+        (x,) = args
+        if b.graph.ops[x] is TRANSPOSE:
+            return b.graph.args[x][0]
+        if b.shapes is not None and len(shape(x)) < 2:
+            return x
+    return None
+
+
+_SHAPE_ONLY = ("reshape", "broadcast_to", "sum_to", "transpose", "place", "index")
+
+
+def _times(b, x: int, branch: int) -> int:
+    """``x * branch`` inside a where: a 0 stays the number 0 (the where gives the shape)."""
+    if b.const_value(branch) == 0.0:
+        return branch
+    return b.apply(MUL, (x, branch))
+
+
+def _stretched(b, node: int) -> bool:
+    """``broadcast_to(a, ...)``, or ``reshape(a, [1, ..., *shape of a])``."""
+    op = b.graph.ops[node]
+    if op is BROADCAST:
+        return True
+    if op is not RESHAPE:
+        return False
+    shape, target = b.shape_of(b.graph.args[node][0]), tuple(b.graph.params[node][0])
+    extra = len(target) - len(shape)
+    return extra >= 0 and target == (1,) * extra + shape
+
+
+def _flipped(b, node: int) -> int | None:
+    """For a negative number ``c``, or ``c * a`` (constants come first in a product), or
+    either over a divisor (``c / d``, ``c * a / d``): the same with ``-c``, exactly the negated
+    value; else None."""
+    divisor = None
+    if b.graph.ops[node] is DIV:
+        node, divisor = b.graph.args[node]
+    value = b.const_value(node)
+    if value is not None and value < 0.0:
+        flipped = b.const(-value)
+    elif b.graph.ops[node] is MUL and (b.const_value(b.graph.args[node][0]) or 0.0) < 0.0:
+        c, a = b.graph.args[node]
+        flipped = b.apply(MUL, (b.const(-b.const_value(c)), a))
+    else:
+        return None
+    return flipped if divisor is None else b.apply(DIV, (flipped, divisor))
+
+
+def _selects_constants(b, node: int) -> bool:
+    """``where(c, p, q)`` whose branches are numbers or such selections themselves
+    (``where(x > y, 1, where(x < y, 0, 0.5))``)."""
+    stack = [node]
+    while stack:
+        _, p, q = b.graph.args[stack.pop()]
+        for branch in (p, q):
+            if b.graph.ops[branch] is WHERE:
+                stack.append(branch)
+            elif b.const_value(branch) is None:
+                return False
+    return True
