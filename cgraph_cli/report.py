@@ -105,3 +105,24 @@ def _finite(value):
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
+
+
+def optimize_report(result) -> dict:
+    """``cgraph optimize --format json``: the program, node counts, and each pass's rewrites
+    with their place in the original program."""
+    from .errors import line_col
+
+    text = result.original.source.text
+
+    def place(r) -> dict:
+        line, column = line_col(text, r.start)
+        return {"line": line, "column": column, "before": r.before, "after": r.after}
+
+    return {
+        "program": result.source,
+        "before": {"nodes": len(result.original.ops)},
+        "after": {"nodes": len(result.graph.ops)},
+        "passes": [
+            {"name": p.name, "rewrites": [place(r) for r in p.rewrites]} for p in result.passes
+        ],
+    }

@@ -20,6 +20,12 @@ MATMUL = ["y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]"]
 # (id, command line without --format json, exit code, a check that the case shows its edge)
 CASES = [
     ("diff", ["diff", "sample:seed"], 0, lambda d: d["gradients"]["x"] == "dg_dx"),
+    (
+        "optimize",
+        ["optimize", "a = 1; y = log(sum(exp(v))) * (2 * 3) + x * 0"],
+        0,
+        lambda d: sum(len(p["rewrites"]) > 0 for p in d["passes"]) == 4,
+    ),
     ("diff-order-2", ["diff", "f = x^3", "--order", "2"], 0, lambda d: d["derivatives"]["x,x"]),
     ("diff-tensor", ["diff", "sample:mlp"], 0, lambda d: "sum_to" in d["program"]),
     (

@@ -180,6 +180,7 @@ LAZY_COMMANDS = {
     "hessian": "derivatives:hessian_command",
     "jvp": "derivatives:jvp_command",
     "jacobian": "derivatives:jacobian_command",
+    "optimize": "optimize:optimize_command",
     "render": "draw:render_command",
     "dot": "draw:dot_command",
     "show": "draw:show_command",

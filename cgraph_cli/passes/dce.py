@@ -1,4 +1,6 @@
-"""Dead-code elimination: drop the statements and nodes the output does not need.
+"""Dead-code elimination: drop the statements and nodes the output does not need, and a
+statement that only names a value a later statement names again (``p = x; q = p``: the value
+keeps its last name).
 
 Inputs stay: the optimizer keeps every input of the original program declared (see
 :func:`cgraph_cli.passes.optimize.optimize`), so the same bindings run the result.
@@ -25,17 +27,24 @@ def dce(
     graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[Graph, list[Rewrite]]:
     """``graph`` without the statements (and nodes) its output does not depend on."""
+    from ..render.source import expression
+
     needed = ancestors(graph, graph.output)
+    statements = list(graph.statements())
+    renamed: dict[int, str] = {}  # node -> the name a later statement gives it
     kept, rewrites = [], []
-    for kind, name, node, _ in graph.statements():
-        if kind == "input" or needed[node]:
+    for kind, name, node, _ in reversed(statements):
+        later = renamed.get(node)
+        if kind == "input" or (needed[node] and later is None):
             kept.append((kind, name, node))
+            renamed.setdefault(node, name)
             continue
         start, end = graph.starts[node], graph.ends[node]
-        from ..render.source import expression
-
         text = f"{name} = {expression(graph, node)}" if kind == "=" else name
-        rewrites.append(Rewrite("dce", start, end, text, "(not needed)"))
+        why = "(not needed)" if later is None else f"(named {later} below)"
+        rewrites.append(Rewrite("dce", start, end, text, why))
+    kept.reverse()
+    rewrites.reverse()
     dropped = sum(1 for i in range(len(graph.ops)) if not needed[i])
     out = relayout(graph, kept, graph.output, graph.output_label)
     if len(out.ops) < len(graph.ops) and not rewrites and dropped:

@@ -69,8 +69,6 @@ def _add(w: Walk, x: int, y: int) -> int | None:
         return y
     if g.ops[y] is NEG:  # x + -y
         return w.b.apply(SUB, (x, g.args[y][0]))
-    if x == y:
-        return w.b.apply(MUL, (w.b.const(2.0), x))
     return None
 
 

@@ -9,7 +9,7 @@ and its version in :data:`VERSIONS` (the tests hold every command with ``--forma
 both).
 
 >>> names()
-['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp']
+['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize']
 >>> load("grad")["$id"]
 'https://cgraph.dev/schemas/grad.schema.json'
 """
@@ -29,6 +29,7 @@ VERSIONS = {
     "hessian": 1,
     "jvp": 1,
     "jacobian": 1,
+    "optimize": 1,
 }
 
 SUFFIX = ".schema.json"

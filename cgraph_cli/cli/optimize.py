@@ -1,0 +1,74 @@
+"""``optimize`` and ``compile``: the rewrites a graph compiler makes, and the graph as a
+Python module."""
+
+from __future__ import annotations
+
+import click
+
+from . import output
+from .app import EXIT_CODES
+from .options import common_options, format_option, load, of_option, output_option, source_options
+
+
+@click.command(
+    "optimize", short_help="Print the program after the optimizer's rewrites.", epilog=EXIT_CODES
+)
+@source_options
+@of_option
+@click.option(
+    "--passes",
+    metavar="LIST",
+    help="The passes to run, comma-separated, from dce,fold,cse,simplify,stabilize "
+    "(default: all; they run in that order, repeated until nothing changes).",
+)
+@click.option("--report", is_flag=True, help="Also list each rewrite: where, before and after.")
+@format_option(
+    ["text", "json"], "text", "The program (with a summary comment), or JSON with the rewrites."
+)
+@output_option
+@common_options
+def optimize_command(args, expr, file_, binds, bindings_file, of, passes, report, fmt):
+    """Optimize the program as a graph compiler does, and print the result: dead code
+    dropped, constants folded, common subexpressions shared, algebra simplified, and
+    numerically unstable forms (log(sum(exp(x))), log(1 + exp(x))...) made stable.
+
+    The result is a cgraph program with the same inputs, so the same bindings run it.
+    Bindings, if given, tell the rules the inputs' shapes; without them, a rule applies only
+    where it holds for any shapes.
+
+    \b
+    Examples:
+      cgraph optimize 'y = sin(x)*2*3 + sin(x)*0 + log(sum(exp(v)))'
+      cgraph optimize sample:mlp --report
+      cgraph optimize 'y = x*1 + 0' --passes simplify --format json
+      cgraph optimize sample:neuron | cgraph eval - --all
+    """
+    from ..passes.optimize import optimize, parse_passes
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    result = optimize(graph, parse_passes(passes), of=of, bindings=bindings)
+    if fmt == "json":
+        from ..report import optimize_report, to_json_text
+
+        output.write_text(to_json_text(optimize_report(result), schema="optimize"))
+        return
+    text = result.source + f"# {result.summary()}\n"
+    if report:
+        text += _rewrites_text(result)
+    output.write_text(text, nl=False)
+
+
+def _rewrites_text(result) -> str:
+    """Each rewrite as a comment line: pass, place in the original, before -> after."""
+    from ..errors import line_col
+
+    source = result.original.source.text
+    lines = []
+    for p in result.passes:
+        for r in p.rewrites:
+            line, col = line_col(source, r.start)
+            lines.append(f"# {p.name:<9} {line}:{col:<4} {r.before}  ->  {r.after}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+COMMANDS = [optimize_command]

@@ -1,0 +1,253 @@
+"""The optimizer: every pass keeps what a program computes (values and gradients, on random
+programs seeded with the identities the passes look for, scalar and tensor), the result reads
+back, stabilization turns an overflow into the right answer, and the command prints what a
+user and a CI job read."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import INPUTS, TENSOR_SHAPES, expressions, points, tensor_expressions
+from test_properties import _evaluate
+
+from cgraph_cli import DomainError, EvalError, parse, to_source, validate
+from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.passes.optimize import PASSES, optimize
+from cgraph_cli.passes.vjp import vjp
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Identities the passes rewrite, as templates over two expressions.
+IDENTITIES = [
+    "({0}) * 1",
+    "1 * ({0})",
+    "({0}) + 0",
+    "0 + ({0})",
+    "({0}) - 0",
+    "0 - ({0})",
+    "({0}) * 0 + ({1})",
+    "({1}) + 0 * ({0})",
+    "({0}) - ({0}) + ({1})",
+    "-(-({0}))",
+    "({0}) + -({1})",
+    "({0}) - -({1})",
+    "2 * (3 * ({0}))",
+    "({0}) * 2 * 3",
+    "({0}) + ({0})",
+    "(-({0})) * (-({1}))",
+    "({0}) / 1",
+    "({0}) ^ 1",
+    "(({0}) ^ 2) ^ 3",
+    "exp({0}) / exp({0})",
+    "(2 + 3) * ({0})",
+    "sin({0}) * cos({1}) + sin({0}) * cos({1})",
+    "log(1 + exp({0}))",
+    "log(exp({0}) + 1)",
+    "log(sigmoid({0}))",
+    "log(1 - sigmoid({0}))",
+]
+TENSOR_IDENTITIES = [
+    *IDENTITIES,
+    "log(sum(exp({0})))",
+    "log(sum(exp(broadcast_to({0}, [2, 3])), 0))",
+    "log(softmax(broadcast_to({0}, [2, 3]), 1))",
+    "log(softmax({0}))",
+]
+
+
+def seeded(inner, templates):
+    """Expressions with identities wrapped around their parts."""
+    return st.recursive(
+        inner,
+        lambda e: st.tuples(st.sampled_from(templates), e, e).map(
+            lambda t: "(" + t[0].format(t[1], t[2]) + ")"
+        ),
+        max_leaves=4,
+    )
+
+
+def _close(a, b) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-12, atol=1e-12))
+
+
+def _same_run(graph, optimized, bindings) -> None:
+    """Both graphs give the same output and gradients where the original evaluates."""
+    done = _evaluate(graph, bindings)
+    if done is None:
+        return
+    values, adjoints = done
+    new = forward(optimized, bindings)
+    assert _close(new[optimized.output], values[graph.output])
+    grads = vjp(optimized, new)
+    for name, node in graph.inputs.items():
+        got = grads[optimized.inputs[name]]
+        assert np.shape(got) == np.shape(adjoints[node]), name
+        assert _close(got, adjoints[node]), name
+
+
+@PROPERTY
+@given(seeded(expressions(max_leaves=4), IDENTITIES), points)
+def test_optimizing_keeps_values_and_gradients(expression, point):
+    graph = validate(parse(f"y = {expression}"))
+    assume(graph.inputs)
+    result = optimize(graph)
+    optimized = validate(result.graph)
+    assert set(optimized.inputs) == set(graph.inputs)  # the same bindings run it
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    _same_run(graph, optimized, bindings)
+    again = parse(result.source)  # it reads back, to the same graph
+    assert to_source(again) == result.source
+    # A fixed point: optimizing the result again finds nothing to rewrite.
+    assert not any(p.rewrites for p in optimize(optimized).passes), result.source
+
+
+@PROPERTY
+@given(seeded(tensor_expressions(max_leaves=4), TENSOR_IDENTITIES), st.integers(0, 10**6))
+def test_optimizing_tensor_programs_without_knowing_their_shapes(expression, seed):
+    # The optimizer does not know that A is 2x3: what it rewrites must hold for any shapes.
+    graph = validate(parse(f"y = sum({expression})"))
+    rng = np.random.default_rng(seed)
+    bindings = {n: rng.uniform(-2, 2, TENSOR_SHAPES[n]) for n in graph.inputs}
+    bindings = {n: float(v) if np.ndim(v) == 0 else v for n, v in bindings.items()}
+    try:
+        forward(graph, bindings)
+    except EvalError:
+        assume(False)
+    _same_run(graph, validate(optimize(graph).graph), bindings)
+
+
+@PROPERTY
+@given(seeded(tensor_expressions(max_leaves=4), TENSOR_IDENTITIES), st.integers(0, 10**6))
+def test_optimizing_with_the_shapes_known(expression, seed):
+    graph = validate(parse(f"y = {expression}"))
+    rng = np.random.default_rng(seed)
+    bindings = {n: rng.uniform(-2, 2, TENSOR_SHAPES[n]) for n in graph.inputs}
+    bindings = {n: float(v) if np.ndim(v) == 0 else v for n, v in bindings.items()}
+    try:
+        values = forward(graph, bindings)
+    except EvalError:
+        assume(False)
+    optimized = validate(optimize(graph, bindings=bindings).graph)
+    new = forward(optimized, bindings)
+    assert np.shape(new[optimized.output]) == np.shape(values[graph.output])
+    assert _close(new[optimized.output], values[graph.output])
+
+
+@pytest.mark.parametrize("name", list(PASSES))
+@given(seeded(expressions(max_leaves=4), IDENTITIES), points)
+@settings(max_examples=40, deadline=None)
+def test_each_pass_alone_keeps_values_and_gradients(name, expression, point):
+    graph = validate(parse(f"y = {expression}"))
+    assume(graph.inputs)
+    optimized = validate(optimize(graph, [name]).graph)
+    bindings = {n: point[k] for k, n in enumerate(INPUTS) if n in graph.inputs}
+    _same_run(graph, optimized, bindings)
+
+
+def test_the_issue_example():
+    result = optimize(parse("y = sin(x)*2*3 + sin(x)*0 + log(sum(exp(v)))"))
+    assert result.source == "y = 6 * sin(x) + logsumexp(v)\n"
+    counts = {p.name: len(p.rewrites) for p in result.passes}
+    assert counts["stabilize"] == 1 and counts["cse"] == 1
+    assert len(result.graph.ops) < len(result.original.ops)
+
+
+def test_stabilization_turns_an_overflow_into_the_right_answer():
+    graph = parse("y = log(sum(exp(v)))")
+    with pytest.raises(DomainError):
+        forward(graph, {"v": np.array([1000.0, 1000.0])})
+    optimized = optimize(graph).graph
+    value = forward(optimized, {"v": np.array([1000.0, 1000.0])})[optimized.output]
+    assert value == pytest.approx(1000 + math.log(2), rel=1e-15)
+    soft = optimize(parse("y = log(1 + exp(x))")).graph
+    assert forward(soft, {"x": 800.0})[soft.output] == 800.0
+    assert to_source(optimize(parse("y = log(softmax(v))")).graph) == "y = log_softmax(v)\n"
+
+
+def test_an_input_no_longer_used_stays_declared():
+    result = optimize(parse("input w = 2\ny = 0 * sin(x) + 3 + 0 * w"), bindings={"x": 1.0})
+    assert result.source == "input x\ninput w = 2\ny = 3\n"
+    assert forward(result.graph, {"x": 5.0})[result.graph.output] == 3.0
+
+
+def test_a_zero_keeps_the_shape_it_stands_for():
+    # v might be a vector: v * 0 is a vector of zeros, not the number 0.
+    result = optimize(parse("y = v * 0"))
+    out = forward(result.graph, {"v": np.array([1.0, 2.0])})[result.graph.output]
+    assert out.tolist() == [0.0, 0.0]
+    # Known to be a number, it is the number.
+    assert optimize(parse("y = v * 0 + 1"), bindings={"v": 2.0}).source == "input v\ny = 1\n"
+
+
+def test_x_over_x_only_where_x_cannot_be_zero():
+    assert "x / x" in optimize(parse("y = x / x + 1")).source
+    assert optimize(parse("y = exp(x) / exp(x)"), bindings={"x": 1.0}).source == (
+        "input x\ny = 1\n"
+    )
+
+
+def test_of_optimizes_for_a_named_value():
+    result = optimize(parse("p = x * 1\nq = p + 0\ny = q * 2"), of="q")
+    assert result.source == "q = x\n"
+
+
+def test_dead_statements_are_reported_in_place():
+    result = optimize(parse("a = sin(x)\nb = cos(x)\ny = a * 2"))
+    dce = next(p for p in result.passes if p.name == "dce")
+    assert [(r.before, r.after) for r in dce.rewrites] == [("b = cos(x)", "(not needed)")]
+
+
+def test_optimize_on_a_long_chain_does_not_recurse():
+    text = "v = x\n" + "v = v * 1 + 0\n" * 3000
+    result = optimize(parse(text))
+    assert result.source == "v = x\n" or result.source.endswith("= x\n")
+
+
+# --- the command ----------------------------------------------------------------------------
+def test_cli_prints_the_program_and_a_summary(cli):
+    result = cli("optimize", "y = sin(x)*2*3 + sin(x)*0 + log(sum(exp(v)))")
+    assert result.exit_code == 0, result.stderr
+    program, summary = result.stdout.splitlines()
+    assert program == "y = 6 * sin(x) + logsumexp(v)"
+    assert summary.startswith("# 15 nodes -> 7: ") and "stabilize 1" in summary
+
+
+def test_cli_output_runs_with_the_same_bindings(cli):
+    optimized = cli("optimize", "sample:neuron").stdout
+    before = cli("eval", "sample:neuron", "--format", "json")
+    after = cli("eval", "-", "--format", "json", input=optimized)
+    assert after.exit_code == 0, after.stderr
+    assert json.loads(after.stdout)["value"] == pytest.approx(json.loads(before.stdout)["value"])
+
+
+def test_cli_report_lists_each_rewrite_with_its_place(cli):
+    result = cli("optimize", "a = 1\ny = (x + 0) * (2 * 3)", "--report")
+    lines = result.stdout.splitlines()
+    assert "# fold      2:16   2 * 3  ->  6" in lines
+    assert any(line.startswith("# simplify  2:6 ") and "x + 0  ->  x" in line for line in lines)
+
+
+def test_cli_passes_choose_and_json_counts(cli):
+    result = cli("optimize", "y = (x + 0) * (2 * 3)", "--passes", "fold", "--format", "json")
+    document = json.loads(result.stdout)
+    assert [p["name"] for p in document["passes"]] == ["fold"]
+    assert document["program"] == "y = (x + 0) * 6\n"
+    assert document["before"]["nodes"] == 7 and document["after"]["nodes"] == 5
+
+
+def test_cli_unknown_pass_is_a_usage_error(cli):
+    result = cli("optimize", "y = x", "--passes", "fold,inline")
+    assert result.exit_code == 2
+    assert "unknown pass 'inline'" in result.stderr and "dce, fold" in result.stderr
+
+
+def test_cli_writes_the_program_to_a_file(cli, tmp_path):
+    target = tmp_path / "out.cg"
+    result = cli("optimize", "y = x * 1", "-o", str(target))
+    assert result.exit_code == 0
+    assert target.read_text().startswith("y = x\n")
