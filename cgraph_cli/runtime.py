@@ -44,7 +44,9 @@ def xlogy(x, y):
 def np_sigmoid(x):
     import numpy as np
 
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # no overflow for large |x|, unlike 1 / (1 + e^-x)
+    # e^-|x| never overflows; 0.5 * (1 + tanh(x / 2)) would lose every digit below 1e-16
+    e = np.exp(-np.abs(x))
+    return np.where(np.asarray(x) >= 0.0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def np_xlogy(x, y):

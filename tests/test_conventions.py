@@ -49,6 +49,7 @@ FORMATS = {
     "hessian": ["text", "json"],
     "jvp": ["text", "json"],
     "jacobian": ["text", "json"],
+    "optimize": ["text", "json"],
 }
 NO_GRADS = {"render", "dot", "show"}
 # Options whose help says something particular to the command: the choices of --format, the
@@ -70,6 +71,7 @@ RUNS = {
     "hessian": ["hessian", "sample:rosenbrock"],
     "jvp": ["jvp", "sample:neuron", "--tangent", "x1=1"],
     "jacobian": ["jacobian", "y = softmax(z)", "z=[1,2,3]"],
+    "optimize": ["optimize", "sample:neuron", "--report"],
     "schema": ["schema", "grad"],
     "completion": ["completion", "bash"],
     "help": ["help", "grad"],

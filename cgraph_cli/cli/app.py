@@ -181,6 +181,7 @@ LAZY_COMMANDS = {
     "jvp": "derivatives:jvp_command",
     "jacobian": "derivatives:jacobian_command",
     "optimize": "optimize:optimize_command",
+    "compile": "optimize:compile_command",
     "render": "draw:render_command",
     "dot": "draw:dot_command",
     "show": "draw:show_command",

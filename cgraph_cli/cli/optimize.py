@@ -7,7 +7,16 @@ import click
 
 from . import output
 from .app import EXIT_CODES
-from .options import common_options, format_option, load, of_option, output_option, source_options
+from .options import (
+    common_options,
+    format_option,
+    load,
+    names,
+    of_option,
+    output_option,
+    source_options,
+    wrt_option,
+)
 
 
 @click.command(
@@ -72,3 +81,47 @@ def _rewrites_text(result) -> str:
 
 
 COMMANDS = [optimize_command]
+
+
+@click.command(
+    "compile", short_help="Write the program as a standalone Python module.", epilog=EXIT_CODES
+)
+@source_options
+@of_option
+@wrt_option
+@click.option(
+    "--target",
+    type=click.Choice(["python", "numpy"]),
+    default="python",
+    show_default=True,
+    help="Plain Python over math (programs of numbers), or NumPy (tensors).",
+)
+@output_option
+@common_options
+def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target):
+    """Write the program as a Python module that runs without cgraph: forward(**inputs)
+    returns every named value, grad(**inputs) returns the output's value and its gradients
+    (the derivative program, optimized), one line per node with a comment pointing back to
+    the program's line. INPUTS and DEFAULTS list the inputs and their defaults.
+
+    Tensor programs are compiled for their inputs' shapes (from the bindings or the
+    defaults), with --target numpy.
+
+    \b
+    Examples:
+      cgraph compile sample:neuron -o neuron.py
+      python -c 'import neuron; print(neuron.grad(**neuron.DEFAULTS))'
+      cgraph compile sample:mlp --target numpy -o mlp_grad.py
+      cgraph compile 'f = x^2 * y' --wrt x
+    """
+    from ..passes.compile import compile_module
+
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    label = graph.source.filename if graph.source.filename not in ("<expr>", "<stdin>") else ""
+    text = compile_module(
+        graph, target, of=of, wrt=names(wrt) or None, bindings=bindings, name=label
+    )
+    output.write_text(text, nl=False)
+
+
+COMMANDS.append(compile_command)

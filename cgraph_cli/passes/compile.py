@@ -1,0 +1,290 @@
+"""Graph -> a standalone Python module: the forward pass and the reverse pass (the derivative
+program, optimized) as straight-line code, one line per node, named after the program's
+names, each with a comment pointing back to its source line.
+
+The module imports only ``math`` (``target="python"``, programs of numbers) or ``numpy``
+(``target="numpy"``); the few helpers an op's rule calls (a stable sigmoid...) are copied in
+from :mod:`cgraph_cli.runtime`. Running it needs no cgraph. It checks what the interpreter
+checks: a domain error, or a result that is not finite, raises ``DomainError`` naming the
+program's node and its line.
+
+The code is built from the op table's value rules and names made here; nothing the user
+typed becomes code except names that are valid Python identifiers (and not keywords), and
+numbers written as Python literals.
+
+>>> from cgraph_cli import parse
+>>> namespace = {}
+>>> exec(compile_module(parse("p = x + y; g = p * z")), namespace)
+>>> namespace["forward"](x=1, y=3, z=-3)["g"], namespace["grad"](x=1, y=3, z=-3)
+(-12.0, (-12.0, {'x': -3.0, 'y': -3.0, 'z': 4.0}))
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import keyword
+import re
+from collections.abc import Mapping
+
+from .. import runtime
+from ..errors import UsageError, line_col
+from ..ir import Graph, resolve_name
+from ..ops import CONST, INPUT
+
+TARGETS = ("python", "numpy")
+_HELPER = re.compile(r"\brt\.(\w+)")
+_RESERVED = {
+    *dir(builtins),
+    *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
+    *("grads", "_finite", "_domain", "_arg", "_like", "_WHERE"),
+}
+
+
+def compile_module(
+    graph: Graph,
+    target: str = "python",
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    bindings: Mapping | None = None,
+    name: str = "",
+) -> str:
+    """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
+    ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults)."""
+    from ..derivatives import derivative_program
+    from .optimize import optimize
+
+    if target not in TARGETS:
+        raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
+    if of is not None:
+        out = resolve_name(graph, of)
+        graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
+    program = derivative_program(graph, bindings, None, wrt)
+    # The derivative program, optimized; dead-code elimination would keep one gradient only.
+    derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
+    base = program.output if program.output.isidentifier() else "out"
+    emitter = _Emitter(target, graph.source.text)
+    forward_body, forward_names = emitter.body(graph)
+    grad_body, grad_names = emitter.body(derived)
+    value = grad_names[derived.names[base]] if base in derived.names else grad_names[derived.output]
+    gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
+    return emitter.module(
+        graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
+    )
+
+
+class _Emitter:
+    """Writes the lines of a graph's nodes for one target."""
+
+    def __init__(self, target: str, text: str) -> None:
+        self.target = target
+        self.text = text  # the program's source, for the comments
+        self.helpers: set[str] = set()
+
+    def body(self, graph: Graph) -> tuple[list[str], list[str]]:
+        """The lines computing every operation node of ``graph``, and each node's variable
+        (inputs are the function's arguments; constants are written in place)."""
+        names: list[str] = []
+        taken = set(_RESERVED) | set(_helper_names())
+        lines: list[str] = []
+        for i, op in enumerate(graph.ops):
+            if op is INPUT:
+                names.append(_identifier(graph.labels[i] or "", set()))
+                continue
+            if op is CONST:
+                names.append(self.literal(graph.consts[i]))
+                continue
+            var = _fresh(graph.labels[i] or "t", taken)
+            names.append(var)
+            template = self.template(op)
+            args = [names[a] for a in graph.args[i]]
+            params = [repr(p) for p in graph.params.get(i, ())]
+            params += ["None"] * (len(op.params) - len(params))  # an optional one not given
+            expr = template.format(*args, *params)
+            for helper in _HELPER.findall(expr):
+                self.helpers.add(helper)
+            expr = _HELPER.sub(r"\1", expr)
+            lines.append(f"    {var} = {expr}" + self.comment(graph, i))
+        return lines, names
+
+    def template(self, op) -> str:
+        if self.target == "python":
+            if op.py is None:
+                raise UsageError(
+                    f"{op.symbol} works on tensors: compile this program with --target numpy"
+                )
+            return op.py
+        template = op.np or op.py
+        assert template is not None, op
+        return template
+
+    def literal(self, value) -> str:
+        if value.__class__ is float:
+            return repr(value)
+        if self.target == "python":
+            raise UsageError("an array constant needs --target numpy")
+        return f"np.array({value.tolist()!r})"
+
+    def comment(self, graph: Graph, i: int) -> str:
+        start, end = graph.starts[i], graph.ends[i]
+        if end <= start or graph.source.text != self.text:
+            return ""
+        line, _ = line_col(self.text, start)
+        snippet = " ".join(self.text[start:end].split())
+        snippet = snippet if len(snippet) <= 50 else snippet[:49] + "…"
+        return f"  # line {line}: {snippet}"
+
+    def module(self, graph, name, forward_body, names, grad_body, value, gradients, output) -> str:
+        numpy = self.target == "numpy"
+        inputs = list(graph.inputs)
+        args = ", ".join(_identifier(n, set()) for n in inputs)
+        signature = f"*, {args}" if args else ""
+        named = {n: names[node] for n, node in graph.named_nodes().items()}
+        head = [
+            f'"""A cgraph program compiled by cgraph (target {self.target}): the forward pass',
+            "(forward) and the forward and reverse passes (grad) as straight-line code. It needs",
+            'no cgraph to run."""',
+            "",
+            # The program as comments: whatever it holds stays a comment (splitlines breaks at
+            # every character Python ends a line at, and more).
+            f"# The program{(' ' + _one_line(name)) if name else ''}:",
+            *("#     " + line for line in graph.source.text.strip().splitlines()),
+            "",
+            "import numpy as np" if numpy else "import math",
+            "",
+            f"INPUTS = {tuple(inputs)!r}",
+            f"DEFAULTS = {self._defaults(graph)}",
+            "",
+            "",
+            "class DomainError(ArithmeticError):",
+            '    """A value the program cannot compute (log(-1), 1/0, an overflow...)."""',
+            "",
+            "",
+        ]
+        helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in sorted(self.helpers)]
+        values = ", ".join(f"{n!r}: {v}" for n, v in named.items())
+        if numpy:  # a gradient that is 0 everywhere may be written as the number 0
+            gradients = {n: f"_like({v}, {_identifier(n, set())})" for n, v in gradients.items()}
+        grads = ", ".join(f"{n!r}: {v}" for n, v in gradients.items())
+        convert = [f"    {a} = _arg({a})" for a in args.split(", ") if a]
+        forward = [
+            f"def forward({signature}):",
+            '    """Every named value of the program, by name."""',
+            *convert,
+            *_guarded(forward_body, numpy),
+            f"    out = {{{values}}}",
+            "    _finite(out, forward)",
+            "    return out",
+            "",
+            "",
+            f"def grad({signature}):",
+            f'    """The value of {output} and its gradient with respect to each input."""',
+            *convert,
+            *_guarded(grad_body, numpy),
+            f"    value, grads = {value}, {{{grads}}}",
+            "    _finite({'': value, **grads}, grad)",
+            "    return value, grads",
+            "",
+            "",
+        ]
+        check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
+        finite = [
+            "def _finite(values, fn):",
+            '    """Raise DomainError if a result is not finite (as cgraph\'s interpreter does)."""',
+            "    for name, v in values.items():",
+            f"        if not {check}:",
+            "            what = f' (d{name})' if fn is grad and name else (f' ({name})' if name else '')",
+            "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
+            "",
+            "",
+            "def _domain(error):",
+            '    """The error as a DomainError naming the program\'s line that raised it."""',
+            "    tb = error.__traceback__",
+            "    where = ''",
+            "    while tb is not None:",
+            "        if tb.tb_frame.f_code.co_filename == __file__ or tb.tb_next is None:",
+            "            where = _WHERE.get(tb.tb_lineno, where)",
+            "        tb = tb.tb_next",
+            "    return DomainError(f'{where}: {error}' if where else str(error))",
+            "",
+            "",
+            *(
+                [
+                    "def _like(g, x):",
+                    '    """The gradient g with the shape of its input x."""',
+                    "    return g if np.shape(g) == np.shape(x) else np.broadcast_to(g, np.shape(x)).copy()",
+                    "",
+                    "",
+                ]
+                if numpy
+                else []
+            ),
+            "def _arg(x):",
+            *(
+                [
+                    "    x = np.asarray(x, dtype=float)",
+                    "    return float(x) if x.ndim == 0 else x",
+                ]
+                if numpy
+                else ["    return float(x)"]
+            ),
+            "",
+            "",
+        ]
+        lines = "\n".join(head + helpers + forward + finite).split("\n")
+        where = {
+            k + 1: line.split("  # ", 1)[1]
+            for k, line in enumerate(lines)
+            if "  # line " in line and not line.lstrip().startswith("#")
+        }
+        return "\n".join([*lines, f"_WHERE = {where!r}", ""])
+
+    @staticmethod
+    def _defaults(graph: Graph) -> str:
+        items = []
+        for name, value in graph.defaults.items():
+            shown = repr(value) if value.__class__ is float else f"np.array({value.tolist()!r})"
+            items.append(f"{name!r}: {shown}")
+        return "{" + ", ".join(items) + "}"
+
+
+def _guarded(body: list[str], numpy: bool) -> list[str]:
+    """``body`` in a try that turns an error into a DomainError naming the program's line;
+    with NumPy, inside ``errstate``: a non-finite result is found at the end instead."""
+    pad = "    " if numpy else ""
+    body = body or ["    pass"]  # a program with no operation
+    lines = [
+        f"    {pad}try:",
+        *(f"    {pad}{line}" for line in body),
+        f"    {pad}except (ValueError, ArithmeticError) as e:",
+        f"    {pad}    raise _domain(e) from None",
+    ]
+    return ["    with np.errstate(all='ignore'):", *lines] if numpy else lines
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _helper_names() -> list[str]:
+    return [n for n, f in vars(runtime).items() if inspect.isfunction(f)]
+
+
+def _identifier(name: str, taken: set[str]) -> str:
+    """``name`` if Python reads it as a plain identifier, else a safe spelling of it."""
+    if name.isidentifier() and not keyword.iskeyword(name) and name not in _RESERVED:
+        return name
+    return name + "_" if name.isidentifier() else "v_" + re.sub(r"\W", "_", name)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """A variable for a node called ``name``: the name itself the first time, then
+    ``name_1``, ``name_2``... (a reassigned name gets a new variable: single assignment)."""
+    base = _identifier(name, taken)
+    var, k = base, 0
+    while var in taken:
+        k += 1
+        var = f"{base}_{k}"
+    taken.add(var)
+    return var

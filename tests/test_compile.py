@@ -1,0 +1,153 @@
+"""Compiled modules against the interpreter: values and gradients on random programs (plain
+Python and NumPy targets), modules that run without cgraph, domain errors placed on the
+program's line, and program text that stays out of the code."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import INPUTS, TENSOR_SHAPES, points, programs, tensor_expressions
+from test_properties import _evaluate
+
+from cgraph_cli import EvalError, UsageError, parse, validate
+from cgraph_cli.passes.compile import compile_module
+from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.passes.vjp import vjp
+
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def load(source: str) -> dict:
+    namespace: dict = {"__file__": "<compiled>"}
+    exec(compile(source, "<compiled>", "exec"), namespace)
+    return namespace
+
+
+def _close(a, b) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-12, atol=1e-12))
+
+
+@PROPERTY
+@given(programs(), points)
+def test_compiled_python_matches_the_interpreter(program, point):
+    graph = validate(parse(program))
+    assume(graph.inputs)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, adjoints = done
+    module = load(compile_module(graph))
+    named = module["forward"](**bindings)
+    for name, node in graph.named_nodes().items():
+        assert _close(named[name], values[node]), name
+    value, grads = module["grad"](**bindings)
+    assert _close(value, values[graph.output])
+    for name, node in graph.inputs.items():
+        assert _close(grads[name], adjoints[node]), name
+
+
+@PROPERTY
+@given(tensor_expressions(max_leaves=5), st.integers(0, 10**6))
+def test_compiled_numpy_matches_the_interpreter(expression, seed):
+    graph = validate(parse(f"y = sum({expression})"))
+    rng = np.random.default_rng(seed)
+    bindings = {n: rng.uniform(-2, 2, TENSOR_SHAPES[n]) for n in graph.inputs}
+    bindings = {n: float(v) if np.ndim(v) == 0 else v for n, v in bindings.items()}
+    try:
+        values = forward(graph, bindings)
+        adjoints = vjp(graph, values)
+    except EvalError:
+        assume(False)
+    module = load(compile_module(graph, "numpy", bindings=bindings))
+    value, grads = module["grad"](**bindings)
+    assert _close(value, values[graph.output])
+    for name, node in graph.inputs.items():
+        assert np.shape(grads[name]) == np.shape(adjoints[node])
+        assert _close(grads[name], adjoints[node]), name
+
+
+def test_the_module_runs_without_cgraph(tmp_path):
+    (tmp_path / "neuron_grad.py").write_text(
+        compile_module(parse(_sample("neuron"), "neuron.cg")), encoding="utf-8"
+    )
+    code = (
+        "import sys; sys.modules['cgraph_cli'] = None\n"  # importing cgraph would fail
+        "import neuron_grad as m\n"
+        "value, grads = m.grad(**m.DEFAULTS)\n"
+        "print(round(value, 4), round(grads['w1'], 4), m.INPUTS)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "0.7071 1.0 ('x1', 'x2', 'w1', 'w2', 'b')"
+
+
+def test_a_domain_error_names_the_program_line():
+    module = load(compile_module(parse("input x = 2\np = x + 1\ny = log(x) * p")))
+    with pytest.raises(ArithmeticError, match=r"line 3: log\(x\)"):
+        module["forward"](x=-1)
+    with pytest.raises(ArithmeticError, match=r"line 3: log\(x\)"):
+        module["grad"](x=0.0)
+
+
+def test_an_overflow_is_a_domain_error_too():
+    module = load(compile_module(parse("y = x * x * x")))
+    with pytest.raises(ArithmeticError, match="not finite"):
+        module["forward"](x=1e200)
+
+
+def test_program_text_stays_in_comments():
+    text = 'input x = 2\n# """\n# import os; os.system("echo hi")\ny = x * 2  # \\\n'
+    source = compile_module(parse(text))
+    assert "os.system" not in source.replace('#     # import os; os.system("echo hi")', "")
+    assert load(source)["forward"](x=3)["y"] == 6.0
+
+
+def test_names_that_python_reserves_are_renamed():
+    graph = parse("input lambda = 1\nabs = lambda * 2\nmath = abs + 1\ny = max(math, 3)")
+    named = load(compile_module(graph))["forward"](lambda_=5.0)
+    assert named["math"] == 11.0 and named["y"] == 11.0
+
+
+def test_wrt_and_of_choose_the_gradients():
+    graph = parse("p = x * y\nq = p + z\ny2 = q * q")
+    module = load(compile_module(graph, of="q", wrt=["x"]))
+    value, grads = module["grad"](x=2, y=3, z=1)
+    assert (value, grads) == (7.0, {"x": 3.0})
+
+
+def test_tensor_programs_need_the_numpy_target():
+    with pytest.raises(UsageError, match="--target numpy"):
+        compile_module(parse("y = sum(v)"), bindings={"v": np.ones(3)})
+
+
+def test_cli_writes_a_module_that_imports(cli, tmp_path):
+    target = tmp_path / "mlp_grad.py"
+    result = cli("compile", "sample:mlp", "--target", "numpy", "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    module = load(target.read_text())
+    value, grads = module["grad"](**module["DEFAULTS"])
+    expected = cli("grad", "sample:mlp", "--format", "json")
+    import json
+
+    document = json.loads(expected.stdout)
+    assert math.isclose(value, document["value"], rel_tol=1e-12)
+    assert np.allclose(grads["W1"], document["gradients"]["W1"], rtol=1e-12)
+
+
+def test_cli_python_target_on_a_tensor_program_is_a_usage_error(cli):
+    result = cli("compile", "sample:mlp")
+    assert result.exit_code == 2
+    assert "--target numpy" in result.stderr
+
+
+def _sample(name: str) -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parent.parent / "samples" / f"{name}.cg").read_text()
