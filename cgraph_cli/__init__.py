@@ -69,6 +69,9 @@ _LAZY = {
     "Node": "ir",
     "validate": "ir",
     "to_source": "render.source",
+    "optimize": "passes.optimize",
+    "Optimized": "passes.optimize",
+    "compile_module": "passes.compile",
 }
 
 if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
@@ -99,8 +102,10 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     )
     from .gradcheck import GradcheckReport
     from .ir import Graph, Node, validate
+    from .passes.compile import compile_module
     from .passes.evaluate import forward
     from .passes.jvp import jvp
+    from .passes.optimize import Optimized, optimize
     from .passes.vjp import vjp
     from .render.source import to_source
 
@@ -161,11 +166,13 @@ __all__ = [
     "Gradients",
     "Graph",
     "Node",
+    "Optimized",
     "ParseError",
     "Span",
     "UsageError",
     "Value",
     "check",
+    "compile_module",
     "derivative_program",
     "diagram",
     "evaluate",
@@ -176,6 +183,7 @@ __all__ = [
     "hessian",
     "jacobian",
     "jvp",
+    "optimize",
     "parse",
     "tangent_program",
     "to_source",

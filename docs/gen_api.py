@@ -26,6 +26,7 @@ SECTIONS = [
     ("Checks", ["check", "CheckReport", "gradcheck", "GradcheckReport"]),
     ("Explanations", ["explain", "Explanation"]),
     ("Derivatives", ["derivative_program", "tangent_program", "hessian", "jacobian"]),
+    ("Optimizing and compiling", ["optimize", "Optimized", "compile_module"]),
     (
         "The graph and its passes",
         ["Graph", "Node", "validate", "forward", "vjp", "jvp", "to_source", "Span"],

@@ -38,7 +38,7 @@ NUMBERS = {
     "jvp",
     "jacobian",
 }
-NAMED_OUTPUT = (NUMBERS - {"jvp"}) | {"diff"}  # the commands that take --of
+NAMED_OUTPUT = (NUMBERS - {"jvp"}) | {"diff", "optimize", "compile"}  # those taking --of
 FORMATS = {
     "eval": ["text", "json", "plain"],
     "grad": ["text", "json", "plain"],
@@ -72,6 +72,7 @@ RUNS = {
     "jvp": ["jvp", "sample:neuron", "--tangent", "x1=1"],
     "jacobian": ["jacobian", "y = softmax(z)", "z=[1,2,3]"],
     "optimize": ["optimize", "sample:neuron", "--report"],
+    "compile": ["compile", "sample:neuron"],
     "schema": ["schema", "grad"],
     "completion": ["completion", "bash"],
     "help": ["help", "grad"],
@@ -456,6 +457,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
     families = [
         "compute",
         "derivatives",
+        "optimize",
         "draw",
         "checks",
         "explain",

@@ -67,7 +67,8 @@ def completions(args: list[str], incomplete: str) -> list[tuple[str, str]]:
     "args, incomplete, expected",
     [
         ([], "gr", [("plain", "grad"), ("plain", "gradcheck")]),
-        ([], "comp", [("plain", "completion")]),
+        ([], "compl", [("plain", "completion")]),
+        ([], "comp", [("plain", "compile"), ("plain", "completion")]),
         (["render"], "--th", [("plain", "--theme")]),
         (["eval", "--format"], "j", [("plain", "json")]),
         (["render", "--theme"], "", [("plain", "light"), ("plain", "dark"), ("plain", "print")]),
