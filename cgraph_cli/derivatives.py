@@ -79,10 +79,12 @@ def derivative_program(
     of: str | None = None,
     wrt: list[str] | None = None,
     order: int = 1,
+    intermediates: bool = True,
 ) -> Program:
     """The program with its derivatives up to ``order`` with respect to ``wrt`` (default:
     every input), each a statement (``d2f_dxdy``); mixed ones once (∂²f/∂x∂y = ∂²f/∂y∂x).
-    Shapes come from ``bindings`` or the inputs' defaults."""
+    Shapes come from ``bindings`` or the inputs' defaults. ``intermediates``: the derivative
+    with respect to each named value is a statement too (``dg_dp``)."""
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"the order is 1 to {MAX_ORDER}, got {order}")
     out = graph.output if of is None else resolve_name(graph, of)
@@ -97,7 +99,12 @@ def derivative_program(
     base = graph.display_name(out)
     base = base if base.isidentifier() else "out"
     derived: Derived = grad_graph(
-        graph, out, asked, shapes, names_for={w: _name(base, (w,)) for w in wrt}
+        graph,
+        out,
+        asked,
+        shapes,
+        names_for={w: _name(base, (w,)) for w in wrt},
+        intermediates=intermediates,
     )
     current = derived.graph
     derivatives: dict[tuple[str, ...], str] = {(w,): derived.gradients[w] for w in wrt}

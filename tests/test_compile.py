@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from strategies import INPUTS, TENSOR_SHAPES, points, programs, tensor_expressions
 from test_properties import _evaluate
 
-from cgraph_cli import EvalError, UsageError, parse, validate
+from cgraph_cli import DomainError, EvalError, UsageError, parse, validate
+from cgraph_cli.derivatives import derivative_program
 from cgraph_cli.passes.compile import compile_module
 from cgraph_cli.passes.evaluate import forward
 from cgraph_cli.passes.vjp import vjp
@@ -46,7 +47,16 @@ def test_compiled_python_matches_the_interpreter(program, point):
     named = module["forward"](**bindings)
     for name, node in graph.named_nodes().items():
         assert _close(named[name], values[node]), name
-    value, grads = module["grad"](**bindings)
+    try:
+        value, grads = module["grad"](**bindings)
+    except ArithmeticError:
+        # The module runs the derivative program, which computes every partial: one undefined
+        # where the interpreter's reverse pass skips it (its gradient is 0 there, as at
+        # xlogy(y, x < 0)) is an error in both the module and the derivative program.
+        derived = derivative_program(graph).graph
+        with pytest.raises(DomainError):
+            forward(derived, bindings)
+        return
     assert _close(value, values[graph.output])
     for name, node in graph.inputs.items():
         assert _close(grads[name], adjoints[node]), name

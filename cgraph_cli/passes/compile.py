@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import builtins
 import inspect
+from bisect import bisect_right
 import keyword
 import re
 from collections.abc import Mapping
 
 from .. import runtime
-from ..errors import UsageError, line_col
+from ..errors import UsageError
 from ..ir import Graph, resolve_name
 from ..ops import CONST, INPUT
 
@@ -60,7 +61,9 @@ def compile_module(
     if of is not None:
         out = resolve_name(graph, of)
         graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
-    program = derivative_program(graph, bindings, None, wrt)
+    # Without a statement per intermediate derivative: those are temporaries, whose variables
+    # are used again once they are dead (floats freed as soon as possible run faster).
+    program = derivative_program(graph, bindings, None, wrt, intermediates=False)
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
     base = program.output if program.output.isidentifier() else "out"
@@ -81,13 +84,21 @@ class _Emitter:
         self.target = target
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
+        # Where each line starts, for a node's line number by bisection.
+        self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
-    def body(self, graph: Graph) -> tuple[list[str], list[str]]:
+    def body(self, graph: Graph, keep: set[int] | None = None) -> tuple[list[str], list[str]]:
         """The lines computing every operation node of ``graph``, and each node's variable
-        (inputs are the function's arguments; constants are written in place)."""
+        (inputs are the function's arguments; constants are written in place). A node the
+        program names gets its own variable (``v``, ``v_1``...); a temporary takes the
+        variable of one that is dead by then, unless it is in ``keep``."""
         names: list[str] = []
         taken = set(_RESERVED) | set(_helper_names())
+        counts: dict[str, int] = {}
         lines: list[str] = []
+        last = _last_uses(graph)
+        free: list[str] = []  # variables of dead temporaries
+        temporary: set[str] = set()
         for i, op in enumerate(graph.ops):
             if op is INPUT:
                 names.append(_identifier(graph.labels[i] or "", set()))
@@ -95,8 +106,6 @@ class _Emitter:
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
                 continue
-            var = _fresh(graph.labels[i] or "t", taken)
-            names.append(var)
             template = self.template(op)
             args = [names[a] for a in graph.args[i]]
             params = [repr(p) for p in graph.params.get(i, ())]
@@ -105,6 +114,17 @@ class _Emitter:
             for helper in _HELPER.findall(expr):
                 self.helpers.add(helper)
             expr = _HELPER.sub(r"\1", expr)
+            for a in set(graph.args[i]):  # arguments read for the last time: their variables
+                if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
+                    free.append(names[a])
+            label = graph.labels[i]
+            if label is None and free and (keep is None or i not in keep):
+                var = free.pop()
+            else:
+                var = _fresh(label or "t", taken, counts)
+                if label is None:
+                    temporary.add(var)
+            names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
         return lines, names
 
@@ -130,7 +150,7 @@ class _Emitter:
         start, end = graph.starts[i], graph.ends[i]
         if end <= start or graph.source.text != self.text:
             return ""
-        line, _ = line_col(self.text, start)
+        line = bisect_right(self.lines, start)
         snippet = " ".join(self.text[start:end].split())
         snippet = snippet if len(snippet) <= 50 else snippet[:49] + "…"
         return f"  # line {line}: {snippet}"
@@ -240,13 +260,31 @@ class _Emitter:
         }
         return "\n".join([*lines, f"_WHERE = {where!r}", ""])
 
-    @staticmethod
-    def _defaults(graph: Graph) -> str:
+    def _defaults(self, graph: Graph) -> str:
         items = []
         for name, value in graph.defaults.items():
-            shown = repr(value) if value.__class__ is float else f"np.array({value.tolist()!r})"
+            if isinstance(value, float):
+                shown = repr(value)
+            elif self.target == "python":
+                raise UsageError(
+                    f"the default of '{name}' is a tensor: compile with --target numpy"
+                )
+            else:
+                shown = f"np.array({value.tolist()!r})"
             items.append(f"{name!r}: {shown}")
         return "{" + ", ".join(items) + "}"
+
+
+def _last_uses(graph: Graph) -> list[int]:
+    """For each node, the last node that reads it (the output and named nodes: the end)."""
+    end = len(graph.ops)
+    last = [-1] * end
+    for i, args in enumerate(graph.args):
+        for a in args:
+            last[a] = i
+    for node in (graph.output, *graph.names.values(), *graph.inputs.values()):
+        last[node] = end
+    return last
 
 
 def _guarded(body: list[str], numpy: bool) -> list[str]:
@@ -278,13 +316,15 @@ def _identifier(name: str, taken: set[str]) -> str:
     return name + "_" if name.isidentifier() else "v_" + re.sub(r"\W", "_", name)
 
 
-def _fresh(name: str, taken: set[str]) -> str:
+def _fresh(name: str, taken: set[str], counts: dict[str, int]) -> str:
     """A variable for a node called ``name``: the name itself the first time, then
-    ``name_1``, ``name_2``... (a reassigned name gets a new variable: single assignment)."""
+    ``name_1``, ``name_2``... (a reassigned name gets a new variable: single assignment).
+    ``counts`` remembers where each name's numbering got to."""
     base = _identifier(name, taken)
-    var, k = base, 0
+    var, k = base, counts.get(base, 0)
     while var in taken:
         k += 1
         var = f"{base}_{k}"
+    counts[base] = k
     taken.add(var)
     return var
