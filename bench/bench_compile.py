@@ -73,11 +73,11 @@ def scalar(runs: int) -> None:
         module: dict = {"__file__": "<compiled>"}
         exec(code, module)
         args = {"x": 0.5, "a": 1.0, "b": 0.001}
-        compiled = best(lambda: module["grad"](**args), runs)
+        compiled = best(lambda m=module, a=args: m["grad"](**a), runs)
         by_hand_fn = hand_written(statements)
-        by_hand = best(lambda: by_hand_fn(**args), runs)
+        by_hand = best(lambda f=by_hand_fn, a=args: f(**a), runs)
         assert abs(by_hand_fn(**args)[1]["a"] - module["grad"](**args)[1]["a"]) < 1e-6
-        interpreted = best(lambda: grad(graph, args), runs)
+        interpreted = best(lambda g=graph, a=args: grad(g, a), runs)
         step = generate + python
         gain = interpreted - compiled
         even = step / gain if gain > 0 else float("inf")
@@ -133,9 +133,9 @@ def tensors(runs: int) -> None:
         got = module["grad"](**values)
         want = by_hand_mlp(**values)
         assert np.allclose(got[1]["W1"], want[1]["W1"])
-        compiled = best(lambda: module["grad"](**values), runs)
-        hand = best(lambda: by_hand_mlp(**values), runs)
-        interpreted = best(lambda: grad(graph, values), runs)
+        compiled = best(lambda m=module, v=values: m["grad"](**v), runs)
+        hand = best(lambda v=values: by_hand_mlp(**v), runs)
+        interpreted = best(lambda g=graph, v=values: grad(g, v), runs)
         print(
             f"  {width:>6}  {compiled * 1e3:>9.3f}  {hand * 1e3:>8.3f}  {compiled / hand:>6.2f}"
             f"  {interpreted * 1e3:>11.3f}"

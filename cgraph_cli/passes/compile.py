@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import builtins
 import inspect
-from bisect import bisect_right
 import keyword
 import re
+from bisect import bisect_right
 from collections.abc import Mapping
 
 from .. import runtime
@@ -107,6 +107,9 @@ class _Emitter:
                 names.append(self.literal(graph.consts[i]))
                 continue
             template = self.template(op)
+            exponent = graph.consts.get(graph.args[i][-1])
+            if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
+                template = "{0} * {0}"  # a square: one multiplication, not a call of pow
             args = [names[a] for a in graph.args[i]]
             params = [repr(p) for p in graph.params.get(i, ())]
             params += ["None"] * (len(op.params) - len(params))  # an optional one not given
@@ -209,9 +212,18 @@ class _Emitter:
             "",
         ]
         check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
+        # One sum over every result: finite only if each one is (an array's own .sum is
+        # cheaper than np.sum's dispatch, which a small network pays once per gradient).
+        total = (
+            "sum(v.sum() if v.__class__ is np.ndarray else v for v in values.values())"
+            if numpy
+            else "sum(values.values())"
+        )
         finite = [
             "def _finite(values, fn):",
             '    """Raise DomainError if a result is not finite (as cgraph\'s interpreter does)."""',
+            f"    if {check.replace('(v)', f'({total})')}:  # a finite sum: all are finite",
+            "        return",
             "    for name, v in values.items():",
             f"        if not {check}:",
             "            what = f' (d{name})' if fn is grad and name else (f' ({name})' if name else '')",
