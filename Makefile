@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_frontend.py
 	$(BIN)/python bench/bench_hessian.py
+	$(BIN)/python bench/bench_compile.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py --update-golden

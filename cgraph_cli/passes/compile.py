@@ -38,7 +38,7 @@ _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
-    *("grads", "_finite", "_domain", "_arg", "_like", "_WHERE"),
+    *("grads", "_finite", "_domain", "_arg", "_like", "_plain", "_WHERE"),
 }
 
 
@@ -52,7 +52,15 @@ def compile_module(
     name: str = "",
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
-    ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults)."""
+    ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
+
+    >>> from cgraph_cli import parse
+    >>> namespace = {}
+    >>> exec(compile_module(parse("y = sum(W @ x)"), "numpy", bindings={"W": [[1, 2]], "x": [3, 4]}), namespace)
+    >>> value, grads = namespace["grad"](W=[[1, 2]], x=[3, 4])
+    >>> value, grads["x"].tolist()
+    (11.0, [1.0, 2.0])
+    """
     from ..derivatives import derivative_program
     from .optimize import optimize
 
@@ -197,6 +205,7 @@ class _Emitter:
             *convert,
             *_guarded(forward_body, numpy),
             f"    out = {{{values}}}",
+            *(["    out = {k: _plain(v) for k, v in out.items()}"] if numpy else []),
             "    _finite(out, forward)",
             "    return out",
             "",
@@ -205,7 +214,7 @@ class _Emitter:
             f'    """The value of {output} and its gradient with respect to each input."""',
             *convert,
             *_guarded(grad_body, numpy),
-            f"    value, grads = {value}, {{{grads}}}",
+            f"    value, grads = {f'_plain({value})' if numpy else value}, {{{grads}}}",
             "    _finite({'': value, **grads}, grad)",
             "    return value, grads",
             "",
@@ -245,7 +254,14 @@ class _Emitter:
                 [
                     "def _like(g, x):",
                     '    """The gradient g with the shape of its input x."""',
-                    "    return g if np.shape(g) == np.shape(x) else np.broadcast_to(g, np.shape(x)).copy()",
+                    "    if np.shape(g) != np.shape(x):",
+                    "        g = np.broadcast_to(g, np.shape(x)).copy()",
+                    "    return _plain(g)",
+                    "",
+                    "",
+                    "def _plain(v):",
+                    '    """A number as a float, an array as it is."""',
+                    "    return float(v) if np.ndim(v) == 0 else v",
                     "",
                     "",
                 ]

@@ -41,7 +41,13 @@ class PassReport(NamedTuple):
 
 class Optimized:
     """An optimized program: ``graph``, the ``original`` it came from, and what each pass
-    rewrote (``passes``)."""
+    rewrote (``passes``).
+
+    >>> from cgraph_cli import parse
+    >>> result = optimize(parse("y = (x + 0) * (2 * 3)"))
+    >>> result, [(p.name, [r.before for r in p.rewrites]) for p in result.passes if p.rewrites]
+    (<Optimized 7 nodes -> 3: fold 1, simplify 2>, [('fold', ['2 * 3']), ('simplify', ['x + 0', '(x + 0) * 6'])])
+    """
 
     __slots__ = ("graph", "original", "passes")
 
@@ -88,7 +94,12 @@ def optimize(
 ) -> Optimized:
     """Run ``passes`` (default: all, in :data:`PASSES` order) over ``graph`` until they
     change nothing; ``of``: optimize for that named value instead of the output;
-    ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults)."""
+    ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults).
+
+    >>> from cgraph_cli import parse
+    >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
+    y = softplus(x)
+    """
     original = graph
     if of is not None:
         node = resolve_name(graph, of)
