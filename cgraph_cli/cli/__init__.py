@@ -6,6 +6,16 @@ commands live in one module per family (run, draw, checks, explain, samples) and
 registered explicitly in :mod:`.app`.
 """
 
-from .app import main, run
+import gc
+
+# Importing click and the app makes many objects and no garbage: the cyclic collector would
+# only rescan them (a few milliseconds of every command's start). Paused while importing only.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from .app import main, run
+finally:
+    if _collecting:
+        gc.enable()
 
 __all__ = ["main", "run"]

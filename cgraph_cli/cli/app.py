@@ -4,6 +4,7 @@ errors included."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import MutableMapping
@@ -210,7 +211,14 @@ class LazyCommands(MutableMapping):
         entry = self._entries[name]
         if isinstance(entry, str):
             module, attribute = entry.split(":")
-            entry = getattr(__import__(f"{__package__}.{module}", fromlist=[attribute]), attribute)
+            collecting = gc.isenabled()
+            gc.disable()  # an import makes no garbage for the collector to look for
+            try:
+                loaded = __import__(f"{__package__}.{module}", fromlist=[attribute])
+            finally:
+                if collecting:
+                    gc.enable()
+            entry = getattr(loaded, attribute)
             self._entries[name] = entry
         return entry
 
