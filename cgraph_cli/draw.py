@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -115,13 +116,17 @@ def diagram(
     rankdir: str = "LR",
     precision: int = 4,
     force: bool = False,
+    optimized: bool = False,
+    compare: bool = False,
 ) -> Diagram:
     """The diagram ``cgraph render`` draws: each node with its value and ∂output/∂node
     (inputs without bindings: the structure only, and a ``note`` says why). ``of``: the
     output; ``focus``: draw only what leads to that name; ``derivative``: the derivative
     program too, in a band under the graph; ``backward``: the local derivatives on the
     edges; ``theme`` "light", "dark" or "print"; ``rankdir`` "LR", "TB", "RL" or "BT".
-    More than 500 nodes is a :class:`UsageError` unless ``force``.
+    ``optimized``: the program as ``cgraph optimize`` leaves it; ``compare``: the program
+    before and after optimization, side by side. More than 500 nodes is a
+    :class:`UsageError` unless ``force``.
 
     >>> d = diagram("p = x + y; g = p * z", {"x": 1, "y": 3}, theme="dark")
     >>> d.nodes, d.note
@@ -138,6 +143,15 @@ def diagram(
         grads=grads,
         backward=backward,
     )
+    if optimized or compare:
+        if derivative or focus is not None:
+            raise UsageError("--optimized and --compare draw the whole program, alone")
+        from .passes.optimize import optimize
+
+        after = optimize(graph, of=of, bindings=bindings).graph
+        if compare:
+            return compare_diagram(graph, after, bindings, options, of=of, force=force)
+        return diagram_of(after, bindings, options, force=force)
     if not derivative:
         return diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
     if focus is not None:
@@ -215,6 +229,68 @@ def diagram_of(
     if focus_node is not None:
         options = replace(options, focus=focus_node)
     return Diagram(dot_diagram(graph, values, adjoints, options, output=out).source, count, note)
+
+
+def compare_diagram(
+    before: Graph,
+    after: Graph,
+    bindings: Mapping[str, object] | None,
+    options: DiagramOptions,
+    *,
+    of: str | None = None,
+    force: bool = False,
+) -> Diagram:
+    """``before`` and ``after`` (its optimized form) side by side, each in a frame that says
+    how many nodes it has, each annotated as :func:`diagram_of` would (laid out top to
+    bottom, whatever ``rankdir`` says).
+
+    >>> from cgraph_cli import parse
+    >>> from cgraph_cli.passes.optimize import optimize
+    >>> g = parse("y = x * 1 + 0")
+    >>> d = compare_diagram(g, optimize(g).graph, {"x": 2}, DiagramOptions())
+    >>> d.nodes, "cluster_before" in d.dot and "cluster_after" in d.dot
+    (6, True)
+    """
+    import graphviz
+
+    from .render.dot import THEMES
+
+    out = before.output if of is None else resolve_name(before, of)
+    count = diagram_size(before, out, force) + diagram_size(after, after.output, force)
+    _check_size(count, force, "the two diagrams", "--of NAME")
+    theme = THEMES[options.theme]
+    # Each graph top to bottom, so that the two frames stand side by side, before on the left.
+    options = replace(options, rankdir="TB")
+    both = graphviz.Digraph("cgraph", format="svg")
+    notes = []
+    for graph, output, prefix, title in (
+        (before, out, "b", "before"),
+        (after, after.output, "a", "after optimize"),
+    ):
+        _, values, adjoints, note = evaluate_for_drawing(
+            graph, bindings, of if graph is before else None, options.values
+        )
+        if note:
+            notes.append(note)
+        part = dot_diagram(graph, values, adjoints, options, output=output, prefix=prefix)
+        # Node and edge statements go in the frame; the attributes (layout, theme, legend)
+        # once, for the whole drawing.
+        mine = [re.match(rf"\t{prefix}\d", line) is not None for line in part.body]
+        if prefix == "b":
+            both.body += [line for line, m in zip(part.body, mine) if not m]
+        cluster = graphviz.Digraph(name=f"cluster_{title.split()[0]}")
+        cluster.body += [line for line, m in zip(part.body, mine) if m]
+        nodes = len(graph.ops)
+        cluster.attr(
+            label=f"{title}: {nodes} node{'s' * (nodes != 1)}",
+            labelloc="t",
+            fontsize="14",
+            color=theme.muted,
+            style="rounded,dashed",
+            margin="14",
+        )
+        both.subgraph(cluster)
+    return Diagram(both.source, count, notes[0] if notes else None)
 
 
 def derivative_view(

@@ -286,3 +286,28 @@ def test_cli_writes_the_program_to_a_file(cli, tmp_path):
     result = cli("optimize", "y = x * 1", "-o", str(target))
     assert result.exit_code == 0
     assert target.read_text().startswith("y = x\n")
+
+
+def test_render_compare_draws_before_and_after_side_by_side(cli):
+    result = cli("dot", "sample:rewrites", "--compare")
+    assert result.exit_code == 0, result.stderr
+    dot = result.stdout
+    assert "subgraph cluster_before" in dot and "subgraph cluster_after" in dot
+    assert "before: 22 nodes" in dot and "after optimize: 9 nodes" in dot
+    assert "logsumexp" in dot.split("cluster_after")[1]
+    assert "rankdir=TB" in dot  # frames side by side, each graph top to bottom
+
+
+def test_render_optimized_draws_the_optimized_program(cli, tmp_path):
+    result = cli("dot", "y = x * 1 + 0", "x=2", "--optimized")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("[label=") == 1  # y = x: the input alone is left
+    image = tmp_path / "after.svg"
+    assert cli("render", "sample:rewrites", "--compare", "-o", str(image)).exit_code == 0
+    assert image.read_text().count("<svg") == 1
+
+
+def test_compare_does_not_combine_with_the_derivative_band(cli):
+    result = cli("dot", "sample:seed", "--compare", "--derivative")
+    assert result.exit_code == 2
+    assert "alone" in result.stderr

@@ -56,6 +56,16 @@ def diagram_options(command):
                 help="Also draw the derivative program (cgraph diff's) as a graph, each "
                 "derivative beside the value it differentiates against.",
             ),
+            click.option(
+                "--optimized",
+                is_flag=True,
+                help="Draw the program as cgraph optimize leaves it.",
+            ),
+            click.option(
+                "--compare",
+                is_flag=True,
+                help="Draw the program before and after cgraph optimize, side by side.",
+            ),
             of_option,
             click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
             click.option(
@@ -82,6 +92,8 @@ def _diagram(
     no_grads,
     backward,
     derivative,
+    optimized,
+    compare,
     of,
     focus,
     force,
@@ -96,6 +108,8 @@ def _diagram(
         of=of,
         focus=focus,
         derivative=derivative,
+        optimized=optimized,
+        compare=compare,
         backward=backward,
         values=not no_values,
         grads=not no_grads,
@@ -178,6 +192,8 @@ def render_command(
     no_grads,
     backward,
     derivative,
+    optimized,
+    compare,
     of,
     focus,
     force,
@@ -195,6 +211,7 @@ def render_command(
       cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
       cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
       cgraph render sample:mlp --derivative -o mlp.png         # the backward pass as a graph
+      cgraph render sample:rewrites --compare -o before-after.png  # what optimize does
       cgraph render sample:seed --no-values -T svg -o -        # SVG on standard output
 
     Each node shows its value and ∂output/∂node; the gradient cell is tinted blue when
@@ -222,6 +239,8 @@ def render_command(
         no_grads,
         backward,
         derivative,
+        optimized,
+        compare,
         of,
         focus,
         force,
@@ -263,6 +282,8 @@ def dot_command(
     no_grads,
     backward,
     derivative,
+    optimized,
+    compare,
     of,
     focus,
     force,
@@ -288,6 +309,8 @@ def dot_command(
         no_grads,
         backward,
         derivative,
+        optimized,
+        compare,
         of,
         focus,
         force,

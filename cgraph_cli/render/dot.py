@@ -110,9 +110,11 @@ def diagram(
     adjoints: Sequence[Value] | None = None,
     options: DiagramOptions | None = None,
     output: int | None = None,
+    prefix: str = "n",
 ) -> graphviz.Digraph:
     """The DOT diagram of ``graph``; values and adjoints (∂output/∂node) label the nodes when
-    given and asked for."""
+    given and asked for. ``prefix`` begins each node's DOT name (``n0``, ``n1``...): two
+    diagrams drawn side by side need different ones."""
     import graphviz
 
     options = options or DiagramOptions()
@@ -177,14 +179,14 @@ def diagram(
         if i in split:
             labels[i] = (label, attrs)  # drawn beside each reader instead
             continue
-        dot.node(f"n{i}", f"<{label}>", **attrs)
+        dot.node(f"{prefix}{i}", f"<{label}>", **attrs)
     for i, args in enumerate(graph.args):
         if not shown[i]:
             continue
         for k, a in enumerate(args):
-            tail = f"n{a}"
+            tail = f"{prefix}{a}"
             if a in labels:
-                tail = f"n{a}_{i}_{k}"
+                tail = f"{prefix}{a}_{i}_{k}"
                 label, attrs = labels[a]
                 dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
             attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options, names[out])
@@ -194,7 +196,7 @@ def diagram(
                 attrs["label"] = shape_text(values[a]) + (
                     "\n" + attrs["label"] if "label" in attrs else ""
                 )
-            dot.edge(tail, f"n{i}", **attrs)
+            dot.edge(tail, f"{prefix}{i}", **attrs)
     if adjoints is not None:
         dot.attr(
             label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10"
