@@ -161,3 +161,26 @@ def _sample(name: str) -> str:
     from pathlib import Path
 
     return (Path(__file__).resolve().parent.parent / "samples" / f"{name}.cg").read_text()
+
+
+@pytest.mark.parametrize("sample", ["functions", "neuron", "logistic", "rosenbrock", "fanout"])
+def test_a_program_of_numbers_compiled_for_numpy_runs_many_rows_at_once(sample):
+    graph = parse(_sample(sample))
+    module = load(compile_module(graph, "numpy"))
+    rng = np.random.default_rng(7)
+    rows = {n: rng.uniform(0.3, 1.5, 6) for n in graph.inputs}
+    value, grads = module["grad"](**rows)
+    assert np.shape(value) == (6,)
+    for k in range(6):
+        one = {n: float(v[k]) for n, v in rows.items()}
+        values = forward(graph, one)
+        adjoints = vjp(graph, values)
+        assert _close(value[k], values[graph.output])
+        for name, node in graph.inputs.items():
+            assert _close(grads[name][k], adjoints[node]), (name, k)
+
+
+def test_a_temporary_never_takes_an_input_name():
+    graph = parse("loss = t * log(x) + t1 * 2 + t_1")
+    module = load(compile_module(graph))
+    assert module["forward"](t=2, x=math.e, t1=1, t_1=0.5)["loss"] == pytest.approx(4.5)

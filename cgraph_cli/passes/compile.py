@@ -102,6 +102,9 @@ class _Emitter:
         variable of one that is dead by then, unless it is in ``keep``."""
         names: list[str] = []
         taken = set(_RESERVED) | set(_helper_names())
+        # The inputs' names first: a temporary must never take one (an input `t` is read
+        # after the first temporary `t` is made).
+        taken |= {_identifier(name, set()) for name in graph.inputs}
         counts: dict[str, int] = {}
         lines: list[str] = []
         last = _last_uses(graph)
