@@ -44,6 +44,28 @@ class Diagram:
     nodes: int  # nodes drawn
     note: str | None = None  # what the user should know (values left out, and why)
 
+    def titled(self, title: str) -> Diagram:
+        """The same drawing under a title (a frame without a border, labelled at the top;
+        the legend stays under the drawing).
+
+        >>> "the seed" in diagram("g = x * y").titled("the seed").dot
+        True
+        """
+        import html
+
+        lines = self.dot.rstrip().rstrip("}").splitlines()
+        head = [lines[0]] + [line for line in lines[1:] if not re.match(r"\tn\d", line)]
+        body = [f"\t{line}" for line in lines[1:] if re.match(r"\tn\d", line)]
+        label = html.escape(title)
+        frame = [
+            "\tsubgraph cluster_title {",
+            f'\t\tlabel=<<FONT POINT-SIZE="15">{label}</FONT>> labelloc=t labeljust=l '
+            "peripheries=0 margin=12",
+            *body,
+            "\t}",
+        ]
+        return Diagram("\n".join([*head, *frame, "}"]) + "\n", self.nodes, self.note)
+
     @property
     def source(self) -> str:
         """The DOT text (as ``graphviz.Digraph.source`` names it); the same as ``dot``."""

@@ -54,8 +54,18 @@ FORMATS = {
 NO_GRADS = {"render", "dot", "show"}
 # Options whose help says something particular to the command: the choices of --format, the
 # default of --precision, render's default file, what --force draws, the tolerance's formula,
-# the order (diff: derivatives up to N; gradcheck: which derivatives it checks).
-OWN_HELP = {"--format", "--precision", "--output", "--force", "--rtol", "--order", "--mode"}
+# the order (diff: derivatives up to N; gradcheck: which derivatives it checks), what
+# --frames draws (explain: backward steps; optimize: passes).
+OWN_HELP = {
+    "--format",
+    "--precision",
+    "--output",
+    "--force",
+    "--rtol",
+    "--order",
+    "--mode",
+    "--frames",
+}
 # A run of each command, as most users would type it.
 RUNS = {
     "eval": ["eval", "sample:neuron", "--all"],

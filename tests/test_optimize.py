@@ -311,3 +311,15 @@ def test_compare_does_not_combine_with_the_derivative_band(cli):
     result = cli("dot", "sample:seed", "--compare", "--derivative")
     assert result.exit_code == 2
     assert "alone" in result.stderr
+
+
+def test_frames_draw_the_program_after_each_pass(cli, tmp_path):
+    folder = tmp_path / "slides"
+    result = cli("optimize", "sample:rewrites", "--frames", str(folder), "--frames-format", "svg")
+    assert result.exit_code == 0, result.stderr
+    names = sorted(p.name for p in folder.iterdir())
+    assert names[0] == "00-original.svg" and names[1] == "01-dce.svg"
+    assert {"02-fold.svg", "05-stabilize.svg"} <= set(names)
+    text = (folder / "05-stabilize.svg").read_text()
+    assert "after stabilize" in text and "logsumexp" in text
+    assert "wrote 7 frames" in result.stderr

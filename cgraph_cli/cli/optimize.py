@@ -31,12 +31,28 @@ from .options import (
     "(default: all; they run in that order, repeated until nothing changes).",
 )
 @click.option("--report", is_flag=True, help="Also list each rewrite: where, before and after.")
+@click.option(
+    "--frames",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Draw the program before the passes and after each pass that changes it, one "
+    "image each in DIR (a slide sequence).",
+)
+@click.option(
+    "--frames-format",
+    type=click.Choice(["png", "svg"]),
+    default="png",
+    show_default=True,
+    help="Image type of the frames.",
+)
 @format_option(
     ["text", "json"], "text", "The program (with a summary comment), or JSON with the rewrites."
 )
 @output_option
 @common_options
-def optimize_command(args, expr, file_, binds, bindings_file, of, passes, report, fmt):
+def optimize_command(
+    args, expr, file_, binds, bindings_file, of, passes, report, frames, frames_format, fmt
+):
     """Optimize the program as a graph compiler does, and print the result: dead code
     dropped, constants folded, common subexpressions shared, algebra simplified, and
     numerically unstable forms (log(sum(exp(x))), log(1 + exp(x))...) made stable.
@@ -51,11 +67,23 @@ def optimize_command(args, expr, file_, binds, bindings_file, of, passes, report
       cgraph optimize sample:mlp --report
       cgraph optimize 'y = x*1 + 0' --passes simplify --format json
       cgraph optimize sample:neuron | cgraph eval - --all
+      cgraph optimize sample:rewrites --frames slides/      # one diagram per pass
     """
     from ..passes.optimize import optimize, parse_passes
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    result = optimize(graph, parse_passes(passes), of=of, bindings=bindings)
+    chosen = parse_passes(passes)
+    steps: list = []
+    if frames:
+        from ..draw import frames_folder
+
+        folder = frames_folder(graph, of, frames)
+        steps.append(("original", graph, []))
+    record = (lambda name, g, rewrites: steps.append((name, g, rewrites))) if frames else None
+    result = optimize(graph, chosen, of=of, bindings=bindings, on_pass=record)
+    if frames:
+        written = _write_frames(steps, bindings, folder, frames_format)
+        output.note(f"wrote {written} frames to {folder}")
     if fmt == "json":
         from ..report import optimize_report, to_json_text
 
@@ -65,6 +93,28 @@ def optimize_command(args, expr, file_, binds, bindings_file, of, passes, report
     if report:
         text += _rewrites_text(result)
     output.write_text(text, nl=False)
+
+
+def _write_frames(steps, bindings, folder, kind: str) -> int:
+    """One diagram per step: ``00-original.png``, ``01-fold.png``..., each titled with the
+    pass and its rewrites."""
+    from ..draw import diagram_of, diagram_options
+
+    options = diagram_options()
+    with output.progress(len(steps), "frames") as advance:
+        for k, (name, graph, rewrites) in enumerate(steps):
+            d = diagram_of(graph, bindings, options, force=True)
+            count = len(graph.ops)
+            if name == "original":
+                title = f"the program: {count} nodes"
+            else:
+                shown = "; ".join(f"{r.before} → {r.after}" for r in rewrites[:3])
+                more = f" (and {len(rewrites) - 3} more)" if len(rewrites) > 3 else ""
+                title = f"after {name}: {count} nodes. {shown}{more}"
+            d = d.titled(title)
+            (folder / f"{k:02d}-{name}.{kind}").write_bytes(d.render(kind))
+            advance()
+    return len(steps)
 
 
 def _rewrites_text(result) -> str:

@@ -14,7 +14,7 @@ y = 6 * sin(x) + logsumexp(v)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import UsageError
@@ -91,10 +91,13 @@ def optimize(
     *,
     of: str | None = None,
     bindings: Mapping[str, Any] | None = None,
+    on_pass: Callable[[str, Graph, list[Rewrite]], None] | None = None,
 ) -> Optimized:
     """Run ``passes`` (default: all, in :data:`PASSES` order) over ``graph`` until they
     change nothing; ``of``: optimize for that named value instead of the output;
-    ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults).
+    ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults);
+    ``on_pass``: called with the pass's name, the graph and the rewrites after each pass that
+    changed something (``--frames`` draws them).
 
     >>> from cgraph_cli import parse
     >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
@@ -115,7 +118,10 @@ def optimize(
             graph, rewrites = PASSES[name](graph, known)
             validate(graph)
             done[name] += rewrites
-            changed = changed or bool(rewrites) or len(graph.ops) != size
+            if rewrites or len(graph.ops) != size:
+                changed = True
+                if on_pass is not None:
+                    on_pass(name, graph, rewrites)
         if not changed:
             break
     graph = _declare_missing(graph, list(original.inputs), original.defaults)
