@@ -323,3 +323,38 @@ def test_frames_draw_the_program_after_each_pass(cli, tmp_path):
     text = (folder / "05-stabilize.svg").read_text()
     assert "after stabilize" in text and "logsumexp" in text
     assert "wrote 7 frames" in result.stderr
+
+
+@st.composite
+def reassigning_programs(draw):
+    """Statements that give inputs' names to new values, so that the optimized program must
+    still say the input after its name is taken."""
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        target = draw(st.sampled_from([*INPUTS, "t"]))
+        lines.append(f"{target} = {draw(seeded(expressions(max_leaves=3), IDENTITIES))}")
+    lines.append(f"out = {draw(expressions(names=(*INPUTS, 't'), max_leaves=4))} + x + y + z")
+    return "\n".join(lines)
+
+
+@PROPERTY
+@given(reassigning_programs(), points)
+def test_an_input_read_after_its_name_is_taken_keeps_a_name(program, point):
+    try:
+        graph = validate(parse(program))
+    except Exception:
+        assume(False)
+    result = optimize(graph)
+    again = validate(parse(result.source))  # the text says the same graph
+    bindings = {name: point[k % 3] for k, name in enumerate(graph.inputs)}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, _ = done
+    assert _close(forward(again, bindings)[again.output], values[graph.output]), result.source
+    assert to_source(again) == result.source  # and writing it again changes nothing
+
+
+def test_the_input_keeps_a_name_when_optimizing_folds_across_its_reassignment():
+    result = optimize(parse("x = 3 * x; y = 2 * x + x"))
+    assert result.source == "x_0 = x\nx = 3 * x\ny = 6 * x_0 + x\n"
+    assert forward(parse(result.source), {"x": 1.0})[-1] == 9.0

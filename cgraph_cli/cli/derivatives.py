@@ -34,6 +34,15 @@ def _directions(texts: tuple[str, ...], graph) -> dict:
     return {name: check_value(name, value) for name, value in given.items()}
 
 
+def _optimized(graph, bindings, skip: bool):
+    """A derivative program through the optimizer's passes that keep every statement."""
+    if skip:
+        return graph
+    from ..passes.optimize import optimize
+
+    return optimize(graph, ["fold", "cse", "simplify", "stabilize"], bindings=bindings).graph
+
+
 def _emit(fmt: str, report: dict, schema: str, text) -> None:
     if fmt == "json":
         from ..report import to_json_text
@@ -65,15 +74,23 @@ def _emit(fmt: str, report: dict, schema: str, text) -> None:
     help="Reverse mode (the gradient: d<output>_d<name> for each value) or forward mode "
     "(tangents: d<name>_d<x> with one --wrt input x, else <name>_dot along inputs <x>_dot).",
 )
+@click.option(
+    "--no-optimize",
+    is_flag=True,
+    help="The transform's program as it is, without cgraph optimize's passes.",
+)
 @format_option(
     ["text", "json"], "text", "The program as text, or JSON with the names of the derivatives."
 )
 @output_option
 @common_options
-def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, fmt):
+def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, no_optimize, fmt):
     """Print the program with its derivatives, as a cgraph program that runs: the backward
     pass as a graph transform (reverse mode, as Theano, TensorFlow 1 and JAX build it), in
-    the program's own ops, simplified as a textbook writes it.
+    the program's own ops, simplified as a textbook writes it, then through cgraph
+    optimize's passes (folding, shared subexpressions, algebra, stable forms; not dead-code
+    elimination, which would keep only one derivative): --no-optimize shows the transform's
+    program as it is.
 
     Each derivative is a statement d<output>_d<input>; pipe it into cgraph to evaluate it.
     Tensor programs are specialised to their inputs' shapes (from the bindings or the
@@ -99,14 +116,14 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, 
                 hints=["higher orders are reverse mode's: drop --mode forward"],
             )
         tangents = tangent_program(graph, bindings, of, names(wrt) or None)
-        text = to_source(tangents.graph)
+        text = to_source(_optimized(tangents.graph, bindings, no_optimize))
         report = {"program": text, "output": tangents.output, "order": 1, "mode": mode}
         report["tangents"] = tangents.tangents
         unit = [w for w in names(wrt) if w not in tangents.tangents]  # along x: ∂/∂x
         report["derivatives"] = {w: tangents.tangents[tangents.output] for w in unit}
     else:
         program = derivative_program(graph, bindings, of, names(wrt) or None, order)
-        text = to_source(program.graph)
+        text = to_source(_optimized(program.graph, bindings, no_optimize))
         report = {"program": text, "output": program.output, "order": order, "mode": mode}
         if order == 1:
             report["gradients"] = program.gradients

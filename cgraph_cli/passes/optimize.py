@@ -148,17 +148,17 @@ def _declare_missing(graph: Graph, names: list[str], defaults: Mapping) -> Graph
         if name in defaults:
             b.graph.defaults[name] = defaults[name]
     new: list[int] = []
-    for i, op in enumerate(graph.ops):
-        start, end = graph.starts[i], graph.ends[i]
-        if op is INPUT:
-            new.append(b.input(graph.labels[i] or "", start, end))
-        elif op is CONST:
-            new.append(b.const(graph.consts[i], start, end))
-        else:
-            args = tuple(new[a] for a in graph.args[i])
-            new.append(b.add(op, args, start, end, graph.params.get(i, ())))
     b.graph.defaults.update(graph.defaults)
-    for kind, name, node, _ in graph.statements():
+    for kind, name, node, end in graph.statements():  # each statement's own nodes, then it
+        for i in range(len(new), end):
+            op, start, stop = graph.ops[i], graph.starts[i], graph.ends[i]
+            if op is INPUT:
+                new.append(b.input(graph.labels[i] or "", start, stop))
+            elif op is CONST:
+                new.append(b.const(graph.consts[i], start, stop))
+            else:
+                args = tuple(new[a] for a in graph.args[i])
+                new.append(b.add(op, args, start, stop, graph.params.get(i, ())))
         if kind != "input":
             b.name(new[node], name)
         b.statement(kind, name, new[node])

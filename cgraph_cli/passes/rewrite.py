@@ -169,8 +169,8 @@ def walk(
             continue
         if op is CONST:
             value = graph.consts[i]
-            if merge_consts:
-                key = value_key(value)
+            if merge_consts:  # a named constant stays itself: its name is how it reads
+                key = (value_key(value), graph.labels[i])
                 if key not in consts:
                     consts[key] = b.const(value, start, end)
                 new.append(consts[key])

@@ -52,13 +52,34 @@ def to_source(graph: Graph) -> str:
 
     lines = []
     done = 0  # nodes written so far
+    last, says = _last_reads(graph)
+    taken = {*graph.stmt_names, *graph.inputs}
     for kind, name, node, end in graph.statements():
         for i in range(done, end):
             exprs[i] = _node_text(graph, i, ref, exprs)
             label = graph.labels[i]
             if graph.ops[i] is INPUT and label is not None:  # an input's own name is its first
-                scope[label] = i
-                names_of[i] = [label]
+                if scope.get(label, i) == i:  # unless a statement gave it away already
+                    scope[label] = i
+                names_of.setdefault(i, [label])
+        shadowed = graph.inputs.get(name)
+        if (
+            kind == "="
+            and shadowed is not None
+            and shadowed != node
+            and scope.get(name, shadowed) == shadowed
+            and last.get(shadowed, -1) >= end
+            and not any(scope.get(n) == shadowed for n in names_of.get(shadowed, ()) if n != name)
+        ):
+            # The input is read after this statement gives its name to another value: keep
+            # a name for it first (x_0 = x), so that later statements can still say it.
+            alias = _fresh_name(f"{name}_0", taken)
+            lines.append(f"{alias} = {name}")
+            scope[alias] = shadowed
+            names_of.setdefault(shadowed, [name]).append(alias)
+            rewrite = [j for j in range(end) if shadowed in says[j]]  # texts saying the input
+        else:
+            rewrite = []
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
         if kind == "input":
@@ -70,7 +91,49 @@ def to_source(graph: Graph) -> str:
             lines.append(f"{name} = {text}")
         scope[name] = node
         names_of.setdefault(node, []).append(name)
+        for j in rewrite:  # written inline later, they must say the input by its new name
+            if graph.ops[j] is not INPUT:
+                exprs[j] = _node_text(graph, j, ref, exprs)
     return "\n".join(lines) + "\n"
+
+
+def _last_reads(graph: Graph) -> tuple[dict[int, int], list[frozenset]]:
+    """For each input whose name a statement gives to another value: the last node whose
+    text may say the input's name (it reads the input, or an expression written inline that
+    does); a statement that only names the input reads it at the end of its nodes."""
+    inputs = graph.inputs
+    taken = {
+        inputs[name]
+        for kind, name, node, _ in graph.statements()
+        if kind == "=" and name in inputs and node != inputs[name]
+    }
+    last: dict[int, int] = {}
+    says: list[frozenset] = []  # per node: the inputs of `taken` its text may say
+    if not taken:
+        return last, says
+    empty: frozenset = frozenset()
+    for i, args in enumerate(graph.args):
+        here = empty.union(*(says[a] for a in args)) if args else empty
+        if i in taken:
+            here = frozenset((i,))
+        for a in args:
+            for j in says[a]:
+                last[j] = i
+        says.append(here)
+    for kind, _, node, end in graph.statements():
+        if kind != "input":
+            for j in says[node]:
+                last[j] = max(last.get(j, -1), end)
+    return last, says
+
+
+def _fresh_name(name: str, taken: set[str]) -> str:
+    base, k = name, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
 
 
 def expression(graph: Graph, node: int, limit: int = 24) -> str:
