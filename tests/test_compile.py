@@ -184,3 +184,11 @@ def test_a_temporary_never_takes_an_input_name():
     graph = parse("loss = t * log(x) + t1 * 2 + t_1")
     module = load(compile_module(graph))
     assert module["forward"](t=2, x=math.e, t1=1, t_1=0.5)["loss"] == pytest.approx(4.5)
+
+
+def test_a_tensor_output_compiles_its_forward_pass_and_grad_says_why_not():
+    graph = parse("input W = [[1, 2], [3, 4]], x = [1, 1]\ny = W @ x")
+    module = load(compile_module(graph, "numpy"))
+    assert module["forward"](**module["DEFAULTS"])["y"].tolist() == [3.0, 7.0]
+    with pytest.raises(TypeError, match=r"y is a \(2,\) tensor"):
+        module["grad"](**module["DEFAULTS"])

@@ -32,6 +32,7 @@ from .. import runtime
 from ..errors import UsageError
 from ..ir import Graph, resolve_name
 from ..ops import CONST, INPUT
+from .grad_graph import NotANumber
 
 TARGETS = ("python", "numpy")
 _HELPER = re.compile(r"\brt\.(\w+)")
@@ -71,12 +72,15 @@ def compile_module(
         graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
     # Without a statement per intermediate derivative: those are temporaries, whose variables
     # are used again once they are dead (floats freed as soon as possible run faster).
-    program = derivative_program(graph, bindings, None, wrt, intermediates=False)
+    emitter = _Emitter(target, graph.source.text)
+    forward_body, forward_names = emitter.body(graph)
+    try:
+        program = derivative_program(graph, bindings, None, wrt, intermediates=False)
+    except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
+        return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
     base = program.output if program.output.isidentifier() else "out"
-    emitter = _Emitter(target, graph.source.text)
-    forward_body, forward_names = emitter.body(graph)
     grad_body, grad_names = emitter.body(derived)
     value = grad_names[derived.names[base]] if base in derived.names else grad_names[derived.output]
     gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
@@ -214,12 +218,21 @@ class _Emitter:
             "",
             "",
             f"def grad({signature}):",
-            f'    """The value of {output} and its gradient with respect to each input."""',
-            *convert,
-            *_guarded(grad_body, numpy),
-            f"    value, grads = {f'_plain({value})' if numpy else value}, {{{grads}}}",
-            "    _finite({'': value, **grads}, grad)",
-            "    return value, grads",
+            *(
+                [
+                    f'    """The value of {output} and its gradient with respect to each input."""',
+                    *convert,
+                    *_guarded(grad_body, numpy),
+                    f"    value, grads = {f'_plain({value})' if numpy else value}, {{{grads}}}",
+                    "    _finite({'': value, **grads}, grad)",
+                    "    return value, grads",
+                ]
+                if grad_body is not None
+                else [  # value: why not, as a string literal (repr: nothing of it runs)
+                    '    """No gradient: the output is a tensor (reduce it to a number)."""',
+                    f"    raise TypeError({value!r})",
+                ]
+            ),
             "",
             "",
         ]

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
+from ..errors import EvalError
 from ..ir import Graph, GraphBuilder, relayout, wrt_node
 from ..ops import CONST, INPUT
 from ..vocab import Interpretation
@@ -168,14 +169,16 @@ def grad_graph(
     return Derived(derived, graph.display_name(out), gradients)
 
 
+class NotANumber(EvalError):
+    """The output is a tensor: it has no gradient (a derivative program needs a number)."""
+
+
 def _require_number(graph: Graph, b: GraphBuilder, out: int) -> None:
     shape = b.shape_of(out)
     if shape:
-        from ..errors import EvalError
-
         name = graph.display_name(out)
         raise graph.error(
-            EvalError,
+            NotANumber,
             f"{name} is a {tuple(shape)} tensor; a derivative program needs a single number",
             out,
             hints=[f"reduce it, as a loss does: sum({name}) or mean({name})"],
