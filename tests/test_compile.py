@@ -121,7 +121,7 @@ def test_program_text_stays_in_comments():
 
 def test_names_that_python_reserves_are_renamed():
     graph = parse("input lambda = 1\nabs = lambda * 2\nmath = abs + 1\ny = max(math, 3)")
-    named = load(compile_module(graph))["forward"](lambda_=5.0)
+    named = load(compile_module(graph))["forward"](**{"lambda": 5.0})
     assert named["math"] == 11.0 and named["y"] == 11.0
 
 
@@ -192,3 +192,23 @@ def test_a_tensor_output_compiles_its_forward_pass_and_grad_says_why_not():
     assert module["forward"](**module["DEFAULTS"])["y"].tolist() == [3.0, 7.0]
     with pytest.raises(TypeError, match=r"y is a \(2,\) tensor"):
         module["grad"](**module["DEFAULTS"])
+
+
+def test_inputs_named_as_python_or_the_module_names_things_are_taken_by_keyword():
+    graph = parse("input math = 2, out = 3, lambda = 1\ny = math * out + lambda")
+    module = load(compile_module(graph))
+    assert module["INPUTS"] == ("math", "out", "lambda")
+    assert module["grad"](**module["DEFAULTS"]) == (7.0, {"math": 3.0, "out": 2.0, "lambda": 1.0})
+    with pytest.raises(TypeError, match="missing inputs"):
+        module["forward"](math=1.0)
+
+
+def test_the_output_may_be_an_input_itself():
+    module = load(compile_module(parse("y = x * 2; x")))
+    assert module["grad"](x=3) == (3.0, {"x": 1.0})
+
+
+def test_control_characters_of_the_program_stay_escaped_in_comments():
+    source = compile_module(parse("y = x * 2 # nul \x00 here\n"))
+    assert "\x00" not in source
+    assert load(source)["forward"](x=1)["y"] == 2.0

@@ -58,8 +58,8 @@ def optimize_command(
     numerically unstable forms (log(sum(exp(x))), log(1 + exp(x))...) made stable.
 
     The result is a cgraph program with the same inputs, so the same bindings run it.
-    Bindings, if given, tell the rules the inputs' shapes; without them, a rule applies only
-    where it holds for any shapes.
+    Bindings, if given, or the inputs' defaults tell the rules the inputs' shapes; for an
+    input with neither, a rule applies only where it holds for any shape.
 
     \b
     Examples:
@@ -112,7 +112,13 @@ def _write_frames(steps, bindings, folder, kind: str) -> int:
                 more = f" (and {len(rewrites) - 3} more)" if len(rewrites) > 3 else ""
                 title = f"after {name}: {count} nodes. {shown}{more}"
             d = d.titled(title)
-            (folder / f"{k:02d}-{name}.{kind}").write_bytes(d.render(kind))
+            path = folder / f"{k:02d}-{name}.{kind}"
+            try:
+                path.write_bytes(d.render(kind))
+            except OSError as e:
+                from ..errors import cannot_write
+
+                raise cannot_write(path, e) from None
             advance()
     return len(steps)
 

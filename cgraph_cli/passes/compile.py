@@ -29,7 +29,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 
 from .. import runtime
-from ..errors import UsageError
+from ..errors import UsageError, visible
 from ..ir import Graph, resolve_name
 from ..ops import CONST, INPUT
 from .grad_graph import NotANumber
@@ -39,7 +39,7 @@ _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
-    *("grads", "_finite", "_domain", "_arg", "_like", "_plain", "_WHERE"),
+    *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
 }
 
 
@@ -82,7 +82,12 @@ def compile_module(
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
     base = program.output if program.output.isidentifier() else "out"
     grad_body, grad_names = emitter.body(derived)
-    value = grad_names[derived.names[base]] if base in derived.names else grad_names[derived.output]
+    if base in derived.names:
+        value = grad_names[derived.names[base]]
+    elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`
+        value = grad_names[derived.inputs[base]]
+    else:
+        value = grad_names[derived.output]
     gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
     return emitter.module(
         graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
@@ -169,7 +174,7 @@ class _Emitter:
         if end <= start or graph.source.text != self.text:
             return ""
         line = bisect_right(self.lines, start)
-        snippet = " ".join(self.text[start:end].split())
+        snippet = visible(" ".join(self.text[start:end].split()))
         snippet = snippet if len(snippet) <= 50 else snippet[:49] + "…"
         return f"  # line {line}: {snippet}"
 
@@ -186,8 +191,8 @@ class _Emitter:
             "",
             # The program as comments: whatever it holds stays a comment (splitlines breaks at
             # every character Python ends a line at, and more).
-            f"# The program{(' ' + _one_line(name)) if name else ''}:",
-            *("#     " + line for line in graph.source.text.strip().splitlines()),
+            f"# The program{(' ' + visible(_one_line(name))) if name else ''}:",
+            *("#     " + visible(line) for line in graph.source.text.strip().splitlines()),
             "",
             "import numpy as np" if numpy else "import math",
             "",
@@ -205,7 +210,14 @@ class _Emitter:
         if numpy:  # a gradient that is 0 everywhere may be written as the number 0
             gradients = {n: f"_like({v}, {_identifier(n, set())})" for n, v in gradients.items()}
         grads = ", ".join(f"{n!r}: {v}" for n, v in gradients.items())
-        convert = [f"    {a} = _arg({a})" for a in args.split(", ") if a]
+        variables = [_identifier(n, set()) for n in inputs]
+        if variables == inputs:  # every input a plain keyword argument
+            convert = [f"    {a} = _arg({a})" for a in variables]
+        else:  # a name Python or the module keeps (lambda, math, grad...): by keyword only
+            signature = "**inputs"
+            convert = ["    _expect(inputs, INPUTS)"] + [
+                f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)
+            ]
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
@@ -284,6 +296,14 @@ class _Emitter:
                 if numpy
                 else []
             ),
+            "def _expect(given, names):",
+            '    """Refuse keyword arguments missing or unknown, as a signature would."""',
+            "    missing = [n for n in names if n not in given]",
+            "    unknown = [n for n in given if n not in names]",
+            "    if missing or unknown:",
+            "        raise TypeError(f'missing inputs {missing}, unknown inputs {unknown}')",
+            "",
+            "",
             "def _arg(x):",
             *(
                 [

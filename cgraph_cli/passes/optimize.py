@@ -106,7 +106,15 @@ def optimize(
     original = graph
     if of is not None:
         node = resolve_name(graph, of)
-        kept = [(k, n, v) for k, n, v, _ in graph.statements()]
+        statements = [(k, n, v) for k, n, v, _ in graph.statements()]
+        # The statements up to the one that gives `of` its value: a later one may rename it.
+        last = max(
+            (k for k, (_, n, v) in enumerate(statements) if n == of and v == node), default=None
+        )
+        if last is None:  # an input (or a value no statement names): a bare expression
+            kept = [s for s in statements if s[0] == "input"] + [("bare", of, node)]
+        else:
+            kept = statements[: last + 1]
         graph = relayout(graph, kept, node, of)
     known = _known_shapes(graph, bindings or {})
     chosen = list(passes) if passes is not None else list(PASSES)
@@ -129,11 +137,23 @@ def optimize(
 
 
 def _known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-    known = {}
+    """Each input's shape where a binding (a number, nested lists or an array) or a default
+    gives it."""
+    if bindings:  # text from the command line, lists from JSON: values, checked
+        from ..bindings import check_bindings
+
+        bindings = check_bindings(graph, bindings)
+    known: dict[str, tuple[int, ...]] = {}
     for name in graph.inputs:
         value = bindings.get(name, graph.defaults.get(name))
-        if value is not None:
-            known[name] = tuple(getattr(value, "shape", ()))
+        if value is None:
+            continue
+        if isinstance(value, (int, float)):
+            known[name] = ()
+        else:
+            from ..arrays import np
+
+            known[name] = tuple(np.shape(value))
     return known
 
 

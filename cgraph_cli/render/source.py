@@ -54,32 +54,56 @@ def to_source(graph: Graph) -> str:
     done = 0  # nodes written so far
     last, says = _last_reads(graph)
     taken = {*graph.stmt_names, *graph.inputs}
+    # Names given more than once: a text written inline that says one goes stale when the
+    # name is given again, and is written again (`mentions`: per node, which it says).
+    counts: dict[str, int] = {}
+    for _, name, _, _ in graph.statements():
+        counts[name] = counts.get(name, 0) + 1
+    rebound = {n for n, c in counts.items() if c > 1 or (n in graph.inputs and c > 0)}
+    mentions: list[frozenset] = [frozenset()] * len(graph.ops)
+    saying: dict[str, list[int]] = {}  # name -> nodes whose text says it (since last given)
+    read_last = _last_readers(graph) if rebound else []
+
+    def write(i: int) -> None:
+        exprs[i] = _node_text(graph, i, ref, exprs)
+        if rebound:
+            said: set = set()
+            for a in graph.args[i]:
+                text = ref(a)[0]
+                said |= {text} & rebound if scope.get(text) == a else mentions[a]
+            if graph.ops[i] is INPUT and graph.labels[i] in rebound:
+                said.add(graph.labels[i])
+            mentions[i] = frozenset(said)
+            for n in said:
+                saying.setdefault(n, []).append(i)
+
     for kind, name, node, end in graph.statements():
         for i in range(done, end):
-            exprs[i] = _node_text(graph, i, ref, exprs)
+            write(i)
             label = graph.labels[i]
             if graph.ops[i] is INPUT and label is not None:  # an input's own name is its first
                 if scope.get(label, i) == i:  # unless a statement gave it away already
                     scope[label] = i
                 names_of.setdefault(i, [label])
         shadowed = graph.inputs.get(name)
-        if (
+        shadows = (
             kind == "="
             and shadowed is not None
             and shadowed != node
             and scope.get(name, shadowed) == shadowed
-            and last.get(shadowed, -1) >= end
-            and not any(scope.get(n) == shadowed for n in names_of.get(shadowed, ()) if n != name)
-        ):
-            # The input is read after this statement gives its name to another value: keep
-            # a name for it first (x_0 = x), so that later statements can still say it.
-            alias = _fresh_name(f"{name}_0", taken)
-            lines.append(f"{alias} = {name}")
-            scope[alias] = shadowed
-            names_of.setdefault(shadowed, [name]).append(alias)
+        )
+        rewrite: list[int] = []
+        if shadows and shadowed is not None:
+            if last.get(shadowed, -1) >= end and not any(
+                scope.get(n) == shadowed for n in names_of.get(shadowed, ()) if n != name
+            ):
+                # The input is read after this statement gives its name to another value:
+                # keep a name for it first (x_0 = x), so that later statements can say it.
+                alias = _fresh_name(f"{name}_0", taken)
+                lines.append(f"{alias} = {name}")
+                scope[alias] = shadowed
+                names_of.setdefault(shadowed, [name]).append(alias)
             rewrite = [j for j in range(end) if shadowed in says[j]]  # texts saying the input
-        else:
-            rewrite = []
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
         if kind == "input":
@@ -91,9 +115,12 @@ def to_source(graph: Graph) -> str:
             lines.append(f"{name} = {text}")
         scope[name] = node
         names_of.setdefault(node, []).append(name)
-        for j in rewrite:  # written inline later, they must say the input by its new name
+        if name in rebound:  # texts still to be read that said the name: write them again
+            stale = [j for j in saying.pop(name, ()) if read_last[j] >= end]
+            rewrite = sorted({*rewrite, *stale})
+        for j in rewrite:
             if graph.ops[j] is not INPUT:
-                exprs[j] = _node_text(graph, j, ref, exprs)
+                write(j)
     return "\n".join(lines) + "\n"
 
 
@@ -125,6 +152,18 @@ def _last_reads(graph: Graph) -> tuple[dict[int, int], list[frozenset]]:
             for j in says[node]:
                 last[j] = max(last.get(j, -1), end)
     return last, says
+
+
+def _last_readers(graph: Graph) -> list[int]:
+    """For each node, the last node that reads it, or the end of the last statement that
+    names it (-1: nothing reads it)."""
+    last = [-1] * len(graph.ops)
+    for i, args in enumerate(graph.args):
+        for a in args:
+            last[a] = i
+    for _, _, node, end in graph.statements():
+        last[node] = max(last[node], end)
+    return last
 
 
 def _fresh_name(name: str, taken: set[str]) -> str:
