@@ -17,6 +17,8 @@ demo: $(STAMP)
 	$(BIN)/cgraph grad samples/seed.cg
 	$(BIN)/cgraph grad samples/neuron.cg --precision 4
 	$(BIN)/cgraph grad samples/softmax_cross_entropy.cg
+	$(BIN)/cgraph optimize samples/rewrites.cg --report
+	$(BIN)/cgraph diff samples/seed.cg
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -314,16 +314,20 @@ def test_compare_does_not_combine_with_the_derivative_band(cli):
     assert "alone" in result.stderr
 
 
-def test_frames_draw_the_program_after_each_pass(cli, tmp_path):
+def test_frames_draw_the_program_after_each_rewrite(cli, tmp_path):
     folder = tmp_path / "slides"
     result = cli("optimize", "sample:rewrites", "--frames", str(folder), "--frames-format", "svg")
     assert result.exit_code == 0, result.stderr
     names = sorted(p.name for p in folder.iterdir())
+    # One frame per rewrite, as `--report` lists them (the original first).
+    lines = cli("optimize", "sample:rewrites", "--report").stdout.splitlines()
+    report = [line for line in lines if line.startswith("# ") and "  ->  " in line]
+    assert len(names) == len(report) + 1 == 11
     assert names[0] == "00-original.svg" and names[1] == "01-dce.svg"
-    assert {"02-fold.svg", "05-stabilize.svg"} <= set(names)
-    text = (folder / "05-stabilize.svg").read_text()
+    assert {"02-fold.svg", "09-stabilize.svg"} <= set(names)
+    text = (folder / "09-stabilize.svg").read_text()
     assert "after stabilize" in text and "logsumexp" in text
-    assert "wrote 7 frames" in result.stderr
+    assert "wrote 11 frames" in result.stderr
 
 
 @st.composite

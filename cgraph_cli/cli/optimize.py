@@ -18,6 +18,8 @@ from .options import (
     wrt_option,
 )
 
+MAX_REWRITE_FRAMES = 60  # rewrites drawn one frame each at most (else one frame per pass)
+
 
 @click.command(
     "optimize", short_help="Print the program after the optimizer's rewrites.", epilog=EXIT_CODES
@@ -35,8 +37,8 @@ from .options import (
     "--frames",
     metavar="DIR",
     type=click.Path(file_okay=False),
-    help="Draw the program before the passes and after each pass that changes it, one "
-    "image each in DIR (a slide sequence).",
+    help="Draw the program before the passes and after each rewrite (each pass, past 60 "
+    "rewrites), one image each in DIR: a slide sequence.",
 )
 @click.option(
     "--frames-format",
@@ -67,7 +69,7 @@ def optimize_command(
       cgraph optimize sample:mlp --report
       cgraph optimize 'y = x*1 + 0' --passes simplify --format json
       cgraph optimize sample:neuron | cgraph eval - --all
-      cgraph optimize sample:rewrites --frames slides/      # one diagram per pass
+      cgraph optimize sample:rewrites --frames slides/      # one diagram per rewrite
     """
     from ..passes.optimize import optimize, parse_passes
 
@@ -82,6 +84,14 @@ def optimize_command(
     record = (lambda name, g, rewrites: steps.append((name, g, rewrites))) if frames else None
     result = optimize(graph, chosen, of=of, bindings=bindings, on_pass=record)
     if frames:
+        done = [(name, r) for name, _, rewrites in steps[1:] for r in rewrites]
+        if len(done) <= MAX_REWRITE_FRAMES:  # one frame per rewrite, as it is made
+            steps = [("original", graph, [])] + [
+                (name, optimize(graph, chosen, of=of, bindings=bindings, budget=k).graph, [r])
+                for k, (name, r) in enumerate(done, start=1)
+            ]
+        else:
+            output.note(f"{len(done)} rewrites: one frame per pass instead of one per rewrite")
         written = _write_frames(steps, bindings, folder, frames_format)
         output.note(f"wrote {written} frames to {folder}")
     if fmt == "json":
@@ -96,7 +106,7 @@ def optimize_command(
 
 
 def _write_frames(steps, bindings, folder, kind: str) -> int:
-    """One diagram per step: ``00-original.png``, ``01-fold.png``..., each titled with the
+    """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
     pass and its rewrites."""
     from ..draw import diagram_of, diagram_options
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..ir import Graph, ancestors, relayout
-from .rewrite import Rewrite
+from .rewrite import Rewrite, allowed
 
 
 def dce(
@@ -35,7 +35,7 @@ def dce(
     kept, rewrites = [], []
     for kind, name, node, _ in reversed(statements):
         later = renamed.get(node)
-        if kind == "input" or (needed[node] and later is None):
+        if kind == "input" or (needed[node] and later is None) or not allowed():
             kept.append((kind, name, node))
             renamed.setdefault(node, name)
             continue

@@ -23,7 +23,7 @@ from ..ops import CONST, INPUT
 from .cse import cse
 from .dce import dce
 from .fold import fold
-from .rewrite import Rewrite
+from .rewrite import BUDGET, Rewrite
 from .simplify import simplify
 from .stabilize import stabilize
 
@@ -92,17 +92,27 @@ def optimize(
     of: str | None = None,
     bindings: Mapping[str, Any] | None = None,
     on_pass: Callable[[str, Graph, list[Rewrite]], None] | None = None,
+    budget: int | None = None,
 ) -> Optimized:
     """Run ``passes`` (default: all, in :data:`PASSES` order) over ``graph`` until they
     change nothing; ``of``: optimize for that named value instead of the output;
     ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults);
     ``on_pass``: called with the pass's name, the graph and the rewrites after each pass that
-    changed something (``--frames`` draws them).
+    changed something; ``budget``: the most rewrites to make (``--frames`` draws the program
+    after each one).
 
     >>> from cgraph_cli import parse
     >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
     y = softplus(x)
     """
+    token = BUDGET.set(None if budget is None else [budget])
+    try:
+        return _optimize(graph, passes, of, bindings, on_pass)
+    finally:
+        BUDGET.reset(token)
+
+
+def _optimize(graph, passes, of, bindings, on_pass) -> Optimized:
     original = graph
     if of is not None:
         node = resolve_name(graph, of)

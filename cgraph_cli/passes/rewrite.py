@@ -22,12 +22,30 @@ have the same set, which holds for any shapes the inputs turn out to have.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import NamedTuple
 
 from ..ir import Graph, GraphBuilder, relayout, value_key
 from ..ops import CONST, INPUT, OpSpec
 
 Sig = frozenset  # a shape, as the set of what broadcasts to it
+
+#: Rewrites the passes may still make (None: any number), so that a slide sequence can show
+#: the program after each one: :func:`cgraph_cli.passes.optimize.optimize` sets it.
+BUDGET: ContextVar[list[int] | None] = ContextVar("budget", default=None)
+
+
+def allowed() -> bool:
+    """Whether one more rewrite may be made (and, if so, count it)."""
+    left = BUDGET.get()
+    if left is None:
+        return True
+    if left[0] <= 0:
+        return False
+    left[0] -= 1
+    return True
+
+
 _PROBES = ((2, 3, 4), (5, 6, 7))  # shapes an op's shape rule is tried on, to see what it keeps
 
 
@@ -147,6 +165,11 @@ def _only_shape(sig: Sig) -> tuple[int, ...] | None:
 Rule = Callable[[Walk, int, OpSpec, tuple[int, ...], tuple], "int | None"]
 
 
+def _may_rewrite() -> bool:
+    left = BUDGET.get()
+    return left is None or left[0] > 0
+
+
 def walk(
     graph: Graph,
     pass_name: str,
@@ -179,7 +202,9 @@ def walk(
             continue
         args = tuple(new[a] for a in graph.args[i])
         params = graph.params.get(i, ())
-        found = rule(w, i, op, args, params)
+        found = rule(w, i, op, args, params) if _may_rewrite() else None
+        if found is not None and not allowed():
+            found = None  # the budget is spent: this node stays as it was
         if found is None:
             new.append(b.add(op, args, start, end, params))
         else:
