@@ -72,7 +72,9 @@ def compile_module(
         graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
     # Without a statement per intermediate derivative: those are temporaries, whose variables
     # are used again once they are dead (floats freed as soon as possible run faster).
-    emitter = _Emitter(target, graph.source.text)
+    from .optimize import known_shapes
+
+    emitter = _Emitter(target, graph.source.text, known_shapes(graph, bindings or {}))
     forward_body, forward_names = emitter.body(graph)
     try:
         program = derivative_program(graph, bindings, None, wrt, intermediates=False)
@@ -97,8 +99,12 @@ def compile_module(
 class _Emitter:
     """Writes the lines of a graph's nodes for one target."""
 
-    def __init__(self, target: str, text: str) -> None:
+    def __init__(self, target: str, text: str, known: dict | None = None) -> None:
         self.target = target
+        # The inputs' shapes when compiling for NumPy (None: no specialising).
+        self.known = known if target == "numpy" else None
+        self._shaped_graph: Graph | None = None
+        self._sigs: list = []
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
         # Where each line starts, for a node's line number by bisection.
@@ -127,6 +133,8 @@ class _Emitter:
                 names.append(self.literal(graph.consts[i]))
                 continue
             template = self.template(op)
+            if self.known is not None:
+                template = self.specialised(graph, i, op, template)
             exponent = graph.consts.get(graph.args[i][-1])
             if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
                 template = "{0} * {0}"  # a square: one multiplication, not a call of pow
@@ -150,6 +158,35 @@ class _Emitter:
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
         return lines, names
+
+    def specialised(self, graph: Graph, i: int, op, template: str) -> str:
+        """A cheaper template where the argument's shape is known when compiling: a method
+        of the array instead of a general helper (``sum_to`` over the axes it will sum,
+        ``mean`` of a non-empty array, a transpose)."""
+        from .rewrite import only_shape, shapes
+
+        if graph is not self._shaped_graph:
+            self._shaped_graph, self._sigs = graph, shapes(graph, self.known)
+        shape = only_shape(self._sigs[graph.args[i][0]]) if graph.args[i] else None
+        if not shape:  # unknown, or a number (no array methods)
+            return template
+        params = graph.params.get(i, ())
+        if op.name == "transpose":
+            return "{0}.T"
+        if op.name == "mean" and not params and all(shape):
+            return "{0}.mean()"
+        if op.name == "sum_to":
+            target = tuple(params[0])
+            if target == shape:
+                return "{0}"
+            lead = len(shape) - len(target)
+            axes = tuple(range(lead)) + tuple(
+                lead + k for k, n in enumerate(target) if n == 1 and shape[lead + k] != 1
+            )
+            summed = tuple(n for k, n in enumerate(shape) if k not in axes)
+            text = f"{{0}}.sum(axis={axes!r})"
+            return text if summed == target else f"np.reshape({text}, {target!r})"
+        return template
 
     def template(self, op) -> str:
         if self.target == "python":

@@ -126,7 +126,7 @@ def _optimize(graph, passes, of, bindings, on_pass) -> Optimized:
         else:
             kept = statements[: last + 1]
         graph = relayout(graph, kept, node, of)
-    known = _known_shapes(graph, bindings or {})
+    known = known_shapes(graph, bindings or {})
     chosen = list(passes) if passes is not None else list(PASSES)
     done: dict[str, list[Rewrite]] = {name: [] for name in chosen}
     for _ in range(MAX_ROUNDS):
@@ -146,7 +146,7 @@ def _optimize(graph, passes, of, bindings, on_pass) -> Optimized:
     return Optimized(validate(graph), original, [PassReport(n, done[n]) for n in chosen])
 
 
-def _known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+def known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     """Each input's shape where a binding (a number, nested lists or an array) or a default
     gives it."""
     if bindings:  # text from the command line, lists from JSON: values, checked

@@ -127,7 +127,7 @@ def _sig(g: Graph, n: int, sigs: list[Sig], known: Mapping[str, tuple[int, ...]]
         return _concrete(tuple(getattr(g.consts[n], "shape", ())))
     args = [sigs[a] for a in g.args[n]]
     params = g.params.get(n, ())
-    shapes = [_only_shape(s) for s in args]
+    shapes = [only_shape(s) for s in args]
     if all(s is not None for s in shapes):
         try:
             return _concrete(tuple(op.shape(shapes, params)))
@@ -151,7 +151,7 @@ def _concrete(shape: tuple[int, ...]) -> Sig:
     return Sig((shape,)) if shape else Sig()
 
 
-def _only_shape(sig: Sig) -> tuple[int, ...] | None:
+def only_shape(sig: Sig) -> tuple[int, ...] | None:
     """The shape a set stands for when it holds known shapes only (None otherwise)."""
     if not sig:
         return ()
