@@ -91,6 +91,7 @@ def compile_module(
     else:
         value = grad_names[derived.output]
     gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
+    emitter.exact = emitter.exact_shapes(derived, program.gradients)
     return emitter.module(
         graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
     )
@@ -105,6 +106,7 @@ class _Emitter:
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
         self._sigs: list = []
+        self.exact: set[str] = set()  # inputs whose gradient needs no reshaping
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
         # Where each line starts, for a node's line number by bisection.
@@ -158,6 +160,20 @@ class _Emitter:
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
         return lines, names
+
+    def exact_shapes(self, derived: Graph, gradients: Mapping[str, str]) -> set[str]:
+        """The inputs whose gradient is known, when compiling, to be an array of the input's
+        own shape (no reshaping to do when called with such inputs)."""
+        if self.known is None:
+            return set()
+        from .rewrite import only_shape, shapes
+
+        sigs = shapes(derived, self.known)
+        return {
+            w
+            for w, h in gradients.items()
+            if self.known.get(w) and only_shape(sigs[derived.names[h]]) == self.known[w]
+        }
 
     def specialised(self, graph: Graph, i: int, op, template: str) -> str:
         """A cheaper template where the argument's shape is known when compiling: a method
@@ -245,7 +261,10 @@ class _Emitter:
         helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in sorted(self.helpers)]
         values = ", ".join(f"{n!r}: {v}" for n, v in named.items())
         if numpy:  # a gradient that is 0 everywhere may be written as the number 0
-            gradients = {n: f"_like({v}, {_identifier(n, set())})" for n, v in gradients.items()}
+            gradients = {
+                n: v if n in self.exact else f"_like({v}, {_identifier(n, set())})"
+                for n, v in gradients.items()
+            }
         grads = ", ".join(f"{n!r}: {v}" for n, v in gradients.items())
         variables = [_identifier(n, set()) for n in inputs]
         if variables == inputs:  # every input a plain keyword argument
