@@ -73,6 +73,7 @@ def show_subscript(item) -> str:
 
 
 _KINDS = ("=", "input", "bare")
+ASSIGNMENT = _KINDS.index("=")  # stmt_kinds of `name = ...` (the reader writes it directly)
 REPR_NODES, REPR_WIDTH = 200, 60  # a Graph's repr: the largest it prints, and how much of it
 
 
@@ -257,6 +258,16 @@ class GraphBuilder:
             self.shapes.append(self.result_shape(op, args, params) if op.arity else ())
         return node
 
+    def copy(self, graph: Graph, i: int, args: tuple[int, ...] = ()) -> int:
+        """Node ``i`` of ``graph`` added here as it is, with ``args`` (this builder's) for its
+        arguments: an input by its name, a constant by its value."""
+        op, start, end = graph.ops[i], graph.starts[i], graph.ends[i]
+        if op is INPUT:
+            return self.input(graph.labels[i] or "", start, end)
+        if op is CONST:
+            return self.const(graph.consts[i], start, end)
+        return self.add(op, args, start, end, graph.params.get(i, ()))
+
     def input(self, name: str, start: int | None = None, end: int | None = None) -> int:
         """The input node called ``name``: made on first use, one per name."""
         node = self.graph.inputs.get(name)
@@ -406,16 +417,8 @@ def relayout(
                 stack.append((i, True))
                 stack.extend((a, False) for a in reversed(graph.args[i]) if a not in new)
                 continue
-            op, start, end = graph.ops[i], graph.starts[i], graph.ends[i]
-            if op is INPUT:
-                label = graph.labels[i]
-                assert label is not None, "an input has a name"
-                new[i] = b.input(label, start, end)
-            elif op is CONST:
-                new[i] = b.const(graph.consts[i], start, end)
-            else:
-                args = tuple(new[a] for a in graph.args[i])
-                new[i] = b.add(op, args, start, end, graph.params.get(i, ()))
+            assert graph.ops[i] is not INPUT or graph.labels[i] is not None, "an input has a name"
+            new[i] = b.copy(graph, i, tuple(new[a] for a in graph.args[i]))
         if kind == "input":
             if name in graph.defaults:
                 g.defaults[name] = graph.defaults[name]
@@ -423,6 +426,39 @@ def relayout(
             b.name(new[node], name)
         b.statement(kind, name, new[node])
     return b.finish(new[output], output_label)
+
+
+def last_readers(graph: Graph) -> list[int]:
+    """For each node, the last node that reads it (-1: none does).
+
+    >>> last_readers(GraphBuilder().graph)
+    []
+    """
+    last = [-1] * len(graph.ops)
+    for i, args in enumerate(graph.args):
+        for a in args:
+            last[a] = i
+    return last
+
+
+def fresh(name: str, taken: set[str], first: int = 1, counts: dict[str, int] | None = None) -> str:
+    """``name``, or else ``name_<first>``, ``name_<first + 1>``...: the first that is not in
+    ``taken`` (then added to it). ``counts`` remembers where each name's numbering got to, so
+    that a name asked for again and again costs no search from the start.
+
+    >>> taken = {"x", "x_2"}
+    >>> fresh("x", taken, first=2), fresh("y", taken), sorted(taken)
+    ('x_3', 'y', ['x', 'x_2', 'x_3', 'y'])
+    """
+    k = (first - 1) if counts is None else counts.get(name, first - 1)
+    var = name
+    while var in taken:
+        k += 1
+        var = f"{name}_{k}"
+    if counts is not None:
+        counts[name] = k
+    taken.add(var)
+    return var
 
 
 def ancestors(graph: Graph, node: int) -> list[bool]:

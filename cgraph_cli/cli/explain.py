@@ -8,8 +8,8 @@ from . import output
 from .app import EXIT_CODES
 from .options import (
     common_options,
-    complete_folders,
     format_option,
+    frames_options,
     load,
     of_option,
     output_option,
@@ -30,20 +30,7 @@ from .options import (
     help="Formulas in markdown: plain text or $LaTeX$.",
 )
 @precision_option("default: 4")
-@click.option(
-    "--frames",
-    metavar="DIR",
-    type=click.Path(),
-    shell_complete=complete_folders,
-    help="Also draw one diagram per backward step in DIR.",
-)
-@click.option(
-    "--frames-format",
-    type=click.Choice(["png", "svg"]),
-    default="png",
-    show_default=True,
-    help="Image type of the frames.",
-)
+@frames_options("Also draw one diagram per backward step in DIR.")
 @click.option(
     "--force",
     is_flag=True,

@@ -10,6 +10,7 @@ from .app import EXIT_CODES
 from .options import (
     common_options,
     format_option,
+    frames_options,
     load,
     names,
     of_option,
@@ -33,19 +34,9 @@ MAX_REWRITE_FRAMES = 60  # rewrites drawn one frame each at most (else one frame
     "(default: all; they run in that order, repeated until nothing changes).",
 )
 @click.option("--report", is_flag=True, help="Also list each rewrite: where, before and after.")
-@click.option(
-    "--frames",
-    metavar="DIR",
-    type=click.Path(file_okay=False),
-    help="Draw the program before the passes and after each rewrite (each pass, past 60 "
-    "rewrites), one image each in DIR: a slide sequence.",
-)
-@click.option(
-    "--frames-format",
-    type=click.Choice(["png", "svg"]),
-    default="png",
-    show_default=True,
-    help="Image type of the frames.",
+@frames_options(
+    "Draw the program before the passes and after each rewrite (each pass, past 60 "
+    "rewrites), one image each in DIR: a slide sequence."
 )
 @format_option(
     ["text", "json"], "text", "The program (with a summary comment), or JSON with the rewrites."

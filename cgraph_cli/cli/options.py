@@ -279,3 +279,26 @@ def load(args, expr, file_, binds, bindings_file):
     bindings: dict[str, object] = dict(load_bindings(bindings_file)) if bindings_file else {}
     bindings.update(command_line_bindings((*binds, *rest)))  # a name twice is a usage error
     return parse(source.text, source.filename), bindings
+
+
+def frames_options(what: str):
+    """``--frames DIR`` (``what``: the diagrams it draws) and ``--frames-format``, shared by
+    the commands that write a slide sequence."""
+
+    def decorate(command):
+        command = click.option(
+            "--frames-format",
+            type=click.Choice(["png", "svg"]),
+            default="png",
+            show_default=True,
+            help="Image type of the frames.",
+        )(command)
+        return click.option(
+            "--frames",
+            metavar="DIR",
+            type=click.Path(),
+            shell_complete=complete_folders,
+            help=what,
+        )(command)
+
+    return decorate

@@ -11,7 +11,7 @@ import math
 from typing import NamedTuple
 
 from ..errors import ParseError, Source, Span, shorten
-from ..ir import Graph, GraphBuilder
+from ..ir import ASSIGNMENT, Graph, GraphBuilder
 from ..ops import CONST, FUNCTIONS, OPS, OpSpec
 
 MAX_AXES = 64  # NumPy's limit on a tensor's axes
@@ -323,7 +323,7 @@ class Reader:
             g.labels[node] = name
         g.names[name] = node
         self.scope[name] = node
-        g.stmt_kinds.append(0)  # "=": see GraphBuilder.statement
+        g.stmt_kinds.append(ASSIGNMENT)
         g.stmt_names.append(name)
         g.stmt_nodes.extend((node, len(g.ops)))
         self.output, self.output_label = node, name

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 from .. import runtime
 from ..errors import UsageError, visible
-from ..ir import Graph, resolve_name
+from ..ir import Graph, fresh, last_readers, resolve_name
 from ..ops import CONST, INPUT
 from .grad_graph import NotANumber
 
@@ -166,24 +166,30 @@ class _Emitter:
         own shape (no reshaping to do when called with such inputs)."""
         if self.known is None:
             return set()
-        from .rewrite import only_shape, shapes
+        from .rewrite import only_shape
 
-        sigs = shapes(derived, self.known)
+        sigs = self.shapes(derived)
         return {
             w
             for w, h in gradients.items()
             if self.known.get(w) and only_shape(sigs[derived.names[h]]) == self.known[w]
         }
 
+    def shapes(self, graph: Graph) -> list:
+        """Every node's shape (see :mod:`.rewrite`), worked out once per graph."""
+        from .rewrite import shapes
+
+        if graph is not self._shaped_graph:
+            self._shaped_graph, self._sigs = graph, shapes(graph, self.known)
+        return self._sigs
+
     def specialised(self, graph: Graph, i: int, op, template: str) -> str:
         """A cheaper template where the argument's shape is known when compiling: a method
         of the array instead of a general helper (``sum_to`` over the axes it will sum,
         ``mean`` of a non-empty array, a transpose)."""
-        from .rewrite import only_shape, shapes
+        from .rewrite import only_shape
 
-        if graph is not self._shaped_graph:
-            self._shaped_graph, self._sigs = graph, shapes(graph, self.known)
-        shape = only_shape(self._sigs[graph.args[i][0]]) if graph.args[i] else None
+        shape = only_shape(self.shapes(graph)[graph.args[i][0]]) if graph.args[i] else None
         if not shape:  # unknown, or a number (no array methods)
             return template
         params = graph.params.get(i, ())
@@ -398,10 +404,7 @@ class _Emitter:
 def _last_uses(graph: Graph) -> list[int]:
     """For each node, the last node that reads it (the output and named nodes: the end)."""
     end = len(graph.ops)
-    last = [-1] * end
-    for i, args in enumerate(graph.args):
-        for a in args:
-            last[a] = i
+    last = last_readers(graph)
     for node in (graph.output, *graph.names.values(), *graph.inputs.values()):
         last[node] = end
     return last
@@ -438,13 +441,5 @@ def _identifier(name: str, taken: set[str]) -> str:
 
 def _fresh(name: str, taken: set[str], counts: dict[str, int]) -> str:
     """A variable for a node called ``name``: the name itself the first time, then
-    ``name_1``, ``name_2``... (a reassigned name gets a new variable: single assignment).
-    ``counts`` remembers where each name's numbering got to."""
-    base = _identifier(name, taken)
-    var, k = base, counts.get(base, 0)
-    while var in taken:
-        k += 1
-        var = f"{base}_{k}"
-    counts[base] = k
-    taken.add(var)
-    return var
+    ``name_1``, ``name_2``... (a reassigned name gets a new variable: single assignment)."""
+    return fresh(_identifier(name, taken), taken, counts=counts)

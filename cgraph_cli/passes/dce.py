@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..ir import Graph, ancestors, relayout
-from .rewrite import Rewrite, allowed
+from .rewrite import Rewrite, has_budget, spend
 
 
 def dce(
@@ -35,10 +35,11 @@ def dce(
     kept, rewrites = [], []
     for kind, name, node, _ in reversed(statements):
         later = renamed.get(node)
-        if kind == "input" or (needed[node] and later is None) or not allowed():
+        if kind == "input" or (needed[node] and later is None) or not has_budget():
             kept.append((kind, name, node))
             renamed.setdefault(node, name)
             continue
+        spend()
         start, end = graph.starts[node], graph.ends[node]
         text = f"{name} = {expression(graph, node)}" if kind == "=" else name
         why = "(not needed)" if later is None else f"(named {later} below)"

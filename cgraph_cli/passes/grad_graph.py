@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..errors import EvalError
-from ..ir import Graph, GraphBuilder, relayout, wrt_node
+from ..ir import Graph, GraphBuilder, fresh, relayout, wrt_node
 from ..ops import CONST, INPUT
 from ..vocab import Interpretation
 
@@ -331,9 +331,4 @@ def _uses(graph: Graph, start: int) -> dict[int, int]:
 
 def _fresh(name: str, taken: set[str]) -> str:
     """``name``, or ``name_2``, ``name_3``... if the program uses it already."""
-    base, k = name, 2
-    while name in taken:
-        name = f"{base}_{k}"
-        k += 1
-    taken.add(name)
-    return name
+    return fresh(name, taken, first=2)

@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 
 from ..errors import UsageError
 from ..ir import Graph, GraphBuilder, relayout, resolve_name, validate
-from ..ops import CONST, INPUT
 from .cse import cse
 from .dce import dce
 from .fold import fold
@@ -181,14 +180,7 @@ def _declare_missing(graph: Graph, names: list[str], defaults: Mapping) -> Graph
     b.graph.defaults.update(graph.defaults)
     for kind, name, node, end in graph.statements():  # each statement's own nodes, then it
         for i in range(len(new), end):
-            op, start, stop = graph.ops[i], graph.starts[i], graph.ends[i]
-            if op is INPUT:
-                new.append(b.input(graph.labels[i] or "", start, stop))
-            elif op is CONST:
-                new.append(b.const(graph.consts[i], start, stop))
-            else:
-                args = tuple(new[a] for a in graph.args[i])
-                new.append(b.add(op, args, start, stop, graph.params.get(i, ())))
+            new.append(b.copy(graph, i, tuple(new[a] for a in graph.args[i])))
         if kind != "input":
             b.name(new[node], name)
         b.statement(kind, name, new[node])

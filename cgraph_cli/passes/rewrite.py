@@ -35,15 +35,17 @@ Sig = frozenset  # a shape, as the set of what broadcasts to it
 BUDGET: ContextVar[list[int] | None] = ContextVar("budget", default=None)
 
 
-def allowed() -> bool:
-    """Whether one more rewrite may be made (and, if so, count it)."""
+def has_budget() -> bool:
+    """Whether one more rewrite may be made."""
     left = BUDGET.get()
-    if left is None:
-        return True
-    if left[0] <= 0:
-        return False
-    left[0] -= 1
-    return True
+    return left is None or left[0] > 0
+
+
+def spend() -> None:
+    """Count a rewrite made against the budget."""
+    left = BUDGET.get()
+    if left is not None:
+        left[0] -= 1
 
 
 _PROBES = ((2, 3, 4), (5, 6, 7))  # shapes an op's shape rule is tried on, to see what it keeps
@@ -165,11 +167,6 @@ def only_shape(sig: Sig) -> tuple[int, ...] | None:
 Rule = Callable[[Walk, int, OpSpec, tuple[int, ...], tuple], "int | None"]
 
 
-def _may_rewrite() -> bool:
-    left = BUDGET.get()
-    return left is None or left[0] > 0
-
-
 def walk(
     graph: Graph,
     pass_name: str,
@@ -187,27 +184,22 @@ def walk(
     for i, op in enumerate(graph.ops):
         start, end = graph.starts[i], graph.ends[i]
         b.span = (start, end)
-        if op is INPUT:
-            new.append(b.input(graph.labels[i] or "", start, end))
+        if op is CONST and merge_consts:  # a named constant stays itself: its name is how it reads
+            key = (value_key(graph.consts[i]), graph.labels[i])
+            if key not in consts:
+                consts[key] = b.copy(graph, i)
+            new.append(consts[key])
             continue
-        if op is CONST:
-            value = graph.consts[i]
-            if merge_consts:  # a named constant stays itself: its name is how it reads
-                key = (value_key(value), graph.labels[i])
-                if key not in consts:
-                    consts[key] = b.const(value, start, end)
-                new.append(consts[key])
-            else:
-                new.append(b.const(value, start, end))
+        if op is INPUT or op is CONST:
+            new.append(b.copy(graph, i))
             continue
         args = tuple(new[a] for a in graph.args[i])
         params = graph.params.get(i, ())
-        found = rule(w, i, op, args, params) if _may_rewrite() else None
-        if found is not None and not allowed():
-            found = None  # the budget is spent: this node stays as it was
+        found = rule(w, i, op, args, params) if has_budget() else None
         if found is None:
             new.append(b.add(op, args, start, end, params))
         else:
+            spend()
             new.append(found)
             w.record(pass_name, i, found)
     for name, default in graph.defaults.items():

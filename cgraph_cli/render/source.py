@@ -13,7 +13,7 @@ g = -p ^ 2 * (z - 1)
 
 from __future__ import annotations
 
-from ..ir import Graph, show_subscript
+from ..ir import Graph, fresh, last_readers, show_subscript
 from ..numfmt import format_number, is_tensor, nested
 from ..ops import (
     CONST,
@@ -99,7 +99,7 @@ def to_source(graph: Graph) -> str:
             ):
                 # The input is read after this statement gives its name to another value:
                 # keep a name for it first (x_0 = x), so that later statements can say it.
-                alias = _fresh_name(f"{name}_0", taken)
+                alias = fresh(f"{name}_0", taken)
                 lines.append(f"{alias} = {name}")
                 scope[alias] = shadowed
                 names_of.setdefault(shadowed, [name]).append(alias)
@@ -157,22 +157,10 @@ def _last_reads(graph: Graph) -> tuple[dict[int, int], list[frozenset]]:
 def _last_readers(graph: Graph) -> list[int]:
     """For each node, the last node that reads it, or the end of the last statement that
     names it (-1: nothing reads it)."""
-    last = [-1] * len(graph.ops)
-    for i, args in enumerate(graph.args):
-        for a in args:
-            last[a] = i
+    last = last_readers(graph)
     for _, _, node, end in graph.statements():
         last[node] = max(last[node], end)
     return last
-
-
-def _fresh_name(name: str, taken: set[str]) -> str:
-    base, k = name, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 def expression(graph: Graph, node: int, limit: int = 24) -> str:
