@@ -45,11 +45,11 @@ class Program:
         return {k[0]: v for k, v in self.derivatives.items() if len(k) == 1}
 
 
-def _name(out: str, names: tuple[str, ...]) -> str:
+def derivative_name(out: str, names: tuple[str, ...]) -> str:
     """``df_dx``, ``d2f_dx2``, ``d2f_dxdy``, ``d3f_dx2dy``: as a textbook writes them
     (``d2o_dw1dw1`` for a name ending in a digit).
 
-    >>> _name("f", ("x", "x", "y")), _name("o", ("w1", "w1"))
+    >>> derivative_name("f", ("x", "x", "y")), derivative_name("o", ("w1", "w1"))
     ('d3f_dx2dy', 'd2o_dw1dw1')
     """
     order = len(names)
@@ -103,7 +103,7 @@ def derivative_program(
         out,
         asked,
         shapes,
-        names_for={w: _name(base, (w,)) for w in wrt},
+        names_for={w: derivative_name(base, (w,)) for w in wrt},
         intermediates=intermediates,
     )
     current = derived.graph
@@ -116,7 +116,7 @@ def derivative_program(
                 current.names[holder],
                 later,
                 shapes,
-                names_for={w: _name(base, (*names, w)) for w in later},
+                names_for={w: derivative_name(base, (*names, w)) for w in later},
                 intermediates=False,  # ∂²f/∂x∂y, not the derivative of every first one
             )
             current = step.graph

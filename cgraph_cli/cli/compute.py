@@ -18,6 +18,8 @@ from .options import (
     source_options,
     wrt_option,
 )
+from .rows import rows_options
+from .rows import run as run_rows
 
 FORMATS = ["text", "json", "plain"]
 OLD_NAMES = {"table": "text"}
@@ -47,9 +49,12 @@ def emit(fmt: str, report: dict, text, plain, schema: str) -> None:
 @report_options
 @click.option("--all", "show_all", is_flag=True, help="Also print every input and named value.")
 @of_option
+@rows_options
 @output_option
 @common_options
-def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, show_all, of):
+def eval_command(
+    args, expr, file_, binds, bindings_file, fmt, precision, full, show_all, of, **rows
+):
     """Run the forward pass and print the output's value.
 
     \b
@@ -59,11 +64,25 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph eval -e 'x^2 + 1' --bind x=3 --format plain
       echo 'y = 2 * x' | cgraph eval - x=4
       cgraph eval 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]'   # y = [3, 7]
+      cgraph eval sample:neuron --rows inputs.csv -o outputs.csv   # a row out per row in
     """
     from ..api import evaluate
     from ..report import eval_report
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
+    if rows["rows_file"] is not None:
+        return run_rows(
+            graph,
+            bindings,
+            rows,
+            mode="eval",
+            of=of,
+            wrt=(),
+            show_all=show_all,
+            fmt=fmt,
+            precision=precision,
+            full=full,
+        )
     report = eval_report(evaluate(graph, bindings, of=of))
 
     def text():
@@ -86,9 +105,16 @@ def eval_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
 @report_options
 @of_option
 @wrt_option
+@rows_options
+@click.option(
+    "--reduce",
+    type=click.Choice(["sum", "mean"]),
+    help="With --rows: the gradient of the sum or mean of the output over all rows, with "
+    "respect to the inputs every row shares (the weights).",
+)
 @output_option
 @common_options
-def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, of, wrt):
+def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, of, wrt, **rows):
     """Run the forward and reverse passes: ∂output/∂input for every input.
 
     \b
@@ -98,11 +124,30 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph grad sample:seed --of p --format json
       cgraph grad 'loss = sum((W @ x - t)^2)' W='[[1,2],[3,4]]' x='[1,-1]' t='[0,1]'
       cgraph grad sample:mlp --format json
+      cgraph grad sample:neuron --rows inputs.parquet --wrt w1,w2 -o grads.parquet
+      cgraph grad sample:logistic --rows train.csv --reduce mean
     """
     from ..api import grad, resolve_name
     from ..report import grad_report
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
+    if rows["rows_file"] is not None:
+        return run_rows(
+            graph,
+            bindings,
+            rows,
+            mode="grad",
+            of=of,
+            wrt=wrt,
+            show_all=False,
+            fmt=fmt,
+            precision=precision,
+            full=full,
+        )
+    if rows["reduce"] is not None:
+        from ..errors import UsageError
+
+        raise UsageError("--reduce sums over the rows of a data file: give it --rows FILE")
     wanted = names(wrt)
     for name in wanted:  # a misspelt --wrt is a usage error, before any missing binding
         resolve_name(graph, name)

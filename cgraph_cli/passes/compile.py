@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import keyword
+import math
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -40,6 +41,7 @@ _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
+    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack"),
 }
 
 
@@ -51,9 +53,13 @@ def compile_module(
     wrt: list[str] | None = None,
     bindings: Mapping | None = None,
     name: str = "",
+    rows: bool = False,
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
+    ``rows``: for cgraph's own batch engine (:mod:`cgraph_cli.engine`), NumPy only: nothing
+    raises for a value that is not finite; ``forward`` and ``grad`` return, last, a number
+    per row that is not finite where some value on the way was not (see :func:`absorbs`).
 
     >>> from cgraph_cli import parse
     >>> namespace = {}
@@ -67,6 +73,7 @@ def compile_module(
 
     if target not in TARGETS:
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
+    assert not rows or target == "numpy", "rows mode is NumPy's"
     if of is not None:
         out = resolve_name(graph, of)
         graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
@@ -74,14 +81,20 @@ def compile_module(
     # are used again once they are dead (floats freed as soon as possible run faster).
     from .optimize import known_shapes
 
-    emitter = _Emitter(target, graph.source.text, known_shapes(graph, bindings or {}))
-    forward_body, forward_names = emitter.body(graph)
+    known = known_shapes(graph, bindings or {})
+    emitter = _Emitter(target, graph.source.text, known, rows)
     try:
         program = derivative_program(graph, bindings, None, wrt, intermediates=False)
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
+        emitter.vector = target == "numpy" and _elementwise(graph, known)
+        forward_body, forward_names = emitter.body(graph)
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
+    emitter.vector = (
+        target == "numpy" and _elementwise(graph, known) and _elementwise(derived, known)
+    )
+    forward_body, forward_names = emitter.body(graph)
     base = program.output if program.output.isidentifier() else "out"
     grad_body, grad_names = emitter.body(derived)
     if base in derived.names:
@@ -100,8 +113,12 @@ def compile_module(
 class _Emitter:
     """Writes the lines of a graph's nodes for one target."""
 
-    def __init__(self, target: str, text: str, known: dict | None = None) -> None:
+    def __init__(self, target: str, text: str, known: dict | None = None, rows=False) -> None:
         self.target = target
+        self.rows = rows  # watch the arguments of ops that absorb what is not finite
+        # Every op elementwise on numbers: rows of inputs broadcast through the code as they
+        # are (else a batch runs one row at a time).
+        self.vector = False
         # The inputs' shapes when compiling for NumPy (None: no specialising).
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
@@ -150,6 +167,13 @@ class _Emitter:
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     free.append(names[a])
+            if self.rows and absorbs(op):  # before the line: its variable may be an argument's
+                total = "{}" if self.vector else "np.sum({})"
+                lines += [
+                    f"    _acc = _acc + {total.format(names[a])}"
+                    for a in dict.fromkeys(graph.args[i])
+                    if graph.ops[a] is not CONST
+                ]
             label = graph.labels[i]
             if label is None and free and (keep is None or i not in keep):
                 var = free.pop()
@@ -257,6 +281,7 @@ class _Emitter:
             "",
             f"INPUTS = {tuple(inputs)!r}",
             f"DEFAULTS = {self._defaults(graph)}",
+            *([f"SHAPES = {self.row_shapes(graph)!r}"] if numpy else []),
             "",
             "",
             "class DomainError(ArithmeticError):",
@@ -267,8 +292,9 @@ class _Emitter:
         helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in sorted(self.helpers)]
         values = ", ".join(f"{n!r}: {v}" for n, v in named.items())
         if numpy:  # a gradient that is 0 everywhere may be written as the number 0
+            rows_arg = ", rows" if self.vector else ""
             gradients = {
-                n: v if n in self.exact else f"_like({v}, {_identifier(n, set())})"
+                n: v if n in self.exact else f"_like({v}, {_identifier(n, set())}{rows_arg})"
                 for n, v in gradients.items()
             }
         grads = ", ".join(f"{n!r}: {v}" for n, v in gradients.items())
@@ -280,15 +306,30 @@ class _Emitter:
             convert = ["    _expect(inputs, INPUTS)"] + [
                 f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)
             ]
+        rows = ", rows" if self.vector else ""
+        start = ["    _acc = 0.0"] if self.rows else []
+        if self.vector:  # rows of numbers broadcast through the code
+            start.append(f"    rows = _rows({', '.join(variables)})")
+        elif numpy and inputs:  # rows of tensors: one row at a time
+            shapes = self.row_shapes(graph)
+            batched = " or ".join(
+                f"np.ndim({v}) > {len(shapes[n])}" for v, n in zip(variables, inputs)
+            )
+            given = ", ".join(f"{n!r}: {v}" for v, n in zip(variables, inputs))
+            start += [f"    if {batched}:", f"        return _per_row({{fn}}, {{{{{given}}}}})"]
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
             *convert,
+            *(line.format(fn="forward") for line in start),
             *_guarded(forward_body, numpy),
             f"    out = {{{values}}}",
-            *(["    out = {k: _plain(v) for k, v in out.items()}"] if numpy else []),
-            "    _finite(out, forward)",
-            "    return out",
+            *([f"    out = {{k: _plain(v{rows}) for k, v in out.items()}}"] if numpy else []),
+            *(
+                ["    return out, _acc"]
+                if self.rows
+                else ["    _finite(out, forward)", "    return out"]
+            ),
             "",
             "",
             f"def grad({signature}):",
@@ -296,10 +337,15 @@ class _Emitter:
                 [
                     f'    """The value of {output} and its gradient with respect to each input."""',
                     *convert,
+                    *(line.format(fn="grad") for line in start),
                     *_guarded(grad_body, numpy),
-                    f"    value, grads = {f'_plain({value})' if numpy else value}, {{{grads}}}",
-                    "    _finite({'': value, **grads}, grad)",
-                    "    return value, grads",
+                    f"    value = {f'_plain({value}{rows})' if numpy else value}",
+                    f"    grads = {{{grads}}}",
+                    *(
+                        ["    return value, grads, _acc"]
+                        if self.rows
+                        else ["    _finite({'': value, **grads}, grad)", "    return value, grads"]
+                    ),
                 ]
                 if grad_body is not None
                 else [  # value: why not, as a string literal (repr: nothing of it runs)
@@ -342,18 +388,22 @@ class _Emitter:
             "",
             *(
                 [
-                    "def _like(g, x):",
-                    '    """The gradient g with the shape of its input x."""',
-                    "    if np.shape(g) != np.shape(x):",
-                    "        g = np.broadcast_to(g, np.shape(x)).copy()",
+                    "def _like(g, x, rows=()):",
+                    '    """The gradient g with the shape of its input x (of each row: rows)."""',
+                    "    shape = rows or np.shape(x)",
+                    "    if np.shape(g) != shape:",
+                    "        g = np.broadcast_to(g, shape).copy()",
                     "    return _plain(g)",
                     "",
                     "",
-                    "def _plain(v):",
-                    '    """A number as a float, an array as it is."""',
+                    "def _plain(v, rows=()):",
+                    '    """A number as a float, an array as it is; with rows, a value per row."""',
+                    "    if rows:",
+                    "        return v if np.shape(v) == rows else np.broadcast_to(v, rows).copy()",
                     "    return float(v) if np.ndim(v) == 0 else v",
                     "",
                     "",
+                    *(_ROWS if self.vector else _PER_ROW),
                 ]
                 if numpy
                 else []
@@ -386,6 +436,10 @@ class _Emitter:
         }
         return "\n".join([*lines, f"_WHERE = {where!r}", ""])
 
+    def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
+        """One row's shape of each input: the known shape, else a number's."""
+        return {n: tuple(self.known.get(n, ())) if self.known else () for n in graph.inputs}
+
     def _defaults(self, graph: Graph) -> str:
         items = []
         for name, value in graph.defaults.items():
@@ -399,6 +453,84 @@ class _Emitter:
                 shown = f"np.array({value.tolist()!r})"
             items.append(f"{name!r}: {shown}")
         return "{" + ", ".join(items) + "}"
+
+
+# How a NumPy module takes a leading batch axis: rows of numbers broadcast through the code of
+# an elementwise program; rows of tensors go one at a time.
+_ROWS = [
+    "def _rows(*values):",
+    '    """The shape of a batch of rows: () for one row (every input a number)."""',
+    "    shapes = [v.shape for v in values if v.__class__ is np.ndarray]",
+    "    return np.broadcast_shapes(*shapes) if shapes else ()",
+    "",
+    "",
+]
+_PER_ROW = [
+    "def _per_row(fn, inputs):",
+    '    """fn on each row of the inputs that carry a leading batch axis (one more than',
+    '    SHAPES says), the others shared by every row; its results stacked row by row."""',
+    "    batched = {k: v for k, v in inputs.items() if np.ndim(v) > len(SHAPES[k])}",
+    "    sizes = sorted({len(v) for v in batched.values()})",
+    "    if len(sizes) != 1 or sizes[0] == 0:",
+    "        raise ValueError(f'inputs with a batch axis of {sizes} rows: one number > 0 needed')",
+    "    return _stack([fn(**{**inputs, **{k: v[r] for k, v in batched.items()}}) for r in range(sizes[0])])",
+    "",
+    "",
+    "def _stack(results):",
+    '    """Results of the same structure (dicts, tuples, values) as one, row by row."""',
+    "    first = results[0]",
+    "    if isinstance(first, dict):",
+    "        return {k: _stack([r[k] for r in results]) for k in first}",
+    "    if isinstance(first, tuple):",
+    "        return tuple(_stack(list(column)) for column in zip(*results))",
+    "    return np.array(results, dtype=float)",
+    "",
+    "",
+]
+
+
+def absorbs(op) -> bool:
+    """Whether ``op`` can turn a value that is not finite into a finite one (``1 / inf``,
+    ``tanh(inf)``, ``inf > 0``): derived from its array rule over infinities, nan and a few
+    numbers, and assumed of every op that is not elementwise. The rows mode watches such an
+    op's arguments, so that a row is flagged wherever the interpreter would stop.
+
+    >>> from cgraph_cli.ops import OPS
+    >>> absorbs(OPS["tanh"]), absorbs(OPS["add"]), absorbs(OPS["log"])
+    (True, False, False)
+    """
+    found = _ABSORBS.get(op.name)
+    if found is None:
+        found = _ABSORBS[op.name] = not op.elementwise or _finite_from_special(op)
+    return found
+
+
+_ABSORBS: dict[str, bool] = {}
+
+
+def _finite_from_special(op) -> bool:
+    from itertools import product
+
+    from ..arrays import np
+    from ..vocab import value_function
+
+    fn = value_function(op, "np")
+    values = [math.inf, -math.inf, math.nan, 0.0, 1.0, -1.0, 2.0, 0.5]
+    with np.errstate(all="ignore"):
+        for args in product(values, repeat=op.arity):
+            if not all(map(math.isfinite, args)):
+                if np.all(np.isfinite(fn(*map(np.float64, args)))):
+                    return True
+    return False
+
+
+def _elementwise(graph: Graph, known: Mapping) -> bool:
+    """Every op of ``graph`` elementwise, every constant and input shape a number."""
+    return (
+        all(op.py is not None for op in graph.ops if op.arity)
+        and all(v.__class__ is float for v in graph.consts.values())
+        and all(known.get(n, ()) == () for n in graph.inputs)
+    )
 
 
 def _last_uses(graph: Graph) -> list[int]:

@@ -9,7 +9,7 @@ and its version in :data:`VERSIONS` (the tests hold every command with ``--forma
 both).
 
 >>> names()
-['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize']
+['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize', 'reduce']
 >>> load("grad")["$id"]
 'https://cgraph.dev/schemas/grad.schema.json'
 """
@@ -30,6 +30,7 @@ VERSIONS = {
     "jvp": 1,
     "jacobian": 1,
     "optimize": 1,
+    "reduce": 1,
 }
 
 SUFFIX = ".schema.json"

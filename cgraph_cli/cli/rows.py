@@ -1,0 +1,148 @@
+"""``--rows FILE`` on eval and grad: the program run once per row of a data file, rows out to
+a data file (or, with ``--reduce``, one gradient over all rows, reported as grad reports)."""
+
+from __future__ import annotations
+
+import click
+
+from . import output
+from .options import apply
+
+ROWS_HELP = (
+    "Run once per row of FILE (CSV, TSV, JSON Lines, Parquet, .npz; '-': CSV on standard "
+    "input; wildcards for several files): each column named as an input binds it per row."
+)
+
+
+def rows_options(command):
+    """The options of a run over rows, shared by eval and grad."""
+    return apply(
+        command,
+        [
+            click.option(
+                "--rows",
+                "rows_file",
+                metavar="FILE",
+                type=click.Path(allow_dash=True),
+                help=ROWS_HELP,
+            ),
+            click.option(
+                "--rows-format",
+                type=click.Choice(["csv", "tsv", "jsonl", "parquet", "npz"]),
+                help="The format of --rows FILE (default: from its extension) and of the output.",
+            ),
+            click.option(
+                "--keep",
+                "keep",
+                multiple=True,
+                metavar="COLUMNS",
+                help="Input columns to copy to each output row, comma-separated; repeatable.",
+            ),
+            click.option(
+                "--strict",
+                is_flag=True,
+                help="A column that is not an input is an error (default: ignored, with a note).",
+            ),
+            click.option(
+                "--chunk-rows",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="N",
+                help="Rows evaluated at a time (memory grows with it; default 65,536).",
+            ),
+            click.option(
+                "--allow-errors",
+                is_flag=True,
+                help="Exit 0 even when some rows could not be evaluated (their error cells say why).",
+            ),
+        ],
+    )
+
+
+def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, precision, full):
+    """The command's work when --rows is given."""
+    from ..datafiles import RowWriter, count_rows, data_format, expand, read_chunks
+    from ..errors import EvalError, UsageError
+    from ..rows import CHUNK_ROWS, run_rows
+    from .options import names
+
+    path = options["rows_file"]
+    in_format = data_format(path, options.get("rows_format")) if path != "-" else "csv"
+    paths = expand(path)
+    reduce = options.get("reduce")
+    if reduce is None and fmt == "plain":
+        raise UsageError(
+            "--format plain prints one set of values; with --rows, rows go out as a data file"
+        )
+    writer = None
+    if reduce is None:
+        target = output.settings.output
+        if target not in (None, "-"):
+            out_format = data_format(target)
+        else:
+            out_format = "jsonl" if fmt == "json" else "csv"
+        writer = RowWriter(target, out_format)
+    if in_format != "npz" and in_format != "jsonl":
+        from ..datafiles import pyarrow
+
+        pyarrow(in_format)
+    chunk_rows = options.get("chunk_rows") or CHUNK_ROWS
+    with output.progress(count_rows(paths, in_format), "rows") as tick:
+        result = run_rows(
+            graph,
+            read_chunks(paths, in_format, chunk_rows),
+            mode=mode,
+            bindings=bindings,
+            of=of,
+            wrt=names(wrt) or None,
+            show_all=show_all,
+            keep=names(options.get("keep") or ()),
+            reduce=reduce,
+            strict=options.get("strict", False),
+            write=writer.write if writer is not None else None,
+            tick=tick,
+            note=output.note,
+        )
+    if writer is not None:
+        writer.close()
+    output.note(result.summary())
+    if reduce is not None:
+        _report(result, reduce, bindings, graph, fmt, precision, full)
+    if result.errors and not options.get("allow_errors"):
+        raise EvalError(
+            f"{result.errors:,} of {result.rows:,} rows could not be evaluated",
+            hints=["their error cells say why; --allow-errors to exit 0 all the same"],
+        )
+
+
+def _report(result, how, bindings, graph, fmt, precision, full) -> None:
+    """The reduced gradient, as grad reports one."""
+    from ..errors import EvalError
+
+    if result.value is None:
+        raise EvalError(f"no row could be evaluated: nothing to {how}")
+    shared = {**graph.defaults, **bindings}
+    report = {
+        "output": result.output,
+        "reduce": how,
+        "rows": result.rows - result.errors,
+        "errors": result.errors,
+        "value": result.value,
+        "values": {k: shared[k] for k in result.gradients},
+        "gradients": result.gradients,
+    }
+    from ..numfmt import is_tensor
+
+    if any(is_tensor(v) for v in [result.value, *result.gradients.values()]):
+        report["shapes"] = {k: list(getattr(v, "shape", ())) for k, v in result.gradients.items()}
+    if fmt == "json":
+        from ..report import to_json_text
+
+        output.write_text(to_json_text(report, schema="reduce"))
+        return
+    from ..bindings import check_bindings
+    from ..render.table import gradient_table
+
+    shown = dict(report, output=f"{how}({result.output})")
+    shown["values"] = check_bindings(graph, shown["values"])
+    output.write_rich(gradient_table(shown, precision, full))

@@ -1,0 +1,105 @@
+"""The compiled engine: a graph's NumPy module (``cgraph compile --target numpy``, in rows
+mode) executed in-process once and kept on the graph, for work that runs a graph many times
+(the rows of a data file). Rows of numbers go through the generated code as whole columns;
+rows of tensors one at a time (see :mod:`cgraph_cli.passes.compile`).
+
+Rows mode raises nothing for a value that is not finite: each call also returns, per row, a
+number that is not finite where some value on the way was not, so that the caller can give
+those rows to the interpreter, which says what went wrong where.
+
+>>> import numpy as np
+>>> from cgraph_cli import parse
+>>> run = engine(parse("y = log(x) * w"), bindings={"x": 1.0, "w": 2.0})
+>>> value, grads, ok = run.grad_rows({"x": np.array([1.0, np.e, -1.0]), "w": 2.0}, 3)
+>>> value.tolist()[:2], grads["w"].tolist()[:2], ok.tolist()
+([0.0, 2.0], [0.0, 1.0], [True, True, False])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .arrays import np
+from .ir import Graph
+
+_FILENAME = "<cgraph compiled>"
+
+
+class Engine:
+    """``forward(**inputs) -> (named values, flags)`` and ``grad(**inputs) -> (value,
+    gradients, flags)``, each input a value for every row (a leading axis) or one value shared
+    by all rows; ``shapes``: one row's shape of each input; ``source``: the module's text."""
+
+    __slots__ = ("forward", "grad", "shapes", "source")
+
+    def __init__(self, source: str) -> None:
+        namespace: dict = {"__name__": "cgraph_compiled", "__file__": _FILENAME}
+        exec(compile(source, _FILENAME, "exec"), namespace)  # our own generated code
+        self.forward = namespace["forward"]
+        self.grad = namespace["grad"]
+        self.shapes: dict[str, tuple[int, ...]] = namespace["SHAPES"]
+        self.source = source
+
+    def evaluate_rows(self, inputs: Mapping, n: int):
+        """Every named value for ``n`` rows (each an array with a leading axis of ``n``), and
+        which rows are sound: every value on the way finite. Rows that are not sound hold
+        anything: the interpreter answers for them."""
+        try:
+            named, flags = self.forward(**inputs)
+        except _FAILURES:  # no row is known sound: the interpreter answers for each
+            return {}, np.zeros(n, dtype=bool)
+        named = {k: _per_row(v, n) for k, v in named.items()}
+        return named, _sound(flags, named.values(), n)
+
+    def grad_rows(self, inputs: Mapping, n: int):
+        """The output's value and its gradients for ``n`` rows, and which rows are sound."""
+        try:
+            value, grads, flags = self.grad(**inputs)
+        except _FAILURES:
+            return np.full(n, np.nan), {}, np.zeros(n, dtype=bool)
+        value = _per_row(value, n)
+        grads = {k: _per_row(v, n) for k, v in grads.items()}
+        return value, grads, _sound(flags, [value, *grads.values()], n)
+
+
+# What generated code can raise on rows it cannot take (shapes, a helper's domain).
+_FAILURES = (ValueError, ArithmeticError, TypeError, IndexError)
+
+
+def _per_row(value, n: int):
+    """A result as an array with a leading axis of ``n`` rows (one shared value repeated)."""
+    array = np.asarray(value, dtype=float)
+    if array.ndim and array.shape[0] == n:
+        return array
+    return np.broadcast_to(array, (n, *array.shape))
+
+
+def _sound(flags, results, n: int):
+    """Rows whose flag and every result are finite."""
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(np.broadcast_to(np.asarray(flags, dtype=float), (n,))).copy()
+        for r in results:
+            ok &= np.isfinite(r.reshape(n, -1)).all(axis=1) if r.ndim > 1 else np.isfinite(r)
+    return ok
+
+
+def engine(
+    graph: Graph,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    bindings: Mapping | None = None,
+) -> Engine:
+    """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
+    ``bindings`` (one row's values) give its inputs; compiled once per graph and shapes."""
+    from .passes.optimize import known_shapes
+
+    shapes = known_shapes(graph, bindings or {})
+    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items())))
+    found = graph.memo.get(key)
+    if found is None:
+        from .passes.compile import compile_module
+
+        source = compile_module(graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=True)
+        found = graph.memo[key] = Engine(source)
+    return found
