@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,data,dask]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_frontend.py
 	$(BIN)/python bench/bench_hessian.py
 	$(BIN)/python bench/bench_compile.py
+	$(BIN)/python bench/bench_batch.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py --update-golden

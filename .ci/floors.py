@@ -1,8 +1,8 @@
 """Print pip constraints pinning every direct dependency of pyproject.toml to its floor.
 
-`python .ci/floors.py > floors.txt; pip install -c floors.txt -e '.[test]'` installs the lowest
-versions pyproject allows of what it names (the build backend, the dependencies, the test
-extra), and the newest of everything else: pip cannot resolve "lowest" by itself. A floor that
+`python .ci/floors.py > floors.txt; pip install -c floors.txt -e '.[test,data,dask]'` installs
+the lowest versions pyproject allows of what it names (the build backend, the dependencies, the
+extras the tests need), and the newest of everything else: pip cannot resolve "lowest" by itself. A floor that
 names a release that does not exist fails the install, as it should.
 """
 
@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOOR = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*[^;]*?>=\s*([^,;\s]+)")
 
 
-def requirements(pyproject: dict, extras: tuple[str, ...] = ("test",)) -> list[str]:
+def requirements(
+    pyproject: dict, extras: tuple[str, ...] = ("test", "data", "dask")
+) -> list[str]:
     """The requirement strings whose floors are pinned: build backend, dependencies, extras."""
     project = pyproject["project"]
     found = list(pyproject["build-system"]["requires"]) + list(project["dependencies"])
@@ -42,7 +44,7 @@ def floors(requirements: list[str]) -> dict[str, str]:
         if m is None:
             raise SystemExit(f"pyproject.toml: {requirement!r} has no >= floor to test")
         name, version = m.group(1).lower(), m.group(2)
-        if pinned.setdefault(name, version) != version:
+        if pinned.setdefault(name, version) != version:  # the same floor in two extras is one
             raise SystemExit(f"pyproject.toml: {name} has two floors, {pinned[name]} and {version}")
     return pinned
 

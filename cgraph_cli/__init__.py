@@ -72,6 +72,11 @@ _LAZY = {
     "optimize": "passes.optimize",
     "Optimized": "passes.optimize",
     "compile_module": "passes.compile",
+    "run_rows": "rows",
+    "RowsResult": "rows",
+    "read_chunks": "datafiles",
+    "RowWriter": "datafiles",
+    "engine": "engine",
 }
 
 if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
@@ -90,7 +95,9 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     )
     from .arrays import Value
     from .checks import CheckReport, check
+    from .datafiles import RowWriter, read_chunks
     from .draw import Diagram, diagram
+    from .engine import engine
     from .errors import (
         BindingError,
         CgraphError,
@@ -108,6 +115,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .passes.optimize import Optimized, optimize
     from .passes.vjp import vjp
     from .render.source import to_source
+    from .rows import RowsResult, run_rows
 
 
 def __getattr__(name: str):
@@ -130,7 +138,7 @@ def __dir__() -> list[str]:
 
 
 #: Public functions named as a module of this package is.
-_SHADOWED = frozenset({"explain", "gradcheck"})
+_SHADOWED = frozenset({"explain", "gradcheck", "engine"})
 
 
 class _Package(types.ModuleType):
@@ -168,6 +176,8 @@ __all__ = [
     "Node",
     "Optimized",
     "ParseError",
+    "RowWriter",
+    "RowsResult",
     "Span",
     "UsageError",
     "Value",
@@ -175,6 +185,7 @@ __all__ = [
     "compile_module",
     "derivative_program",
     "diagram",
+    "engine",
     "evaluate",
     "explain",
     "forward",
@@ -185,6 +196,8 @@ __all__ = [
     "jvp",
     "optimize",
     "parse",
+    "read_chunks",
+    "run_rows",
     "tangent_program",
     "to_source",
     "validate",

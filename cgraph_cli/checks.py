@@ -110,11 +110,11 @@ def run_case(case: Case) -> list[Result]:
                 assert isinstance(result, Gradients), "expect_grad asks for the reverse pass"
                 actual = result.adjoints[wrt_node(graph, name)]
             expected = _expected_value(name, given)
-            ok = _close(actual, expected, case.rtol, case.atol)
+            ok = close(actual, expected, case.rtol, case.atol)
             results.append(Result(case.name, kind, name, out, expected, actual, ok))
     if case.expect_hessian:
         for name, number, second in _second_derivatives(graph, case, result.values):
-            ok = _close(second, number, case.rtol, case.atol)
+            ok = close(second, number, case.rtol, case.atol)
             results.append(Result(case.name, "hessian", name, out, number, second, ok))
     return results
 
@@ -232,7 +232,8 @@ def _expected_value(name: str, value):
         raise UsageError(f"the expected value of '{name}' holds a number too large") from None
 
 
-def _close(actual, expected, rtol: float, atol: float) -> bool:
+def close(actual, expected, rtol: float, atol: float) -> bool:
+    """|actual - expected| <= atol + rtol·|expected|, elementwise, shapes equal."""
     if _shape(actual) != _shape(expected):
         return False
     if not _shape(actual):

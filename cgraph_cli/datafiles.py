@@ -61,8 +61,15 @@ def data_format(path: str, given: str | None = None) -> str:
 
 
 def expand(path: str) -> list[str]:
-    """The files a ``--rows`` argument names: itself, or the files its wildcards match
-    (sorted, so that rows come out in the same order every time)."""
+    """The files a ``--rows`` argument names: itself, the files its wildcards match (sorted,
+    so that rows come out in the same order every time), or ``sample:NAME``, a data file that
+    ships with the samples (``sample:train.csv``).
+
+    >>> [os.path.basename(p) for p in expand("sample:train.csv")]
+    ['train.csv']
+    """
+    if path.startswith("sample:"):
+        return [_sample_data(path.removeprefix("sample:"))]
     if path == "-" or not glob.has_magic(path):
         if path != "-" and not os.path.isfile(path):
             what = "is a folder" if os.path.isdir(path) else "does not exist"
@@ -72,6 +79,18 @@ def expand(path: str) -> list[str]:
     if not found:
         raise UsageError(f"no file matches {path}")
     return found
+
+
+def _sample_data(name: str) -> str:
+    from .sources import samples_folder
+
+    folder = samples_folder() / "data"
+    names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    if name not in names:
+        raise UsageError(
+            f"no sample data file named '{name}'", hints=["sample data: " + ", ".join(names)]
+        )
+    return str(folder / name)
 
 
 def pyarrow(fmt: str):
@@ -181,7 +200,12 @@ def _cell_by_cell(name: str, cells: list) -> Column:
 # --- reading ---------------------------------------------------------------------------------
 def read_chunks(paths: list[str], fmt: str, chunk_rows: int) -> Iterator[tuple[str, int, dict]]:
     """The rows of the files in turn, in chunks of at most ``chunk_rows`` rows: ``(file, index
-    of the chunk's first row in the file, columns)``, columns as pyarrow or NumPy arrays."""
+    of the chunk's first row in the file, columns)``, columns as pyarrow or NumPy arrays.
+
+    >>> chunks = list(read_chunks(expand("sample:train.csv"), "csv", 32))
+    >>> [(start, len(columns["x"])) for _, start, columns in chunks]
+    [(0, 32), (32, 8)]
+    """
     for path in paths:
         start = 0
         for chunk in _rechunk(_batches(path, fmt, chunk_rows), chunk_rows):
@@ -310,10 +334,22 @@ class RowWriter:
     """Rows out, chunk by chunk. ``write`` takes a dict of columns, each a float64 array (nan:
     an empty cell), a list of Python values (None: empty; lists for tensors, text), or a
     column read from the input (kept as it was); ``close`` finishes the file. ``path`` None
-    or ``-``: standard output."""
+    or ``-``: standard output.
 
-    def __init__(self, path: str | None, fmt: str) -> None:
+    >>> import tempfile, numpy as np
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.csv")
+    >>> writer = RowWriter(path, "csv")
+    >>> writer.write({"y": np.array([1.5, np.nan]), "error": [None, "row 2: ..."]})
+    >>> writer.close()
+    >>> print(open(path).read().strip())
+    "y","error"
+    1.5,
+    ,"row 2: ..."
+    """
+
+    def __init__(self, path: str | None, fmt: str, text: tuple[str, ...] = ("error",)) -> None:
         self.path = None if path in (None, "-") else path
+        self.text = text  # columns of text, even when every cell is empty
         self.fmt = fmt
         self._writer: Any = None
         self._types: dict = {}
@@ -353,7 +389,11 @@ class RowWriter:
         if self._writer is None:
             self._types = {k: a.type for k, a in arrays.items()}
             self._types.update(
-                {k: pa.float64() for k, a in arrays.items() if pa.types.is_null(a.type)}
+                {
+                    k: pa.string() if k in self.text else pa.float64()
+                    for k, a in arrays.items()
+                    if pa.types.is_null(a.type)
+                }
             )
         for k, a in arrays.items():
             if a.type != self._types[k]:
@@ -380,7 +420,8 @@ class RowWriter:
 
     def close(self) -> None:
         if self.fmt == "npz":
-            np.savez(self._sink(), **{k: _npz_array(v) for k, v in self._npz.items()})
+            arrays = {k: _npz_array(v, k in self.text) for k, v in self._npz.items()}
+            np.savez(self._sink(), **arrays)
         elif self._writer is not None:
             self._writer.close()
         if self._file is not None:
@@ -416,10 +457,10 @@ def _plain_cells(column, numbers: bool = False) -> list:
     return [None if isinstance(c, float) and c != c else c for c in column]
 
 
-def _npz_array(parts: list[list]):
+def _npz_array(parts: list[list], text: bool):
     cells = [c for part in parts for c in part]
     sample = [c for c in cells if c is not None]
-    if sample and all(isinstance(c, str) for c in sample):
+    if text or (sample and all(isinstance(c, str) for c in sample)):
         return np.array(["" if c is None else c for c in cells])
     if sample and isinstance(sample[0], list):
         shape = np.shape(sample[0])

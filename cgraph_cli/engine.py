@@ -91,7 +91,13 @@ def engine(
     bindings: Mapping | None = None,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
-    ``bindings`` (one row's values) give its inputs; compiled once per graph and shapes."""
+    ``bindings`` (one row's values) give its inputs; compiled once per graph and shapes.
+
+    >>> from cgraph_cli import parse
+    >>> graph = parse("y = x * x")
+    >>> engine(graph) is engine(graph), engine(graph).shapes
+    (True, {'x': ()})
+    """
     from .passes.optimize import known_shapes
 
     shapes = known_shapes(graph, bindings or {})

@@ -6,14 +6,6 @@ Rows go through the compiled engine (:mod:`cgraph_cli.engine`) a chunk at a time
 columns. A row the engine flags (a value on the way not finite, a cell it cannot take) is run
 again by the interpreter, which gives its values or says why it fails: such a row gets an
 ``error`` cell and empty values, and does not stop the others.
-
->>> from cgraph_cli import parse
->>> chunks = [("data.csv", 0, {"x": [1.0, -1.0, 4.0]})]
->>> result = run_rows(parse("y = sqrt(x) * w"), chunks, mode="grad", bindings={"w": 3.0})
->>> [(t["y"].tolist(), t["dy_dw"].tolist(), t["error"]) for t in result.tables][0][1]
-[1.0, nan, 2.0]
->>> result.errors, result.tables[0]["error"][1]
-(1, 'row 2: sqrt(-1) is undefined (data.csv)')
 """
 
 from __future__ import annotations
@@ -24,7 +16,7 @@ from typing import Any
 
 from .arrays import np
 from .datafiles import Column, to_column
-from .errors import BindingError, CgraphError, UsageError
+from .errors import BindingError, CgraphError, EvalError, UsageError
 from .ir import Graph, resolve_name
 
 MODES = ("eval", "grad")
@@ -38,7 +30,13 @@ class RowsResult:
     """What a run over rows gives: ``tables`` (each chunk's output columns, when not
     reduced), ``rows``, ``errors`` (rows that failed), ``seconds``, ``ignored`` (columns that
     are not inputs); with ``reduce``, ``value`` and ``gradients``: the sum or mean over the
-    rows that did not fail."""
+    rows that did not fail.
+
+    >>> from cgraph_cli import parse
+    >>> result = run_rows(parse("y = 2 * x"), [("-", 0, {"x": [1.0, 2.0]})])
+    >>> result.tables[0]["y"].tolist(), result.summary().split(" in ")[0]
+    ([2.0, 4.0], '2 rows')
+    """
 
     __slots__ = ("tables", "rows", "errors", "seconds", "ignored", "value", "gradients", "output")
 
@@ -77,7 +75,16 @@ def run_rows(
     """Run ``graph`` on every row of ``chunks`` (``(file, first row, columns)`` triples, as
     :func:`cgraph_cli.datafiles.read_chunks` gives them); ``mode`` eval or grad. Each chunk's
     output columns go to ``write`` when given, else into ``result.tables``; with ``reduce``
-    (grad only) nothing is written: the result holds the sum or mean."""
+    (grad only) nothing is written: the result holds the sum or mean.
+
+    >>> from cgraph_cli import parse
+    >>> chunks = [("data.csv", 0, {"x": [1.0, -1.0, 4.0]})]
+    >>> result = run_rows(parse("y = sqrt(x) * w"), chunks, mode="grad", bindings={"w": 3.0})
+    >>> [(t["y"].tolist(), t["dy_dw"].tolist(), t["error"]) for t in result.tables][0][1]
+    [1.0, nan, 2.0]
+    >>> result.errors, result.tables[0]["error"][1][:32]
+    (1, 'row 2: sqrt(-1) is undefined: sq')
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if reduce is not None and (mode != "grad" or reduce not in REDUCE):
@@ -88,7 +95,7 @@ def run_rows(
     for path, start, columns in chunks:
         if plan is None:
             plan = _Plan(graph, path, list(columns), mode, bindings or {}, of, wrt, keep, reduce)
-            plan.show_all = show_all
+            plan.choose(show_all)
             plan.check_columns(strict, note)
             result.ignored = plan.ignored
             result.output = plan.out_name
@@ -153,6 +160,8 @@ class _Plan:
         self.wrt = self._wrt(wrt, reduce)
         self.base = self.out_name if self.out_name.isidentifier() else "out"
         self.named = self._named()
+        self.show_all = False
+        self.results: list[str] = []
         self.engine: Any = None
         self.row_shapes: dict[str, tuple[int, ...]] = {}
         self.totals: dict[str, Any] = {}
@@ -188,6 +197,23 @@ class _Plan:
 
             graph = optimize(graph, ["dce"], of=self.of).graph
         return list(graph.named_nodes())
+
+    def choose(self, show_all: bool) -> None:
+        """The results written: every named value (``show_all``) or the output's; for grad,
+        the output and a gradient per ``wrt`` name. A kept column may not take one's name."""
+        self.show_all = show_all
+        if self.mode == "grad":
+            self.results = [self.out_name, *self.wrt]
+        else:
+            self.results = self.named if show_all else [self.out_name]
+        taken = {self.column_name(k) for k in self.results}
+        clash = [k for k in self.keep if k in taken and k not in self.per_row]
+        if clash:
+            raise UsageError(
+                f"--keep {clash[0]}: a result is written in a column of that name too",
+                hints=[f"rename the column of {self.path}, or do not keep it"],
+            )
+        self.keep = [k for k in self.keep if k not in taken]  # an input shown: written once
 
     def check_columns(self, strict: bool, note) -> None:
         if self.ignored and strict:
@@ -268,10 +294,7 @@ class _Plan:
 
     def _table(self, raw, results, errors, good, n) -> dict:
         table: dict = {c: raw[c] for c in self.keep}
-        order = self.named if self.mode == "eval" else [self.out_name, *self.wrt]
-        for k in order:
-            if self.mode == "eval" and not (self.show_all or k == self.out_name):
-                continue
+        for k in self.results:
             column = self.column_name(k)
             values = results.get(k)
             if values is None:
@@ -283,8 +306,6 @@ class _Plan:
                 table[column] = [v.tolist() if ok else None for v, ok in zip(values, good)]
         table["error"] = errors
         return table
-
-    show_all = False
 
     def column_name(self, k: str) -> str:
         """A result's column: a value's name, or ``do_dw1`` for ∂o/∂w1 (as diff names it)."""
@@ -325,3 +346,68 @@ def _widen(values, n: int, shape: tuple) -> object:
 
 def _plain(v):
     return float(v) if np.ndim(v) == 0 else np.asarray(v)
+
+
+def check_rows(
+    graph: Graph,
+    chunks: Iterable[tuple[str, int, Mapping]],
+    *,
+    expect: Mapping[str, str],
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+    strict: bool = False,
+    note: Callable[[str], None] | None = None,
+):
+    """Every row a test case (``cgraph check --rows``): each named value of ``expect``
+    against the row's cell in the column it names, as :func:`cgraph_cli.check` compares them.
+    A row that cannot be evaluated, or whose expected cell is empty, is that case's error.
+
+    >>> from cgraph_cli import parse
+    >>> chunks = [("cases.csv", 0, {"x": [1.0, 2.0], "y": [2.0, 5.0]})]
+    >>> check_rows(parse("y = 2 * x"), chunks, expect={"y": "y"})
+    <CheckReport: 1 passed, 1 failed; FAIL y = 4 (expected 5)>
+    """
+    from .checks import CaseRun, CheckReport, Result, close
+
+    columns = list(dict.fromkeys(expect.values()))
+    program_names = graph.named_nodes()
+    for name in expect:
+        if name not in program_names:
+            resolve_name(graph, name)  # the usual error, with a did-you-mean
+    expected: list[dict] = []  # each chunk's expected cells, in the order run_rows takes them
+
+    def feed():
+        for path, start, chunk in chunks:
+            missing = [c for c in columns if c not in chunk]
+            if missing:
+                raise UsageError(f"{path} has no column {missing[0]} to expect values from")
+            expected.append({c: to_column(c, chunk[c]) for c in columns})
+            yield path, start, {k: v for k, v in chunk.items() if k not in columns}
+
+    result = run_rows(
+        graph, feed(), bindings=bindings, of=of, show_all=True, strict=strict, note=note
+    )
+    runs = []
+    row = 0
+    for table, cells in zip(result.tables, expected):
+        for r, error in enumerate(table["error"]):
+            row += 1
+            case = f"row {row}"
+            if error is not None:
+                runs.append(CaseRun(case, [], EvalError(error.split(": ", 1)[1])))
+                continue
+            results = []
+            for name, column in expect.items():
+                if r in cells[column].problems:
+                    runs.append(CaseRun(case, [], EvalError(cells[column].problems[r])))
+                    break
+                wanted = cells[column].cell(r)
+                got = table[name][r]
+                got = np.asarray(got, dtype=float) if isinstance(got, list) else float(got)
+                ok = close(got, wanted, rtol, atol)
+                results.append(Result(case, "value", name, result.output, wanted, got, ok))
+            else:
+                runs.append(CaseRun(case, results))
+    return CheckReport(runs)

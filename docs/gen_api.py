@@ -26,7 +26,8 @@ SECTIONS = [
     ("Checks", ["check", "CheckReport", "gradcheck", "GradcheckReport"]),
     ("Explanations", ["explain", "Explanation"]),
     ("Derivatives", ["derivative_program", "tangent_program", "hessian", "jacobian"]),
-    ("Optimizing and compiling", ["optimize", "Optimized", "compile_module"]),
+    ("Optimizing and compiling", ["optimize", "Optimized", "compile_module", "engine"]),
+    ("Rows of data files", ["run_rows", "RowsResult", "read_chunks", "RowWriter"]),
     (
         "The graph and its passes",
         ["Graph", "Node", "validate", "forward", "vjp", "jvp", "to_source", "Span"],

@@ -17,8 +17,24 @@ from cgraph_cli.cli import main
 EMPTY = ["y = sum(x[2:1]) + sum(x)", "x=[1,2,3]"]  # an empty (0,) tensor on the way
 MATMUL = ["y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]"]
 
+#: Documents a command prints in one of its modes, with a schema of their own: by schema name,
+#: the command that prints them.
+VARIANTS = {"reduce": "grad"}
+
+
+def schema_of(args: list[str]) -> str:
+    """The schema a command line's JSON follows."""
+    return "reduce" if "--reduce" in args else args[0]
+
+
 # (id, command line without --format json, exit code, a check that the case shows its edge)
 CASES = [
+    (
+        "reduce",
+        ["grad", "sample:logistic", "--rows", "sample:train.csv", "--reduce", "mean"],
+        0,
+        lambda d: d["rows"] == 40 and set(d["gradients"]) == {"w", "b"},
+    ),
     ("diff", ["diff", "sample:seed"], 0, lambda d: d["gradients"]["x"] == "dg_dx"),
     (
         "optimize",
@@ -160,8 +176,8 @@ def json_commands() -> dict[str, click.Command]:
 def test_every_command_json_validates_against_its_schema(cli, args, code, shows):
     document = json_of(cli, args, code)
     assert list(document)[0] == "schema_version"
-    assert document["schema_version"] == schemas.VERSIONS[args[0]]
-    errors = [e.message for e in validator(args[0]).iter_errors(document)]
+    assert document["schema_version"] == schemas.VERSIONS[schema_of(args)]
+    errors = [e.message for e in validator(schema_of(args)).iter_errors(document)]
     assert errors == []
     assert shows is None or shows(document)  # the case reaches the edge it is named for
 
@@ -187,11 +203,13 @@ def test_a_spec_with_a_failing_and_an_erroring_case_validates(cli, tmp_path):
 
 def test_every_command_with_json_output_has_a_schema_and_a_case():
     commands = json_commands()
-    assert sorted(commands) == schemas.names()  # a new JSON command needs a schema, and back
+    own = [n for n in schemas.names() if n not in VARIANTS]
+    assert sorted(commands) == own  # a new JSON command needs a schema, and back
+    assert set(VARIANTS.values()) <= set(commands)
     assert {args[0] for _, args, _, _ in CASES} == set(commands)  # and a case here
     folder = files("cgraph_cli.schemas")
     shipped = {p.name for p in folder.iterdir() if p.name.endswith(schemas.SUFFIX)}
-    assert shipped == {f"{name}.schema.json" for name in commands}
+    assert shipped == {f"{name}.schema.json" for name in [*commands, *VARIANTS]}
 
 
 @pytest.mark.parametrize("name", schemas.names())
@@ -200,7 +218,11 @@ def test_each_schema_is_a_valid_draft_2020_12_schema(name):
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$id"] == f"https://cgraph.dev/schemas/{name}.schema.json"
-    assert schema["title"] == f"cgraph {name} --format json"
+    if name in VARIANTS:
+        assert schema["title"].startswith(f"cgraph {VARIANTS[name]} ")
+        assert schema["title"].endswith(" --format json")
+    else:
+        assert schema["title"] == f"cgraph {name} --format json"
     assert len(schema["description"]) > 20
     assert schema["properties"]["schema_version"]["const"] == schemas.VERSIONS[name]
     assert schema["required"][0] == "schema_version"

@@ -22,6 +22,7 @@ from .options import (
     precision_option,
     source_options,
 )
+from .rows import check_rows_options
 
 CHECK_EXIT = EXIT_CODES.replace(
     "  1  a check failed (check, gradcheck)\n",
@@ -79,6 +80,15 @@ ROWS = 20  # gradcheck's table without --all-rows
     help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
     "report to standard error).",
 )
+@check_rows_options
+@click.option(
+    "--expect-column",
+    "expect_column",
+    multiple=True,
+    metavar="NAME[=COLUMN]",
+    help="With --rows: assert the named value NAME against the column COLUMN (default: the "
+    "column NAME) of every row (repeatable).",
+)
 @output_option
 @common_options
 def check_command(
@@ -97,6 +107,11 @@ def check_command(
     fmt,
     precision,
     junit,
+    rows_file,
+    rows_format,
+    strict,
+    chunk_rows,
+    expect_column,
 ):
     """Assert values, gradients and second derivatives, for CI: exit 0 when all hold, 1 when
     any fails.
@@ -107,6 +122,7 @@ def check_command(
       cgraph check sample:neuron --expect o=0.7071 --rtol 1e-4
       cgraph check sample:rosenbrock --expect-hessian x,y=480 --expect-hessian x,x=1330
       cgraph check --spec sample:checks.toml --junit report.xml
+      cgraph check sample:logistic --rows sample:cases.csv --expect-column loss --rtol 1e-6
 
     A spec file holds [[case]] tables: name, file (relative to the spec, and inside its
     folder) or program, bindings, of, expect, expect_grad, expect_hessian (keys "x,y"),
@@ -122,7 +138,12 @@ def check_command(
             "--junit - and --format json would both write to standard output",
             hints=["write the JUnit report to a file: --junit report.xml"],
         )
-    if spec:
+    if rows_file is not None or expect_column:
+        found = _check_rows(
+            args, expr, file_, binds, bindings_file, of, rtol, atol, rows_file, rows_format,
+            strict, chunk_rows, expect_column, bool(spec or expect or expect_grad or expect_hessian),
+        )  # fmt: skip
+    elif spec:
         if args or expr or file_ or expect or expect_grad or expect_hessian:
             raise UsageError("--spec runs the spec's cases: give no program or expectations too")
         spec = _spec_path(spec)
@@ -154,16 +175,43 @@ def check_command(
         output.write_text(to_json_text(found.to_dict(), schema="check"))
     elif junit == "-" and output.settings.output in (None, "-"):
         click.echo(
-            _check_text(runs, bool(spec), precision, sys.stderr),
+            _check_text(runs, bool(spec or rows_file), precision, sys.stderr),
             err=True,
             color=output.color_for(sys.stderr),
         )
     else:
-        output.write_text(_check_text(runs, bool(spec), precision))
+        output.write_text(_check_text(runs, bool(spec or rows_file), precision))
     if junit:
-        output.write_bytes(found.junit(Path(spec).stem if spec else "cgraph"), junit)
+        output.write_bytes(
+            found.junit(Path(spec or rows_file).stem if spec or rows_file else "cgraph"), junit
+        )
     if not found.ok:
         raise click.exceptions.Exit(1)
+
+
+def _check_rows(
+    args, expr, file_, binds, bindings_file, of, rtol, atol, rows_file, rows_format, strict,
+    chunk_rows, expect_column, more,
+):  # fmt: skip
+    """check --rows FILE --expect-column NAME[=COLUMN]: every row a case."""
+    from ..datafiles import data_format, expand, read_chunks
+    from ..rows import CHUNK_ROWS, check_rows
+
+    if rows_file is None or not expect_column:
+        raise UsageError("--rows FILE and --expect-column NAME[=COLUMN] go together")
+    if more:
+        raise UsageError("with --rows, assertions are --expect-column NAME[=COLUMN] only")
+    expect = {}
+    for item in expect_column:
+        name, _, column = item.partition("=")
+        expect[name.strip()] = column.strip() or name.strip()
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    paths = expand(rows_file)
+    chunks = read_chunks(paths, data_format(rows_file, rows_format), chunk_rows or CHUNK_ROWS)
+    return check_rows(
+        graph, chunks, expect=expect, bindings=bindings, of=of, rtol=rtol, atol=atol,
+        strict=strict, note=output.note,
+    )  # fmt: skip
 
 
 def _spec_path(spec: str) -> str:

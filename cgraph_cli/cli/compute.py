@@ -64,7 +64,7 @@ def eval_command(
       cgraph eval -e 'x^2 + 1' --bind x=3 --format plain
       echo 'y = 2 * x' | cgraph eval - x=4
       cgraph eval 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]'   # y = [3, 7]
-      cgraph eval sample:neuron --rows inputs.csv -o outputs.csv   # a row out per row in
+      cgraph eval sample:neuron --rows sample:neuron_inputs.csv --keep id  # a row per row
     """
     from ..api import evaluate
     from ..report import eval_report
@@ -124,8 +124,8 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph grad sample:seed --of p --format json
       cgraph grad 'loss = sum((W @ x - t)^2)' W='[[1,2],[3,4]]' x='[1,-1]' t='[0,1]'
       cgraph grad sample:mlp --format json
-      cgraph grad sample:neuron --rows inputs.parquet --wrt w1,w2 -o grads.parquet
-      cgraph grad sample:logistic --rows train.csv --reduce mean
+      cgraph grad sample:neuron --rows sample:neuron_inputs.csv --wrt w1,w2 -o grads.parquet
+      cgraph grad sample:logistic --rows sample:train.csv --reduce mean   # one step's gradient
     """
     from ..api import grad, resolve_name
     from ..report import grad_report

@@ -10,52 +10,58 @@ from .options import apply
 
 ROWS_HELP = (
     "Run once per row of FILE (CSV, TSV, JSON Lines, Parquet, .npz; '-': CSV on standard "
-    "input; wildcards for several files): each column named as an input binds it per row."
+    "input; wildcards for several files; sample:NAME for the sample data): each column named "
+    "as an input binds it per row."
 )
 
 
+#: The options of a run over rows, by parameter name.
+OPTIONS = {
+    "rows_file": click.option(
+        "--rows", "rows_file", metavar="FILE", type=click.Path(allow_dash=True), help=ROWS_HELP
+    ),
+    "rows_format": click.option(
+        "--rows-format",
+        type=click.Choice(["csv", "tsv", "jsonl", "parquet", "npz"]),
+        help="The format of --rows FILE (default: from its extension).",
+    ),
+    "keep": click.option(
+        "--keep",
+        "keep",
+        multiple=True,
+        metavar="COLUMNS",
+        help="Input columns to copy to each output row, comma-separated; repeatable.",
+    ),
+    "strict": click.option(
+        "--strict",
+        is_flag=True,
+        help="A column that is not an input is an error (default: ignored, with a note).",
+    ),
+    "chunk_rows": click.option(
+        "--chunk-rows",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="Rows evaluated at a time (memory grows with it; default 65,536).",
+    ),
+    "allow_errors": click.option(
+        "--allow-errors",
+        is_flag=True,
+        help="Exit 0 even when some rows could not be evaluated (their error cells say why).",
+    ),
+}
+
+
 def rows_options(command):
-    """The options of a run over rows, shared by eval and grad."""
+    """Every option of a run over rows: eval and grad."""
+    return apply(command, list(OPTIONS.values()))
+
+
+def check_rows_options(command):
+    """The options of a run over rows that check takes (its rows are cases: nothing is kept,
+    and a row that fails is a case's error)."""
     return apply(
-        command,
-        [
-            click.option(
-                "--rows",
-                "rows_file",
-                metavar="FILE",
-                type=click.Path(allow_dash=True),
-                help=ROWS_HELP,
-            ),
-            click.option(
-                "--rows-format",
-                type=click.Choice(["csv", "tsv", "jsonl", "parquet", "npz"]),
-                help="The format of --rows FILE (default: from its extension) and of the output.",
-            ),
-            click.option(
-                "--keep",
-                "keep",
-                multiple=True,
-                metavar="COLUMNS",
-                help="Input columns to copy to each output row, comma-separated; repeatable.",
-            ),
-            click.option(
-                "--strict",
-                is_flag=True,
-                help="A column that is not an input is an error (default: ignored, with a note).",
-            ),
-            click.option(
-                "--chunk-rows",
-                type=click.IntRange(min=1),
-                default=None,
-                metavar="N",
-                help="Rows evaluated at a time (memory grows with it; default 65,536).",
-            ),
-            click.option(
-                "--allow-errors",
-                is_flag=True,
-                help="Exit 0 even when some rows could not be evaluated (their error cells say why).",
-            ),
-        ],
+        command, [OPTIONS[k] for k in ("rows_file", "rows_format", "strict", "chunk_rows")]
     )
 
 
@@ -67,8 +73,8 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
     from .options import names
 
     path = options["rows_file"]
-    in_format = data_format(path, options.get("rows_format")) if path != "-" else "csv"
     paths = expand(path)
+    in_format = data_format(path, options.get("rows_format"))
     reduce = options.get("reduce")
     if reduce is None and fmt == "plain":
         raise UsageError(

@@ -87,16 +87,20 @@ def compile_module(
         program = derivative_program(graph, bindings, None, wrt, intermediates=False)
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
         emitter.vector = target == "numpy" and _elementwise(graph, known)
-        forward_body, forward_names = emitter.body(graph)
+        forward_body, forward_names = emitter.body(
+            graph, returned=list(graph.named_nodes().values())
+        )
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
     emitter.vector = (
         target == "numpy" and _elementwise(graph, known) and _elementwise(derived, known)
     )
-    forward_body, forward_names = emitter.body(graph)
+    forward_body, forward_names = emitter.body(graph, returned=list(graph.named_nodes().values()))
     base = program.output if program.output.isidentifier() else "out"
-    grad_body, grad_names = emitter.body(derived)
+    returned = [derived.names[h] for h in program.gradients.values()]
+    returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
+    grad_body, grad_names = emitter.body(derived, returned=returned)
     if base in derived.names:
         value = grad_names[derived.names[base]]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`
@@ -129,11 +133,15 @@ class _Emitter:
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
-    def body(self, graph: Graph, keep: set[int] | None = None) -> tuple[list[str], list[str]]:
+    def body(
+        self, graph: Graph, keep: set[int] | None = None, returned: list[int] | None = None
+    ) -> tuple[list[str], list[str]]:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
-        variable of one that is dead by then, unless it is in ``keep``."""
+        variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
+        that no ``returned`` node reads is watched too (the interpreter checks every value)."""
+        dead = _unread(graph, returned) if self.rows and returned is not None else set()
         names: list[str] = []
         taken = set(_RESERVED) | set(_helper_names())
         # The inputs' names first: a temporary must never take one (an input `t` is read
@@ -183,6 +191,8 @@ class _Emitter:
                     temporary.add(var)
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
+            if i in dead:
+                lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
         return lines, names
 
     def exact_shapes(self, derived: Graph, gradients: Mapping[str, str]) -> set[str]:
@@ -531,6 +541,18 @@ def _elementwise(graph: Graph, known: Mapping) -> bool:
         and all(v.__class__ is float for v in graph.consts.values())
         and all(known.get(n, ()) == () for n in graph.inputs)
     )
+
+
+def _unread(graph: Graph, returned: list[int]) -> set[int]:
+    """The operation nodes from which no node of ``returned`` can be reached."""
+    live = [False] * len(graph.ops)
+    for i in returned:
+        live[i] = True
+    for i in range(len(graph.ops) - 1, -1, -1):
+        if live[i]:
+            for a in graph.args[i]:
+                live[a] = True
+    return {i for i, op in enumerate(graph.ops) if op.arity and not live[i]}
 
 
 def _last_uses(graph: Graph) -> list[int]:

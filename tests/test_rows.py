@@ -1,0 +1,306 @@
+"""Rows of a data file (--rows): every row's result equal to the interpreter's for that row,
+each format read and written, row order kept, errors per row, --reduce against the sum of the
+per-row gradients, and the usage errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import INPUTS, TENSOR_SHAPES, programs, tensor_expressions
+
+from cgraph_cli import CgraphError, api, parse, run_rows, validate
+from cgraph_cli.datafiles import RowWriter, read_chunks
+from cgraph_cli.derivatives import derivative_name
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NEURON = "samples/neuron.cg"
+
+
+def _close(a, b) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-12, atol=1e-12))
+
+
+def _reference(graph, row: dict, mode: str):
+    """The interpreter's answer for one row: {column: value}, or None when it fails."""
+    try:
+        if mode == "eval":
+            return dict(api.evaluate(graph, row).named)
+        g = api.grad(graph, row)
+    except CgraphError:
+        return None
+    base = graph.output_label if graph.output_label.isidentifier() else "out"
+    return {
+        graph.output_label: g.value,
+        **{derivative_name(base, (w,)): v for w, v in g.gradients.items()},
+    }
+
+
+def _rows_of(result) -> list[dict]:
+    """The result's tables as one dict per row."""
+    out = []
+    for table in result.tables:
+        n = len(table["error"])
+        for r in range(n):
+            out.append({k: v[r] for k, v in table.items()})
+    return out
+
+
+def _check_against_interpreter(graph, rows: list[dict], shared: dict, mode: str, chunk: int):
+    columns = {k: [row[k] for row in rows] for k in rows[0]}
+    chunks = []
+    for start in range(0, len(rows), chunk):
+        part = {k: np.array(v[start : start + chunk], dtype=float) for k, v in columns.items()}
+        chunks.append(("data", start, part))
+    result = run_rows(graph, chunks, mode=mode, bindings=shared, show_all=True)
+    got = _rows_of(result)
+    assert len(got) == len(rows)
+    for k, (row, out) in enumerate(zip(rows, got)):
+        expected = _reference(graph, {**shared, **row}, mode)
+        if expected is None:
+            assert out["error"] and out["error"].startswith(f"row {k + 1}: "), (k, out)
+            continue
+        assert out["error"] is None, (k, out["error"])
+        for name, value in expected.items():
+            assert _close(out[name], value), (k, name, out[name], value)
+
+
+_cell = st.floats(-3, 3) | st.sampled_from([0.0, -1.0, 1.0, 1e3])
+
+
+@PROPERTY
+@given(programs(), st.lists(st.tuples(_cell, _cell, _cell), min_size=1, max_size=9), st.booleans())
+def test_every_row_equals_the_interpreter(program, points, eval_mode):
+    graph = validate(parse(program))
+    per_row = [n for n in INPUTS if n in graph.inputs][:2]
+    if not per_row:
+        return
+    shared = {n: 0.7 for n in graph.inputs if n not in per_row}
+    rows = [{n: p[k] for k, n in enumerate(per_row)} for p in points]
+    mode = "eval" if eval_mode else "grad"
+    _check_against_interpreter(graph, rows, shared, mode, chunk=4)
+
+
+@PROPERTY
+@given(tensor_expressions(max_leaves=4), st.integers(0, 10**6))
+def test_tensor_rows_equal_the_interpreter(expression, seed):
+    graph = validate(parse(f"y = sum({expression})"))
+    rng = np.random.default_rng(seed)
+    names = list(graph.inputs)
+    if not names:
+        return
+    per_row = names[:1]
+    shared = {n: rng.uniform(-2, 2, TENSOR_SHAPES[n]) for n in names[1:]}
+    shared = {n: float(v) if np.ndim(v) == 0 else v for n, v in shared.items()}
+    rows = [{n: rng.uniform(-2, 2, TENSOR_SHAPES[n]).tolist() for n in per_row} for _ in range(3)]
+    chunks = [("data", 0, {n: [row[n] for row in rows] for n in per_row})]
+    result = run_rows(graph, chunks, mode="grad", bindings=shared)
+    for k, (row, out) in enumerate(zip(rows, _rows_of(result))):
+        expected = _reference(graph, {**shared, **row}, "grad")
+        if expected is None:
+            assert out["error"], k
+            continue
+        assert out["error"] is None, out["error"]
+        for name, value in expected.items():
+            assert _close(np.asarray(out[name], dtype=float), value), (name, out[name], value)
+
+
+def test_a_value_absorbed_on_the_way_is_still_an_error():
+    # 1 / (1 / x) at x = 0: NumPy's inf turns back into 0, the interpreter stops at 1 / 0
+    graph = parse("y = 1 / (1 / x)")
+    result = run_rows(graph, [("d", 0, {"x": np.array([0.0, 2.0])})])
+    table = result.tables[0]
+    assert table["error"][0].startswith("row 1: ") and table["error"][1] is None
+    assert math.isnan(table["y"][0]) and table["y"][1] == 2.0
+
+
+def test_reduce_is_the_sum_of_the_rows_gradients():
+    graph = parse(open("samples/logistic.cg").read())
+    rng = np.random.default_rng(1)
+    xs, ts = rng.normal(size=50), (rng.random(50) > 0.5).astype(float)
+    chunks = [("d", 0, {"x": xs[:20], "t": ts[:20]}), ("d", 20, {"x": xs[20:], "t": ts[20:]})]
+    total = run_rows(graph, chunks, mode="grad", reduce="sum")
+    mean = run_rows(graph, chunks, mode="grad", reduce="mean")
+    rows = [api.grad(graph, {"x": x, "t": t}) for x, t in zip(xs, ts)]
+    assert set(total.gradients) == {"w", "b"}  # the shared inputs only
+    for w in ("w", "b"):
+        expected = sum(g.gradients[w] for g in rows)
+        assert _close(total.gradients[w], expected)
+        assert _close(mean.gradients[w], expected / 50)
+    assert _close(total.value, sum(g.value for g in rows))
+
+
+FORMATS = ["csv", "tsv", "jsonl", "parquet", "npz"]
+
+
+def _write_input(path, fmt, columns: dict):
+    writer = RowWriter(str(path), fmt)
+    writer.write({k: np.asarray(v, dtype=float) for k, v in columns.items()})
+    writer.close()
+
+
+def _read_output(path, fmt) -> dict:
+    if fmt == "npz":
+        with np.load(path) as data:
+            return {k: data[k].tolist() for k in data.files}
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in open(path)]
+        return {k: [r[k] for r in rows] for k in rows[0]}
+    if fmt == "parquet":
+        return pq.read_table(path).to_pydict()
+    delimiter = "\t" if fmt == "tsv" else ","
+    return pc.read_csv(path, parse_options=pc.ParseOptions(delimiter=delimiter)).to_pydict()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_format_in_and_out_keeps_row_order(cli, tmp_path, fmt):
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.uniform(-2, 2, 37), rng.uniform(-2, 2, 37)
+    source, target = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
+    _write_input(source, fmt, {"x1": x1, "x2": x2})
+    result = cli("grad", NEURON, "--rows", str(source), "--chunk-rows", "5", "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert "37 rows in" in result.stderr and "0 errors" in result.stderr
+    out = _read_output(target, fmt)
+    assert list(out) == ["o", "do_dx1", "do_dx2", "do_dw1", "do_dw2", "do_db", "error"]
+    graph = parse(open(NEURON).read())
+    for k in range(37):
+        g = api.grad(graph, {"x1": x1[k], "x2": x2[k]})
+        assert _close(out["o"][k], g.value)
+        assert _close(out["do_dw1"][k], g.gradients["w1"])
+    assert all(e in (None, "") for e in out["error"])
+
+
+def test_tensor_cells_as_json_text_and_as_lists(cli, tmp_path):
+    program = "input W = [[1, 2], [3, 4]]\ny = sum(W @ x) * t"
+    csv = tmp_path / "in.csv"
+    csv.write_text('x,t\n"[1, 2]",1\n"[3, 4]",0.5\n')
+    out = tmp_path / "out.parquet"
+    assert cli("grad", "-e", program, "--rows", str(csv), "-o", str(out)).exit_code == 0
+    table = pq.read_table(out).to_pydict()
+    assert table["y"] == [16.0, 18.0]
+    assert table["dy_dx"] == [[4.0, 6.0], [2.0, 3.0]]  # a list column
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"x": [[1.0, 2.0], [3.0, 4.0]], "t": [1.0, 0.5]}), parquet)
+    result = cli("eval", "-e", program, "--rows", str(parquet))
+    assert result.stdout.splitlines()[1:] == ["16,", "18,"]
+
+
+def test_a_failing_row_does_not_stop_the_others(cli, tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("x,k\n4,1\n-1,2\n,3\n9,4\nabc,5\n")
+    result = cli("eval", "-e", "y = sqrt(x)", "--rows", str(data), "--keep", "k")
+    assert result.exit_code == 4
+    lines = result.stdout.splitlines()
+    assert lines[0] == '"k","y","error"'
+    assert lines[1] == "1,2,"
+    assert lines[2].startswith('2,,"row 2: sqrt(-1) is undefined')
+    assert lines[3].startswith('3,,"row 3: the cell of x is empty')
+    assert lines[4] == "4,3,"
+    assert lines[5].startswith("5,,\"row 5: the value of 'x' is not a number: 'abc'")
+    assert "5 rows in" in result.stderr and "3 errors" in result.stderr
+    assert "3 of 5 rows could not be evaluated" in result.stderr
+    allowed = cli("eval", "-e", "y = sqrt(x)", "--rows", str(data), "--keep", "k", "--allow-errors")
+    assert allowed.exit_code == 0 and allowed.stdout == result.stdout
+
+
+def test_reduce_on_the_command_line(cli, tmp_path):
+    result = cli(
+        "grad", "samples/logistic.cg", "--rows", "samples/data/train.csv", "--reduce", "mean",
+        "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["reduce"] == "mean" and report["rows"] == 40 and report["errors"] == 0
+    assert set(report["gradients"]) == {"w", "b"}
+    text = cli("grad", "samples/logistic.cg", "--rows", "samples/data/train.csv", "--reduce", "sum")
+    assert "∂(sum(loss))/∂input" in text.stdout
+
+
+def test_standard_input_globs_and_keep(cli, tmp_path):
+    result = cli("eval", "-e", "y = 2 * x", "--rows", "-", "--keep", "id", input="id,x\na,1\nb,2\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == ['"id","y","error"', '"a",2,', '"b",4,']
+    (tmp_path / "part-1.csv").write_text("x\n1\n2\n")
+    (tmp_path / "part-2.csv").write_text("x\n3\n")
+    both = cli("eval", "-e", "y = 2 * x", "--rows", str(tmp_path / "part-*.csv"))
+    assert both.stdout.splitlines()[1:] == ["2,", "4,", "6,"]
+
+
+def test_chunks_and_a_file_larger_than_a_chunk_give_the_same_rows(tmp_path):
+    path = tmp_path / "big.parquet"
+    x = np.linspace(-1, 1, 1000)
+    pq.write_table(pa.table({"x": x}), path)
+    graph = parse("y = tanh(3 * x) + x^2")
+    small = run_rows(graph, read_chunks([str(path)], "parquet", 7))
+    large = run_rows(graph, read_chunks([str(path)], "parquet", 10_000))
+    assert len(small.tables) == 143 and len(large.tables) == 1
+    assert np.array_equal(np.concatenate([t["y"] for t in small.tables]), large.tables[0]["y"])
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["-e", "y = x * w"], 4, "input 'w' has no value: no column of"),
+        (["-e", "y = x * w", "w=1", "x=2"], 2, "'x' is a column of"),
+        (["-e", "y = x * 2", "--strict"], 2, "columns that are not inputs: z"),
+        (["-e", "y = x * 2", "--keep", "q"], 2, "has no column q"),
+        (["-e", "y = a * 2", "a=1"], 2, "no column of"),
+        (["-e", "y = x * 2", "--format", "plain"], 2, "--format plain"),
+    ],
+)
+def test_usage_errors(cli, tmp_path, args, code, message):
+    data = tmp_path / "in.csv"
+    data.write_text("x,z\n1,2\n")
+    result = cli("eval", "--rows", str(data), *args)
+    assert result.exit_code == code, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_reduce_usage_errors(cli, tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("x,t\n1,0\n")
+    assert cli("grad", "samples/logistic.cg", "--reduce", "sum").exit_code == 2
+    per_row = cli(
+        "grad", "samples/logistic.cg", "--rows", str(data), "--reduce", "sum", "--wrt", "x"
+    )
+    assert per_row.exit_code == 2 and "'x' is a column" in per_row.stderr
+    unknown = cli("eval", "-e", "y = x", "--rows", str(tmp_path / "in.txt"))
+    assert unknown.exit_code == 2 and "cannot read" in unknown.stderr
+    (tmp_path / "in.txt").write_text("x\n1\n")
+    unknown = cli("eval", "-e", "y = x", "--rows", str(tmp_path / "in.txt"))
+    assert unknown.exit_code == 2 and "--rows-format" in unknown.stderr
+
+
+def test_check_rows_every_row_a_case(cli, tmp_path):
+    result = cli(
+        "check", "sample:logistic", "--rows", "sample:cases.csv", "--expect-column", "loss",
+        "--rtol", "1e-6", "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["passed"], report["failed"], report["errors"]) == (6, 0, 0)
+    assert report["checks"][0]["case"] == "row 1"
+    cases = tmp_path / "cases.csv"
+    cases.write_text("x,t,want\n3,1,0.474076984\n-1,0,9\n3,,1\n")
+    junit = tmp_path / "report.xml"
+    failing = cli(
+        "check", "sample:logistic", "--rows", str(cases), "--expect-column", "loss=want",
+        "--rtol", "1e-6", "--junit", str(junit),
+    )  # fmt: skip
+    assert failing.exit_code == 1
+    assert "row 2:" in failing.stdout and "FAIL" in failing.stdout
+    assert "the cell of t is empty" in failing.stdout  # row 3: an error of its case
+    xml = junit.read_text()
+    assert xml.count("<testcase") == 3 and "<failure" in xml and "<error" in xml
+    assert cli("check", "sample:logistic", "--rows", str(cases)).exit_code == 2
+    unknown = cli("check", "sample:logistic", "--rows", str(cases), "--expect-column", "los")
+    assert unknown.exit_code == 2 and "did you mean" in unknown.stderr
