@@ -239,7 +239,9 @@ def _batches(path: str, fmt: str, chunk_rows: int) -> Iterator[dict]:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+            # Without pre-buffering: memory bounded by a chunk, not the file.
+            parquet = pq.ParquetFile(path, pre_buffer=False)
+            for batch in parquet.iter_batches(batch_size=chunk_rows):
                 yield _columns(batch)
             return
         stream = sys.stdin.buffer if path == "-" else path
@@ -372,7 +374,9 @@ class RowWriter:
     def write(self, columns: dict) -> None:
         if self.fmt == "npz":
             for k, v in columns.items():
-                self._npz.setdefault(k, []).append(_plain_cells(v, numbers=True))
+                if not isinstance(v, np.ndarray):
+                    v = _plain_cells(v, numbers=True)
+                self._npz.setdefault(k, []).append(v)
             return
         if self.fmt == "jsonl":
             names = list(columns)
@@ -385,7 +389,10 @@ class RowWriter:
         import pyarrow as pa
 
         as_text = self.fmt in ("csv", "tsv")  # CSV has no lists: a tensor is its JSON text
-        arrays = {k: _arrow(pa, v, as_text) for k, v in columns.items()}
+        arrays = {
+            k: _text(pa, v) if k in self.text else _arrow(pa, v, as_text)
+            for k, v in columns.items()
+        }
         if self._writer is None:
             self._types = {k: a.type for k, a in arrays.items()}
             self._types.update(
@@ -431,6 +438,13 @@ class RowWriter:
                 self._file.flush()
 
 
+def _text(pa, cells: list):
+    """A column of text or empty cells (``error``): all empty in one step."""
+    if cells.count(None) == len(cells):
+        return pa.nulls(len(cells), pa.string())
+    return pa.array(cells, type=pa.string())
+
+
 def _arrow(pa, column, text: bool):
     """A column as a pyarrow array (for CSV, a list cell as JSON text)."""
     if isinstance(column, np.ndarray):
@@ -457,7 +471,9 @@ def _plain_cells(column, numbers: bool = False) -> list:
     return [None if isinstance(c, float) and c != c else c for c in column]
 
 
-def _npz_array(parts: list[list], text: bool):
+def _npz_array(parts: list, text: bool):
+    if all(isinstance(p, np.ndarray) for p in parts):  # numbers: nan for an empty cell
+        return np.concatenate(parts)
     cells = [c for part in parts for c in part]
     sample = [c for c in cells if c is not None]
     if text or (sample and all(isinstance(c, str) for c in sample)):

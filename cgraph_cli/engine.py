@@ -41,15 +41,16 @@ class Engine:
         self.source = source
 
     def evaluate_rows(self, inputs: Mapping, n: int):
-        """Every named value for ``n`` rows (each an array with a leading axis of ``n``), and
-        which rows are sound: every value on the way finite. Rows that are not sound hold
-        anything: the interpreter answers for them."""
+        """Every named value for ``n`` rows (each an array with a leading axis of ``n``; a
+        value shared by every row, a read-only view of it), and which rows are sound: every
+        value on the way finite. Rows that are not sound hold anything: the interpreter
+        answers for them."""
         try:
             named, flags = self.forward(**inputs)
         except _FAILURES:  # no row is known sound: the interpreter answers for each
             return {}, np.zeros(n, dtype=bool)
-        named = {k: _per_row(v, n) for k, v in named.items()}
-        return named, _sound(flags, named.values(), n)
+        ok = _sound(flags, named.values(), n)
+        return {k: _per_row(v, n) for k, v in named.items()}, ok
 
     def grad_rows(self, inputs: Mapping, n: int):
         """The output's value and its gradients for ``n`` rows, and which rows are sound."""
@@ -57,9 +58,8 @@ class Engine:
             value, grads, flags = self.grad(**inputs)
         except _FAILURES:
             return np.full(n, np.nan), {}, np.zeros(n, dtype=bool)
-        value = _per_row(value, n)
-        grads = {k: _per_row(v, n) for k, v in grads.items()}
-        return value, grads, _sound(flags, [value, *grads.values()], n)
+        ok = _sound(flags, [value, *grads.values()], n)
+        return _per_row(value, n), {k: _per_row(v, n) for k, v in grads.items()}, ok
 
 
 # What generated code can raise on rows it cannot take (shapes, a helper's domain).
@@ -75,11 +75,19 @@ def _per_row(value, n: int):
 
 
 def _sound(flags, results, n: int):
-    """Rows whose flag and every result are finite."""
+    """Rows whose flag and every result are finite (a result shared by every row: all rows
+    or none)."""
     with np.errstate(all="ignore"):
         ok = np.isfinite(np.broadcast_to(np.asarray(flags, dtype=float), (n,))).copy()
         for r in results:
-            ok &= np.isfinite(r.reshape(n, -1)).all(axis=1) if r.ndim > 1 else np.isfinite(r)
+            r = np.asarray(r)
+            if r.ndim == 0 or r.shape[0] != n:
+                if not np.isfinite(r).all():
+                    ok[:] = False
+            elif r.ndim == 1:
+                ok &= np.isfinite(r)
+            else:
+                ok &= np.isfinite(r.reshape(n, -1)).all(axis=1)
     return ok
 
 

@@ -38,7 +38,10 @@ class RowsResult:
     ([2.0, 4.0], '2 rows')
     """
 
-    __slots__ = ("tables", "rows", "errors", "seconds", "ignored", "value", "gradients", "output")
+    __slots__ = (
+        *("tables", "rows", "errors", "seconds", "ignored", "value", "gradients", "output"),
+        *("count", "engine"),
+    )
 
     def __init__(self) -> None:
         self.tables: list[dict] = []
@@ -48,6 +51,8 @@ class RowsResult:
         self.value: float | None = None
         self.gradients: dict[str, object] = {}
         self.output = ""
+        self.count = 0  # with reduce: the rows summed
+        self.engine: Any = None  # the compiled engine that ran (None: no row)
 
     def summary(self) -> str:
         """``1,000 rows in 0.21 s (4,761 rows/s), 0 errors``."""
@@ -71,11 +76,13 @@ def run_rows(
     write: Callable[[dict], None] | None = None,
     tick: Callable[[int], None] | None = None,
     note: Callable[[str], None] | None = None,
+    engine: Any = None,
 ) -> RowsResult:
     """Run ``graph`` on every row of ``chunks`` (``(file, first row, columns)`` triples, as
     :func:`cgraph_cli.datafiles.read_chunks` gives them); ``mode`` eval or grad. Each chunk's
     output columns go to ``write`` when given, else into ``result.tables``; with ``reduce``
-    (grad only) nothing is written: the result holds the sum or mean.
+    (grad only) nothing is written: the result holds the sum or mean. ``engine``: a compiled
+    engine to run (one built from its source elsewhere: the Dask workers), else compiled here.
 
     >>> from cgraph_cli import parse
     >>> chunks = [("data.csv", 0, {"x": [1.0, -1.0, 4.0]})]
@@ -96,6 +103,7 @@ def run_rows(
         if plan is None:
             plan = _Plan(graph, path, list(columns), mode, bindings or {}, of, wrt, keep, reduce)
             plan.choose(show_all)
+            plan.engine = engine
             plan.check_columns(strict, note)
             result.ignored = plan.ignored
             result.output = plan.out_name
@@ -111,8 +119,11 @@ def run_rows(
             result.tables.append(table)
         if tick is not None:
             tick(n)
+    if plan is not None:
+        result.engine = plan.engine
     if plan is not None and reduce is not None:
         result.value, result.gradients = plan.reduced(reduce)
+        result.count = plan.count
     result.seconds = time.perf_counter() - started
     return result
 
@@ -227,10 +238,15 @@ class _Plan:
             )
 
     def _engine(self, columns: dict[str, Column]):
+        if not self.row_shapes:  # what the engine is compiled for: the first chunk's shapes
+            given = self.engine.shapes if self.engine is not None else {}
+            self.row_shapes = {
+                c: tuple(given[c]) if c in given else col.values.shape[1:]
+                for c, col in columns.items()
+            }
         if self.engine is None:
             from .engine import engine
 
-            self.row_shapes = {c: col.values.shape[1:] for c, col in columns.items()}
             one_row = {c: np.zeros(s) if s else 0.0 for c, s in self.row_shapes.items()}
             self.engine = engine(
                 self.graph,
@@ -257,14 +273,17 @@ class _Plan:
         inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}
         if self.mode == "eval":
             named, ok = run.evaluate_rows(inputs, n)
-            results = {k: named[k] for k in self.named if k in named}
+            results = {k: named[k] for k in self.results if k in named}
         else:
             value, grads, ok = run.grad_rows(inputs, n)
             results = {self.out_name: value, **{w: grads[w] for w in self.wrt if w in grads}}
         ok &= ~odd
-        results = {k: np.array(v, dtype=float) for k, v in results.items()}  # writable
         errors: list[str | None] = [None] * n
-        for r in np.flatnonzero(~ok).tolist():
+        flagged = np.flatnonzero(~ok).tolist()
+        good = ok
+        if flagged:  # rows to patch: the columns become writable copies
+            results = {k: np.array(v, dtype=float) for k, v in results.items()}
+        for r in flagged:
             where = f"row {start + r + 1}"
             if r in problems:
                 errors[r] = f"{where}: {problems[r]} ({path})"
@@ -280,7 +299,7 @@ class _Plan:
                 if k not in results or np.shape(results[k])[1:] != np.shape(v):
                     results[k] = _widen(results.get(k), n, np.shape(v))
                 results[k][r] = v
-        good = np.array([e is None for e in errors], dtype=bool)
+            good[r] = True
         return self._table(raw, results, errors, good, n), good
 
     def _interpret(self, row: Mapping) -> dict[str, object]:
@@ -288,19 +307,21 @@ class _Plan:
 
         if self.mode == "eval":
             named = api.evaluate(self.graph, row, of=self.of).named
-            return {k: named[k] for k in self.named}
+            return {k: named[k] for k in self.results}
         g = api.grad(self.graph, row, of=self.of)
         return {self.out_name: g.value, **{w: g.wrt(w) for w in self.wrt}}
 
     def _table(self, raw, results, errors, good, n) -> dict:
         table: dict = {c: raw[c] for c in self.keep}
+        failed = not good.all()
         for k in self.results:
             column = self.column_name(k)
             values = results.get(k)
             if values is None:
                 values = np.full(n, np.nan)
             if values.ndim == 1:
-                values[~good] = np.nan
+                if failed:
+                    values[~good] = np.nan  # a copy already (rows were patched)
                 table[column] = values
             else:  # a tensor per row: a list cell
                 table[column] = [v.tolist() if ok else None for v, ok in zip(values, good)]

@@ -3,6 +3,8 @@ a data file (or, with ``--reduce``, one gradient over all rows, reported as grad
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from . import output
@@ -44,6 +46,19 @@ OPTIONS = {
         metavar="N",
         help="Rows evaluated at a time (memory grows with it; default 65,536).",
     ),
+    "engine": click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"]),
+        default="local",
+        show_default=True,
+        help="Run the rows in this process, or on Dask (one partition per file; the dask extra).",
+    ),
+    "scheduler": click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="With --engine dask: a dask.distributed scheduler (tcp://host:8786); "
+        "default: Dask's local scheduler.",
+    ),
     "allow_errors": click.option(
         "--allow-errors",
         is_flag=True,
@@ -80,9 +95,17 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         raise UsageError(
             "--format plain prints one set of values; with --rows, rows go out as a data file"
         )
+    dask = options.get("engine") == "dask"
+    if options.get("scheduler") and not dask:
+        raise UsageError("--scheduler is for --engine dask")
     writer = None
-    if reduce is None:
-        target = output.settings.output
+    target = output.settings.output
+    folder = (
+        dask
+        and target not in (None, "-")
+        and (target.endswith(("/", os.sep)) or os.path.isdir(target))
+    )
+    if reduce is None and not folder:
         if target not in (None, "-"):
             out_format = data_format(target)
         else:
@@ -93,22 +116,28 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
 
         pyarrow(in_format)
     chunk_rows = options.get("chunk_rows") or CHUNK_ROWS
-    with output.progress(count_rows(paths, in_format), "rows") as tick:
-        result = run_rows(
-            graph,
-            read_chunks(paths, in_format, chunk_rows),
-            mode=mode,
-            bindings=bindings,
-            of=of,
-            wrt=names(wrt) or None,
-            show_all=show_all,
-            keep=names(options.get("keep") or ()),
-            reduce=reduce,
-            strict=options.get("strict", False),
-            write=writer.write if writer is not None else None,
-            tick=tick,
-            note=output.note,
-        )
+    common = dict(
+        mode=mode,
+        bindings=bindings,
+        of=of,
+        wrt=names(wrt) or None,
+        show_all=show_all,
+        keep=names(options.get("keep") or ()),
+        reduce=reduce,
+        strict=options.get("strict", False),
+        write=writer.write if writer is not None else None,
+        note=output.note,
+    )
+    if dask:
+        from ..distributed import run_dask
+
+        result = run_dask(
+            graph, paths, in_format, scheduler=options.get("scheduler"),
+            target=target if folder else None, chunk_rows=chunk_rows, **common,
+        )  # fmt: skip
+    else:
+        with output.progress(count_rows(paths, in_format), "rows") as tick:
+            result = run_rows(graph, read_chunks(paths, in_format, chunk_rows), tick=tick, **common)
     if writer is not None:
         writer.close()
     output.note(result.summary())

@@ -334,7 +334,11 @@ class _Emitter:
             *(line.format(fn="forward") for line in start),
             *_guarded(forward_body, numpy),
             f"    out = {{{values}}}",
-            *([f"    out = {{k: _plain(v{rows}) for k, v in out.items()}}"] if numpy else []),
+            *(
+                [f"    out = {{k: _plain(v{rows}) for k, v in out.items()}}"]
+                if numpy and not self.rows  # rows mode: cgraph broadcasts what it keeps
+                else []
+            ),
             *(
                 ["    return out, _acc"]
                 if self.rows
