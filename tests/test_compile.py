@@ -212,3 +212,46 @@ def test_control_characters_of_the_program_stay_escaped_in_comments():
     source = compile_module(parse("y = x * 2 # nul \x00 here\n"))
     assert "\x00" not in source
     assert load(source)["forward"](x=1)["y"] == 2.0
+
+
+@PROPERTY
+@given(programs(), st.lists(points, min_size=2, max_size=5))
+def test_a_numpy_module_takes_rows_of_numbers(program, rows):
+    # Every input a column of rows at once: each row's values and gradients, as one call per
+    # row gives them (rows where a call raises are left out of the comparison).
+    graph = validate(parse(program))
+    assume(graph.inputs)
+    module = load(compile_module(graph, "numpy"))
+    names = [n for n in INPUTS if n in graph.inputs]
+    columns = {n: np.array([p[k] for p in rows]) for k, n in enumerate(names)}
+    try:
+        named = module["forward"](**columns)
+        value, grads = module["grad"](**columns)
+    except ArithmeticError:
+        assume(False)
+    for r in range(len(rows)):
+        one = {n: float(columns[n][r]) for n in names}
+        row_value, row_grads = module["grad"](**one)
+        assert _close(value[r], row_value)
+        for name in graph.inputs:
+            assert np.shape(grads[name]) == (len(rows),)
+            assert _close(grads[name][r], row_grads[name]), name
+        for name, v in module["forward"](**one).items():
+            assert _close(named[name][r], v), name
+
+
+def test_a_tensor_module_takes_rows_of_tensors():
+    program = "input W = [[1, 2], [3, 4]]\ninput b = 0.5\ny = sum(tanh(W @ x) * b)"
+    module = load(compile_module(parse(program), "numpy", bindings={"x": [0.0, 0.0]}))
+    assert module["SHAPES"] == {"W": (2, 2), "x": (2,), "b": ()}
+    xs = np.array([[0.1, 0.2], [0.3, -0.4], [1.0, 0.5]])
+    value, grads = module["grad"](W=[[1, 2], [3, 4]], x=xs, b=0.5)
+    assert value.shape == (3,) and grads["W"].shape == (3, 2, 2) and grads["x"].shape == (3, 2)
+    for r, x in enumerate(xs):
+        v, g = module["grad"](W=[[1, 2], [3, 4]], x=x, b=0.5)
+        assert (
+            _close(value[r], v) and _close(grads["W"][r], g["W"]) and _close(grads["b"][r], g["b"])
+        )
+    assert module["forward"](W=[[1, 2], [3, 4]], x=xs, b=0.5)["y"].shape == (3,)
+    with pytest.raises(ValueError, match="batch axis"):
+        module["grad"](W=np.ones((2, 2, 2)), x=xs, b=0.5)  # 2 rows of W, 3 of x
