@@ -40,16 +40,18 @@ class Engine:
         self.shapes: dict[str, tuple[int, ...]] = namespace["SHAPES"]
         self.source = source
 
-    def evaluate_rows(self, inputs: Mapping, n: int):
+    def evaluate_rows(self, inputs: Mapping, n: int, keep: list[str] | None = None):
         """Every named value for ``n`` rows (each an array with a leading axis of ``n``; a
         value shared by every row, a read-only view of it), and which rows are sound: every
-        value on the way finite. Rows that are not sound hold anything: the interpreter
-        answers for them."""
+        value on the way finite (the output and each of ``keep`` checked here, the others by
+        the module's flags). Rows that are not sound hold anything: the interpreter answers
+        for them. The inputs given are not checked."""
         try:
             named, flags = self.forward(**inputs)
         except _FAILURES:  # no row is known sound: the interpreter answers for each
             return {}, np.zeros(n, dtype=bool)
-        ok = _sound(flags, named.values(), n)
+        checked = named.values() if keep is None else [named[k] for k in keep if k in named]
+        ok = _sound(flags, checked, n)
         return {k: _per_row(v, n) for k, v in named.items()}, ok
 
     def grad_rows(self, inputs: Mapping, n: int):

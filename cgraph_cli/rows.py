@@ -271,8 +271,13 @@ class _Plan:
                 odd[:] = True
         odd[list(problems)] = True
         inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}
+        for col in columns.values():  # a cell that is not finite: the interpreter refuses it
+            values = col.values if col.values.ndim == 1 else col.values.reshape(n, -1)
+            with np.errstate(all="ignore"):
+                finite = np.isfinite(values) if values.ndim == 1 else np.isfinite(values).all(1)
+            odd |= ~finite
         if self.mode == "eval":
-            named, ok = run.evaluate_rows(inputs, n)
+            named, ok = run.evaluate_rows(inputs, n, [self.out_name, *self.results])
             results = {k: named[k] for k in self.results if k in named}
         else:
             value, grads, ok = run.grad_rows(inputs, n)

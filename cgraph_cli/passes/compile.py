@@ -87,16 +87,16 @@ def compile_module(
         program = derivative_program(graph, bindings, None, wrt, intermediates=False)
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
         emitter.vector = target == "numpy" and _elementwise(graph, known)
-        forward_body, forward_names = emitter.body(
-            graph, returned=list(graph.named_nodes().values())
-        )
+        forward_body, forward_names = emitter.body(graph, returned=[graph.output])
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
     emitter.vector = (
         target == "numpy" and _elementwise(graph, known) and _elementwise(derived, known)
     )
-    forward_body, forward_names = emitter.body(graph, returned=list(graph.named_nodes().values()))
+    # Rows mode: every value the output does not read is watched, so that the engine need
+    # check only the values it keeps (the output, or all of them with --all).
+    forward_body, forward_names = emitter.body(graph, returned=[graph.output])
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
