@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 
 from .arrays import np
@@ -39,8 +40,9 @@ FORMATS = ("csv", "tsv", "jsonl", "parquet", "npz")
 EXTRA = "pip install 'cgraph-cli[data]'"
 
 
-def data_format(path: str, given: str | None = None) -> str:
-    """The format of a data file: ``given``, else its extension's (``-``: CSV).
+def data_format(path: str, given: str | None = None, output: bool = False) -> str:
+    """The format of a data file: ``given``, else its extension's (``-``: CSV); ``output``:
+    a file to write, whose extension alone says.
 
     >>> data_format("runs/part-1.parquet"), data_format("-"), data_format("x.txt", "tsv")
     ('parquet', 'csv', 'tsv')
@@ -51,6 +53,11 @@ def data_format(path: str, given: str | None = None) -> str:
         return "csv"
     ext = os.path.splitext(path)[1].lower()
     if ext not in EXTENSIONS:
+        if output:
+            raise UsageError(
+                f"cannot tell what format to write {path} in from its extension",
+                hints=["name it .csv, .tsv, .jsonl, .parquet or .npz"],
+            )
         raise UsageError(
             f"cannot tell the format of {path} from its extension",
             hints=[
@@ -152,6 +159,11 @@ def _numeric(cells):
         t = cells.type
         if pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
             return cells.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):  # CSV cells, as text
+            try:  # every cell a number (or empty): one cast; else cell by cell
+                return cells.cast(pa.float64()).to_numpy(zero_copy_only=False)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
         return None
     if all(c is None or (isinstance(c, (int, float)) and not isinstance(c, bool)) for c in cells):
         return np.array([np.nan if c is None else float(c) for c in cells], dtype=float)
@@ -214,25 +226,32 @@ def read_chunks(paths: list[str], fmt: str, chunk_rows: int) -> Iterator[tuple[s
 
 
 def count_rows(paths: list[str], fmt: str) -> int | None:
-    """The number of rows when the files say it without being read (Parquet, .npz)."""
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    """The number of rows when the files say it without being read (Parquet), else None."""
+    if fmt != "parquet":
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
+    try:
         return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
-    if fmt == "npz":
-        return sum(len(next(iter(_npz(p).values()), ())) for p in paths)
-    return None
+    except (pa.ArrowInvalid, OSError):
+        return None  # said when the file is read
 
 
 def _batches(path: str, fmt: str, chunk_rows: int) -> Iterator[dict]:
+    if path == "-" and fmt in ("parquet", "npz"):
+        raise UsageError(f"standard input holds CSV, TSV or JSON Lines rows, not {fmt}")
     if fmt == "npz":
         arrays = _npz(path)
         rows = {len(a) for a in arrays.values()}
         if len(rows) > 1:
             raise UsageError(f"the arrays of {path} have different numbers of rows: {sorted(rows)}")
         n = rows.pop() if rows else 0
-        for start in range(0, n, chunk_rows):
+        for start in range(0, max(n, 1), chunk_rows):  # a file of no rows: one empty chunk
             yield {k: a[start : start + chunk_rows] for k, a in arrays.items()}
+        return
+    if fmt == "jsonl":
+        yield from _json_lines(path, chunk_rows)
         return
     pa = pyarrow(fmt)
     try:
@@ -241,23 +260,105 @@ def _batches(path: str, fmt: str, chunk_rows: int) -> Iterator[dict]:
 
             # Without pre-buffering: memory bounded by a chunk, not the file.
             parquet = pq.ParquetFile(path, pre_buffer=False)
+            _unique(parquet.schema_arrow.names, path)
+            yield {
+                n: pa.array([], type=t)
+                for n, t in zip(parquet.schema_arrow.names, parquet.schema_arrow.types)
+            }
             for batch in parquet.iter_batches(batch_size=chunk_rows):
                 yield _columns(batch)
             return
-        stream = sys.stdin.buffer if path == "-" else path
-        if fmt == "jsonl":
-            import pyarrow.json as pj
-
-            reader = pj.open_json(stream)
-        else:
-            import pyarrow.csv as pc
-
-            parse = pc.ParseOptions(delimiter="\t" if fmt == "tsv" else ",")
-            reader = pc.open_csv(stream, parse_options=parse)
-        for batch in reader:
-            yield _columns(batch)
+        yield from _csv(pa, path, fmt)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         raise UsageError(f"cannot read {path} as {fmt.upper()}: {_arrow_message(e)}") from None
+
+
+def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
+    """A CSV or TSV file's rows, every column read as text (empty cells: null), so that a
+    column of numbers with a word further down fails that row only, not the file."""
+    import csv
+
+    import pyarrow.csv as pc
+
+    delimiter = "\t" if fmt == "tsv" else ","
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    with stream if path != "-" else nullcontext():
+        header = stream.readline()
+        names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
+        if not names:
+            return
+        _unique(names, path)
+        yield {n: pa.array([], type=pa.string()) for n in names}  # the columns, before any row
+        convert = pc.ConvertOptions(
+            column_types={n: pa.string() for n in names},
+            null_values=[""],
+            strings_can_be_null=True,
+        )
+        parse = pc.ParseOptions(delimiter=delimiter)
+        reader = pc.open_csv(
+            _Prepended(header, stream), parse_options=parse, convert_options=convert
+        )
+        for batch in reader:
+            yield _columns(batch)
+
+
+class _Prepended:
+    """A stream that gives ``head`` first, then the rest of ``stream`` (the header line read
+    to learn the column names, given back to the CSV reader)."""
+
+    def __init__(self, head: bytes, stream) -> None:
+        self.head, self.stream = head, stream
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            if n < 0:
+                data, self.head = self.head + self.stream.read(), b""
+                return data
+            data, self.head = self.head[:n], self.head[n:]
+            return data
+        return self.stream.read(n)
+
+    def readable(self) -> bool:
+        return True
+
+
+def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
+    """A JSON Lines file's rows: one object per line (blank lines skipped), a key per column;
+    a key missing from a line is an empty cell."""
+    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    with stream if path != "-" else nullcontext():
+        records: list[dict] = []
+        seen = False
+        for number, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line, parse_int=float)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise UsageError(f"{path}:{number}: not a line of JSON: {e}") from None
+            if not isinstance(record, dict):
+                raise UsageError(
+                    f'{path}:{number}: a line of JSON Lines is an object, {{"x": 1}}',
+                    hints=["a file of one JSON array is not JSON Lines"],
+                )
+            records.append(record)
+            if len(records) == chunk_rows:
+                yield _from_records(records)
+                records, seen = [], True
+        if records or not seen:
+            yield _from_records(records)
+
+
+def _from_records(records: list[dict]) -> dict:
+    names = list(dict.fromkeys(k for r in records for k in r))
+    return {n: [r.get(n) for r in records] for n in names}
+
+
+def _unique(names: list[str], path: str) -> None:
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"{path} has two columns named {twice[0]}")
 
 
 def _columns(batch) -> dict:
@@ -281,21 +382,28 @@ def _npz(path: str) -> dict:
 
 
 def _rechunk(batches: Iterator[dict], chunk_rows: int) -> Iterator[dict]:
-    """Batches of any size (a CSV reader's are set by bytes) as chunks of ``chunk_rows``."""
+    """Batches of any size (a CSV reader's are set by bytes) as chunks of ``chunk_rows``; a
+    file of no rows gives one chunk of no rows (its columns)."""
     pending: list[dict] = []
     held = 0
+    empty: dict | None = None
+    given = False
     for batch in batches:
         n = _length(batch)
         if not n:
+            empty = batch if empty is None else empty
             continue
         pending.append(batch)
         held += n
         while held >= chunk_rows:
             chunk, pending = _take(pending, chunk_rows)
             held -= chunk_rows
+            given = True
             yield chunk
     if held:
         yield _take(pending, held)[0]
+    elif not given and empty is not None:
+        yield empty
 
 
 def _length(batch: dict) -> int:
@@ -324,6 +432,8 @@ def _take(pending: list[dict], n: int) -> tuple[dict, list[dict]]:
 def _concat(arrays: list):
     if isinstance(arrays[0], np.ndarray):
         return np.concatenate(arrays)
+    if isinstance(arrays[0], list):  # JSON Lines cells
+        return [c for a in arrays for c in a]
     import pyarrow as pa
 
     if len({a.type for a in arrays}) > 1:  # a CSV column read as numbers, then as text
@@ -332,6 +442,10 @@ def _concat(arrays: list):
 
 
 # --- writing ---------------------------------------------------------------------------------
+#: Rows a writer holds while a column has no value yet (its type unknown).
+_HOLD = 1_000_000
+
+
 class RowWriter:
     """Rows out, chunk by chunk. ``write`` takes a dict of columns, each a float64 array (nan:
     an empty cell), a list of Python values (None: empty; lists for tensors, text), or a
@@ -355,6 +469,8 @@ class RowWriter:
         self.fmt = fmt
         self._writer: Any = None
         self._types: dict = {}
+        self._pending: list[dict] = []
+        self._held = 0
         self._npz: dict[str, list] = {}
         self._file: Any = None
         if fmt not in ("jsonl", "npz"):
@@ -394,43 +510,73 @@ class RowWriter:
             for k, v in columns.items()
         }
         if self._writer is None:
-            self._types = {k: a.type for k, a in arrays.items()}
-            self._types.update(
-                {
-                    k: pa.string() if k in self.text else pa.float64()
-                    for k, a in arrays.items()
-                    if pa.types.is_null(a.type)
-                }
-            )
+            # The types come from the first rows that have a value in every column: until
+            # then (a column whose rows all failed so far), batches wait here.
+            for k, a in arrays.items():
+                if not pa.types.is_null(a.type):
+                    self._types.setdefault(k, a.type)
+            self._pending.append(arrays)
+            self._held += len(next(iter(arrays.values()), ()))
+            if len(self._types) == len(arrays) or self._held >= _HOLD:
+                self._start(pa)
+            return
+        self._write(pa, arrays)
+
+    def _start(self, pa) -> None:
+        """Settle the types (a column with no value yet: text or numbers) and write what
+        waited."""
+        pending, self._pending = self._pending, []
+        for k in pending[0]:
+            self._types.setdefault(k, pa.string() if k in self.text else pa.float64())
+        for arrays in pending:
+            self._write(pa, arrays)
+
+    def _write(self, pa, arrays: dict) -> None:
+        csv = self.fmt in ("csv", "tsv")
         for k, a in arrays.items():
             if a.type != self._types[k]:
                 try:
                     arrays[k] = a.cast(self._types[k])
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    raise UsageError(f"column {k} changed its type between chunks") from None
+                    if csv:  # CSV has no types: written as it comes
+                        continue
+                    raise UsageError(
+                        f"column {k} holds {self._types[k]} in the first rows and {a.type} "
+                        f"later: {self.fmt} needs one type per column",
+                        hints=["write JSON Lines (-o out.jsonl), which has no types"],
+                    ) from None
         batch = pa.RecordBatch.from_pydict(arrays)
+        if csv:  # a batch at a time, the header first: each batch may have its own types
+            import pyarrow.csv as pc
+
+            options = pc.WriteOptions(
+                include_header=self._writer is None,
+                delimiter="\t" if self.fmt == "tsv" else ",",
+                quoting_style="needed",
+            )
+            pc.write_csv(batch, self._sink(), write_options=options)
+            self._writer = self._writer or "started"
+            return
         if self._writer is None:
             self._writer = self._open(batch.schema)
         self._writer.write_batch(batch)
 
     def _open(self, schema):
-        if self.fmt == "parquet":
-            import pyarrow.parquet as pq
+        import pyarrow.parquet as pq
 
-            return pq.ParquetWriter(self._sink(), schema)
-        import pyarrow.csv as pc
-
-        options = pc.WriteOptions(
-            delimiter="\t" if self.fmt == "tsv" else ",", quoting_style="needed"
-        )
-        return pc.CSVWriter(self._sink(), schema, write_options=options)
+        return pq.ParquetWriter(self._sink(), schema)
 
     def close(self) -> None:
         if self.fmt == "npz":
-            arrays = {k: _npz_array(v, k in self.text) for k, v in self._npz.items()}
+            arrays = {k: _npz_array(k, v, k in self.text) for k, v in self._npz.items()}
             np.savez(self._sink(), **arrays)
-        elif self._writer is not None:
-            self._writer.close()
+        else:
+            if self._pending:
+                import pyarrow as pa
+
+                self._start(pa)
+            if self._writer is not None and self.fmt == "parquet":
+                self._writer.close()
         if self._file is not None:
             if self.path is not None:
                 self._file.close()
@@ -471,14 +617,19 @@ def _plain_cells(column, numbers: bool = False) -> list:
     return [None if isinstance(c, float) and c != c else c for c in column]
 
 
-def _npz_array(parts: list, text: bool):
-    if all(isinstance(p, np.ndarray) for p in parts):  # numbers: nan for an empty cell
-        return np.concatenate(parts)
+def _npz_array(name: str, parts: list, text: bool):
+    """A column as one array of the rows (nan for an empty cell; text: "")."""
+    if all(isinstance(p, np.ndarray) for p in parts):
+        return np.concatenate(parts) if parts else np.zeros(0)
     cells = [c for part in parts for c in part]
     sample = [c for c in cells if c is not None]
     if text or (sample and all(isinstance(c, str) for c in sample)):
-        return np.array(["" if c is None else c for c in cells])
-    if sample and isinstance(sample[0], list):
-        shape = np.shape(sample[0])
-        return np.array([np.full(shape, np.nan) if c is None else c for c in cells], dtype=float)
-    return np.array([np.nan if c is None else c for c in cells], dtype=float)
+        return np.array(["" if c is None else str(c) for c in cells])
+    shapes = {np.shape(c) for c in sample}
+    if len(shapes) > 1:
+        raise UsageError(
+            f"the rows of {name} have different shapes: an .npz array needs one",
+            hints=["write Parquet or JSON Lines (-o out.parquet), whose cells are lists"],
+        )
+    shape = shapes.pop() if shapes else ()
+    return np.array([np.full(shape, np.nan) if c is None else c for c in cells], dtype=float)

@@ -57,7 +57,7 @@ def run_dask(
     """Run ``graph`` over the rows of ``paths`` on Dask (``options`` as
     :func:`cgraph_cli.rows.run_rows` takes them). Rows go, in order, to ``write`` (from the
     client) or, with ``target`` a folder, to Parquet files written by the workers
-    (``part-0.parquet``...); with ``reduce``, the result holds the sum or mean.
+    (``part.0.parquet``...); with ``reduce``, the result holds the sum or mean.
 
     >>> from cgraph_cli import parse
     >>> from cgraph_cli.datafiles import expand

@@ -99,9 +99,11 @@ def engine(
     of: str | None = None,
     wrt: list[str] | None = None,
     bindings: Mapping | None = None,
+    gradient: bool = True,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
     ``bindings`` (one row's values) give its inputs; compiled once per graph and shapes.
+    ``gradient`` False: ``forward`` only (the derivative program is not built).
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -111,11 +113,13 @@ def engine(
     from .passes.optimize import known_shapes
 
     shapes = known_shapes(graph, bindings or {})
-    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items())))
+    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient))
     found = graph.memo.get(key)
     if found is None:
         from .passes.compile import compile_module
 
-        source = compile_module(graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=True)
+        source = compile_module(
+            graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=True, gradient=gradient
+        )
         found = graph.memo[key] = Engine(source)
     return found

@@ -200,11 +200,11 @@ def test_a_failing_row_does_not_stop_the_others(cli, tmp_path):
     assert result.exit_code == 4
     lines = result.stdout.splitlines()
     assert lines[0] == '"k","y","error"'
-    assert lines[1] == "1,2,"
-    assert lines[2].startswith('2,,"row 2: sqrt(-1) is undefined')
-    assert lines[3].startswith('3,,"row 3: the cell of x is empty')
-    assert lines[4] == "4,3,"
-    assert lines[5].startswith("5,,\"row 5: the value of 'x' is not a number: 'abc'")
+    assert lines[1] == '"1",2,'  # a kept column as it was read: text
+    assert lines[2].startswith('"2",,"row 2: sqrt(-1) is undefined')
+    assert lines[3].startswith('"3",,"row 3: the cell of x is empty')
+    assert lines[4] == '"4",3,'
+    assert lines[5].startswith("\"5\",,\"row 5: the value of 'x' is not a number: 'abc'")
     assert "5 rows in" in result.stderr and "3 errors" in result.stderr
     assert "3 of 5 rows could not be evaluated" in result.stderr
     allowed = cli("eval", "-e", "y = sqrt(x)", "--rows", str(data), "--keep", "k", "--allow-errors")
@@ -272,7 +272,7 @@ def test_reduce_usage_errors(cli, tmp_path):
     per_row = cli(
         "grad", "samples/logistic.cg", "--rows", str(data), "--reduce", "sum", "--wrt", "x"
     )
-    assert per_row.exit_code == 2 and "'x' is a column" in per_row.stderr
+    assert per_row.exit_code == 2 and "'x' has a value per row" in per_row.stderr
     unknown = cli("eval", "-e", "y = x", "--rows", str(tmp_path / "in.txt"))
     assert unknown.exit_code == 2 and "cannot read" in unknown.stderr
     (tmp_path / "in.txt").write_text("x\n1\n")
@@ -304,3 +304,72 @@ def test_check_rows_every_row_a_case(cli, tmp_path):
     assert cli("check", "sample:logistic", "--rows", str(cases)).exit_code == 2
     unknown = cli("check", "sample:logistic", "--rows", str(cases), "--expect-column", "los")
     assert unknown.exit_code == 2 and "did you mean" in unknown.stderr
+
+
+def test_rows_of_their_own_shapes_and_types(cli, tmp_path):
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text('x\n"[1,2]"\n"[1,2,3]"\n"[4,5]"\n')
+    result = cli("eval", "-e", "y = 2 * x", "--rows", str(ragged), "-q")
+    assert result.stdout.splitlines()[1:] == [
+        '"[2.0, 4.0]",',
+        '"[2.0, 4.0, 6.0]",',
+        '"[8.0, 10.0]",',
+    ]
+    lines = ["x,t"] + [f"{k / 7:.3f},1" for k in range(3000)] + ["abc,1", "2,"]
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("\n".join(lines) + "\n")  # a word after the first block of the reader
+    result = cli("eval", "sample:logistic", "--rows", str(mixed), "--chunk-rows", "100", "-q")
+    assert result.exit_code == 4
+    out = result.stdout.splitlines()
+    assert len(out) == 3003 and "row 3001: the value of 'x' is not a number" in out[-2]
+    assert "row 3002: the cell of t is empty" in out[-1]
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text('{"x": 3, "t": 1}\n{"x": "2", "t": 0}\n{"x": 1}\n\n{"x": true, "t": 1}\n')
+    result = cli("eval", "sample:logistic", "--rows", str(jsonl), "--format", "json", "-q")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["error"] is None for r in rows] == [True, True, False, False]
+    assert "boolean" in rows[3]["error"] and "row 4" in rows[3]["error"]
+
+
+def test_every_file_binds_the_same_inputs(cli, tmp_path):
+    (tmp_path / "p1.csv").write_text("x,t\n1,1\n")
+    (tmp_path / "p2.csv").write_text("t,x,id\n1,2,a\n")  # other order, one more column
+    (tmp_path / "p3.csv").write_text("x\n1\n")
+    both = cli("eval", "sample:logistic", "--rows", str(tmp_path / "p[12].csv"), "-q")
+    assert both.exit_code == 0 and len(both.stdout.splitlines()) == 3
+    strict = cli("eval", "sample:logistic", "--rows", str(tmp_path / "p[12].csv"), "--strict")
+    assert strict.exit_code == 2 and "p2.csv has columns that are not inputs: id" in strict.stderr
+    missing = cli("eval", "sample:logistic", "--rows", str(tmp_path / "p*.csv"))
+    assert missing.exit_code == 2 and "p3.csv has no column t" in missing.stderr
+
+
+def test_what_a_run_over_rows_refuses(cli, tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("x,t\n3,1\n")
+    named_error = cli("eval", "-e", "error = 2 * x", "--rows", str(data))
+    assert named_error.exit_code == 2 and "'error' names the column" in named_error.stderr
+    same = cli("eval", "sample:logistic", "--rows", str(data), "-o", str(data))
+    assert same.exit_code == 2 and "is a file --rows reads" in same.stderr
+    assert data.read_text() == "x,t\n3,1\n"
+    assert cli("eval", "-e", "y = x", "x=1", "--keep", "x").exit_code == 2  # without --rows
+    vectors = tmp_path / "vectors.csv"
+    vectors.write_text('x\n"[1, 2]"\n"[3, 4]"\n')
+    tensor = cli("grad", "-e", "y = 2 * x", "--rows", str(vectors))
+    assert tensor.exit_code == 4 and tensor.stderr.count("error:") == 1
+    stdin = cli("eval", "-", "--rows", "-", input="y = 2 * x\n")
+    assert stdin.exit_code == 2 and "not both" in stdin.stderr
+    header = tmp_path / "header.csv"
+    header.write_text("x,t\n")
+    out = tmp_path / "out.csv"
+    assert cli("eval", "sample:logistic", "--rows", str(header), "-o", str(out)).exit_code == 0
+    assert out.read_text() == '"loss","error"\n'
+
+
+def test_of_runs_the_whole_program_as_eval_does(cli, tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("x,t\n1000,1\n1,1\n")
+    rows = cli("eval", "sample:logistic", "--rows", str(data), "--of", "z", "-q")
+    single = cli("eval", "sample:logistic", "x=1000", "t=1", "--of", "z")
+    assert single.exit_code == 4 and rows.exit_code == 4
+    assert "log(0) is undefined" in rows.stdout.splitlines()[1]
+    assert rows.stdout.splitlines()[2] == "-0.5,"

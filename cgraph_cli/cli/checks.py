@@ -182,9 +182,7 @@ def check_command(
     else:
         output.write_text(_check_text(runs, bool(spec or rows_file), precision))
     if junit:
-        output.write_bytes(
-            found.junit(Path(spec or rows_file).stem if spec or rows_file else "cgraph"), junit
-        )
+        output.write_bytes(found.junit(_suite(spec, rows_file)), junit)
     if not found.ok:
         raise click.exceptions.Exit(1)
 
@@ -205,6 +203,9 @@ def _check_rows(
     for item in expect_column:
         name, _, column = item.partition("=")
         expect[name.strip()] = column.strip() or name.strip()
+    from .rows import check_stdin
+
+    check_stdin(args, expr, file_, bindings_file, rows_file)
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     paths = expand(rows_file)
     chunks = read_chunks(paths, data_format(rows_file, rows_format), chunk_rows or CHUNK_ROWS)
@@ -212,6 +213,13 @@ def _check_rows(
         graph, chunks, expect=expect, bindings=bindings, of=of, rtol=rtol, atol=atol,
         strict=strict, note=output.note,
     )  # fmt: skip
+
+
+def _suite(spec, rows_file) -> str:
+    """The JUnit suite's name: the checks file's or the data file's, without its folder and
+    extension."""
+    name = spec or rows_file
+    return Path(name.removeprefix("sample:")).stem if name else "cgraph"
 
 
 def _spec_path(spec: str) -> str:

@@ -18,7 +18,7 @@ from .options import (
     source_options,
     wrt_option,
 )
-from .rows import rows_options
+from .rows import check_stdin, refuse_without_rows, rows_options
 from .rows import run as run_rows
 
 FORMATS = ["text", "json", "plain"]
@@ -69,6 +69,8 @@ def eval_command(
     from ..api import evaluate
     from ..report import eval_report
 
+    refuse_without_rows(rows)
+    check_stdin(args, expr, file_, bindings_file, rows["rows_file"])
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if rows["rows_file"] is not None:
         return run_rows(
@@ -130,6 +132,8 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
     from ..api import grad, resolve_name
     from ..report import grad_report
 
+    refuse_without_rows(rows)
+    check_stdin(args, expr, file_, bindings_file, rows["rows_file"])
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if rows["rows_file"] is not None:
         return run_rows(
@@ -144,10 +148,6 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
             precision=precision,
             full=full,
         )
-    if rows["reduce"] is not None:
-        from ..errors import UsageError
-
-        raise UsageError("--reduce sums over the rows of a data file: give it --rows FILE")
     wanted = names(wrt)
     for name in wanted:  # a misspelt --wrt is a usage error, before any missing binding
         resolve_name(graph, name)

@@ -80,6 +80,44 @@ def check_rows_options(command):
     )
 
 
+def refuse_without_rows(options: dict) -> None:
+    """The options of a run over rows given without --rows: a usage error, not ignored."""
+    from ..errors import UsageError
+
+    if options.get("rows_file") is not None:
+        return
+    given = [
+        flag
+        for key, flag in [
+            ("rows_format", "--rows-format"),
+            ("keep", "--keep"),
+            ("strict", "--strict"),
+            ("chunk_rows", "--chunk-rows"),
+            ("allow_errors", "--allow-errors"),
+            ("scheduler", "--scheduler"),
+            ("reduce", "--reduce"),
+        ]  # fmt: skip
+        if options.get(key)
+    ]
+    if options.get("engine", "local") != "local":
+        given.append("--engine")
+    if given:
+        raise UsageError(f"{given[0]} is for a run over the rows of a data file: give --rows FILE")
+
+
+def check_stdin(args, expr, file_, bindings_file, rows_file) -> None:
+    """Standard input holds one thing: the program, the bindings or the rows."""
+    from ..errors import UsageError
+
+    program_from_stdin = file_ == "-" or (expr is None and file_ is None and args[:1] == ("-",))
+    if rows_file == "-" and (program_from_stdin or bindings_file == "-"):
+        what = "program" if program_from_stdin else "bindings"
+        raise UsageError(
+            f"standard input can hold the {what} or the rows, not both",
+            hints=["give one of them as a file"],
+        )
+
+
 def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, precision, full):
     """The command's work when --rows is given."""
     from ..datafiles import RowWriter, count_rows, data_format, expand, read_chunks
@@ -95,23 +133,34 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         raise UsageError(
             "--format plain prints one set of values; with --rows, rows go out as a data file"
         )
+    if reduce is None and (precision is not None or full):
+        raise UsageError(
+            "rows are written with every digit and element: --precision and --full are for "
+            "reports (--reduce)"
+        )
     dask = options.get("engine") == "dask"
     if options.get("scheduler") and not dask:
         raise UsageError("--scheduler is for --engine dask")
+    if dask and path == "-":
+        raise UsageError("--engine dask reads files, not standard input")
     writer = None
     target = output.settings.output
-    folder = (
-        dask
-        and target not in (None, "-")
-        and (target.endswith(("/", os.sep)) or os.path.isdir(target))
-    )
+    folder = target not in (None, "-") and (target.endswith(("/", os.sep)) or os.path.isdir(target))
+    if folder and (reduce is not None or not dask):
+        raise UsageError(
+            f"-o {target}: it is a folder",
+            hints=["name a file (out.csv, out.parquet...); with --engine dask, a folder "
+                   "gets the workers' Parquet parts"],
+        )  # fmt: skip
+    if target not in (None, "-") and reduce is None:
+        _not_an_input(target, paths)
     if reduce is None and not folder:
         if target not in (None, "-"):
-            out_format = data_format(target)
+            out_format = data_format(target, output=True)
         else:
             out_format = "jsonl" if fmt == "json" else "csv"
         writer = RowWriter(target, out_format)
-    if in_format != "npz" and in_format != "jsonl":
+    if in_format in ("csv", "tsv", "parquet"):
         from ..datafiles import pyarrow
 
         pyarrow(in_format)
@@ -142,25 +191,39 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         writer.close()
     output.note(result.summary())
     if reduce is not None:
+        for sample in result.samples:
+            output.note(f"note: {sample}")
+        if result.errors > len(result.samples):
+            output.note(f"note: ... and {result.errors - len(result.samples):,} more rows failed")
         _report(result, reduce, bindings, graph, fmt, precision, full)
     if result.errors and not options.get("allow_errors"):
+        hint = "the notes above say why" if reduce else "their error cells say why"
         raise EvalError(
             f"{result.errors:,} of {result.rows:,} rows could not be evaluated",
-            hints=["their error cells say why; --allow-errors to exit 0 all the same"],
+            hints=[f"{hint}; --allow-errors to exit 0 all the same"],
         )
+
+
+def _not_an_input(target: str, paths: list[str]) -> None:
+    """Refuse to write over a file being read."""
+    from ..errors import UsageError
+
+    if any(p != "-" and os.path.exists(target) and os.path.samefile(p, target) for p in paths):
+        raise UsageError(f"-o {target} is a file --rows reads: name another")
 
 
 def _report(result, how, bindings, graph, fmt, precision, full) -> None:
     """The reduced gradient, as grad reports one."""
+    from ..bindings import check_bindings
     from ..errors import EvalError
 
     if result.value is None:
-        raise EvalError(f"no row could be evaluated: nothing to {how}")
-    shared = {**graph.defaults, **bindings}
+        raise EvalError(f"no row could be evaluated, so there is nothing to {how}")
+    shared = {**graph.defaults, **check_bindings(graph, bindings)}
     report = {
         "output": result.output,
         "reduce": how,
-        "rows": result.rows - result.errors,
+        "rows": result.count,
         "errors": result.errors,
         "value": result.value,
         "values": {k: shared[k] for k in result.gradients},
@@ -174,10 +237,13 @@ def _report(result, how, bindings, graph, fmt, precision, full) -> None:
         from ..report import to_json_text
 
         output.write_text(to_json_text(report, schema="reduce"))
-        return
-    from ..bindings import check_bindings
-    from ..render.table import gradient_table
+    elif fmt == "plain":
+        from ..render.text import grad_plain
 
-    shown = dict(report, output=f"{how}({result.output})")
-    shown["values"] = check_bindings(graph, shown["values"])
-    output.write_rich(gradient_table(shown, precision, full))
+        output.write_text(grad_plain(report, precision))
+    else:
+        from ..render.table import gradient_table
+
+        output.write_rich(
+            gradient_table(dict(report, output=f"{how}({result.output})"), precision, full)
+        )

@@ -54,12 +54,14 @@ def compile_module(
     bindings: Mapping | None = None,
     name: str = "",
     rows: bool = False,
+    gradient: bool = True,
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
     ``rows``: for cgraph's own batch engine (:mod:`cgraph_cli.engine`), NumPy only: nothing
     raises for a value that is not finite; ``forward`` and ``grad`` return, last, a number
     per row that is not finite where some value on the way was not (see :func:`absorbs`).
+    ``gradient`` False: ``forward`` alone (``grad`` raises ``TypeError``).
 
     >>> from cgraph_cli import parse
     >>> namespace = {}
@@ -74,9 +76,12 @@ def compile_module(
     if target not in TARGETS:
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
     assert not rows or target == "numpy", "rows mode is NumPy's"
-    if of is not None:
+    if of is not None and not rows:
         out = resolve_name(graph, of)
         graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
+    # Rows mode keeps every statement (the interpreter runs them all: one failing fails the
+    # row), differentiating the value ``of`` names.
+    output = graph.output if of is None else resolve_name(graph, of)
     # Without a statement per intermediate derivative: those are temporaries, whose variables
     # are used again once they are dead (floats freed as soon as possible run faster).
     from .optimize import known_shapes
@@ -84,10 +89,16 @@ def compile_module(
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
     try:
-        program = derivative_program(graph, bindings, None, wrt, intermediates=False)
+        if not gradient:
+            raise NotANumber("this module was compiled without its gradient")
+        program = derivative_program(
+            graph, bindings, of if rows else None, wrt, intermediates=False
+        )
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
+        if rows and gradient:
+            raise
         emitter.vector = target == "numpy" and _elementwise(graph, known)
-        forward_body, forward_names = emitter.body(graph, returned=[graph.output])
+        forward_body, forward_names = emitter.body(graph, returned=[output])
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
@@ -96,7 +107,7 @@ def compile_module(
     )
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
-    forward_body, forward_names = emitter.body(graph, returned=[graph.output])
+    forward_body, forward_names = emitter.body(graph, returned=[output])
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
