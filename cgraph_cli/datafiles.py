@@ -455,12 +455,12 @@ class RowWriter:
     >>> import tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "out.csv")
     >>> writer = RowWriter(path, "csv")
-    >>> writer.write({"y": np.array([1.5, np.nan]), "error": [None, "row 2: ..."]})
+    >>> writer.write({"y": np.array([1.5, np.nan]), "error": [None, "row 2: log(-1), ..."]})
     >>> writer.close()
     >>> print(open(path).read().strip())
     "y","error"
     1.5,
-    ,"row 2: ..."
+    ,"row 2: log(-1), ..."
     """
 
     def __init__(self, path: str | None, fmt: str, text: tuple[str, ...] = ("error",)) -> None:
@@ -549,12 +549,13 @@ class RowWriter:
         if csv:  # a batch at a time, the header first: each batch may have its own types
             import pyarrow.csv as pc
 
-            options = pc.WriteOptions(
-                include_header=self._writer is None,
-                delimiter="\t" if self.fmt == "tsv" else ",",
-                quoting_style="needed",
-            )
-            pc.write_csv(batch, self._sink(), write_options=options)
+            delimiter = "\t" if self.fmt == "tsv" else ","
+            header = self._writer is None
+            try:  # no quotes where none is needed (pyarrow's "needed" quotes all text)
+                text = _csv_text(pc, batch, header, delimiter, "none")
+            except pa.ArrowInvalid:  # a comma, a quote or a line break in some cell
+                text = _csv_text(pc, batch, header, delimiter, "needed")
+            self._sink().write(text)
             self._writer = self._writer or "started"
             return
         if self._writer is None:
@@ -582,6 +583,15 @@ class RowWriter:
                 self._file.close()
             else:
                 self._file.flush()
+
+
+def _csv_text(pc, batch, header: bool, delimiter: str, quoting: str) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    options = pc.WriteOptions(include_header=header, delimiter=delimiter, quoting_style=quoting)
+    pc.write_csv(batch, buffer, write_options=options)
+    return buffer.getvalue()
 
 
 def _text(pa, cells: list):

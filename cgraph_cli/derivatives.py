@@ -277,10 +277,11 @@ def jacobian(
     per output element) or by columns (forward mode: one pass per input element), whichever
     needs fewer passes unless ``mode`` says."""
     from .arrays import np
+    from .ir import depends_on_input
     from .ops import CONST
     from .passes.evaluate import forward
     from .passes.jvp import jvp
-    from .passes.vjp import depends_on_input, reverse
+    from .passes.vjp import reverse
     from .vocab import ARRAYS
 
     out = graph.output if of is None else resolve_name(graph, of)

@@ -561,3 +561,18 @@ def validate(graph: Graph) -> Graph:
     assert all(0 <= v < n for v in graph.names.values()), "a name refers to no node"
     assert 0 <= graph.output < n, "output out of range"
     return graph
+
+
+def depends_on_input(graph: Graph) -> list[bool]:
+    """Which nodes depend on an input: only they have gradients.
+
+    >>> from cgraph_cli import parse
+    >>> depends_on_input(parse("y = abs(1) * x"))
+    [False, False, True, True]
+    """
+    from .ops import INPUT
+
+    depends = [False] * len(graph.ops)
+    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        depends[i] = op is INPUT or any(depends[a] for a in args)
+    return depends

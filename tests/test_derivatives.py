@@ -35,11 +35,12 @@ from test_properties import _at_kink, _evaluate, _to_sympy
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
 from cgraph_cli.derivatives import derivative_program, hessian, jacobian, tangent_program
+from cgraph_cli.ir import depends_on_input
 from cgraph_cli.ops import OPS
 from cgraph_cli.passes.evaluate import forward
 from cgraph_cli.passes.grad_graph import grad_graph
 from cgraph_cli.passes.jvp_graph import jvp_graph
-from cgraph_cli.passes.vjp import depends_on_input, reverse
+from cgraph_cli.passes.vjp import reverse
 from cgraph_cli.vocab import ARRAYS
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cg"))

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from ..arrays import np, show_shape, size_text
 from ..bindings import check_bindings, finite
 from ..errors import BindingError, DomainError, EvalError
-from ..ir import Graph, gc_paused
+from ..ir import Graph, depends_on_input, gc_paused
 from ..numfmt import format_number
 from ..ops import CALL, CONST, INFIX, POSTFIX
 from ..vocab import (
@@ -62,8 +62,10 @@ class FloatProgram:
             forward, backward = [], []
             if not self.tensor:
                 all_args = graph.args
-                # What each step needs depends only on the op and on which arguments are
-                # constants: worked out once per such pair, not once per node.
+                # What each step needs depends only on the op and on which arguments no
+                # input reaches (constants, and operations on constants only: they want no
+                # gradient): worked out once per such pair, not once per node.
+                fixed = [not d for d in depends_on_input(graph)]
                 steps: dict = {}
                 key: tuple
                 for i in ids:
@@ -71,16 +73,16 @@ class FloatProgram:
                     a = args[0]
                     if len(args) == 2:
                         b = args[1]
-                        key = (op, ops[a] is CONST, ops[b] is CONST)
+                        key = (op, fixed[a], fixed[b])
                     elif len(args) == 1:
                         b = -1
-                        key = (op, ops[a] is CONST)
+                        key = (op, fixed[a])
                     else:
                         b = args[1]
-                        key = (op, *(ops[x] is CONST for x in args))
+                        key = (op, *(fixed[x] for x in args))
                     step = steps.get(key)
                     if step is None:
-                        step = steps[key] = (value_function(op), _partials(op, args, graph))
+                        step = steps[key] = (value_function(op), _partials(op, args, fixed))
                     forward.append((i, step[0], a, b))
                     backward.append((i, step[1], a, b))
                 backward.reverse()
@@ -91,8 +93,8 @@ class FloatProgram:
         self.args = graph.args
 
 
-def _partials(op, args, graph: Graph):
-    needs = tuple(graph.ops[a] is not CONST for a in args)
+def _partials(op, args, fixed: list[bool]):
+    needs = tuple(not fixed[a] for a in args)
     key = (op.name, needs)
     found = _PARTIALS.get(key)
     if found is None:

@@ -24,8 +24,8 @@ from itertools import islice
 from ..arrays import np, show_shape
 from ..bindings import all_finite, finite
 from ..errors import DomainError, EvalError
-from ..ir import Graph, gc_paused
-from ..ops import CONST, INPUT
+from ..ir import Graph, depends_on_input, gc_paused
+from ..ops import CONST
 from ..vocab import ARRAYS, Interpretation
 from .evaluate import (
     SWAPPED,
@@ -136,14 +136,6 @@ def _first_undefined(graph: Graph, values, out: int, seed: float) -> DomainError
                     )
                 return slope_error(graph, i, values)
     return graph.error(DomainError, "a gradient is not a finite number", out)  # pragma: no cover
-
-
-def depends_on_input(graph: Graph) -> list[bool]:
-    """Which nodes depend on an input: only they have gradients."""
-    depends = [False] * len(graph.ops)
-    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
-        depends[i] = op is INPUT or any(depends[a] for a in args)
-    return depends
 
 
 # --- the one reverse loop ----------------------------------------------------------------------
