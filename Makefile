@@ -19,6 +19,7 @@ demo: $(STAMP)
 	$(BIN)/cgraph grad samples/softmax_cross_entropy.cg
 	$(BIN)/cgraph optimize samples/rewrites.cg --report
 	$(BIN)/cgraph diff samples/seed.cg
+	$(BIN)/cgraph grad samples/logistic.cg --rows samples/data/train.csv --reduce mean
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
