@@ -333,8 +333,11 @@ class _Emitter:
             start.append(f"    rows = _rows({', '.join(variables)})")
         elif numpy and inputs:  # rows of tensors: one row at a time
             shapes = self.row_shapes(graph)
-            batched = " or ".join(
-                f"np.ndim({v}) > {len(shapes[n])}" for v, n in zip(variables, inputs)
+            batched = " or ".join(  # _arg made a number a float, and anything else an array
+                f"{v}.__class__ is not float"
+                if not shapes[n]
+                else f"({v}.__class__ is np.ndarray and {v}.ndim > {len(shapes[n])})"
+                for v, n in zip(variables, inputs)
             )
             given = ", ".join(f"{n!r}: {v}" for v, n in zip(variables, inputs))
             start += [f"    if {batched}:", f"        return _per_row({{fn}}, {{{{{given}}}}})"]
@@ -382,17 +385,26 @@ class _Emitter:
             "",
         ]
         check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
-        # One sum over every result: finite only if each one is (an array's own .sum is
-        # cheaper than np.sum's dispatch, which a small network pays once per gradient).
-        total = (
-            "sum(v.sum() if v.__class__ is np.ndarray else v for v in values.values())"
-            if numpy
-            else "sum(values.values())"
-        )
         finite = [
             "def _finite(values, fn):",
             '    """Raise DomainError if a result is not finite (as cgraph\'s interpreter does)."""',
-            f"    if {check.replace('(v)', f'({total})')}:  # a finite sum: all are finite",
+            *(
+                [  # one sum over every result (small arrays joined first: one reduction)
+                    "    total, small = 0.0, []",
+                    "    for v in values.values():",
+                    "        if v.__class__ is not np.ndarray:",
+                    "            total += v",
+                    "        elif v.size > 4096:",
+                    "            total += np.add.reduce(v, None)",
+                    "        else:",
+                    "            small.append(v.ravel())",
+                    "    if small:",
+                    "        total += np.add.reduce(np.concatenate(small), None)",
+                    "    if total - total == 0.0:  # a finite sum: all are finite",
+                ]
+                if numpy
+                else ["    if math.isfinite(sum(values.values())):  # a finite sum: all are"]
+            ),
             "        return",
             "    for name, v in values.items():",
             f"        if not {check}:",
