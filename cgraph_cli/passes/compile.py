@@ -153,6 +153,7 @@ class _Emitter:
         variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
         that no ``returned`` node reads is watched too (the interpreter checks every value)."""
         dead = _unread(graph, returned) if self.rows and returned is not None else set()
+        conditions = _masks(graph)
         names: list[str] = []
         taken = set(_RESERVED) | set(_helper_names())
         # The inputs' names first: a temporary must never take one (an input `t` is read
@@ -173,6 +174,8 @@ class _Emitter:
             template = self.template(op)
             if self.known is not None:
                 template = self.specialised(graph, i, op, template)
+            if self.target == "numpy" and i in conditions:  # read by where only: a mask
+                template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
             exponent = graph.consts.get(graph.args[i][-1])
             if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
                 template = "{0} * {0}"  # a square: one multiplication, not a call of pow
@@ -580,6 +583,28 @@ def _unread(graph: Graph, returned: list[int]) -> set[int]:
             for a in graph.args[i]:
                 live[a] = True
     return {i for i, op in enumerate(graph.ops) if op.arity and not live[i]}
+
+
+_COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def _masks(graph: Graph) -> set[int]:
+    """The comparisons read only as the condition of ``where``: NumPy takes their boolean
+    arrays as they are (no conversion to 0.0 and 1.0 and back). Not the named ones: a name
+    is a value the module returns."""
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for i, args in enumerate(graph.args):
+        for k, a in enumerate(args):
+            readers.setdefault(a, []).append((i, k))
+    named = set(graph.names.values()) | {graph.output}
+    return {
+        i
+        for i, op in enumerate(graph.ops)
+        if op.name in _COMPARISONS
+        and i not in named
+        and readers.get(i)
+        and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
+    }
 
 
 def _last_uses(graph: Graph) -> list[int]:
