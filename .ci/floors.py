@@ -21,9 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOOR = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*[^;]*?>=\s*([^,;\s]+)")
 
 
-def requirements(
-    pyproject: dict, extras: tuple[str, ...] = ("test", "data", "dask")
-) -> list[str]:
+def requirements(pyproject: dict, extras: tuple[str, ...] = ("test", "data", "dask")) -> list[str]:
     """The requirement strings whose floors are pinned: build backend, dependencies, extras."""
     project = pyproject["project"]
     found = list(pyproject["build-system"]["requires"]) + list(project["dependencies"])

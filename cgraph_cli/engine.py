@@ -50,9 +50,12 @@ class Engine:
             named, flags = self.forward(**inputs)
         except _FAILURES:  # no row is known sound: the interpreter answers for each
             return {}, np.zeros(n, dtype=bool)
+        kinks = named.pop(" kinks", None)
         checked = named.values() if keep is None else [named[k] for k in keep if k in named]
         ok = _sound(flags, checked, n)
-        return {k: _per_row(v, n) for k, v in named.items()}, ok
+        if kinks is not None:
+            named[" kinks"] = [np.broadcast_to(np.asarray(k, dtype=float), (n,)) for k in kinks]
+        return {k: v if k == " kinks" else _per_row(v, n) for k, v in named.items()}, ok
 
     def grad_rows(self, inputs: Mapping, n: int):
         """The output's value and its gradients for ``n`` rows, and which rows are sound."""
@@ -100,10 +103,12 @@ def engine(
     wrt: list[str] | None = None,
     bindings: Mapping | None = None,
     gradient: bool = True,
+    kinks: bool = False,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
     ``bindings`` (one row's values) give its inputs; compiled once per graph and shapes.
-    ``gradient`` False: ``forward`` only (the derivative program is not built).
+    ``gradient`` False: ``forward`` only (the derivative program is not built). ``kinks``:
+    :meth:`Engine.evaluate_rows` also gives the kink quantities, under ``" kinks"``.
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -113,13 +118,14 @@ def engine(
     from .passes.optimize import known_shapes
 
     shapes = known_shapes(graph, bindings or {})
-    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient))
+    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks))
     found = graph.memo.get(key)
     if found is None:
         from .passes.compile import compile_module
 
         source = compile_module(
-            graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=True, gradient=gradient
-        )
+            graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=True, gradient=gradient,
+            kinks=kinks,
+        )  # fmt: skip
         found = graph.memo[key] = Engine(source)
     return found

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bindings import check_value
-from .errors import DomainError
+from .errors import CgraphError, DomainError
 from .ir import Graph, resolve_name
 from .passes.evaluate import forward
 from .passes.vjp import vjp
@@ -239,6 +239,60 @@ def _entry(value, element: tuple[int, ...]) -> float:
     return float(value[element]) if element else float(value)
 
 
+def _batched(graph: Graph, places: list[dict], of, eps, rtol, atol) -> list | None:
+    """:func:`gradcheck` at every point of ``places`` at once, through the compiled engine
+    (:mod:`cgraph_cli.engine`): the points as rows of whole columns, the gradient once, the
+    output at the two steps of each input, and the kink quantities. A point the engine flags
+    (a value on the way not finite) is left as None, for :func:`gradcheck` to check alone; so
+    is everything when a point holds a tensor (then None is returned)."""
+    from .arrays import np
+    from .engine import engine
+
+    if not places or any(v.__class__ is not float for p in places for v in p.values()):
+        return None
+    from .passes.evaluate import compile_program
+
+    if compile_program(graph).tensor:  # an op on tensors: not rows of numbers
+        return None
+    try:
+        run = engine(graph, of=of, bindings=places[0], kinks=True)
+    except CgraphError:
+        return None
+    n = len(places)
+    columns = {name: np.array([p[name] for p in places]) for name in graph.inputs}
+    out = graph.display_name(graph.output if of is None else resolve_name(graph, of))
+    named, sound = run.evaluate_rows(columns, n, [out])
+    _, grads, sound_grad = run.grad_rows(columns, n)
+    sound &= sound_grad
+    base = named.get(" kinks", [])
+    steps, numeric, crossed = {}, {}, {}
+    for name in graph.inputs:
+        x = columns[name]
+        h = eps * np.maximum(1.0, np.abs(x))
+        with np.errstate(all="ignore"):
+            up_named, up_ok = run.evaluate_rows({**columns, name: x + h}, n, [out])
+            down_named, down_ok = run.evaluate_rows({**columns, name: x - h}, n, [out])
+            sound &= up_ok & down_ok & np.isfinite(x + h) & np.isfinite(x - h)
+            numeric[name] = (up_named.get(out, np.nan) - down_named.get(out, np.nan)) / (2 * h)
+        cross = np.zeros(n, dtype=bool)
+        for b, u, d in zip(base, up_named.get(" kinks", []), down_named.get(" kinks", [])):
+            positive = b > 0.0
+            cross |= (b == 0.0) | ((u > 0.0) != positive) | (u == 0.0)
+            cross |= ((d > 0.0) != positive) | (d == 0.0)
+        crossed[name] = cross.tolist()
+        steps[name] = numeric[name].tolist()
+    found: list = [None] * n
+    analytic = {name: np.asarray(grads.get(name, np.nan)).tolist() for name in graph.inputs}
+    for r in np.flatnonzero(sound).tolist():
+        checks = []
+        for name in graph.inputs:
+            a, d = analytic[name][r], steps[name][r]
+            status = _status(a, d, crossed[name][r], rtol, atol)
+            checks.append(Check(places[r], name, a, None if status == "undefined" else d, status))
+        found[r] = checks
+    return found
+
+
 def _status(analytic: float, numeric: float, kink: bool, rtol: float, atol: float) -> str:
     if not math.isfinite(numeric):
         return "undefined"
@@ -445,10 +499,13 @@ def check_gradients(
         values = grad(graph, bindings, of=of).values
         places = [{n: values[i] for n, i in graph.inputs.items()}]
     checks: list[tuple[int, Check]] = []
+    batched = _batched(graph, places, of, eps, rtol, atol) if points and order == 1 else None
     for k, place in enumerate(places, 1):
-        found = gradcheck(
-            graph, place, of=out, eps=eps, rtol=rtol, atol=atol, order=order, strict=not points
-        )
+        found = batched[k - 1] if batched is not None else None
+        if found is None:
+            found = gradcheck(
+                graph, place, of=out, eps=eps, rtol=rtol, atol=atol, order=order, strict=not points
+            )
         checks += [(k, c) for c in found]
         if on_point is not None:
             on_point()

@@ -564,15 +564,16 @@ def validate(graph: Graph) -> Graph:
 
 
 def depends_on_input(graph: Graph) -> list[bool]:
-    """Which nodes depend on an input: only they have gradients.
+    """Which nodes depend on an input through ops that have derivatives: only they have
+    gradients (a comparison's value is a constant to differentiation: 0 or 1).
 
     >>> from cgraph_cli import parse
-    >>> depends_on_input(parse("y = abs(1) * x"))
-    [False, False, True, True]
+    >>> depends_on_input(parse("y = abs(1) * x + (x > 0)"))
+    [False, False, True, True, False, False, True]
     """
     from .ops import INPUT
 
     depends = [False] * len(graph.ops)
     for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
-        depends[i] = op is INPUT or any(depends[a] for a in args)
+        depends[i] = op is INPUT or (op.differentiable and any(depends[a] for a in args))
     return depends

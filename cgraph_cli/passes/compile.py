@@ -41,7 +41,7 @@ _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
-    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack"),
+    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks"),
 }
 
 
@@ -55,13 +55,16 @@ def compile_module(
     name: str = "",
     rows: bool = False,
     gradient: bool = True,
+    kinks: bool = False,
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
     ``rows``: for cgraph's own batch engine (:mod:`cgraph_cli.engine`), NumPy only: nothing
     raises for a value that is not finite; ``forward`` and ``grad`` return, last, a number
     per row that is not finite where some value on the way was not (see :func:`absorbs`).
-    ``gradient`` False: ``forward`` alone (``grad`` raises ``TypeError``).
+    ``gradient`` False: ``forward`` alone (``grad`` raises ``TypeError``). ``kinks`` (rows
+    mode): ``forward``'s values also hold, under ``" kinks"``, the kink quantity of each op that
+    has one (:attr:`~cgraph_cli.ops.OpSpec.kink`), for gradcheck.
 
     >>> from cgraph_cli import parse
     >>> namespace = {}
@@ -88,6 +91,7 @@ def compile_module(
 
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
+    emitter.kinks = kinks
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
@@ -98,7 +102,7 @@ def compile_module(
         if rows and gradient:
             raise
         emitter.vector = target == "numpy" and _elementwise(graph, known)
-        forward_body, forward_names = emitter.body(graph, returned=[output])
+        forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
@@ -107,7 +111,7 @@ def compile_module(
     )
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
-    forward_body, forward_names = emitter.body(graph, returned=[output])
+    forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
@@ -134,6 +138,7 @@ class _Emitter:
         # Every op elementwise on numbers: rows of inputs broadcast through the code as they
         # are (else a batch runs one row at a time).
         self.vector = False
+        self.kinks = False  # forward also lists the kink quantities (rows mode)
         # The inputs' shapes when compiling for NumPy (None: no specialising).
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
@@ -145,7 +150,11 @@ class _Emitter:
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
     def body(
-        self, graph: Graph, keep: set[int] | None = None, returned: list[int] | None = None
+        self,
+        graph: Graph,
+        keep: set[int] | None = None,
+        returned: list[int] | None = None,
+        kinks: bool = False,
     ) -> tuple[list[str], list[str]]:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
@@ -189,6 +198,13 @@ class _Emitter:
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     free.append(names[a])
+            if kinks and op.kink is not None:  # which smooth piece: for gradcheck's steps
+                from ..vocab import Source
+
+                where = op.kink(Source(), *(names[a] for a in graph.args[i]))
+                lines.append(
+                    f"    _kinks.append({where if isinstance(where, str) else float(where)})"
+                )
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
                 total = "{}" if self.vector else "np.sum({})"
                 lines += [
@@ -332,6 +348,8 @@ class _Emitter:
             ]
         rows = ", rows" if self.vector else ""
         start = ["    _acc = 0.0"] if self.rows else []
+        if self.kinks:
+            start.append("    _kinks = []")
         if self.vector:  # rows of numbers broadcast through the code
             start.append(f"    rows = _rows({', '.join(variables)})")
         elif numpy and inputs:  # rows of tensors: one row at a time
@@ -357,7 +375,7 @@ class _Emitter:
                 else []
             ),
             *(
-                ["    return out, _acc"]
+                [*(['    out[" kinks"] = _kinks'] if self.kinks else []), "    return out, _acc"]
                 if self.rows
                 else ["    _finite(out, forward)", "    return out"]
             ),
