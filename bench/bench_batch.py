@@ -388,7 +388,7 @@ def reduce_mean(program: Program, columns: dict, n: int, runs: int, jx) -> None:
 
 # --- a file larger than a chunk ----------------------------------------------------------------
 def write_input(path: str, fmt: str, n: int) -> None:
-    from cgraph_cli.datafiles import RowWriter
+    from cgraph_cli.datawriter import RowWriter
 
     rng = np.random.default_rng(n)
     writer = RowWriter(path, fmt)
@@ -404,7 +404,8 @@ def file_child(path: str, fmt: str, out: str, runs_text: str) -> None:
     runs = max(1, int(runs_text))
     import tracemalloc
 
-    from cgraph_cli.datafiles import RowWriter, pyarrow, read_chunks
+    from cgraph_cli.datafiles import pyarrow, read_chunks
+    from cgraph_cli.datawriter import RowWriter
 
     def maxrss() -> int:
         """The peak RSS in bytes: Linux's VmHWM, which clear_refs resets (getrusage's

@@ -75,7 +75,7 @@ _LAZY = {
     "run_rows": "rows",
     "RowsResult": "rows",
     "read_chunks": "datafiles",
-    "RowWriter": "datafiles",
+    "RowWriter": "datawriter",
     "engine": "engine",
 }
 
@@ -95,7 +95,8 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     )
     from .arrays import Value
     from .checks import CheckReport, check
-    from .datafiles import RowWriter, read_chunks
+    from .datafiles import read_chunks
+    from .datawriter import RowWriter
     from .draw import Diagram, diagram
     from .engine import engine
     from .errors import (

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from strategies import INPUTS, TENSOR_SHAPES, programs, tensor_expressions
 
 from cgraph_cli import CgraphError, api, parse, run_rows, validate
-from cgraph_cli.datafiles import RowWriter, read_chunks
+from cgraph_cli.datafiles import read_chunks
+from cgraph_cli.datawriter import RowWriter
 from cgraph_cli.derivatives import derivative_name, derivative_program
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

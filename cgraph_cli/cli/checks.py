@@ -193,7 +193,8 @@ def _check_rows(
 ):  # fmt: skip
     """check --rows FILE --expect-column NAME[=COLUMN]: every row a case."""
     from ..datafiles import data_format, expand, read_chunks
-    from ..rows import CHUNK_ROWS, check_rows
+    from ..rowchecks import check_rows
+    from ..rows import CHUNK_ROWS
 
     if rows_file is None or not expect_column:
         raise UsageError("--rows FILE and --expect-column NAME[=COLUMN] go together")

@@ -120,7 +120,8 @@ def check_stdin(args, expr, file_, bindings_file, rows_file) -> None:
 
 def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, precision, full):
     """The command's work when --rows is given."""
-    from ..datafiles import RowWriter, count_rows, data_format, expand, read_chunks
+    from ..datafiles import count_rows, data_format, expand, read_chunks
+    from ..datawriter import RowWriter
     from ..errors import EvalError, UsageError
     from ..rows import CHUNK_ROWS, run_rows
     from .options import names

@@ -24,7 +24,6 @@ from __future__ import annotations
 import builtins
 import inspect
 import keyword
-import math
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from .. import runtime
 from ..errors import UsageError, visible
 from ..ir import Graph, fresh, last_readers, resolve_name
 from ..ops import CONST, INPUT
+from .batch import PER_ROW, ROWS, absorbs, elementwise, unread
 from .grad_graph import NotANumber
 
 TARGETS = ("python", "numpy")
@@ -101,14 +101,12 @@ def compile_module(
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
         if rows and gradient:
             raise
-        emitter.vector = target == "numpy" and _elementwise(graph, known)
+        emitter.vector = target == "numpy" and elementwise(graph, known)
         forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
-    emitter.vector = (
-        target == "numpy" and _elementwise(graph, known) and _elementwise(derived, known)
-    )
+    emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
     forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
@@ -161,7 +159,7 @@ class _Emitter:
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
         variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
         that no ``returned`` node reads is watched too (the interpreter checks every value)."""
-        dead = _unread(graph, returned) if self.rows and returned is not None else set()
+        dead = unread(graph, returned) if self.rows and returned is not None else set()
         conditions = _masks(graph)
         names: list[str] = []
         taken = set(_RESERVED) | set(_helper_names())
@@ -461,7 +459,7 @@ class _Emitter:
                     "    return float(v) if np.ndim(v) == 0 else v",
                     "",
                     "",
-                    *(_ROWS if self.vector else _PER_ROW),
+                    *(ROWS if self.vector else PER_ROW),
                 ]
                 if numpy
                 else []
@@ -511,96 +509,6 @@ class _Emitter:
                 shown = f"np.array({value.tolist()!r})"
             items.append(f"{name!r}: {shown}")
         return "{" + ", ".join(items) + "}"
-
-
-# How a NumPy module takes a leading batch axis: rows of numbers broadcast through the code of
-# an elementwise program; rows of tensors go one at a time.
-_ROWS = [
-    "def _rows(*values):",
-    '    """The shape of a batch of rows: () for one row (every input a number)."""',
-    "    shapes = [v.shape for v in values if v.__class__ is np.ndarray]",
-    "    return np.broadcast_shapes(*shapes) if shapes else ()",
-    "",
-    "",
-]
-_PER_ROW = [
-    "def _per_row(fn, inputs):",
-    '    """fn on each row of the inputs that carry a leading batch axis (one more than',
-    '    SHAPES says), the others shared by every row; its results stacked row by row."""',
-    "    batched = {k: v for k, v in inputs.items() if np.ndim(v) > len(SHAPES[k])}",
-    "    sizes = sorted({len(v) for v in batched.values()})",
-    "    if len(sizes) != 1 or sizes[0] == 0:",
-    "        raise ValueError(f'inputs with a batch axis of {sizes} rows: one number > 0 needed')",
-    "    return _stack([fn(**{**inputs, **{k: v[r] for k, v in batched.items()}}) for r in range(sizes[0])])",
-    "",
-    "",
-    "def _stack(results):",
-    '    """Results of the same structure (dicts, tuples, values) as one, row by row."""',
-    "    first = results[0]",
-    "    if isinstance(first, dict):",
-    "        return {k: _stack([r[k] for r in results]) for k in first}",
-    "    if isinstance(first, tuple):",
-    "        return tuple(_stack(list(column)) for column in zip(*results))",
-    "    return np.array(results, dtype=float)",
-    "",
-    "",
-]
-
-
-def absorbs(op) -> bool:
-    """Whether ``op`` can turn a value that is not finite into a finite one (``1 / inf``,
-    ``tanh(inf)``, ``inf > 0``): derived from its array rule over infinities, nan and a few
-    numbers, and assumed of every op that is not elementwise. The rows mode watches such an
-    op's arguments, so that a row is flagged wherever the interpreter would stop.
-
-    >>> from cgraph_cli.ops import OPS
-    >>> absorbs(OPS["tanh"]), absorbs(OPS["add"]), absorbs(OPS["log"])
-    (True, False, False)
-    """
-    found = _ABSORBS.get(op.name)
-    if found is None:
-        found = _ABSORBS[op.name] = not op.elementwise or _finite_from_special(op)
-    return found
-
-
-_ABSORBS: dict[str, bool] = {}
-
-
-def _finite_from_special(op) -> bool:
-    from itertools import product
-
-    from ..arrays import np
-    from ..vocab import value_function
-
-    fn = value_function(op, "np")
-    values = [math.inf, -math.inf, math.nan, 0.0, 1.0, -1.0, 2.0, 0.5]
-    with np.errstate(all="ignore"):
-        for args in product(values, repeat=op.arity):
-            if not all(map(math.isfinite, args)):
-                if np.all(np.isfinite(fn(*map(np.float64, args)))):
-                    return True
-    return False
-
-
-def _elementwise(graph: Graph, known: Mapping) -> bool:
-    """Every op of ``graph`` elementwise, every constant and input shape a number."""
-    return (
-        all(op.py is not None for op in graph.ops if op.arity)
-        and all(v.__class__ is float for v in graph.consts.values())
-        and all(known.get(n, ()) == () for n in graph.inputs)
-    )
-
-
-def _unread(graph: Graph, returned: list[int]) -> set[int]:
-    """The operation nodes from which no node of ``returned`` can be reached."""
-    live = [False] * len(graph.ops)
-    for i in returned:
-        live[i] = True
-    for i in range(len(graph.ops) - 1, -1, -1):
-        if live[i]:
-            for a in graph.args[i]:
-                live[a] = True
-    return {i for i, op in enumerate(graph.ops) if op.arity and not live[i]}
 
 
 _COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
