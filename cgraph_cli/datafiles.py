@@ -224,6 +224,13 @@ def read_chunks(paths: list[str], fmt: str, chunk_rows: int) -> Iterator[tuple[s
             start += _length(chunk)
 
 
+def column_names(path: str, fmt: str) -> list[str]:
+    """A data file's columns, from its header or its first row (an .npz file is read)."""
+    for _, _, chunk in read_chunks([path], fmt, 1):
+        return list(chunk)
+    return []
+
+
 def count_rows(paths: list[str], fmt: str) -> int | None:
     """The number of rows when the files say it without being read (Parquet), else None."""
     if fmt != "parquet":

@@ -135,6 +135,35 @@ def run_rows(
     return result
 
 
+def check_headers(
+    graph: Graph,
+    headers: list[tuple[str, list[str]]],
+    *,
+    mode: str = "eval",
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    keep: list[str] | tuple[str, ...] = (),
+    reduce: str | None = None,
+    show_all: bool = False,
+    strict: bool = False,
+    expected: list[str] | tuple[str, ...] = (),
+) -> None:
+    """The checks :func:`run_rows` makes of each file's columns, made of every file's before
+    any row runs (``headers``: each file with its column names), so that a file that does not
+    fit stops the run before any output.
+
+    >>> from cgraph_cli import parse
+    >>> check_headers(parse("y = x * w"), [("a.csv", ["x"]), ("b.csv", ["w"])], bindings={"w": 1})
+    Traceback (most recent call last):
+    cgraph_cli.errors.UsageError: error: b.csv has no column x, which a.csv binds per row
+    help: every file of --rows has the same input columns
+    """
+    plan = _Plan(graph, mode, bindings or {}, of, keep, reduce, show_all, expected, None)
+    for path, columns in headers:
+        plan.start_file(path, columns, wrt, strict, None)
+
+
 #: Error messages a result keeps as examples (--reduce shows them).
 SAMPLES = 5
 _NO_ENGINE = False  # the engine, when compiling it failed: every row to the interpreter

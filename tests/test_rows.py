@@ -358,6 +358,7 @@ def test_every_file_binds_the_same_inputs(cli, tmp_path):
     assert strict.exit_code == 2 and "p2.csv has columns that are not inputs: id" in strict.stderr
     missing = cli("eval", "sample:logistic", "--rows", str(tmp_path / "p*.csv"))
     assert missing.exit_code == 2 and "p3.csv has no column t" in missing.stderr
+    assert missing.stdout == ""  # every file checked before any row is written
 
 
 def test_what_a_run_over_rows_refuses(cli, tmp_path):

@@ -209,7 +209,17 @@ def _check_rows(
     check_stdin(args, expr, file_, bindings_file, rows_file)
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     paths = expand(rows_file)
-    chunks = read_chunks(paths, data_format(rows_file, rows_format), chunk_rows or CHUNK_ROWS)
+    fmt = data_format(rows_file, rows_format)
+    if len(paths) > 1:  # every file's columns checked before any row runs
+        from ..datafiles import column_names
+        from ..rows import check_headers
+
+        headers = [(p, column_names(p, fmt)) for p in paths]
+        check_headers(
+            graph, headers, bindings=bindings, of=of, show_all=True, strict=strict,
+            expected=list(dict.fromkeys(expect.values())),
+        )  # fmt: skip
+    chunks = read_chunks(paths, fmt, chunk_rows or CHUNK_ROWS)
     return check_rows(
         graph, chunks, expect=expect, bindings=bindings, of=of, rtol=rtol, atol=atol,
         strict=strict, note=output.note,

@@ -178,6 +178,12 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         write=writer.write if writer is not None else None,
         note=output.note,
     )
+    if len(paths) > 1:  # every file's columns checked before any row runs
+        from ..datafiles import column_names
+        from ..rows import check_headers
+
+        headers = [(p, column_names(p, in_format)) for p in paths]
+        check_headers(graph, headers, **{k: common[k] for k in _HEADER_CHECKS})
     if dask:
         from ..distributed import run_dask
 
@@ -203,6 +209,9 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
             f"{result.errors:,} of {result.rows:,} rows could not be evaluated",
             hints=[f"{hint}; --allow-errors to exit 0 all the same"],
         )
+
+
+_HEADER_CHECKS = ("mode", "bindings", "of", "wrt", "keep", "reduce", "show_all", "strict")
 
 
 def _not_an_input(target: str, paths: list[str]) -> None:
