@@ -23,7 +23,7 @@ class RowWriter:
     column read from the input (kept as it was); ``close`` finishes the file. ``path`` None
     or ``-``: standard output.
 
-    >>> import tempfile, numpy as np
+    >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "out.csv")
     >>> writer = RowWriter(path, "csv")
     >>> writer.write({"y": np.array([1.5, np.nan]), "error": [None, "row 2: log(-1), ..."]})
