@@ -23,7 +23,7 @@ Exit codes:
      program lacks (--of, --wrt, --focus), an unwritable output
   3  invalid program: syntax, unknown function, wrong argument count
   4  cannot evaluate: missing or unknown binding, shapes that do not fit,
-     log(-1), 1/0, overflow
+     log(-1), 1/0, overflow; with --rows, rows that failed
   130  interrupted (Ctrl-C)"""
 
 
