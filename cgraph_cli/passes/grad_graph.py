@@ -98,14 +98,11 @@ def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
 
 
 def _reaching(graph: Graph, out: int) -> tuple[list[bool], list[bool]]:
-    """Which nodes lead to ``out``, and which depend on an input (only those have
-    derivatives)."""
-    from ..ir import ancestors
+    """Which nodes lead to ``out``, and which depend on an input through ops with
+    derivatives (only those have derivatives; as the interpreter's reverse pass decides)."""
+    from ..ir import ancestors, depends_on_input
 
-    depends = [False] * len(graph.ops)
-    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
-        depends[i] = op is INPUT or any(depends[a] for a in args)
-    return ancestors(graph, out), depends
+    return ancestors(graph, out), depends_on_input(graph)
 
 
 def grad_graph(
