@@ -13,7 +13,6 @@ import pty
 import re
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -295,13 +294,18 @@ def test_bash_completes_folders_for_frames(bash):
 def _type_into(argv: list[str], setup: str, keys: str, expect: re.Pattern, cwd: Path) -> str:
     """Start an interactive shell, type ``setup`` and ``keys``, and return what it printed once
     ``expect`` matches (or after 20 s)."""
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.chdir(cwd)
-        env = {**_env(cwd), "TERM": "dumb", "PS1": "$ ", "INPUTRC": "/dev/null"}
-        env.pop("EDITOR", None)
-        env.pop("VISUAL", None)
-        os.execvpe(argv[0], argv, env)
+    # subprocess, not pty.fork: the test process may run threads by now (Dask's), and a fork
+    # with Python code in the child can deadlock there; the shell gets the terminal as its
+    # standard streams, in a session of its own.
+    fd, terminal = pty.openpty()
+    env = {**_env(cwd), "TERM": "dumb", "PS1": "$ ", "INPUTRC": "/dev/null"}
+    env.pop("EDITOR", None)
+    env.pop("VISUAL", None)
+    child = subprocess.Popen(
+        argv, stdin=terminal, stdout=terminal, stderr=terminal, cwd=cwd, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    os.close(terminal)
     seen = b""
 
     def read_until(pattern: re.Pattern) -> None:
@@ -322,8 +326,8 @@ def _type_into(argv: list[str], setup: str, keys: str, expect: re.Pattern, cwd: 
         os.write(fd, keys.encode())
         read_until(expect)
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        child.kill()
+        child.wait()
         os.close(fd)
     return seen.decode(errors="replace")
 
