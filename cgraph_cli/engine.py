@@ -43,8 +43,8 @@ class Engine:
     def evaluate_rows(self, inputs: Mapping, n: int, keep: list[str] | None = None):
         """Every named value for ``n`` rows (each an array with a leading axis of ``n``; a
         value shared by every row, a read-only view of it), and which rows are sound: every
-        value on the way finite (the output and each of ``keep`` checked here, the others by
-        the module's flags). Rows that are not sound hold anything: the interpreter answers
+        value on the way finite (each of ``keep`` checked here, every value when None; the
+        module's flags stand for the values the output does not read). Rows that are not sound hold anything: the interpreter answers
         for them. The inputs given are not checked."""
         try:
             named, flags = self.forward(**inputs)

@@ -164,6 +164,15 @@ def check_headers(
         plan.start_file(path, columns, wrt, strict, None)
 
 
+def check_files(graph: Graph, paths: list[str], fmt: str, **options: Any) -> None:
+    """:func:`check_headers` of the files ``paths`` names (their column names read from
+    each), when there are several: one file is checked by its first chunk."""
+    if len(paths) > 1:
+        from .datafiles import column_names
+
+        check_headers(graph, [(p, column_names(p, fmt)) for p in paths], **options)
+
+
 #: Error messages a result keeps as examples (--reduce shows them).
 SAMPLES = 5
 _NO_ENGINE = False  # the engine, when compiling it failed: every row to the interpreter

@@ -194,7 +194,7 @@ def _check_rows(
     """check --rows FILE --expect-column NAME[=COLUMN]: every row a case."""
     from ..datafiles import data_format, expand, read_chunks
     from ..rowchecks import check_rows
-    from ..rows import CHUNK_ROWS
+    from ..rows import CHUNK_ROWS, check_files
 
     if rows_file is None or not expect_column:
         raise UsageError("--rows FILE and --expect-column NAME[=COLUMN] go together")
@@ -204,21 +204,13 @@ def _check_rows(
     for item in expect_column:
         name, _, column = item.partition("=")
         expect[name.strip()] = column.strip() or name.strip()
-    from .rows import check_stdin
-
-    check_stdin(args, expr, file_, bindings_file, rows_file)
-    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    graph, bindings = load(args, expr, file_, binds, bindings_file, rows_file)
     paths = expand(rows_file)
     fmt = data_format(rows_file, rows_format)
-    if len(paths) > 1:  # every file's columns checked before any row runs
-        from ..datafiles import column_names
-        from ..rows import check_headers
-
-        headers = [(p, column_names(p, fmt)) for p in paths]
-        check_headers(
-            graph, headers, bindings=bindings, of=of, show_all=True, strict=strict,
-            expected=list(dict.fromkeys(expect.values())),
-        )  # fmt: skip
+    check_files(  # every file's columns, before any row runs
+        graph, paths, fmt, bindings=bindings, of=of, show_all=True, strict=strict,
+        expected=list(dict.fromkeys(expect.values())),
+    )  # fmt: skip
     chunks = read_chunks(paths, fmt, chunk_rows or CHUNK_ROWS)
     return check_rows(
         graph, chunks, expect=expect, bindings=bindings, of=of, rtol=rtol, atol=atol,

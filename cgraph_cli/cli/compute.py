@@ -18,7 +18,7 @@ from .options import (
     source_options,
     wrt_option,
 )
-from .rows import check_stdin, refuse_without_rows, rows_options
+from .rows import refuse_without_rows, rows_options
 from .rows import run as run_rows
 
 FORMATS = ["text", "json", "plain"]
@@ -70,8 +70,7 @@ def eval_command(
     from ..report import eval_report
 
     refuse_without_rows(rows)
-    check_stdin(args, expr, file_, bindings_file, rows["rows_file"])
-    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    graph, bindings = load(args, expr, file_, binds, bindings_file, rows["rows_file"])
     if rows["rows_file"] is not None:
         return run_rows(
             graph,
@@ -133,8 +132,7 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
     from ..report import grad_report
 
     refuse_without_rows(rows)
-    check_stdin(args, expr, file_, bindings_file, rows["rows_file"])
-    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    graph, bindings = load(args, expr, file_, binds, bindings_file, rows["rows_file"])
     if rows["rows_file"] is not None:
         return run_rows(
             graph,

@@ -259,8 +259,9 @@ def no_grads_option(command):
     return click.option("--no-grads", is_flag=True, help="Leave out gradients.")(command)
 
 
-def load(args, expr, file_, binds, bindings_file):
-    """The parsed program and its bindings (command line over file over source defaults)."""
+def load(args, expr, file_, binds, bindings_file, rows_file=None):
+    """The parsed program and its bindings (command line over file over source defaults).
+    Standard input holds one of the program, the bindings and the rows (``--rows -``)."""
     from ..parse import parse
     from ..sources import command_line_bindings, load_bindings, read_program
 
@@ -268,11 +269,20 @@ def load(args, expr, file_, binds, bindings_file):
         source_arg, rest = (args[0], args[1:]) if args else (None, ())
     else:
         source_arg, rest = None, args
-    if bindings_file == "-" and "-" in (source_arg, file_):
+    readers = [
+        what
+        for what, reads in [
+            ("program", "-" in (source_arg, file_)),
+            ("bindings", bindings_file == "-"),
+            ("rows", rows_file == "-"),
+        ]
+        if reads
+    ]
+    if len(readers) > 1:
         from ..errors import UsageError
 
         raise UsageError(
-            "standard input can hold the program or the bindings, not both",
+            f"standard input can hold the {readers[0]} or the {readers[1]}, not both",
             hints=["give one of them as a file"],
         )
     source = read_program(source_arg, expr=expr, file=file_)

@@ -105,25 +105,12 @@ def refuse_without_rows(options: dict) -> None:
         raise UsageError(f"{given[0]} is for a run over the rows of a data file: give --rows FILE")
 
 
-def check_stdin(args, expr, file_, bindings_file, rows_file) -> None:
-    """Standard input holds one thing: the program, the bindings or the rows."""
-    from ..errors import UsageError
-
-    program_from_stdin = file_ == "-" or (expr is None and file_ is None and args[:1] == ("-",))
-    if rows_file == "-" and (program_from_stdin or bindings_file == "-"):
-        what = "program" if program_from_stdin else "bindings"
-        raise UsageError(
-            f"standard input can hold the {what} or the rows, not both",
-            hints=["give one of them as a file"],
-        )
-
-
 def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, precision, full):
     """The command's work when --rows is given."""
     from ..datafiles import count_rows, data_format, expand, read_chunks
     from ..datawriter import RowWriter
     from ..errors import EvalError, UsageError
-    from ..rows import CHUNK_ROWS, run_rows
+    from ..rows import CHUNK_ROWS, check_files, run_rows
     from .options import names
 
     path = options["rows_file"]
@@ -178,12 +165,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         write=writer.write if writer is not None else None,
         note=output.note,
     )
-    if len(paths) > 1:  # every file's columns checked before any row runs
-        from ..datafiles import column_names
-        from ..rows import check_headers
-
-        headers = [(p, column_names(p, in_format)) for p in paths]
-        check_headers(graph, headers, **{k: common[k] for k in _HEADER_CHECKS})
+    check_files(graph, paths, in_format, **{k: common[k] for k in _HEADER_CHECKS})
     if dask:
         from ..distributed import run_dask
 

@@ -32,10 +32,12 @@ from .. import runtime
 from ..errors import UsageError, visible
 from ..ir import Graph, fresh, last_readers, resolve_name
 from ..ops import CONST, INPUT
+from ..vocab import Source
 from .batch import PER_ROW, ROWS, absorbs, elementwise, unread
 from .grad_graph import NotANumber
 
 TARGETS = ("python", "numpy")
+SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
@@ -197,9 +199,7 @@ class _Emitter:
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     free.append(names[a])
             if kinks and op.kink is not None:  # which smooth piece: for gradcheck's steps
-                from ..vocab import Source
-
-                where = op.kink(Source(), *(names[a] for a in graph.args[i]))
+                where = op.kink(SOURCE, *(names[a] for a in graph.args[i]))
                 lines.append(
                     f"    _kinks.append({where if isinstance(where, str) else float(where)})"
                 )
