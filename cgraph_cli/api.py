@@ -158,8 +158,15 @@ def listing(parts: list[str], shown: int = SHOWN) -> str:
     return ", ".join(parts[:shown] + ([f"… ({more} more)"] if more > 0 else []))
 
 
-def _graph(program: str | Graph) -> Graph:
-    return program if isinstance(program, Graph) else parse(program)
+def _graph(program: str | Graph, bindings: Mapping[str, object] | None = None) -> Graph:
+    """The program's graph; for a program with conditionals or loops, the graph that runs for
+    ``bindings`` (:func:`cgraph_cli.control.run_graph`): all computing is done on it."""
+    graph = program if isinstance(program, Graph) else parse(program)
+    if graph.control is not None:
+        from .control import run_graph
+
+        graph = run_graph(graph, bindings)
+    return graph
 
 
 def evaluate(
@@ -174,7 +181,7 @@ def evaluate(
     >>> evaluate("h = W @ x", {"W": [[1, 2], [3, 4]], "x": [1, 1]}).value
     array([3., 7.])
     """
-    graph = _graph(program)
+    graph = _graph(program, bindings)
     out = graph.output if of is None else resolve_name(graph, of)
     return Evaluation(graph, forward(graph, bindings), out)
 
@@ -352,7 +359,7 @@ def derivative_program(
     """
     from .derivatives import derivative_program as build
 
-    return build(_graph(program), bindings, of, wrt, order)
+    return build(_graph(program, bindings), bindings, of, wrt, order)
 
 
 def tangent_program(
@@ -380,7 +387,7 @@ def tangent_program(
     """
     from .derivatives import tangent_program as build
 
-    return build(_graph(program), bindings, of, wrt)
+    return build(_graph(program, bindings), bindings, of, wrt)
 
 
 def hessian(
@@ -404,7 +411,7 @@ def hessian(
     """
     from .derivatives import hessian as build
 
-    return build(_graph(program), bindings, of, wrt, vector)
+    return build(_graph(program, bindings), bindings, of, wrt, vector)
 
 
 def jacobian(
@@ -427,4 +434,4 @@ def jacobian(
     """
     from .derivatives import jacobian as build
 
-    return build(_graph(program), bindings, of, wrt, mode)
+    return build(_graph(program, bindings), bindings, of, wrt, mode)

@@ -137,6 +137,7 @@ def diagram(
     theme: str = "light",
     rankdir: str = "LR",
     precision: int = 4,
+    view: str = "auto",
     force: bool = False,
     optimized: bool = False,
     compare: bool = False,
@@ -147,8 +148,10 @@ def diagram(
     program too, in a band under the graph; ``backward``: the local derivatives on the
     edges; ``theme`` "light", "dark" or "print"; ``rankdir`` "LR", "TB", "RL" or "BT".
     ``optimized``: the program as ``cgraph optimize`` leaves it; ``compare``: the program
-    before and after optimization, side by side. More than 500 nodes is a
-    :class:`UsageError` unless ``force``.
+    before and after optimization, side by side. ``view``, for a program with conditionals
+    or loops: "static" (both branches, each loop's body once, in frames), "run" (the graph
+    that runs for the bindings) or "auto" (run when every input has a value). More than 500
+    nodes is a :class:`UsageError` unless ``force``.
 
     >>> d = diagram("p = x + y; g = p * z", {"x": 1, "y": 3}, theme="dark")
     >>> d.nodes, d.note
@@ -157,6 +160,14 @@ def diagram(
     7
     """
     graph = program if isinstance(program, Graph) else parse(program)
+    graph, view_note = viewed(graph, bindings, view)
+    if view_note is not None:  # the static graph: its structure, no values
+        values = False
+        if derivative or optimized or compare:
+            raise UsageError(
+                "--derivative, --optimized and --compare draw the graph that runs",
+                hints=["give every input a value, or leave out --view static"],
+            )
     options = diagram_options(
         theme=theme,
         rankdir=rankdir,
@@ -175,7 +186,8 @@ def diagram(
             return compare_diagram(graph, after, bindings, options, of=of, force=force)
         return diagram_of(after, bindings, options, force=force)
     if not derivative:
-        return diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
+        drawn = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
+        return drawn if view_note is None else Diagram(drawn.dot, drawn.nodes, view_note or None)
     if focus is not None:
         raise UsageError(
             "--derivative draws the whole derivative program; --focus cannot narrow it",
@@ -432,11 +444,51 @@ def _check_size(count: int, force: bool, what: str, narrow: str) -> None:
         )
 
 
-def evaluate_for_drawing(graph: Graph, bindings, of: str | None, wanted: bool = True):
+VIEWS = ("auto", "static", "run")
+
+
+def viewed(graph: Graph, bindings, view: str = "auto") -> tuple[Graph, str | None]:
+    """The graph to draw for ``view``, and a note when it is the static graph of a program
+    with control flow (None: the graph that runs, or straight-line code, drawn as usual).
+    ``auto``: the graph that runs when every input has a value, else the static graph.
+
+    >>> g, note = viewed(parse("y = x if x > 0 else -x"), {"x": 2})
+    >>> [str(n) for n in g], note
+    (['%0 = input x'], None)
+    """
+    if view not in VIEWS:
+        raise UsageError(f"a view is one of {', '.join(VIEWS)}, not {view!r}")
+    control = graph.control
+    if control is None or not hasattr(control, "loops"):
+        return graph, None
+    if view == "static":
+        return graph, ""
+    missing = [
+        n
+        for n in graph.inputs
+        if n not in graph.defaults and n not in (bindings or {}) and n not in control.loop_vars
+    ]
+    if missing:
+        binds = " ".join(f"{m}=VALUE" for m in missing)
+        if view == "run":
+            raise UsageError(
+                "the graph that runs depends on the bindings: give every input a value",
+                hints=[f"bind {binds}"],
+            )
+        return graph, f"the static graph (both branches, each loop once); bind {binds} to draw the graph that runs"
+    from .control import run_graph
+
+    return run_graph(graph, bindings), None
+
+
+def evaluate_for_drawing(
+    graph: Graph, bindings, of: str | None, wanted: bool = True, view: str = "auto"
+):
     """``(output node, values, adjoints, note)``: values and adjoints are ``None`` when not
-    wanted, or when inputs lack bindings (the note then says which, and how to give them)."""
+    wanted, or when inputs lack bindings (the note then says which, and how to give them).
+    ``graph`` must be the one :func:`viewed` gives for the view."""
     out = graph.output if of is None else resolve_name(graph, of)
-    if not wanted:
+    if not wanted or (graph.control is not None and hasattr(graph.control, "loops")):
         return out, None, None, None
     missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
     if missing:

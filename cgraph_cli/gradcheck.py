@@ -492,19 +492,37 @@ def check_gradients(
     from .bindings import check_bindings
 
     out = None if of is None else resolve_name(graph, of)
+    static = graph.control is not None  # each point runs its own graph: its branches, steps
     if points:
         fixed = check_bindings(graph, bindings)
         places = random_points(graph, points, seed, fixed, low, high)
+        if static:
+            loop_vars = graph.control.loop_vars
+            places = [{n: v for n, v in p.items() if n not in loop_vars} for p in places]
     else:
-        values = grad(graph, bindings, of=of).values
-        places = [{n: values[i] for n, i in graph.inputs.items()}]
+        result = grad(graph, bindings, of=of)
+        places = [{n: result.values[i] for n, i in result.graph.inputs.items()}]
     checks: list[tuple[int, Check]] = []
-    batched = _batched(graph, places, of, eps, rtol, atol) if points and order == 1 else None
+    batched = (
+        _batched(graph, places, of, eps, rtol, atol) if points and order == 1 and not static else None
+    )
     for k, place in enumerate(places, 1):
         found = batched[k - 1] if batched is not None else None
         if found is None:
+            ran = graph
+            if static:
+                from .control import run_graph
+
+                ran = run_graph(graph, place)
             found = gradcheck(
-                graph, place, of=out, eps=eps, rtol=rtol, atol=atol, order=order, strict=not points
+                ran,
+                place,
+                of=None if of is None else resolve_name(ran, of),
+                eps=eps,
+                rtol=rtol,
+                atol=atol,
+                order=order,
+                strict=not points,
             )
         checks += [(k, c) for c in found]
         if on_point is not None:

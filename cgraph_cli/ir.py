@@ -113,6 +113,7 @@ class Graph:
         "output_label",
         "source",
         "memo",
+        "control",
     )
 
     def __init__(self, source: Source) -> None:
@@ -135,6 +136,9 @@ class Graph:
         self.source = source
         # What passes compute once per graph and keep: the float program, the last shapes.
         self.memo: dict[str, Any] = {}
+        # A program with conditionals or loops: its static structure, or, on the graph that
+        # ran, the guards and steps (cgraph_cli.control); None for straight-line code.
+        self.control: Any = None
 
     def __len__(self) -> int:
         return len(self.ops)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from . import arrays as A
 
 # Printing precedence, loosest first. Leaves and calls never need parentheses.
+PREC_SELECT, PREC_OR, PREC_AND, PREC_NOT = -4, -3, -2, -1  # a if c else b; or; and; not
 PREC_COMPARE, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 0, 1, 2, 3, 4, 5
 
 INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
@@ -208,6 +209,24 @@ def _compare(name, symbol, latex, py_op):
         style=INFIX,
         precedence=PREC_COMPARE,
         example=f"x {symbol} y",
+    )
+
+
+def _logical(name, symbol, latex, py, np, precedence, arity=2):
+    """``and``, ``or``, ``not``: 1 where the truth holds, else 0 (any nonzero number is
+    true, as in Python); no gradient."""
+    return OpSpec(
+        name=name,
+        arity=arity,
+        py=py,
+        np=np,
+        partials=(None,) * arity,
+        symbol=symbol,
+        glyph=symbol.strip(),
+        latex=latex,
+        style=INFIX if arity == 2 else PREFIX,
+        precedence=precedence,
+        example=f"x {symbol} y" if arity == 2 else f"{symbol}x",
     )
 
 
@@ -504,6 +523,31 @@ _TABLE = (
     _compare("ge", ">=", r"{0} \ge {1}", ">="),
     _compare("eq", "==", "{0} = {1}", "=="),
     _compare("ne", "!=", r"{0} \ne {1}", "!="),
+    _logical(
+        "logical_and",
+        "and",
+        r"{0} \land {1}",
+        "(1.0 if {0} != 0.0 and {1} != 0.0 else 0.0)",
+        "np.asarray(np.logical_and({0}, {1}), dtype=float)",
+        PREC_AND,
+    ),
+    _logical(
+        "logical_or",
+        "or",
+        r"{0} \lor {1}",
+        "(1.0 if {0} != 0.0 or {1} != 0.0 else 0.0)",
+        "np.asarray(np.logical_or({0}, {1}), dtype=float)",
+        PREC_OR,
+    ),
+    _logical(
+        "logical_not",
+        "not ",
+        r"\lnot {0}",
+        "(1.0 if {0} == 0.0 else 0.0)",
+        "np.asarray(np.logical_not({0}), dtype=float)",
+        PREC_NOT,
+        arity=1,
+    ),
     _fn(
         "sin",
         1,

@@ -23,20 +23,36 @@ def eval_report(ev: Evaluation) -> dict:
     values = ev.named
     values.setdefault(ev.output_name, ev.value)
     report: dict[str, object] = {"output": ev.output_name, "value": ev.value, "values": values}
+    if ev.graph.control is not None and hasattr(ev.graph.control, "guards"):
+        report["guards"] = [guard.as_json() for guard in ev.graph.control.guards]
     if any(is_tensor(v) for v in values.values()):
         report["shapes"] = {name: list(getattr(v, "shape", ())) for name, v in values.items()}
     return report
 
 
-def grad_report(gr: Gradients, wrt: list[str] | None = None) -> dict:
-    """The eval report plus ``"gradients"``: ∂output/∂name for each input (or each of ``wrt``)."""
+def grad_report(gr: Gradients, wrt: list[str] | None = None, per_step: bool = False) -> dict:
+    """The eval report plus ``"gradients"``: ∂output/∂name for each input (or each of
+    ``wrt``); with ``per_step``, ``"per_step"``: for each value a loop carries, ∂output/∂value
+    at each step."""
     report = eval_report(gr)
     names = list(gr.graph.inputs) if not wrt else wrt
     report["gradients"] = {name: gr.adjoints[wrt_node(gr.graph, name)] for name in names}
+    if per_step:
+        report["per_step"] = per_step_gradients(gr)
     if "shapes" in report:
         for name in names:  # a --wrt name that is not in values (an unnamed node) still has one
             report["shapes"].setdefault(name, list(getattr(report["gradients"][name], "shape", ())))
     return report
+
+
+def per_step_gradients(gr: Gradients) -> dict[str, list]:
+    """For each value a loop carries from step to step (an RNN's ``h``), ∂output/∂value at
+    each step, from its value before the loop (step 0): backpropagation through time, laid out. Empty for a program
+    without loops."""
+    run = gr.graph.control
+    if run is None or not hasattr(run, "carried"):
+        return {}
+    return {name: [gr.adjoints[node] for node in run.steps[name]] for name in run.carried}
 
 
 def to_json_text(report: dict, schema: str | None = None) -> str:

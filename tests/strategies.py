@@ -13,6 +13,7 @@ UNARY = sorted(op.name for op in SCALAR if op.arity == 1)
 BINARY_FUNCTIONS = sorted(op.name for op in SCALAR if op.arity == 2)
 INFIX = ("+", "-", "*", "/", "^", "**")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+LOGICAL = ("and", "or")
 
 numbers = st.sampled_from(["0.5", "1", "2", "3", "1.5", ".25", "2e-1", "1E1"])
 
@@ -30,6 +31,10 @@ def expressions(names=INPUTS, max_leaves: int = 8, conditions: bool = False):
                     lambda t: f"({t[0]} {t[1]} {t[2]})"
                 ),
                 st.tuples(inner, inner, inner).map(lambda t: f"where({t[0]}, {t[1]}, {t[2]})"),
+                st.tuples(inner, st.sampled_from(LOGICAL), inner).map(
+                    lambda t: f"({t[0]} {t[1]} {t[2]})"
+                ),
+                inner.map(lambda e: f"(not {e})"),
             ]
         return st.one_of(
             *more,

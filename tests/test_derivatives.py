@@ -20,6 +20,7 @@ from strategies import (
     COMPARISONS,
     INFIX,
     INPUTS,
+    LOGICAL,
     TENSOR_BINARY,
     TENSOR_LEAVES,
     TENSOR_SHAPES,
@@ -118,8 +119,8 @@ def test_the_random_programs_hold_every_op_of_the_table():
     scalar = (
         [f"y = {f}(x)" for f in UNARY]
         + [f"y = {f}(x, y)" for f in BINARY_FUNCTIONS]
-        + [f"y = x {o} y" for o in INFIX + COMPARISONS]
-        + ["y = -x", "y = where(x, y, z)"]  # as expressions(conditions=True) writes them
+        + [f"y = x {o} y" for o in INFIX + COMPARISONS + LOGICAL]
+        + ["y = -x", "y = not x", "y = where(x, y, z)"]  # as expressions(conditions=True) writes them
     )
     tensor = [f"y = {t}" for t in TENSOR_LEAVES] + [
         "y = " + t.format("A", "r", "c", "s") for t in TENSOR_UNARY + TENSOR_BINARY + TENSOR_TERNARY

@@ -113,9 +113,17 @@ def eval_command(
     help="With --rows: the gradient of the sum or mean of the output over all rows, with "
     "respect to the inputs every row shares (the weights).",
 )
+@click.option(
+    "--per-step",
+    is_flag=True,
+    help="For a program with a loop: ∂output/∂value at every step, for each value the loop "
+    "carries from step to step (backpropagation through time).",
+)
 @output_option
 @common_options
-def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, of, wrt, **rows):
+def grad_command(
+    args, expr, file_, binds, bindings_file, fmt, precision, full, of, wrt, per_step, **rows
+):
     """Run the forward and reverse passes: ∂output/∂input for every input.
 
     \b
@@ -127,6 +135,8 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
       cgraph grad sample:mlp --format json
       cgraph grad sample:neuron --rows sample:neuron_inputs.csv --wrt w1,w2 -o grads.parquet
       cgraph grad sample:logistic --rows sample:train.csv --reduce mean   # one step's gradient
+      cgraph grad sample:huber e=3                      # the branch taken: the linear tail
+      cgraph grad sample:rnn --per-step                 # ∂loss/∂h_t for every step t
     """
     from ..api import grad, resolve_name
     from ..report import grad_report
@@ -149,7 +159,7 @@ def grad_command(args, expr, file_, binds, bindings_file, fmt, precision, full, 
     wanted = names(wrt)
     for name in wanted:  # a misspelt --wrt is a usage error, before any missing binding
         resolve_name(graph, name)
-    report = grad_report(grad(graph, bindings, of=of), wanted or None)
+    report = grad_report(grad(graph, bindings, of=of), wanted or None, per_step)
 
     def text():
         from ..render.table import gradient_table

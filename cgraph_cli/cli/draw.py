@@ -14,6 +14,7 @@ from .options import (
     no_values_option,
     of_option,
     output_option,
+    view_option,
     precision_option,
     source_options,
 )
@@ -66,6 +67,7 @@ def diagram_options(command):
                 is_flag=True,
                 help="Draw the program before and after cgraph optimize, side by side.",
             ),
+            view_option,
             of_option,
             click.option("--focus", metavar="NAME", help="Draw only what leads to NAME."),
             click.option(
@@ -94,6 +96,7 @@ def _diagram(
     derivative,
     optimized,
     compare,
+    view,
     of,
     focus,
     force,
@@ -110,6 +113,7 @@ def _diagram(
         derivative=derivative,
         optimized=optimized,
         compare=compare,
+        view=view,
         backward=backward,
         values=not no_values,
         grads=not no_grads,
@@ -194,6 +198,7 @@ def render_command(
     derivative,
     optimized,
     compare,
+    view,
     of,
     focus,
     force,
@@ -213,6 +218,8 @@ def render_command(
       cgraph render sample:mlp --derivative -o mlp.png         # the backward pass as a graph
       cgraph render sample:rewrites --compare -o before-after.png  # what optimize does
       cgraph render sample:seed --no-values -T svg -o -        # SVG on standard output
+      cgraph render sample:huber --view static -o huber.png    # both branches, framed
+      cgraph render sample:rnn --view run xs='[[1, 0], [0, 1]]' -o rnn.png  # unrolled
 
     Each node shows its value and ∂output/∂node; the gradient cell is tinted blue when
     positive, red when negative, more strongly the larger it is (legend under the diagram).
@@ -241,6 +248,7 @@ def render_command(
         derivative,
         optimized,
         compare,
+        view,
         of,
         focus,
         force,
@@ -284,6 +292,7 @@ def dot_command(
     derivative,
     optimized,
     compare,
+    view,
     of,
     focus,
     force,
@@ -311,6 +320,7 @@ def dot_command(
         derivative,
         optimized,
         compare,
+        view,
         of,
         focus,
         force,
@@ -320,6 +330,7 @@ def dot_command(
 
 @click.command("show", short_help="Draw the graph as a tree in the terminal.", epilog=EXIT_CODES)
 @source_options
+@view_option
 @of_option
 @precision_option("default: 4")
 @no_values_option
@@ -336,7 +347,7 @@ def dot_command(
 @output_option
 @common_options
 def show_command(
-    args, expr, file_, binds, bindings_file, of, precision, no_values, no_grads, depth
+    args, expr, file_, binds, bindings_file, view, of, precision, no_values, no_grads, depth
 ):
     """Draw the graph in the terminal: a tree from the output down, with values and gradients.
 
@@ -350,12 +361,14 @@ def show_command(
       cgraph show sample:micrograd_sanity --no-grads
       cgraph show sample:mlp --of H --depth 3
     """
-    from ..draw import evaluate_for_drawing
+    from ..draw import evaluate_for_drawing, viewed
     from ..render.tree import graph_tree, tree_width
     from .options import load
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    out, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, not no_values)
+    graph, note = viewed(graph, bindings, view)
+    out, values, adjoints, value_note = evaluate_for_drawing(graph, bindings, of, not no_values)
+    note = note or value_note
     if note:
         output.note(f"note: {note}")
     tree = graph_tree(graph, values, None if no_grads else adjoints, out, precision or 4, depth)

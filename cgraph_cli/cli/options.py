@@ -211,6 +211,19 @@ def precision_option(default_help: str):
     )
 
 
+def view_option(command):
+    """``--view``: for a program with conditionals or loops, which graph to draw."""
+    return click.option(
+        "--view",
+        type=click.Choice(["auto", "static", "run"]),
+        default="auto",
+        show_default=True,
+        help="For a program with if/else or loops: the static graph (both branches, each "
+        "loop once, framed) or the graph that runs for the bindings (one branch, loops "
+        "unrolled). auto: run when every input has a value.",
+    )(command)
+
+
 def of_option(command):
     return click.option("--of", metavar="NAME", help=OF_HELP)(command)
 

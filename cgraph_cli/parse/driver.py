@@ -29,15 +29,16 @@ import re
 import threading
 from typing import Any
 
-from ..errors import CgraphError, Source
+from ..errors import CgraphError, ParseError, Source, Span
 from ..ir import Graph, gc_paused
 from . import tables
-from .lexer import Tok, scan
+from .lexer import CODES, Tok, scan
 from .messages import syntax_error
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
 _STATEMENT = re.compile("[^\n;]+")  # in the string of token kinds: one statement
+_FOR = CODES["FOR"]  # a loop's header starts with it
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
 _MAX_PLANS = 4096  # shapes remembered at most; then forgotten all at once
 _MAX_COMPILED = 400  # actions at most in a plan turned into code (longer ones are replayed)
@@ -85,6 +86,9 @@ class Driver:
         character that stopped it."""
         n = len(tokens)
         plans = self.plans
+        if _FOR in codes:
+            with gc_paused():
+                return self._run_blocks(tokens, codes, error, source)
         with gc_paused():
             for m in _STATEMENT.finditer(codes):
                 i, j = m.span()
@@ -103,6 +107,57 @@ class Driver:
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
+
+    def _one(self, tokens, i: int, j: int, key: str, source: Source) -> None:
+        """Run statement ``i`` to ``j`` (of shape ``key``), by its plan once it has one."""
+        plan = self.plans.get(key)
+        if plan is None:
+            self._statement(tokens, i, j, source, key, None)
+        elif plan.__class__ is tuple:
+            plan = self.plans[key] = self._compile(plan)
+            plan(tokens, i)
+        else:
+            plan(tokens, i)
+
+    def _run_blocks(self, tokens, codes: str, error, source: Source) -> Graph:
+        """A program with loops: its statements, nested by indentation (:func:`blocks`), run
+        in order, a loop's body as many times as the reader says (its steps, or once for the
+        static graph). An explicit stack of loops, no recursion."""
+        stmts, ends = blocks(tokens, codes, source)
+        reader = self.reader
+        n = len(tokens)
+        loops: list[list[int]] = []  # [header's index, steps, step now]
+        k = 0
+        while True:
+            if loops and k == ends[loops[-1][0]]:  # the end of a body: the next step, or out
+                loop = loops[-1]
+                loop[2] += 1
+                if loop[2] < loop[1]:
+                    reader.begin_step(loop[2])
+                    k = loop[0] + 1
+                    continue
+                loops.pop()
+                reader.end_loop()
+                continue
+            if k == len(stmts):
+                break
+            i, j = stmts[k]
+            if j == n and error is not None:
+                self._statement(tokens, i, j, source, None, error)
+            else:
+                self._one(tokens, i, j, codes[i:j], source)
+            if ends[k] > k:  # a loop's header
+                steps = reader.enter_loop()
+                if steps == 0:
+                    reader.end_loop()
+                    k = ends[k]
+                    continue
+                loops.append([k, steps, 0])
+                reader.begin_step(0)
+            k += 1
+        if error is not None:
+            raise error
+        return reader.start([])
 
     def _statement(self, tokens, i, j, source, key, cut) -> None:
         """Parse tokens ``i`` to ``j`` as one statement, recording its actions as the plan
@@ -232,6 +287,96 @@ class Driver:
         return syntax_error(tok, expected, source, seen, opened)
 
 
+def blocks(tokens, codes: str, source: Source) -> tuple[list[tuple[int, int]], list[int]]:
+    """The statements of a program with loops, as token ranges, and for each the index of the
+    statement after its body (a loop header's) or its own index (any other statement).
+
+    Indentation is read as Python reads it: a loop's body is the lines below its header
+    indented deeper (or the statements after its colon, on the same line); a line indented
+    less must return to an enclosing level; tabs and spaces must agree. The indentation is the
+    text after the last line break of the newline token before a line's first statement."""
+    stmts: list[tuple[int, int]] = []
+    indents: list[str | None] = []  # per statement: its line's indentation; None: not first
+    text = source.text
+    colon = CODES["COLON"]
+    for m in _STATEMENT.finditer(codes):
+        i, j = m.span()
+        first = i == 0 or codes[i - 1] == "\n"
+        if first:
+            if i == 0:
+                line = max(text.rfind("\n", 0, tokens[0][2]), text.rfind("\r", 0, tokens[0][2]))
+                indent = text[line + 1 : tokens[0][2]]
+            else:
+                nl = tokens[i - 1][1]
+                indent = nl[max(nl.rfind("\n"), nl.rfind("\r")) + 1 :]
+        else:
+            indent = None
+        c = codes.find(colon, i, j) if codes[i] == _FOR else -1
+        if c >= 0 and c + 1 < j:  # for t in range(3): h = h * 2
+            stmts += [(i, c + 1), (c + 1, j)]
+            indents += [indent, "\0"]  # "\0": the body on the header's line
+        else:
+            stmts.append((i, j))
+            indents.append(indent)
+    ends = list(range(len(stmts)))
+    levels: list[str] = []  # the indentations of the open blocks
+    opened: list[int] = []  # the headers whose bodies are open
+    expect = -1  # a header just read, whose body must come next, deeper
+    inline = False  # the open body is on its header's line
+
+    def fail(k: int, message: str, hints=()) -> ParseError:
+        i, j = stmts[k]
+        span = Span(tokens[i][2], tokens[i][3])
+        return ParseError(message, span, source, hints=list(hints))
+
+    for k, indent in enumerate(indents):
+        if indent == "\0":
+            expect, inline = -1, True
+        elif indent is not None:
+            if not levels:
+                levels.append(indent)
+            current = levels[-1]
+            if inline:  # the line after a one-line body closes it
+                ends[opened.pop()] = k
+                inline = False
+            if expect >= 0:
+                if not (indent.startswith(current) and len(indent) > len(current)):
+                    if not (indent.startswith(current) or current.startswith(indent)):
+                        raise fail(k, "inconsistent use of tabs and spaces in indentation")
+                    raise fail(
+                        expect,
+                        "expected an indented block after the loop's header",
+                        ["indent the loop's body below it, as in Python"],
+                    )
+                levels.append(indent)
+                expect = -1
+            elif indent != current:
+                if not (indent.startswith(current) or current.startswith(indent)):
+                    raise fail(k, "inconsistent use of tabs and spaces in indentation")
+                if indent.startswith(current):
+                    raise fail(k, "unexpected indent", ["only a loop's body is indented"])
+                while levels and levels[-1] != indent and levels[-1].startswith(indent):
+                    levels.pop()
+                    ends[opened.pop()] = k
+                if not levels or levels[-1] != indent:
+                    raise fail(k, "unindent does not match any outer indentation level")
+        elif expect >= 0:  # for ...: ; x = 1 cannot happen: the colon ends the header
+            raise fail(expect, "expected an indented block after the loop's header")
+        i, _ = stmts[k]
+        if codes[i] == _FOR:
+            expect = k
+            opened.append(k)
+    if expect >= 0:
+        raise fail(
+            expect,
+            "expected an indented block after the loop's header",
+            ["indent the loop's body below it, as in Python"],
+        )
+    while opened:  # the program's end closes every open body
+        ends[opened.pop()] = len(stmts)
+    return stmts, ends
+
+
 def _eof(source: Source) -> Tok:
     end = len(source.text)
     return tuple.__new__(Tok, ("$END", "", end, end))
@@ -241,16 +386,17 @@ _lock = threading.Lock()
 _parser: tuple[Driver, Reader] | None = None
 
 
-def parse_source(source: Source) -> Graph:
+def parse_source(source: Source, tracer=None) -> Graph:
     """The graph of ``source``'s program, or a :class:`~cgraph_cli.errors.ParseError` with
-    its place."""
+    its place: the static graph, or with a ``tracer`` the graph that runs (see
+    :mod:`cgraph_cli.control`)."""
     global _parser
     with _lock:
         if _parser is None:
             reader = Reader()
             _parser = Driver(reader), reader
         driver, reader = _parser
-        reader.begin(source)
+        reader.begin(source, tracer)
         try:
             with gc_paused():  # the collector would rescan every token list as it grows
                 tokens, codes, error = scan(source)

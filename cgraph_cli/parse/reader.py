@@ -69,8 +69,18 @@ class Reader:
     """Parser callbacks, one per grammar alias, each given the list of its rule's children
     (tokens, and the results of inner callbacks). :meth:`begin` resets the state per parse."""
 
-    def begin(self, source: Source) -> None:
+    def begin(self, source: Source, tracer=None) -> None:
+        """Start a parse. Without a ``tracer`` the reader builds the static graph: both sides of
+        a conditional, a loop's body once. With one (a :class:`cgraph_cli.control.Tracer`,
+        which knows the bindings) it builds the graph that runs: only the branch taken, the
+        loop unrolled, each step's names suffixed with the step (``h_1``, ``h_2``)."""
         self.b = GraphBuilder(source)
+        self.tracer = tracer
+        self.flow = None  # the static structure (cgraph_cli.control.Static), once needed
+        self.loops: list = []  # the loops being read, outermost first: [var, step, header]
+        self.steps: dict[str, int] = {}  # a loop variable -> its step now (the run only)
+        self.suffix = ""  # _step added to every name assigned in a loop's body (the run only)
+        self.header = None  # the loop header just read, for the driver
         self.scope: dict[str, int] = {}  # name -> the node it refers to now
         self.text = source.text
         self.output = -1
@@ -138,7 +148,10 @@ class Reader:
             text = self._name(children[0])
         node = self.scope.get(text)
         if node is None:
-            node = self.scope[text] = self.b.input(text, start, end)
+            if text in self.steps:  # a loop variable, read in the graph that runs: a number
+                node = self.scope[text] = self.b.const(float(self.steps[text]), start, end)
+            else:
+                node = self.scope[text] = self.b.input(text, start, end)
         return node, start, end
 
     add = _binary("add")
@@ -153,6 +166,32 @@ class Reader:
     eq = _binary("eq")
     ne = _binary("ne")
     matmul = _binary("matmul")
+    logical_and = _binary("logical_and")
+    logical_or = _binary("logical_or")
+
+    def logical_not(self, children):
+        tok, e = children
+        return self.b.add(OPS["logical_not"], (e[0],), tok.start_pos, e[2]), tok.start_pos, e[2]
+
+    def cond(self, children):
+        """``a if c else b``: in the static graph a select node, ``where(c, a, b)``, over both
+        branches; in the graph that runs, only the branch the condition picks (so the other is
+        never evaluated), and the condition becomes a guard."""
+        a, _, c, _, b = children
+        start, end = a[1], b[2]
+        if self.tracer is None:
+            node = self.b.add(OPS["where"], (c[0], a[0], b[0]), start, end)
+            self._flow().conds[node] = (c[1], c[2])
+            return node, start, end
+        holds = self.tracer.condition(self.b.graph, c[0], c[1], c[2], self.suffix)
+        return (a[0] if holds else b[0]), start, end
+
+    def _flow(self):
+        if self.flow is None:
+            from ..control import Static
+
+            self.flow = Static()
+        return self.flow
 
     def array(self, children):
         lsqb, rsqb = children[0], children[-1]
@@ -206,15 +245,36 @@ class Reader:
 
     def index(self, children):
         e, lsqb, rest = children[0], children[1], children[2:]
-        items = tuple(
-            self._whole(c, [lsqb, rest[-1]]) if c.__class__ is float else c
-            for c in rest
-            if c.__class__ is float or c.__class__ is slice
-        )
+        subscripts = [c for c in rest if _is_subscript(c)]
+        items = tuple(self._subscript(c, lsqb, rest[-1]) for c in subscripts)
         end = rest[-1].end_pos
+        if self.steps:  # a loop variable as an index, as the program runs: check it now
+            for axis, c in enumerate(subscripts):
+                if getattr(c, "type", "") == "NAME":
+                    self.tracer.check_index(self.b.graph, e[0], axis, c, items[axis])
         node = self.b.add(OPS["index"], (e[0],), e[1], end)
         self.b.graph.params[node] = (items,)
         return node, e[1], end
+
+    def _subscript(self, c, lsqb, rsqb):
+        if c.__class__ is float:
+            return self._whole(c, [lsqb, rsqb])
+        return c if c.__class__ is slice else self._step_index(c)
+
+    def _step_index(self, tok) -> int | str:
+        """An index written as a name: a loop's variable; its step in the graph that runs, the
+        name itself in the static graph."""
+        name = tok[1]
+        if name in self.steps:
+            return self.steps[name]
+        if self.tracer is None and any(loop[0] == name for loop in self.loops):
+            return name
+        raise self._error(
+            f"'{name}' is not a loop variable: an index is a whole number or a loop's variable",
+            tok.start_pos,
+            tok.end_pos,
+            hints=["for example: x[0], or xs[t] in the body of `for t in range(len(xs)):`"],
+        )
 
     def neg(self, children):
         minus, e = children
@@ -317,12 +377,15 @@ class Reader:
         if not name.isascii():
             name = self._name(tok)
         node = e[0]
+        self.scope[name] = node
+        if self.suffix:  # in a loop's body, as it runs: the step's own name
+            self._in_step(name, node)
+            name += self.suffix
         # GraphBuilder.name and .statement, inlined: one assignment per statement.
         g = self.b.graph
         if g.labels[node] is None:
             g.labels[node] = name
         g.names[name] = node
-        self.scope[name] = node
         g.stmt_kinds.append(ASSIGNMENT)
         g.stmt_names.append(name)
         g.stmt_nodes.extend((node, len(g.ops)))
@@ -334,6 +397,10 @@ class Reader:
         name = self._name(tok)
         left = self._read(name, tok.start_pos, tok.end_pos)
         node = self.b.add(_AUGMENTED[op.value], (left, e[0]), tok.start_pos, e[2])
+        self.scope[name] = node
+        if self.suffix:
+            self._in_step(name, node)
+            name += self.suffix
         self._assign(name, node)
         self.b.statement("=", name, node)
         self.output, self.output_label = node, name
@@ -362,6 +429,13 @@ class Reader:
     def declare(self, children):
         items = children[1:]
         self._statement()
+        if self.loops:
+            raise self._error(
+                "inputs are declared outside loops",
+                children[0].start_pos,
+                children[0].end_pos,
+                hints=["move the `input` statement above the loop"],
+            )
         graph = self.b.graph
         for item in items:
             if type(item) is not tuple:
@@ -385,6 +459,88 @@ class Reader:
             self.b.statement("input", name, node)
             self.declared.add(name)
 
+    # loops -------------------------------------------------------------------------------
+    def loop_bound(self, children):
+        """``range``'s argument: a whole number (an int), or ``(what, name token, axis,
+        start, end)`` for ``len(xs)``, ``shape(x, k)`` and ``n`` (what: "value")."""
+        if len(children) == 1 and children[0][0] == "NAME":  # range(n): n's value
+            tok = children[0]
+            return "value", tok, 0, tok.start_pos, tok.end_pos
+        if len(children) == 1:
+            tok = children[0]
+            value = float(tok.value)
+            if not value.is_integer():
+                raise self._error(
+                    f"a loop's number of steps is a whole number, got {tok.value}",
+                    tok.start_pos,
+                    tok.end_pos,
+                )
+            return int(value)
+        fn, _, arg = children[0], children[1], children[2]
+        axis = children[4] if len(children) > 4 else None
+        end = children[-1].end_pos
+        if fn.value not in ("len", "shape") or (fn.value == "len") != (axis is None):
+            raise self._error(
+                "a loop's number of steps is a whole number, len(NAME) or shape(NAME, AXIS)",
+                fn.start_pos,
+                end,
+                hints=["for example: for t in range(len(xs)):"],
+            )
+        if axis is not None and not axis.is_integer():
+            raise self._error(f"an axis is a whole number, got {axis:g}", fn.start_pos, end)
+        return fn.value, arg, 0 if axis is None else int(axis), fn.start_pos, end
+
+    def loop(self, children):
+        """A loop's header: the driver reads the body below it (see driver.py)."""
+        var, bound, colon = children[1], children[5], children[7]
+        self._statement()
+        name = self._name(var)
+        if any(loop[0] == name for loop in self.loops):
+            raise self._error(
+                f"'{name}' is already the variable of an enclosing loop",
+                var.start_pos,
+                var.end_pos,
+            )
+        self.header = (name, bound, children[0].start_pos, colon.end_pos)
+
+    def enter_loop(self) -> int:
+        """Begin the loop whose header was just read; the number of times to read its body:
+        its steps as the program runs, once for the static graph."""
+        name, bound, start, end = self.header
+        self.header = None
+        read = None if isinstance(bound, int) else self._read(bound[1][1], *bound[1][2:4])
+        if self.tracer is None:
+            flow = self._flow()
+            flow.begin_loop(self, name, bound, start, end)
+            self.loops.append([name, 0, (start, end)])
+            self.scope[name] = self.b.input(name, start, end)
+            flow.loop_vars.add(name)
+            return 1
+        n = self.tracer.trip_count(self.b.graph, bound, read, self.text)
+        self.loops.append([name, 0, (start, end)])
+        return n
+
+    def begin_step(self, step: int) -> None:
+        loop = self.loops[-1]
+        loop[1] = step
+        if self.tracer is not None:
+            self.steps[loop[0]] = step
+            self.scope.pop(loop[0], None)  # read again as this step's number
+            self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)
+
+    def end_loop(self) -> None:
+        name = self.loops.pop()[0]
+        if self.tracer is None:
+            self.flow.end_loop(self)
+            self.scope.pop(name, None)
+            return
+        self.steps.pop(name, None)
+        self.scope.pop(name, None)
+        self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)
+
+    def _in_step(self, name: str, node: int) -> None:
+        self.tracer.assigned(name, node)
+
     def start(self, _statements) -> Graph:
         if self.output < 0:
             what = "has no statements" if not self.b.graph.ops else "computes nothing"
@@ -394,7 +550,15 @@ class Reader:
                 0,
                 hints=["write an expression, for example: g = (x + y) * z"],
             )
-        return self.b.finish(self.output, self.output_label)
+        graph = self.b.finish(self.output, self.output_label)
+        graph.control = self.flow
+        return graph
+
+
+def _is_subscript(c) -> bool:
+    """Whether an index's child is a subscript (a number, a slice or a name), not a bracket
+    or a comma."""
+    return c.__class__ is float or c.__class__ is slice or getattr(c, "type", "") == "NAME"
 
 
 def _flat(rows: list):

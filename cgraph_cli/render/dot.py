@@ -197,6 +197,10 @@ def diagram(
                     "\n" + attrs["label"] if "label" in attrs else ""
                 )
             dot.edge(tail, f"{prefix}{i}", **attrs)
+    if graph.control is not None and hasattr(graph.control, "loops"):  # the static view
+        from .flow import add_frames
+
+        add_frames(dot, graph, shown, prefix, theme)
     if adjoints is not None:
         dot.attr(
             label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10"

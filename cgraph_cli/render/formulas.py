@@ -22,11 +22,20 @@ import re
 from typing import NamedTuple
 
 from ..numfmt import format_number
-from ..ops import CALL, INFIX, POSTFIX, PREC_ATOM, PREC_COMPARE, PREC_PRODUCT, PREC_UNARY, PREFIX
+from ..ops import (
+    CALL,
+    INFIX,
+    POSTFIX,
+    PREC_ATOM,
+    PREC_COMPARE,
+    PREC_PRODUCT,
+    PREC_SELECT,
+    PREC_UNARY,
+    PREFIX,
+)
 from ..vocab import Interpretation, value_function
 
 _SUPERSCRIPTS = dict(zip("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
-PREC_SELECT = -1  # a if c else b: looser than anything
 
 
 class Expr(NamedTuple):
@@ -170,6 +179,8 @@ class Formula(_Printer):
             p = op.precedence
             symbol = op.symbol if op.precedence == PREC_COMPARE else op.symbol
             return f"{_wrap(a, p)} {symbol} {_wrap(b, p, strict=True)}", p
+        if op.style == PREFIX and op.precedence != PREC_UNARY:  # not x
+            return f"{op.symbol}{_wrap(args[0], op.precedence)}", op.precedence
         if op.style == PREFIX:  # -o/y reads as -(o/y), and equals it
             return f"-{_wrap(args[0], PREC_PRODUCT)}", PREC_UNARY
         shown = [a.text for a in args] + [_param(p) for p in params if p is not None]

@@ -256,6 +256,7 @@ def combine(op: OpSpec, args: list[Text], symbol: str | None = None, params: tup
         return f"{left} {symbol or op.symbol} {right}", p
     if op.style == PREFIX:
         ((arg, ap),) = args
-        return (symbol or op.symbol) + (arg if ap >= PREC_UNARY else f"({arg})"), PREC_UNARY
+        p = op.precedence  # -x, and not x
+        return (symbol or op.symbol) + (arg if ap >= p else f"({arg})"), p
     texts = [a for a, _ in args] + [_param(p, w) for p, w in zip(params, op.params)]
     return f"{op.symbol}({', '.join(texts)})", PREC_ATOM

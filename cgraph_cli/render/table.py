@@ -99,7 +99,27 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
                 _cell(g, precision, full, True),
                 end_section=True,
             )
-    return Group(table, Text(""), output_line(report, precision, full, indent=2))
+    parts = [table, Text(""), output_line(report, precision, full, indent=2)]
+    for name, grads in report.get("per_step", {}).items():
+        parts += [Text(""), per_step_table(out, name, grads, precision, full)]
+    return Group(*parts)
+
+
+def per_step_table(out: str, name: str, grads: list, precision: int | None, full: bool) -> Table:
+    """∂output/∂state at each step of a loop, with its size (the norm, for a tensor): how the
+    gradient shrinks or grows as it flows back through the steps."""
+    from ..arrays import np
+
+    table = Table(
+        title=f"∂{out}/∂{_wrap(name)} at each step", box=box.SIMPLE_HEAD, show_edge=False
+    )
+    table.add_column("step", justify="right")
+    table.add_column(f"∂{out}/∂{_wrap(name)}_t")
+    table.add_column("norm", justify="right")
+    for t, g in enumerate(grads):
+        norm = float(np.linalg.norm(np.asarray(g, dtype=float)))
+        table.add_row(str(t), _cell(g, precision, full, True), format_number(norm, precision or 4))
+    return table
 
 
 def gradcheck_table(checks: list, output: str, precision: int = 6, order: int = 1) -> Table:

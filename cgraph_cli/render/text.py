@@ -22,5 +22,9 @@ def eval_plain(report: dict, show_all: bool = False, precision: int | None = Non
 
 
 def grad_plain(report: dict, precision: int | None = None) -> str:
-    """One ``input=gradient`` line per input."""
-    return plain_lines(report["gradients"], precision)
+    """One ``input=gradient`` line per input; with per-step gradients, a line per step
+    (``h_3=...``, ∂output/∂h after step 3; ``h_0``: before the loop)."""
+    lines = dict(report["gradients"])
+    for name, grads in report.get("per_step", {}).items():
+        lines.update({f"{name}_{t}": g for t, g in enumerate(grads)})
+    return plain_lines(lines, precision)
