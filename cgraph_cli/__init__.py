@@ -73,6 +73,7 @@ _LAZY = {
     "Optimized": "passes.optimize",
     "compile_module": "passes.compile",
     "run_rows": "rows",
+    "run_graph": "control",
     "RowsResult": "rows",
     "read_chunks": "datafiles",
     "RowWriter": "datawriter",
@@ -95,6 +96,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     )
     from .arrays import Value
     from .checks import CheckReport, check
+    from .control import run_graph
     from .datafiles import read_chunks
     from .datawriter import RowWriter
     from .draw import Diagram, diagram
@@ -198,6 +200,7 @@ __all__ = [
     "optimize",
     "parse",
     "read_chunks",
+    "run_graph",
     "run_rows",
     "tangent_program",
     "to_source",

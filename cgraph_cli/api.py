@@ -280,9 +280,31 @@ def explain(
 
     result = grad(program, bindings, of=of)
     steps = steps_of(result.graph, result.values, result.adjoints, result.output)
+    run = result.graph.control
+    if run is not None and hasattr(run, "notes"):
+        steps["control"] = list(run.notes)
+        _leave_out_middle_steps(steps, result.graph)
     if derivative:
         steps["program"] = derivative_steps(result.graph, bindings, of)
     return Explanation(steps, result)
+
+
+def _leave_out_middle_steps(steps: dict, graph: Graph) -> None:
+    """A long loop is explained by its first and last steps; the control-flow notes say which
+    steps are left out."""
+    from .control import middle_steps
+    from .names import node_names
+
+    hidden, note = middle_steps(graph)
+    if not hidden:
+        return
+    names = node_names(graph)
+    gone = {names[i] for i in hidden}
+    steps["forward"] = [s for s in steps["forward"] if s["node"] not in gone]
+    back = steps["backward"]
+    back["through"] = [s for s in back["through"] if s["node"] not in gone]
+    back["sums"] = [s for s in back["sums"] if s["node"] not in gone]
+    steps["control"].append(note)
 
 
 # --- checks ---------------------------------------------------------------------------------------

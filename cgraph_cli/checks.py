@@ -100,6 +100,7 @@ def run_case(case: Case) -> list[Result]:
     assert graph is not None, "a case without a program has an error"
     # Values alone need no reverse pass (and a tensor output has no gradient to take).
     result: Evaluation = (grad if case.expect_grad else evaluate)(graph, case.bindings, case.of)
+    graph = result.graph  # the graph that ran, for a program with if/else or loops
     out = result.output_name
     results = []
     for kind, expectations in (("value", case.expect), ("gradient", case.expect_grad)):

@@ -19,7 +19,7 @@ straight-line graph like any other.
 >>> g = parse("y = log(x) if x > 0 else 0")
 >>> run = run_graph(g, {"x": -1})
 >>> [str(n) for n in run], [str(guard) for guard in run.control.guards]
-(['%0 = input x', '%1 = const 0 (y)'], ['x > 0 was false'])
+(['%0 = input x', '%1 = const 0.0 (y)'], ['x > 0 was false'])
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .arrays import np
-from .errors import BindingError, ParseError, Span
+from .errors import BindingError, EvalError, Span
 from .ir import Graph, GraphBuilder
 from .ops import CONST, INPUT
 
@@ -56,14 +56,13 @@ class Loop:
 
 class Static:
     """The structure of a program with control flow (``graph.control`` of a parsed program):
-    its loops, its conditionals (select node -> the condition's span) and loop variables."""
+    its loops and its conditionals (select node -> the condition's span)."""
 
-    __slots__ = ("loops", "conds", "loop_vars", "_open")
+    __slots__ = ("loops", "conds", "_open")
 
     def __init__(self) -> None:
         self.loops: list[Loop] = []
         self.conds: dict[int, tuple[int, int]] = {}
-        self.loop_vars: set[str] = set()
         self._open: list[Loop] = []
 
     def begin_loop(self, reader, var: str, bound, start: int, end: int) -> None:
@@ -87,11 +86,31 @@ class Guard:
     """A fact the graph that ran depends on: a condition's truth, or a loop's number of steps.
     Other bindings that change it give another graph."""
 
-    __slots__ = ("text", "value", "start", "end", "kind", "step")
+    __slots__ = ("text", "value", "start", "end", "kind", "step", "detail", "branch")
 
-    def __init__(self, text: str, value, start: int, end: int, kind: str, step: str) -> None:
+    def __init__(
+        self,
+        text: str,
+        value,
+        start: int,
+        end: int,
+        kind: str,
+        step: str,
+        detail: str = "",
+        branch: str = "",
+    ) -> None:
         self.text, self.value, self.start, self.end = text, value, start, end
-        self.kind, self.step = kind, step  # "if" or "loop"; the loop steps it was met at
+        self.kind = kind  # "if" or "loop"
+        self.step = step  # the loop variables when it was met: "t = 2", or ""
+        self.detail = detail  # the condition with its operands' values: 3 <= 1
+        self.branch = branch  # the text of the branch that ran
+
+    def sentence(self) -> str:
+        """The guard as ``explain`` says it: which branch ran and why."""
+        where = f" at {self.step}" if self.step else ""
+        why = f" ({self.detail})" if self.detail and self.detail != self.text else ""
+        which = "the branch before `if`" if self.value else "the `else` branch"
+        return f"{self}{why}{where}, so {which} ran: {self.branch}"
 
     def __str__(self) -> str:
         if self.kind == "loop":
@@ -113,11 +132,12 @@ class Run:
     its guards; for each name assigned in a loop, its node at each step; which of those names
     carry a value from one step to the next (an RNN's ``h``); and the static graph."""
 
-    __slots__ = ("guards", "steps", "carried", "static")
+    __slots__ = ("guards", "steps", "carried", "static", "notes")
 
-    def __init__(self, guards, steps, carried, static) -> None:
+    def __init__(self, guards, steps, carried, static, notes) -> None:
+        self.notes: list[str] = notes  # what ran, as sentences: branches and loops, in order
         self.guards: list[Guard] = guards
-        self.steps: dict[str, list[int]] = steps
+        self.steps: dict[str, list[int | None]] = steps  # [step 0 (or None), step 1, ...]
         self.carried: list[str] = carried
         self.static: Graph = static
 
@@ -132,8 +152,7 @@ class Tracer:
         self.values: dict[int, object] = {}
         self.guards: list[Guard] = []
         self.steps: dict[str, list[int]] = {}
-        self.carried: dict[str, None] = {}
-        self._scopes: list[dict] = []
+        self.notes: list[str] = []  # what ran, for explain: branches and loops, in order
 
     def value(self, graph: Graph, node: int):
         """Node ``node``'s value, computing those of its ancestors not yet known, in order."""
@@ -182,12 +201,16 @@ class Tracer:
             hints=[f"bind it: {name}=VALUE  (or declare a default: input {name} = 1)"],
         )
 
-    def condition(self, graph: Graph, node: int, start: int, end: int, step: str) -> bool:
-        """Whether the condition ``node`` (spanning ``start`` to ``end``) holds; a guard."""
+    def condition(
+        self, graph: Graph, node: int, span: tuple[int, int], branches: tuple, step: str
+    ) -> bool:
+        """Whether the condition ``node`` (at ``span``) holds; a guard. ``branches``: the
+        spans of the two branches; ``step``: the loop variables now (``t = 2``)."""
+        start, end = span
         value = self.value(graph, node)
         text = " ".join(graph.source.text[start:end].split())
         if value.__class__ is not float:
-            raise ParseError(
+            raise EvalError(
                 f"the condition {text} is a {np.shape(value)} tensor; `a if c else b` needs a "
                 "number",
                 Span(start, end),
@@ -195,12 +218,27 @@ class Tracer:
                 hints=["to choose element by element, write where(c, a, b) (both sides run)"],
             )
         holds = value != 0.0
-        self.guards.append(Guard(text, holds, start, end, "if", step))
+        detail = ""
+        if graph.ops[node].arity:
+            from .passes.evaluate import describe
+
+            detail = describe(graph, node, self.values)  # type: ignore[arg-type]
+        taken = branches[0] if holds else branches[1]
+        branch = " ".join(graph.source.text[taken[0] : taken[1]].split())
+        self.guards.append(Guard(text, holds, start, end, "if", step, detail, branch))
+        self.notes.append(self.guards[-1].sentence())
         return holds
 
-    def trip_count(self, graph: Graph, bound, node: int | None, text: str) -> int:
+    def trip_count(self, graph: Graph, bound, node: int | None, text: str, header: str) -> int:
         """A loop's number of steps, from its bound: a number, or ``len``/``shape`` of the
-        value of node ``node``, or that value itself."""
+        value of node ``node``, or that value itself. ``header``: the loop's header, for
+        explanations."""
+        n = self._trip_count(graph, bound, node, text)
+        data = f" ({self.guards[-1]})" if not isinstance(bound, int) else ""
+        self.notes.append(f"`{header}` ran {n} step{'s' * (n != 1)}{data}")
+        return n
+
+    def _trip_count(self, graph: Graph, bound, node: int | None, text: str) -> int:
         if isinstance(bound, int):
             return bound
         fn, tok, axis, bstart, bend = bound
@@ -211,7 +249,7 @@ class Tracer:
         if fn == "value":
             if value.__class__ is not float or not value.is_integer() or value < 0:
                 shown = f"a {np.shape(value)} tensor" if value.__class__ is not float else value
-                raise ParseError(
+                raise EvalError(
                     f"a loop's number of steps is a whole number, but {name} is {shown:g}"
                     if value.__class__ is float
                     else f"a loop's number of steps is a whole number, but {name} is {shown}",
@@ -224,7 +262,7 @@ class Tracer:
         shape = np.shape(value)
         if not -len(shape) <= axis < len(shape):
             what = "a number" if not shape else f"a {shape} tensor"
-            raise ParseError(
+            raise EvalError(
                 f"{written} needs axis {axis} of '{name}', which is {what}",
                 Span(bstart, bend),
                 graph.source,
@@ -242,7 +280,7 @@ class Tracer:
             return
         what = graph.display_name(node) if graph.labels[node] else graph.text(node)
         length = f"has {shape[axis]} along axis {axis}" if axis < len(shape) else "is smaller"
-        raise ParseError(
+        raise EvalError(
             f"index {tok[1]} = {step} is past the end of {what}, which {length}",
             Span(tok[2], tok[3]),
             graph.source,
@@ -251,6 +289,37 @@ class Tracer:
 
     def assigned(self, name: str, node: int) -> None:
         self.steps.setdefault(name, []).append(node)
+
+
+def middle_steps(graph: Graph, keep: int = SHOWN_STEPS // 2) -> tuple[set[int], str]:
+    """For an explanation of a long loop: the nodes of its middle steps (all but the first and
+    last ``keep``) and a sentence saying they are left out; nothing for short loops. The steps
+    are those of the name assigned in loops most often (the outermost loop's)."""
+    run = graph.control
+    if not isinstance(run, Run) or not run.steps:
+        return set(), ""
+    name = max(run.steps, key=lambda n: len(run.steps[n]))
+    nodes = [n for n in run.steps[name][1:] if n is not None]
+    if len(nodes) <= 2 * keep:
+        return set(), ""
+    first, last = nodes[keep - 1], nodes[-keep - 1]  # the middle: after step keep, to n - keep
+    hidden = set(range(first + 1, last + 1))
+    shown = f"steps {keep + 1} to {len(nodes) - keep} of {len(nodes)}"
+    return hidden, f"{shown} (of {name}) are left out below: the same statements, other numbers"
+
+
+def refuse(graph: Graph, what: str) -> None:
+    """Refuse ``what`` (a command's work) on a program with conditionals or loops, saying so."""
+    if isinstance(graph.control, Static):
+        from .errors import UsageError
+
+        raise UsageError(
+            f"{what} does not take programs with if/else or loops yet",
+            hints=[
+                "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
+                "them, on the graph that runs for the bindings"
+            ],
+        )
 
 
 def run_graph(graph: Graph, bindings: Mapping[str, object] | None = None) -> Graph:
@@ -262,18 +331,13 @@ def run_graph(graph: Graph, bindings: Mapping[str, object] | None = None) -> Gra
     >>> g = parse("input xs = [1, 2, 3]\\nh = 0\\nfor t in range(len(xs)):\\n    h = h + xs[t]")
     >>> run = run_graph(g)
     >>> run.output_label, run.control.steps["h"], [str(x) for x in run.control.guards]
-    ('h_3', [4, 6, 8], ['len(xs) == 3'])
+    ('h_3', [None, 3, 5, 7], ['len(xs) == 3'])
     """
     if not isinstance(graph.control, Static):
         return graph
     from .bindings import check_bindings
 
     checked = check_bindings(graph, bindings)
-    for name in graph.control.loop_vars & set(checked):
-        raise BindingError(
-            f"'{name}' is a loop's variable, so it cannot be bound",
-            hints=["the loop gives it its values: 0, 1, 2, ..."],
-        )
     from .parse.driver import parse_source
 
     tracer = Tracer(graph, checked)
@@ -281,18 +345,21 @@ def run_graph(graph: Graph, bindings: Mapping[str, object] | None = None) -> Gra
     initial = _name_steps(ran, tracer.steps)
     out = _prune(ran, graph)
     carried = [
-        name
-        for loop in graph.control.loops
-        for _, _, name in loop.back
-        if name in tracer.steps and name not in graph.control.loop_vars
+        name for loop in graph.control.loops for _, _, name in loop.back if name in tracer.steps
     ]
     remap = out.memo.pop("remap")
     steps = {
-        name: [remap[n] for n in ([initial[name]] if name in initial else []) + nodes]
+        # Step 0 is the value before the loop: None if there is none, or a constant.
+        name: [remap[initial[name]] if _varies(ran, initial, name) else None]
+        + [remap[n] for n in nodes]
         for name, nodes in tracer.steps.items()
     }
-    out.control = Run(tracer.guards, steps, list(dict.fromkeys(carried)), graph)
+    out.control = Run(tracer.guards, steps, list(dict.fromkeys(carried)), graph, tracer.notes)
     return out
+
+
+def _varies(ran: Graph, initial: dict[str, int], name: str) -> bool:
+    return name in initial and ran.ops[initial[name]] is not CONST
 
 
 def _name_steps(ran: Graph, steps: dict[str, list[int]]) -> dict[str, int]:
@@ -324,9 +391,8 @@ def _prune(ran: Graph, static: Graph) -> Graph:
     of the static graph stays, so the same bindings apply."""
     n = len(ran.ops)
     needed = [False] * n
-    for name, node in ran.inputs.items():
-        if name not in static.control.loop_vars:
-            needed[node] = True
+    for node in ran.inputs.values():
+        needed[node] = True
     statements = list(ran.statements())
     for _, _, node, _ in statements:
         needed[node] = True

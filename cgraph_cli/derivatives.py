@@ -73,6 +73,25 @@ def _inputs(graph: Graph, wrt: list[str] | None) -> list[str]:
     return wrt
 
 
+def ran_graph(graph: Graph, bindings: Mapping | None) -> Graph:
+    """The graph that runs for ``bindings`` (a program with if/else or loops is differentiated
+    as it runs: one branch, the loops unrolled); straight-line code as it is."""
+    if graph.control is None or not hasattr(graph.control, "loops"):
+        return graph
+    from .control import run_graph
+    from .errors import BindingError
+
+    try:
+        return run_graph(graph, bindings)
+    except BindingError as e:
+        raise UsageError(
+            "this program has if/else or a loop: its derivatives are those of the graph that "
+            "runs for given bindings (a derivative program with its own branches and loops "
+            "is not built yet)",
+            hints=[*e.hints, "give every input a value, e.g. cgraph diff samples/huber.cg e=3"],
+        ) from None
+
+
 def derivative_program(
     graph: Graph,
     bindings: Mapping | None = None,
@@ -85,6 +104,7 @@ def derivative_program(
     every input), each a statement (``d2f_dxdy``); mixed ones once (∂²f/∂x∂y = ∂²f/∂y∂x).
     Shapes come from ``bindings`` or the inputs' defaults. ``intermediates``: the derivative
     with respect to each named value is a statement too (``dg_dp``)."""
+    graph = ran_graph(graph, bindings)
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"the order is 1 to {MAX_ORDER}, got {order}")
     out = graph.output if of is None else resolve_name(graph, of)
@@ -145,6 +165,7 @@ def tangent_program(
     """
     from .passes.jvp_graph import jvp_graph
 
+    graph = ran_graph(graph, bindings)
     out = graph.output if of is None else resolve_name(graph, of)
     for name in wrt or ():
         if name not in graph.inputs:
@@ -223,6 +244,7 @@ def hessian(
     (forward-over-reverse, as JAX's ``hessian``). Tensor inputs count element by element, in
     order (``"labels"`` names each row). With ``vector`` (a direction per input), only the
     Hessian-vector product, in one pass."""
+    graph = ran_graph(graph, bindings)
     from .passes.evaluate import forward
     from .passes.jvp import jvp
 
@@ -276,6 +298,7 @@ def jacobian(
     input, an array of shape ``output.shape + input.shape``. By rows (reverse mode: one pass
     per output element) or by columns (forward mode: one pass per input element), whichever
     needs fewer passes unless ``mode`` says."""
+    graph = ran_graph(graph, bindings)
     from .arrays import np
     from .ir import depends_on_input
     from .ops import CONST

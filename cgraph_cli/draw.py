@@ -187,7 +187,9 @@ def diagram(
         return diagram_of(after, bindings, options, force=force)
     if not derivative:
         drawn = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
-        return drawn if view_note is None else Diagram(drawn.dot, drawn.nodes, view_note or None)
+        if view_note is not None:
+            return Diagram(drawn.dot, drawn.nodes, view_note or None)
+        return drawn.titled(ran_title(graph)) if ran_title(graph) else drawn
     if focus is not None:
         raise UsageError(
             "--derivative draws the whole derivative program; --focus cannot narrow it",
@@ -463,11 +465,7 @@ def viewed(graph: Graph, bindings, view: str = "auto") -> tuple[Graph, str | Non
         return graph, None
     if view == "static":
         return graph, ""
-    missing = [
-        n
-        for n in graph.inputs
-        if n not in graph.defaults and n not in (bindings or {}) and n not in control.loop_vars
-    ]
+    missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
     if missing:
         binds = " ".join(f"{m}=VALUE" for m in missing)
         if view == "run":
@@ -475,10 +473,29 @@ def viewed(graph: Graph, bindings, view: str = "auto") -> tuple[Graph, str | Non
                 "the graph that runs depends on the bindings: give every input a value",
                 hints=[f"bind {binds}"],
             )
-        return graph, f"the static graph (both branches, each loop once); bind {binds} to draw the graph that runs"
+        return (
+            graph,
+            f"the static graph (both branches, each loop once); bind {binds} to draw the graph that runs",
+        )
     from .control import run_graph
 
     return run_graph(graph, bindings), None
+
+
+def ran_title(graph: Graph, shown: int = 3) -> str:
+    """A title for the graph that ran: its guards (the first few), or "" for other graphs.
+
+    >>> from cgraph_cli.control import run_graph
+    >>> ran_title(run_graph(parse("y = x if x > 0 else -x"), {"x": -2}))
+    'the graph that ran: x > 0 was false'
+    """
+    guards = getattr(graph.control, "guards", None)
+    if not guards:
+        return ""
+    text = "; ".join(str(g) for g in guards[:shown])
+    if len(guards) > shown:
+        text += f"; and {len(guards) - shown:,} more guards"
+    return f"the graph that ran: {text}"
 
 
 def evaluate_for_drawing(

@@ -496,15 +496,14 @@ def check_gradients(
     if points:
         fixed = check_bindings(graph, bindings)
         places = random_points(graph, points, seed, fixed, low, high)
-        if static:
-            loop_vars = graph.control.loop_vars
-            places = [{n: v for n, v in p.items() if n not in loop_vars} for p in places]
     else:
         result = grad(graph, bindings, of=of)
         places = [{n: result.values[i] for n, i in result.graph.inputs.items()}]
     checks: list[tuple[int, Check]] = []
     batched = (
-        _batched(graph, places, of, eps, rtol, atol) if points and order == 1 and not static else None
+        _batched(graph, places, of, eps, rtol, atol)
+        if points and order == 1 and not static
+        else None
     )
     for k, place in enumerate(places, 1):
         found = batched[k - 1] if batched is not None else None

@@ -47,12 +47,15 @@ def grad_report(gr: Gradients, wrt: list[str] | None = None, per_step: bool = Fa
 
 def per_step_gradients(gr: Gradients) -> dict[str, list]:
     """For each value a loop carries from step to step (an RNN's ``h``), ∂output/∂value at
-    each step, from its value before the loop (step 0): backpropagation through time, laid out. Empty for a program
+    each step, from its value before the loop (step 0; None when that is a constant): backpropagation through time, laid out. Empty for a program
     without loops."""
     run = gr.graph.control
     if run is None or not hasattr(run, "carried"):
         return {}
-    return {name: [gr.adjoints[node] for node in run.steps[name]] for name in run.carried}
+    return {
+        name: [None if node is None else gr.adjoints[node] for node in run.steps[name]]
+        for name in run.carried
+    }
 
 
 def to_json_text(report: dict, schema: str | None = None) -> str:

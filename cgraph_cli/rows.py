@@ -97,6 +97,9 @@ def run_rows(
     >>> result.errors, result.tables[0]["error"][1][:32]
     (1, 'row 2: sqrt(-1) is undefined: sq')
     """
+    from .control import refuse
+
+    refuse(graph, "--rows")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if reduce is not None and (mode != "grad" or reduce not in REDUCE):

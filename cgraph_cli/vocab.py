@@ -123,13 +123,19 @@ class Arrays(Interpretation):
     def apply(self, op: OpSpec, args: Sequence[Any], params: tuple):
         # NumPy's float64, not Python's float: 1/0 is inf (within np.errstate), not an error
         xs = [_f64(a) if a.__class__ is float else a for a in args]
-        out = value_function(op, "np", len(params))(*xs, *params)
+        fn = _np_functions.get((op, len(params)))
+        if fn is None:
+            fn = _np_functions[(op, len(params))] = value_function(op, "np", len(params))
+        out = fn(*xs, *params)
         if out.__class__ is not float and not getattr(out, "shape", True):
             return float(out)
         return out
 
     def shape(self, x) -> tuple[int, ...]:
         return tuple(getattr(x, "shape", ()))
+
+
+_np_functions: dict = {}  # (op, number of params) -> its array rule: the hot path's cache
 
 
 def _f64(x: float):

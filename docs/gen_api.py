@@ -22,6 +22,7 @@ TARGET = Path(__file__).resolve().parent / "api.md"
 #: Every public name once, in the order a reader meets them.
 SECTIONS = [
     ("Running programs", ["parse", "evaluate", "grad", "Evaluation", "Gradients"]),
+    ("Conditionals and loops", ["run_graph"]),
     ("Diagrams", ["diagram", "Diagram"]),
     ("Checks", ["check", "CheckReport", "gradcheck", "GradcheckReport"]),
     ("Explanations", ["explain", "Explanation"]),

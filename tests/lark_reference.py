@@ -55,6 +55,19 @@ for _mode, _name, *_ in tables.RULES:
     if _mode == tables.CALL:
         setattr(LarkReader, str(_name), _taking_lark_tokens(getattr(Reader, str(_name))))
 
+
+class LoopMet(Exception):
+    """Lark's parser reached a loop's header: the reference stops there. Lark reads the grammar
+    only; the bodies of loops are the driver's (indentation), which the reference does not
+    model, so programs with loops are compared up to their first header only."""
+
+
+def _loop(self, children):
+    raise LoopMet
+
+
+LarkReader.loop = _loop  # type: ignore[method-assign]
+
 _reader = LarkReader()
 _lark = lark_parser(lexer="basic", postlex=BracketNewlines(), transformer=_reader)
 
@@ -71,7 +84,11 @@ def lark_outcome(text: str) -> tuple:
     _reader.begin(Source(text))
     try:
         return "graph", ir(_lark.parse(text))
+    except LoopMet:
+        return ("loop",)
     except VisitError as e:
+        if isinstance(e.orig_exc, LoopMet):
+            return ("loop",)
         if not isinstance(e.orig_exc, ParseError):
             raise
         return "error", e.orig_exc.span.start, e.orig_exc.message

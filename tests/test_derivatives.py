@@ -120,7 +120,11 @@ def test_the_random_programs_hold_every_op_of_the_table():
         [f"y = {f}(x)" for f in UNARY]
         + [f"y = {f}(x, y)" for f in BINARY_FUNCTIONS]
         + [f"y = x {o} y" for o in INFIX + COMPARISONS + LOGICAL]
-        + ["y = -x", "y = not x", "y = where(x, y, z)"]  # as expressions(conditions=True) writes them
+        + [
+            "y = -x",
+            "y = not x",
+            "y = where(x, y, z)",
+        ]  # as expressions(conditions=True) writes them
     )
     tensor = [f"y = {t}" for t in TENSOR_LEAVES] + [
         "y = " + t.format("A", "r", "c", "s") for t in TENSOR_UNARY + TENSOR_BINARY + TENSOR_TERNARY

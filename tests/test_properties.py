@@ -89,6 +89,13 @@ _SYMPY = {
     "ge": lambda a, b: sympy.Piecewise((1, a >= b), (0, True)),
     "eq": lambda a, b: sympy.Piecewise((1, sympy.Eq(a, b)), (0, True)),
     "ne": lambda a, b: sympy.Piecewise((1, sympy.Ne(a, b)), (0, True)),
+    "logical_and": lambda a, b: sympy.Piecewise(
+        (1, sympy.And(sympy.Ne(a, 0), sympy.Ne(b, 0))), (0, True)
+    ),
+    "logical_or": lambda a, b: sympy.Piecewise(
+        (1, sympy.Or(sympy.Ne(a, 0), sympy.Ne(b, 0))), (0, True)
+    ),
+    "logical_not": lambda a: sympy.Piecewise((1, sympy.Eq(a, 0)), (0, True)),
 }
 
 

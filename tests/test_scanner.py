@@ -143,7 +143,11 @@ def respaced_programs(draw) -> str:
 
 
 def _agree(text: str) -> None:
-    assert our_outcome(text) == lark_outcome(text), repr(text)
+    theirs = lark_outcome(text)
+    if theirs == ("loop",):  # Lark reached a loop: the rest is the driver's (test_control.py)
+        our_outcome(text)  # no crash: a graph or an error with its place
+        return
+    assert our_outcome(text) == theirs, repr(text)
 
 
 @DIFFERENTIAL

@@ -37,6 +37,24 @@ CASES = [
     ),
     ("diff", ["diff", "sample:seed"], 0, lambda d: d["gradients"]["x"] == "dg_dx"),
     (
+        "eval-guards",
+        ["eval", "sample:huber", "e=3"],
+        0,
+        lambda d: d["guards"][0]["value"] is False and d["guards"][0]["step"] is None,
+    ),
+    (
+        "grad-per-step",
+        ["grad", "sample:rnn", "--per-step"],
+        0,
+        lambda d: d["per_step"]["h"][0] is None and len(d["per_step"]["h"]) == 5,
+    ),
+    (
+        "explain-control",
+        ["explain", "x = 1\nfor t in range(n):\n    x = x * 2 if t > 0 else x", "n=2"],
+        0,
+        lambda d: len(d["control"]) == 3,
+    ),
+    (
         "optimize",
         ["optimize", "a = 1; y = log(sum(exp(v))) * (2 * 3) + x * 0"],
         0,

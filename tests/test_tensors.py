@@ -588,6 +588,7 @@ def test_every_op_of_the_table_is_gradchecked_on_tensors_here():
             "y = a @ b",
             "y = where(a > b, a, b)",
             "y = (a < b) + (a <= b) + (a >= b) + (a == b) + (a != b) + sign(a)",
+            "y = a * ((a > b) and (b > 0) or not (a > 1))",  # test_control.py
             "y = xlogy(a, b)",
             "y = broadcast_to(v, [2, 3])",
             "y = sum_to(x, [3])",

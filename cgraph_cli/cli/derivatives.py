@@ -109,6 +109,12 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, 
     from ..render.source import to_source
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
+    if graph.control is not None:  # if/else or loops: the graph that runs for the bindings
+        from ..derivatives import ran_graph
+
+        graph = ran_graph(graph, bindings)
+        guards = "; ".join(str(g) for g in graph.control.guards) or "the loops' fixed steps"
+        output.note(f"note: the derivatives of the graph that runs here ({guards})")
     if mode == "forward":
         if order > 1:
             raise UsageError(

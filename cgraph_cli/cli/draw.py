@@ -14,9 +14,9 @@ from .options import (
     no_values_option,
     of_option,
     output_option,
-    view_option,
     precision_option,
     source_options,
+    view_option,
 )
 
 IMAGE_TYPES = ["png", "svg", "pdf", "dot", "gv"]

@@ -89,8 +89,9 @@ def explain_command(
         from ..draw import write_frames
         from ..explain import frame_order
 
-        with output.progress(len(frame_order(graph, result.output)), "frames") as advance:
-            written = write_frames(graph, result, frames, frames_format, digits, advance)
+        ran = result.graph  # the graph that ran, for a program with if/else or loops
+        with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
+            written = write_frames(ran, result, frames, frames_format, digits, advance)
         output.note(f"wrote {len(written)} frames to {frames}")
 
 

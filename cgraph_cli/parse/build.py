@@ -9,8 +9,8 @@ shipped module, so the two cannot drift apart.
 
     python cgraph_cli/parse/build.py      # (make tables) rewrite cgraph_cli/parse/tables.py
 
->>> build_tables()["keywords"]
-{'NAME': {'input': 'INPUT'}}
+>>> build_tables()["keywords"]["NAME"]["input"], build_tables()["keywords"]["NAME"]["for"]
+('INPUT', 'FOR')
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ class Driver:
         """A program with loops: its statements, nested by indentation (:func:`blocks`), run
         in order, a loop's body as many times as the reader says (its steps, or once for the
         static graph). An explicit stack of loops, no recursion."""
-        stmts, ends = blocks(tokens, codes, source)
+        stmts, ends, errors = blocks(tokens, codes, source)
         reader = self.reader
         n = len(tokens)
         loops: list[list[int]] = []  # [header's index, steps, step now]
@@ -139,6 +139,8 @@ class Driver:
                 loops.pop()
                 reader.end_loop()
                 continue
+            if k in errors:
+                raise errors[k]
             if k == len(stmts):
                 break
             i, j = stmts[k]
@@ -287,25 +289,30 @@ class Driver:
         return syntax_error(tok, expected, source, seen, opened)
 
 
-def blocks(tokens, codes: str, source: Source) -> tuple[list[tuple[int, int]], list[int]]:
-    """The statements of a program with loops, as token ranges, and for each the index of the
-    statement after its body (a loop header's) or its own index (any other statement).
+def blocks(
+    tokens, codes: str, source: Source
+) -> tuple[list[tuple[int, int]], list[int], dict[int, ParseError]]:
+    """The statements of a program with loops, as token ranges; for each, the index of the
+    statement after its body (a loop header's) or its own index (any other statement); and the
+    indentation error met at a statement, if any (raised when the parse reaches it, so an
+    earlier syntax error is reported first; index ``len(statements)``: at the end).
 
-    Indentation is read as Python reads it: a loop's body is the lines below its header
-    indented deeper (or the statements after its colon, on the same line); a line indented
-    less must return to an enclosing level; tabs and spaces must agree. The indentation is the
-    text after the last line break of the newline token before a line's first statement."""
+    Indentation is read as Python reads it, from the first loop's header on (before it, lines
+    may be indented as they like, as in a program without loops): a loop's body is the lines
+    below its header indented deeper (or the statements after its colon, on the same line); a
+    line indented less must return to an enclosing level; tabs and spaces must agree. A line's
+    indentation is the text after the last line break of the newline token before it."""
     stmts: list[tuple[int, int]] = []
     indents: list[str | None] = []  # per statement: its line's indentation; None: not first
     text = source.text
     colon = CODES["COLON"]
     for m in _STATEMENT.finditer(codes):
         i, j = m.span()
-        first = i == 0 or codes[i - 1] == "\n"
-        if first:
+        if i == 0 or codes[i - 1] == "\n":
             if i == 0:
-                line = max(text.rfind("\n", 0, tokens[0][2]), text.rfind("\r", 0, tokens[0][2]))
-                indent = text[line + 1 : tokens[0][2]]
+                first = tokens[0][2]
+                begins = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
+                indent: str | None = text[begins:first]
             else:
                 nl = tokens[i - 1][1]
                 indent = nl[max(nl.rfind("\n"), nl.rfind("\r")) + 1 :]
@@ -319,62 +326,73 @@ def blocks(tokens, codes: str, source: Source) -> tuple[list[tuple[int, int]], l
             stmts.append((i, j))
             indents.append(indent)
     ends = list(range(len(stmts)))
-    levels: list[str] = []  # the indentations of the open blocks
+    errors: dict[int, ParseError] = {}
+    levels: list[str] = []  # the indentations of the open blocks; empty before the first loop
     opened: list[int] = []  # the headers whose bodies are open
     expect = -1  # a header just read, whose body must come next, deeper
     inline = False  # the open body is on its header's line
+    line = ""  # the indentation of the line being read
 
     def fail(k: int, message: str, hints=()) -> ParseError:
-        i, j = stmts[k]
+        i = stmts[min(k, len(stmts) - 1)][0]
         span = Span(tokens[i][2], tokens[i][3])
         return ParseError(message, span, source, hints=list(hints))
+
+    def no_body(k: int) -> ParseError:
+        return fail(
+            k, "expected an indented block after the loop's header", ["indent its body below it"]
+        )
 
     for k, indent in enumerate(indents):
         if indent == "\0":
             expect, inline = -1, True
         elif indent is not None:
-            if not levels:
-                levels.append(indent)
-            current = levels[-1]
+            line = indent
             if inline:  # the line after a one-line body closes it
                 ends[opened.pop()] = k
                 inline = False
-            if expect >= 0:
+            if not levels and expect < 0:
+                pass  # before the first loop: indentation does not matter
+            elif expect >= 0:
+                current = levels[-1]
                 if not (indent.startswith(current) and len(indent) > len(current)):
                     if not (indent.startswith(current) or current.startswith(indent)):
-                        raise fail(k, "inconsistent use of tabs and spaces in indentation")
-                    raise fail(
-                        expect,
-                        "expected an indented block after the loop's header",
-                        ["indent the loop's body below it, as in Python"],
-                    )
+                        errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
+                    else:
+                        errors[k] = no_body(expect)
+                    break
                 levels.append(indent)
                 expect = -1
-            elif indent != current:
+            elif indent != levels[-1]:
+                current = levels[-1]
                 if not (indent.startswith(current) or current.startswith(indent)):
-                    raise fail(k, "inconsistent use of tabs and spaces in indentation")
+                    errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
+                    break
                 if indent.startswith(current):
-                    raise fail(k, "unexpected indent", ["only a loop's body is indented"])
-                while levels and levels[-1] != indent and levels[-1].startswith(indent):
+                    errors[k] = fail(k, "unexpected indent", ["only a loop's body is indented"])
+                    break
+                while len(levels) > 1 and levels[-1] != indent and levels[-1].startswith(indent):
                     levels.pop()
                     ends[opened.pop()] = k
-                if not levels or levels[-1] != indent:
-                    raise fail(k, "unindent does not match any outer indentation level")
-        elif expect >= 0:  # for ...: ; x = 1 cannot happen: the colon ends the header
-            raise fail(expect, "expected an indented block after the loop's header")
-        i, _ = stmts[k]
-        if codes[i] == _FOR:
+                if levels[-1] != indent:
+                    if opened or not levels[-1].startswith(indent):
+                        errors[k] = fail(k, "unindent does not match any outer indentation level")
+                        break
+                    levels[-1] = indent  # out of every loop, back to the program's top level
+        elif expect >= 0:
+            errors[k] = no_body(expect)
+            break
+        if codes[stmts[k][0]] == _FOR:
+            if not levels:
+                levels.append(line)
             expect = k
             opened.append(k)
-    if expect >= 0:
-        raise fail(
-            expect,
-            "expected an indented block after the loop's header",
-            ["indent the loop's body below it, as in Python"],
-        )
+    else:
+        if expect >= 0:
+            errors[len(stmts)] = no_body(expect)
     while opened:  # the program's end closes every open body
         ends[opened.pop()] = len(stmts)
-    return stmts, ends
+    return stmts, ends, errors
 
 
 def _eof(source: Source) -> Tok:

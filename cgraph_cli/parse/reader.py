@@ -8,7 +8,7 @@ nodes without a parse tree. This module does not import lark.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import ParseError, Source, Span, shorten
 from ..ir import ASSIGNMENT, Graph, GraphBuilder
@@ -75,12 +75,12 @@ class Reader:
         which knows the bindings) it builds the graph that runs: only the branch taken, the
         loop unrolled, each step's names suffixed with the step (``h_1``, ``h_2``)."""
         self.b = GraphBuilder(source)
-        self.tracer = tracer
-        self.flow = None  # the static structure (cgraph_cli.control.Static), once needed
+        self.tracer: Any = tracer
+        self.flow: Any = None  # the static structure (cgraph_cli.control.Static), once needed
         self.loops: list = []  # the loops being read, outermost first: [var, step, header]
         self.steps: dict[str, int] = {}  # a loop variable -> its step now (the run only)
         self.suffix = ""  # _step added to every name assigned in a loop's body (the run only)
-        self.header = None  # the loop header just read, for the driver
+        self.header: Any = None  # the loop header just read, for the driver
         self.scope: dict[str, int] = {}  # name -> the node it refers to now
         self.text = source.text
         self.output = -1
@@ -183,7 +183,10 @@ class Reader:
             node = self.b.add(OPS["where"], (c[0], a[0], b[0]), start, end)
             self._flow().conds[node] = (c[1], c[2])
             return node, start, end
-        holds = self.tracer.condition(self.b.graph, c[0], c[1], c[2], self.suffix)
+        at = ", ".join(f"{var} = {step}" for var, step, _ in self.loops)
+        holds = self.tracer.condition(
+            self.b.graph, c[0], (c[1], c[2]), ((a[1], a[2]), (b[1], b[2])), at
+        )
         return (a[0] if holds else b[0]), start, end
 
     def _flow(self):
@@ -246,7 +249,7 @@ class Reader:
     def index(self, children):
         e, lsqb, rest = children[0], children[1], children[2:]
         subscripts = [c for c in rest if _is_subscript(c)]
-        items = tuple(self._subscript(c, lsqb, rest[-1]) for c in subscripts)
+        items = tuple(self._subscript_value(c, lsqb, rest[-1]) for c in subscripts)
         end = rest[-1].end_pos
         if self.steps:  # a loop variable as an index, as the program runs: check it now
             for axis, c in enumerate(subscripts):
@@ -256,7 +259,7 @@ class Reader:
         self.b.graph.params[node] = (items,)
         return node, e[1], end
 
-    def _subscript(self, c, lsqb, rsqb):
+    def _subscript_value(self, c, lsqb, rsqb):
         if c.__class__ is float:
             return self._whole(c, [lsqb, rsqb])
         return c if c.__class__ is slice else self._step_index(c)
@@ -513,10 +516,13 @@ class Reader:
             flow = self._flow()
             flow.begin_loop(self, name, bound, start, end)
             self.loops.append([name, 0, (start, end)])
-            self.scope[name] = self.b.input(name, start, end)
-            flow.loop_vars.add(name)
+            # The variable, in the static graph: a placeholder named after it (not an input:
+            # the loop gives it its values).
+            var = self.scope[name] = self.b.const(0.0, start, end)
+            self.b.graph.labels[var] = name
             return 1
-        n = self.tracer.trip_count(self.b.graph, bound, read, self.text)
+        header = " ".join(self.text[start:end].rstrip(":").split())
+        n = self.tracer.trip_count(self.b.graph, bound, read, self.text, header)
         self.loops.append([name, 0, (start, end)])
         return n
 

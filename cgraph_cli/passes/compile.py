@@ -75,8 +75,11 @@ def compile_module(
     >>> value, grads["x"].tolist()
     (11.0, [1.0, 2.0])
     """
+    from ..control import refuse
     from ..derivatives import derivative_program
     from .optimize import optimize
+
+    refuse(graph, "compile")
 
     if target not in TARGETS:
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])

@@ -104,6 +104,9 @@ def optimize(
     >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
     y = softplus(x)
     """
+    from ..control import refuse
+
+    refuse(graph, "optimize")
     token = BUDGET.set(None if budget is None else [budget])
     try:
         return _optimize(graph, passes, of, bindings, on_pass)

@@ -346,6 +346,8 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out")
     args = graph.args[i]
     if graph.ops[args[k]] is CONST or not op.differentiable:  # no gradient flows back here
         return {}
+    if op.vjp is None and op.partials is not None and op.partials[k] is None:  # where's c
+        return {}
     attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
     tensors = values is not None and any(is_tensor(values[a]) for a in (*args, i))
     if tensors or op.vjp is not None:

@@ -61,14 +61,25 @@ def to_text(steps: dict, precision: int | None = None) -> str:
     if "program" in steps:
         lines = [f"  {a} = {b}" for a, b in program_lines(steps, precision)]
         gradients += ["Derivative program"] + (lines or ["  none: the program has no inputs"])
-    return layout(forward, backward, gradients)
+    text = layout(forward, backward, gradients)
+    if steps.get("control"):
+        text = "\n".join(["Control flow", *(f"  {c}" for c in steps["control"]), text])
+    return text
 
 
 def to_markdown(steps: dict, math: str = "plain", precision: int | None = None) -> str:
     """Markdown for notes and slides; ``math="latex"`` writes the formulas as $...$ LaTeX."""
+    control = ""
+    if steps.get("control"):
+        control = "\n".join(["## Control flow", "", *(f"- {c}" for c in steps["control"]), ""])
+        control += "\n"
     if math == "latex":
-        return _latex_markdown(steps, precision) + _program_markdown(steps, precision, latex=True)
-    return _plain_markdown(steps, precision) + _program_markdown(steps, precision)
+        return (
+            control
+            + _latex_markdown(steps, precision)
+            + _program_markdown(steps, precision, latex=True)
+        )
+    return control + _plain_markdown(steps, precision) + _program_markdown(steps, precision)
 
 
 def _plain_markdown(steps: dict, precision: int | None) -> str:

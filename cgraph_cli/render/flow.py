@@ -22,10 +22,7 @@ def frames(graph: Graph, shown: list[bool]) -> list[tuple[str, str, set[int]]]:
     flow = graph.control
     out: list[tuple[str, str, set[int]]] = []
     for loop in flow.loops:
-        body = {i for i in range(loop.lo, loop.hi) if shown[i]}
-        var = graph.inputs.get(loop.var)
-        if var is not None and shown[var]:
-            body.add(var)
+        body = {i for i in range(loop.lo, loop.hi) if shown[i]}  # the variable's node too
         label = f"for {loop.var} in range({loop.bound})   {loop.trips}"
         out.append(("loop", label, body))
     for node, (cstart, cend) in flow.conds.items():
@@ -91,7 +88,7 @@ def add_frames(dot, graph: Graph, shown: list[bool], prefix: str, theme) -> None
                 dot.edge(
                     f"{prefix}{last}",
                     f"{prefix}{before}",
-                    label=f"{name}: next step",
+                    label=f"{name}: next step ({loop.trips})",
                     style="dashed",
                     color=theme.output,
                     fontcolor=theme.output,

@@ -99,7 +99,7 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
                 _cell(g, precision, full, True),
                 end_section=True,
             )
-    parts = [table, Text(""), output_line(report, precision, full, indent=2)]
+    parts: list = [table, Text(""), output_line(report, precision, full, indent=2)]
     for name, grads in report.get("per_step", {}).items():
         parts += [Text(""), per_step_table(out, name, grads, precision, full)]
     return Group(*parts)
@@ -110,13 +110,14 @@ def per_step_table(out: str, name: str, grads: list, precision: int | None, full
     gradient shrinks or grows as it flows back through the steps."""
     from ..arrays import np
 
-    table = Table(
-        title=f"∂{out}/∂{_wrap(name)} at each step", box=box.SIMPLE_HEAD, show_edge=False
-    )
+    table = Table(title=f"∂{out}/∂{_wrap(name)} at each step", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("step", justify="right")
     table.add_column(f"∂{out}/∂{_wrap(name)}_t")
     table.add_column("norm", justify="right")
     for t, g in enumerate(grads):
+        if g is None:
+            table.add_row(str(t), Text("a constant: no gradient", style="dim"), "")
+            continue
         norm = float(np.linalg.norm(np.asarray(g, dtype=float)))
         table.add_row(str(t), _cell(g, precision, full, True), format_number(norm, precision or 4))
     return table

@@ -26,5 +26,5 @@ def grad_plain(report: dict, precision: int | None = None) -> str:
     (``h_3=...``, ∂output/∂h after step 3; ``h_0``: before the loop)."""
     lines = dict(report["gradients"])
     for name, grads in report.get("per_step", {}).items():
-        lines.update({f"{name}_{t}": g for t, g in enumerate(grads)})
+        lines.update({f"{name}_{t}": g for t, g in enumerate(grads) if g is not None})
     return plain_lines(lines, precision)
