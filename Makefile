@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev,data,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,data,dask,plot]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -20,6 +20,9 @@ demo: $(STAMP)
 	$(BIN)/cgraph optimize samples/rewrites.cg --report
 	$(BIN)/cgraph diff samples/seed.cg
 	$(BIN)/cgraph grad samples/logistic.cg --rows samples/data/train.csv --reduce mean
+	$(BIN)/cgraph grad samples/huber.cg e=3
+	$(BIN)/cgraph grad samples/rnn.cg --per-step
+	$(BIN)/cgraph train samples/xor.cg --rows samples/data/xor.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.05 --epochs 300
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -33,6 +36,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_hessian.py
 	$(BIN)/python bench/bench_compile.py
 	$(BIN)/python bench/bench_batch.py
+	$(BIN)/python bench/bench_rnn.py
+	$(BIN)/python bench/bench_train.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py --update-golden

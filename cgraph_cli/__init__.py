@@ -74,6 +74,8 @@ _LAZY = {
     "compile_module": "passes.compile",
     "run_rows": "rows",
     "run_graph": "control",
+    "train": "training",
+    "TrainResult": "training",
     "RowsResult": "rows",
     "read_chunks": "datafiles",
     "RowWriter": "datawriter",
@@ -119,6 +121,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .passes.vjp import vjp
     from .render.source import to_source
     from .rows import RowsResult, run_rows
+    from .training import TrainResult, train
 
 
 def __getattr__(name: str):
@@ -201,6 +204,8 @@ __all__ = [
     "parse",
     "read_chunks",
     "run_graph",
+    "train",
+    "TrainResult",
     "run_rows",
     "tangent_program",
     "to_source",

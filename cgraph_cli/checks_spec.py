@@ -66,6 +66,14 @@ def load_spec(path: str) -> list[Case]:
     return [_load_case(where, table, k, folder, rtol, atol) for k, table in enumerate(tables)]
 
 
+def read_toml(path: str) -> dict:
+    """A TOML file's tables (``cgraph train --config``), its errors placed as for checks files."""
+    from .sources import read_file
+
+    spec = read_file(path, "a TOML file")
+    return _parse_toml(spec, _Locator(spec))
+
+
 def _parse_toml(spec: Source, where: _Locator) -> dict:
     if sys.version_info >= (3, 11):
         import tomllib

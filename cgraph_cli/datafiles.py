@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -143,7 +144,31 @@ def to_column(name: str, cells) -> Column:
         return Column(array, problems, {})
     if hasattr(cells, "to_pylist"):
         cells = cells.to_pylist()
-    return _cell_by_cell(name, list(cells))
+    cells = list(cells)
+    arrays = _json_arrays(cells)
+    if arrays is not None:
+        return Column(arrays, {}, {})
+    return _cell_by_cell(name, cells)
+
+
+_NOT_NUMBERS = re.compile(r"[^0-9eE.,+\-\[\]\s]")  # true, null, NaN, Infinity, quotes...
+
+
+def _json_arrays(cells: list):
+    """A column of JSON arrays of numbers of one shape, parsed in one go (a float64 array with
+    the rows along its first axis); None when any cell needs a look of its own (empty, text
+    other than numbers, ragged, too large), which :func:`_cell_by_cell` gives."""
+    if not cells or not all(isinstance(c, str) and c.lstrip().startswith("[") for c in cells):
+        return None
+    joined = ",".join(cells)
+    if _NOT_NUMBERS.search(joined) or "[]" in joined.replace(" ", ""):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            values = np.array(json.loads("[" + joined + "]"), dtype=float)
+    except (ValueError, RecursionError):
+        return None
+    return values if values.ndim > 1 and np.isfinite(values).all() else None
 
 
 def _numeric(cells):

@@ -284,7 +284,11 @@ def load_bindings(path: str) -> dict[str, object]:
             arrays = read_npz(data)
         except Unreadable as e:
             raise UsageError(f"cannot read {path}: {e}") from None
-        return {name: _checked(path, name, array) for name, array in arrays.items()}
+        return {
+            name: _checked(path, name, array)
+            for name, array in arrays.items()
+            if not name.startswith("__train__/")  # cgraph train's optimizer state (--resume)
+        }
     if path.endswith((".npz", ".npy")):
         raise _not_npz(data, path)
     bindings = _json(data, path, object_pairs_hook=_no_repeated_names(path))

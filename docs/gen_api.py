@@ -29,6 +29,7 @@ SECTIONS = [
     ("Derivatives", ["derivative_program", "tangent_program", "hessian", "jacobian"]),
     ("Optimizing and compiling", ["optimize", "Optimized", "compile_module", "engine"]),
     ("Rows of data files", ["run_rows", "RowsResult", "read_chunks", "RowWriter"]),
+    ("Training", ["train", "TrainResult"]),
     (
         "The graph and its passes",
         ["Graph", "Node", "validate", "forward", "vjp", "jvp", "to_source", "Span"],

@@ -38,7 +38,7 @@ NUMBERS = {
     "jvp",
     "jacobian",
 }
-NAMED_OUTPUT = (NUMBERS - {"jvp"}) | {"diff", "optimize", "compile"}  # those taking --of
+NAMED_OUTPUT = (NUMBERS - {"jvp"}) | {"diff", "optimize", "compile", "train"}  # taking --of
 FORMATS = {
     "eval": ["text", "json", "plain"],
     "grad": ["text", "json", "plain"],
@@ -50,6 +50,7 @@ FORMATS = {
     "jvp": ["text", "json"],
     "jacobian": ["text", "json"],
     "optimize": ["text", "json"],
+    "train": ["text", "json"],
 }
 NO_GRADS = {"render", "dot", "show"}
 # Options whose help says something particular to the command: the choices of --format, the
@@ -57,6 +58,10 @@ NO_GRADS = {"render", "dot", "show"}
 # the order (diff: derivatives up to N; gradcheck: which derivatives it checks), what
 # --frames draws (explain: backward steps; optimize: passes).
 OWN_HELP = {
+    "--rows",  # train: in mini-batches
+    "--reduce",  # train: how a loss per row becomes the batch's
+    "--eps",  # gradcheck: the finite-difference step; train: Adam's epsilon
+    "--seed",  # gradcheck: random points; train: the shuffle's orders
     "--format",
     "--precision",
     "--output",
@@ -86,6 +91,7 @@ RUNS = {
     "schema": ["schema", "grad"],
     "completion": ["completion", "bash"],
     "help": ["help", "grad"],
+    "train": ["train", "sample:linear", "--wrt", "w,b", "--steps", "5", "--format", "json"],
 }
 NO_COLOR_ENV = {"NO_COLOR": None, "FORCE_COLOR": None}  # whatever the tests run under
 INSTALLED = Path(sys.executable).with_name("cgraph")
@@ -194,6 +200,11 @@ def test_the_shared_options_say_the_same_in_every_command():
 @pytest.mark.parametrize("name", COMMANDS)
 def test_output_file_holds_what_standard_output_would(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    if name == "train":  # -o is the weights file, as issue 15 asks (cgraph train --help says so)
+        written = run(*RUNS[name], "-o", str(tmp_path / "w.npz"))
+        assert written.exit_code == 0 and '"steps": 5' in written.stdout
+        assert (tmp_path / "w.npz").read_bytes()[:2] == b"PK"
+        return
     shown = run(*RUNS[name])
     written = run(*RUNS[name], "-o", str(tmp_path / "out"))
     assert shown.exit_code == written.exit_code == 0, written.stderr
@@ -475,6 +486,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
         "schema",
         "completion",
         "help",
+        "train",
     ]
     listed = [c for m in families for c in sys.modules[f"cgraph_cli.cli.{m}"].COMMANDS]
     assert loaded == {c.name: c for c in listed}

@@ -89,13 +89,11 @@ _SYMPY = {
     "ge": lambda a, b: sympy.Piecewise((1, a >= b), (0, True)),
     "eq": lambda a, b: sympy.Piecewise((1, sympy.Eq(a, b)), (0, True)),
     "ne": lambda a, b: sympy.Piecewise((1, sympy.Ne(a, b)), (0, True)),
-    "logical_and": lambda a, b: sympy.Piecewise(
-        (1, sympy.And(sympy.Ne(a, 0), sympy.Ne(b, 0))), (0, True)
-    ),
-    "logical_or": lambda a, b: sympy.Piecewise(
-        (1, sympy.Or(sympy.Ne(a, 0), sympy.Ne(b, 0))), (0, True)
-    ),
-    "logical_not": lambda a: sympy.Piecewise((1, sympy.Eq(a, 0)), (0, True)),
+    # 1 or 0 from the sign alone: no relation for SymPy to solve (an old SymPy cannot decide
+    # Eq(log(x), 0) where log(x) may be complex).
+    "logical_and": lambda a, b: sympy.Abs(sympy.sign(a)) * sympy.Abs(sympy.sign(b)),
+    "logical_or": lambda a, b: 1 - (1 - sympy.Abs(sympy.sign(a))) * (1 - sympy.Abs(sympy.sign(b))),
+    "logical_not": lambda a: 1 - sympy.Abs(sympy.sign(a)),
 }
 
 

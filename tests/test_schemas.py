@@ -37,6 +37,25 @@ CASES = [
     ),
     ("diff", ["diff", "sample:seed"], 0, lambda d: d["gradients"]["x"] == "dg_dx"),
     (
+        "train",
+        [
+            "train",
+            "sample:linear",
+            "--rows",
+            "sample:linear.csv",
+            "--wrt",
+            "w,b",
+            "--lr",
+            "0.1",
+            "--epochs",
+            "5",
+        ],
+        0,
+        lambda d: (
+            d["steps"] == 5 and d["parameters"] == {"w": [], "b": []} and d["weights"] is None
+        ),
+    ),
+    (
         "eval-guards",
         ["eval", "sample:huber", "e=3"],
         0,

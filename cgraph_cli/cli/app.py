@@ -189,6 +189,7 @@ LAZY_COMMANDS = {
     "check": "checks:check_command",
     "gradcheck": "checks:gradcheck_command",
     "explain": "explain:explain_command",
+    "train": "train:train_command",
     "samples": "samples:samples_command",
     "schema": "schema:schema_command",
     "completion": "completion:completion_command",

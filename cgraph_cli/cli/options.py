@@ -12,7 +12,8 @@ from . import output
 SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 OF_HELP = "The named value to report or differentiate (default: the program's last statement)."
 WRT_HELP = (
-    "Only these names (inputs or named values), comma-separated; repeatable (default: every input)."
+    "Only these names (inputs or named values), comma-separated; repeatable (default: every "
+    "input; train: the inputs it learns, required)."
 )
 
 

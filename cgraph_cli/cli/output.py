@@ -152,25 +152,27 @@ def note(text: str) -> None:
 
 
 @contextmanager
-def progress(total: int | None, what: str):
+def progress(total: int | None, what: str, noted: bool = False):
     """A progress bar on standard error for work that takes a while (``total`` units, or None:
     a pulsing bar for work that cannot be counted); hidden when standard error is not a
-    terminal and by -q. Yields a function to call once per unit done."""
+    terminal and by -q. Yields a function to call once per unit done; with ``noted`` it also
+    takes a short text shown after the bar (``advance(1, "loss 0.031")``)."""
     if settings.quiet or (total is not None and total < 2) or not _isatty(sys.stderr):
-        yield lambda n=1: None
+        yield lambda n=1, note="", total=None: None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     color = color_for(sys.stderr)
     console = Console(stderr=True, color_system="auto" if color else None, no_color=not color)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(what, total=total)
-        yield lambda n=1: bar.advance(task, n)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    if noted:
+        columns.append(TextColumn("{task.fields[note]}"))
+    with Progress(*columns, TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(what, total=total, note="")
+        if noted:  # and the total, once known: advance(1, "loss 0.03", total=700)
+            yield lambda n=1, note="", total=None: bar.update(
+                task, advance=n, note=note, **({"total": total} if total else {})
+            )
+        else:
+            yield lambda n=1, note="": bar.advance(task, n)

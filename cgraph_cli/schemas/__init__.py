@@ -9,7 +9,7 @@ and its version in :data:`VERSIONS` (the tests hold every command with ``--forma
 both).
 
 >>> names()
-['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize', 'reduce']
+['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize', 'reduce', 'train']
 >>> load("grad")["$id"]
 'https://cgraph.dev/schemas/grad.schema.json'
 """
@@ -31,6 +31,7 @@ VERSIONS = {
     "jacobian": 1,
     "optimize": 1,
     "reduce": 1,
+    "train": 1,
 }
 
 SUFFIX = ".schema.json"

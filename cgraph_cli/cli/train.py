@@ -1,0 +1,351 @@
+"""``train``: gradient descent on a program's parameters, with a live loss, a log, a loss curve
+and saved weights."""
+
+from __future__ import annotations
+
+import click
+
+from . import output
+from .app import EXIT_CODES
+from .options import (
+    common_options,
+    format_option,
+    load,
+    names,
+    of_option,
+    source_options,
+    wrt_option,
+)
+from .rows import OPTIONS as ROWS_OPTIONS
+
+
+def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    from ..errors import UsageError
+
+    try:
+        values = tuple(float(v) for v in str(text).strip("()[] ").split(","))
+    except ValueError:
+        values = ()
+    if len(values) != count:
+        raise UsageError(f"{what} is {count} numbers separated by commas, got {text!r}")
+    return values
+
+
+@click.command(
+    "train", short_help="Learn the inputs named by --wrt by gradient descent.", epilog=EXIT_CODES
+)
+@source_options
+@wrt_option
+@of_option
+@click.option(
+    "--rows",
+    "rows_file",
+    metavar="FILE",
+    help="Train on the rows of a data file (CSV, TSV, JSON Lines, Parquet, .npz; sample:NAME), in mini-batches.",
+)
+@ROWS_OPTIONS["rows_format"]
+@click.option(
+    "--val-rows",
+    metavar="FILE",
+    help="Rows to report the validation loss on (each epoch, and on the plot).",
+)
+@click.option(
+    "--optimizer",
+    type=click.Choice(["sgd", "adam", "adamw"]),
+    default="sgd",
+    show_default=True,
+    help="The update rule, as torch.optim has it.",
+)
+@click.option("--lr", type=float, default=0.01, show_default=True, help="The learning rate.")
+@click.option("--momentum", type=float, help="sgd: momentum (0).")
+@click.option("--dampening", type=float, help="sgd: dampening of the momentum (0).")
+@click.option("--nesterov", is_flag=True, help="sgd: Nesterov momentum.")
+@click.option("--betas", metavar="B1,B2", help="adam, adamw: the moments' decay rates (0.9,0.999).")
+@click.option("--eps", type=float, help="adam, adamw: added to the denominator (1e-8).")
+@click.option(
+    "--weight-decay", type=float, help="L2 penalty (sgd, adam: 0) or decoupled decay (adamw: 0.01)."
+)
+@click.option("--amsgrad", is_flag=True, help="adam, adamw: the AMSGrad variant.")
+@click.option(
+    "--schedule",
+    type=click.Choice(["constant", "step", "cosine"]),
+    default="constant",
+    show_default=True,
+    help="The learning rate over the steps: constant; step (times --gamma every --step-size steps); cosine (down to 0 at the last step).",
+)
+@click.option(
+    "--step-size",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    help="--schedule step: steps between decays.",
+)
+@click.option(
+    "--gamma",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="--schedule step: the factor of each decay.",
+)
+@click.option(
+    "--clip-norm",
+    type=float,
+    metavar="MAX",
+    help="Scale the gradients down to this total norm when above it.",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(1),
+    help="Steps to take (default: 100; with --rows, the steps of --epochs).",
+)
+@click.option(
+    "--epochs", type=click.IntRange(1), help="With --rows: passes over the rows (default 1)."
+)
+@click.option(
+    "--batch-size", type=click.IntRange(1), help="With --rows: rows per step (default: all)."
+)
+@click.option("--shuffle", is_flag=True, help="With --rows: a new order of the rows each epoch.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The seed of --shuffle.")
+@click.option(
+    "--reduce",
+    type=click.Choice(["mean", "sum"]),
+    default="mean",
+    show_default=True,
+    help="A loss with one value per row: its mean or sum over the batch.",
+)
+@click.option("--tol", type=float, help="Stop when the loss changes by less than this in a step.")
+@click.option(
+    "-o",
+    "--output",
+    "weights",
+    metavar="FILE.npz",
+    type=click.Path(),
+    help="Write the learned parameters (and the optimizer's state, for --resume) to this .npz file; --bindings reads it back.",
+)
+@click.option(
+    "--save-every",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Also write -o every N steps (Ctrl-C keeps the last).",
+)
+@click.option(
+    "--resume",
+    metavar="FILE.npz",
+    type=click.Path(),
+    help="Start from a weights file written by -o: its parameters and optimizer state.",
+)
+@click.option(
+    "--log",
+    "log_file",
+    metavar="FILE",
+    type=click.Path(allow_dash=True),
+    help="Write each step (step, epoch, loss, grad_norm, lr, seconds) as CSV, or JSON Lines for .jsonl.",
+)
+@click.option(
+    "--plot",
+    metavar="FILE",
+    type=click.Path(),
+    help="Draw the loss curve to a PNG, SVG or PDF file (needs the plot extra: matplotlib).",
+)
+@click.option(
+    "--config",
+    metavar="FILE.toml",
+    type=click.Path(),
+    help="Read options from the [train] table of a TOML file (the command line wins).",
+)
+@format_option(["text", "json"], "text", "A summary, or JSON.")
+@common_options
+@click.pass_context
+def train_command(ctx, **options):
+    """Learn the parameters (--wrt) by gradient descent on the program's output, the loss.
+
+    On a program alone, each step is one gradient step. With --rows, each step takes a
+    mini-batch: every column that is an input holds the batch's rows along its first axis
+    (write the program for a batch, as a PyTorch model takes one), and a loss with one value
+    per row is averaged. The optimizers follow torch.optim's update rules and defaults. When
+    the loss stops being finite, training stops at that step, naming the node that failed.
+
+    \b
+    Examples:
+      cgraph train sample:rosenbrock --wrt x,y --optimizer adam --lr 0.02 --steps 3000
+      cgraph train sample:linear --rows sample:linear.csv --wrt w,b --lr 0.1 --epochs 100
+      cgraph train sample:xor --rows sample:xor.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.05 --epochs 300 -o xor.npz
+      cgraph train sample:moons --rows sample:two_moons.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.02 --epochs 20 --batch-size 32 --shuffle --log moons.csv
+
+    Then `cgraph eval sample:xor --bindings xor.npz --of P` uses what was learned, and
+    `--resume xor.npz` goes on from there. Unlike other commands, -o names the weights file
+    (the report goes to standard output).
+    """
+    from ..training import train
+
+    options = _with_config(ctx, options)
+    rows_file, wrt, of = options["rows_file"], options["wrt"], options["of"]
+    graph, bindings = load(
+        options["args"],
+        options["expr"],
+        options["file_"],
+        options["binds"],
+        options["bindings_file"],
+        rows_file,
+    )
+    fmt, precision = options.pop("fmt"), 4
+    log_file, plot, weights = options.pop("log_file"), options.pop("plot"), options.pop("weights")
+    log = _Log(log_file) if log_file else None
+    total = options["steps"]
+    with output.progress(total or None, "training", noted=True) as advance:
+
+        def on_step(record: dict) -> None:
+            if log is not None:
+                log.write(record)
+            advance(1, f"loss {record['loss']:.4g}", total=record["of"])
+
+        try:
+            result = train(
+                graph,
+                bindings,
+                wrt=names(wrt),
+                of=of,
+                rows=rows_file,
+                rows_format=options["rows_format"],
+                val_rows=options["val_rows"],
+                optimizer=options["optimizer"],
+                lr=options["lr"],
+                momentum=options["momentum"],
+                dampening=options["dampening"],
+                nesterov=options["nesterov"],
+                betas=_floats(options["betas"], 2, "--betas"),  # type: ignore[arg-type]
+                eps=options["eps"],
+                weight_decay=options["weight_decay"],
+                amsgrad=options["amsgrad"],
+                schedule=options["schedule"],
+                step_size=options["step_size"],
+                gamma=options["gamma"],
+                clip_norm=options["clip_norm"],
+                steps=options["steps"],
+                epochs=options["epochs"],
+                batch_size=options["batch_size"],
+                shuffle=options["shuffle"],
+                seed=options["seed"],
+                reduce=options["reduce"],
+                tol=options["tol"],
+                save=weights,
+                save_every=options["save_every"],
+                resume=options["resume"],
+                on_step=on_step,
+            )
+        finally:
+            if log is not None:
+                log.close()
+    if plot:
+        from ..render.plot import loss_curve
+
+        name = graph.source.filename
+        what = name.rsplit("/", 1)[-1].removesuffix(".cg") if not name.startswith("<") else ""
+        title = f"Training loss{': ' + what if what else ''} ({options['optimizer']}, lr {options['lr']:g})"
+        loss_curve(result, plot, title)
+    report = _report(result, weights, log_file, plot)
+    if fmt == "json":
+        from ..report import to_json_text
+
+        output.write_text(to_json_text(report, schema="train"))
+        return
+    first = result.history[0]["loss"] if result.history else result.final_loss
+    how = {"steps": "", "epochs": "", "tol": ", stopped by --tol"}[result.stopped]
+    lines = [
+        f"trained {', '.join(result.params)} for {len(result.history)} steps in "
+        f"{result.seconds:.2f} s{how}",
+        f"loss {first:.{precision}g} -> {result.final_loss:.{precision}g}",
+    ]
+    if result.val_loss:
+        lines.append(f"validation loss {result.val_loss[-1][1]:.{precision}g}")
+    output.write_text("\n".join(lines))
+    for path, what in ((weights, "weights"), (log_file, "log"), (plot, "loss curve")):
+        if path and path != "-":
+            output.note(f"wrote {path} ({what})")
+
+
+def _report(result, weights, log_file, plot) -> dict:
+    from ..arrays import np
+
+    return {
+        "loss": result.final_loss,
+        "first_loss": result.history[0]["loss"] if result.history else result.final_loss,
+        "last_step_loss": result.loss,
+        "val_loss": result.val_loss[-1][1] if result.val_loss else None,
+        "steps": result.steps,
+        "steps_this_run": len(result.history),
+        "stopped": result.stopped,
+        "seconds": result.seconds,
+        "parameters": {name: list(np.shape(v)) for name, v in result.params.items()},
+        "weights": weights,
+        "log": log_file,
+        "plot": plot,
+    }
+
+
+class _Log:
+    """--log FILE: a row per step, CSV (or JSON Lines for .jsonl), flushed as it goes."""
+
+    FIELDS = ("step", "epoch", "loss", "grad_norm", "lr", "seconds")
+
+    def __init__(self, path: str) -> None:
+        import sys
+
+        from ..errors import UsageError
+
+        self.jsonl = path.endswith((".jsonl", ".ndjson"))
+        try:
+            self.file = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as e:
+            raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+        if not self.jsonl:
+            self.file.write(",".join(self.FIELDS) + "\n")
+
+    def write(self, record: dict) -> None:
+        if self.jsonl:
+            import json
+
+            self.file.write(json.dumps({k: record[k] for k in self.FIELDS}) + "\n")
+        else:
+            cells = ["" if record[k] is None else repr(record[k]) for k in self.FIELDS]
+            self.file.write(",".join(cells) + "\n")
+
+    def close(self) -> None:
+        import sys
+
+        if self.file is not sys.stdout:
+            self.file.close()
+
+
+def _with_config(ctx: click.Context, options: dict) -> dict:
+    """Options from --config's [train] table where the command line left the default."""
+    path = options.pop("config")
+    if path is None:
+        return options
+    from ..checks_spec import read_toml
+    from ..errors import UsageError
+
+    table = read_toml(path).get("train")
+    if not isinstance(table, dict):
+        raise UsageError(f"{path} has no [train] table")
+    renames = {"output": "weights", "log": "log_file", "format": "fmt", "rows": "rows_file"}
+    for key, value in table.items():
+        name = renames.get(key.replace("-", "_"), key.replace("-", "_"))
+        if name not in options or name in ("args", "expr", "file_", "binds", "bindings_file"):
+            raise UsageError(
+                f"{path}: [train] has an unknown option {key!r}",
+                hints=["the options of cgraph train, without dashes: lr, optimizer, epochs..."],
+            )
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+            if name == "wrt":
+                value = (value,) if isinstance(value, str) else tuple(value)
+            elif isinstance(value, list):
+                value = ",".join(map(str, value))
+            options[name] = value
+    return options
+
+
+COMMANDS = [train_command]
