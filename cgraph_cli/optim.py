@@ -6,8 +6,7 @@ step. Parameters and their state are NumPy float64 arrays, updated in place.
 >>> import numpy as np
 >>> p = {"w": np.array(1.0)}
 >>> opt = optimizer("sgd", p, lr=0.1, momentum=0.9)
->>> for _ in range(2):
-...     opt.step({"w": np.array(2.0)})
+>>> norms = [opt.step({"w": np.array(2.0)}) for _ in range(2)]
 >>> round(float(p["w"]), 12)
 0.42
 """
@@ -30,21 +29,44 @@ SCHEDULES = ("constant", "step", "cosine")
 
 
 class Optimizer:
-    """Updates ``params`` (name -> float64 array, in place) from gradients, one step at a
-    time; ``state`` holds what the rule carries between steps (momentum buffers, moments) and
-    ``steps`` the steps taken. ``lr`` may change between steps (a schedule sets it)."""
+    """Updates ``params`` (name -> float64 array) from gradients, one step at a time; ``lr``
+    may change between steps (a schedule sets it), ``steps`` counts them.
+
+    The parameters live in one flat buffer: each value in ``params`` is replaced by a view of
+    its part of it, so that one step is a dozen NumPy operations over every parameter at once
+    (as torch.optim's ``foreach`` implementations group them), not a dozen per parameter.
+    ``state`` holds what the rule carries between steps (momentum buffers, moments), flat too.
+    """
 
     def __init__(self, name: str, params: dict, lr: float, **options) -> None:
         self.name, self.params, self.lr = name, params, lr
         self.options = {**DEFAULTS[name], **{k: v for k, v in options.items() if v is not None}}
-        self.state: dict[str, dict[str, object]] = {p: {} for p in params}
+        self.shapes = {k: np.shape(v) for k, v in params.items()}
+        self.flat = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in params.values()])
+        offset = 0
+        self.slices: dict[str, slice] = {}
+        for k, shape in self.shapes.items():
+            size = int(np.prod(shape))
+            self.slices[k] = slice(offset, offset + size)
+            params[k] = self.flat[offset : offset + size].reshape(shape)  # a view
+            offset += size
+        self.state: dict[str, object] = {}
         self.steps = 0
+        self._rule = getattr(self, f"_{name}")
 
-    def step(self, grads: Mapping[str, object]) -> None:
+    def step(self, grads: Mapping[str, object], clip_norm: float | None = None) -> float:
+        """One update from ``grads``, first scaled down to a total norm of ``clip_norm`` when
+        above it (as ``clip_grad_norm_``); the norm before scaling. Nothing is updated when the
+        norm is not finite."""
+        g = np.concatenate([np.ravel(grads[k]) for k in self.params]).astype(float, copy=False)
+        norm = math.sqrt(float(np.dot(g, g)))
+        if not math.isfinite(norm):
+            return norm
+        if clip_norm is not None and norm > clip_norm:
+            g = g * (clip_norm / (norm + 1e-6))
         self.steps += 1
-        for name, p in self.params.items():
-            g = np.asarray(grads[name], dtype=float)
-            getattr(self, f"_{self.name}")(p, g, self.state[name])
+        self._rule(self.flat, g, self.state)
+        return norm
 
     def _sgd(self, p, g, state) -> None:
         o = self.options
@@ -76,13 +98,15 @@ class Optimizer:
         m *= beta1
         m += (1 - beta1) * g
         v *= beta2
-        v += (1 - beta2) * g * g
+        v += (1 - beta2) * (g * g)
         t = self.steps
         bias1, bias2 = 1 - beta1**t, 1 - beta2**t
         if o["amsgrad"]:
             np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
             v = state["max_exp_avg_sq"]
-        denominator = np.sqrt(v) / math.sqrt(bias2) + o["eps"]
+        denominator = np.sqrt(v)
+        denominator /= math.sqrt(bias2)
+        denominator += o["eps"]
         p -= (self.lr / bias1) * m / denominator
 
     def _adamw(self, p, g, state) -> None:
@@ -92,18 +116,22 @@ class Optimizer:
     def state_arrays(self) -> dict[str, object]:
         """The state as named arrays (for an .npz file): ``name/key`` per parameter."""
         out: dict[str, object] = {"steps": np.array(self.steps)}
-        for name, state in self.state.items():
-            out.update({f"{name}/{key}": value for key, value in state.items()})
+        for key, flat in self.state.items():
+            for name, part in self.slices.items():
+                out[f"{name}/{key}"] = flat[part].reshape(self.shapes[name])  # type: ignore[index]
         return out
 
     def load_state(self, arrays: Mapping[str, object]) -> None:
         """The state :meth:`state_arrays` gave, back."""
         self.steps = int(arrays["steps"])  # type: ignore[call-overload]
-        for key, value in arrays.items():
-            if "/" in key:
-                name, what = key.rsplit("/", 1)
-                if name in self.state:
-                    self.state[name][what] = np.array(value, dtype=float)
+        keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key}
+        for key in keys:
+            flat = np.zeros_like(self.flat)
+            for name, part in self.slices.items():
+                saved = arrays.get(f"{name}/{key}")
+                if saved is not None:
+                    flat[part] = np.ravel(saved)
+            self.state[key] = flat
 
 
 def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
@@ -144,14 +172,3 @@ def learning_rate(
     if schedule == "cosine":
         return base * (1 + math.cos(math.pi * step / max(total, 1))) / 2
     raise UsageError(f"the schedule is one of {', '.join(SCHEDULES)}, not {schedule!r}")
-
-
-def clip_by_norm(grads: dict, max_norm: float | None) -> float:
-    """The gradients' total norm (over every parameter, as ``clip_grad_norm_``), and with
-    ``max_norm``, the gradients scaled down in place to that norm when above it."""
-    total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads.values()))
-    if max_norm is not None and total > max_norm:
-        scale = max_norm / (total + 1e-6)
-        for name in grads:
-            grads[name] = np.asarray(grads[name], dtype=float) * scale
-    return total

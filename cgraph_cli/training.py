@@ -376,8 +376,7 @@ def train(
                 e.source,
                 hints=e.hints,
             ) from None
-        grads = {w: grads[w] for w in wrt}
-        norm = _clip(grads, clip_norm)
+        norm = opt.step(grads, clip_norm)  # the update (none when not finite)
         if not math.isfinite(loss) or not math.isfinite(norm):
             raise TrainingStopped(f"training stopped at step {step + 1}: the loss is {loss}")
         record = {
@@ -390,7 +389,6 @@ def train(
             "of": total - done,  # the steps this run takes (for a progress bar)
         }
         history.append(record)
-        opt.step(grads)
         if on_step is not None:
             on_step(record)
         if vdata is not None and (k == per_epoch - 1 or step == total - 1):  # an epoch's end
@@ -404,14 +402,8 @@ def train(
     if save is not None:
         save_weights(save, params, opt.state_arrays())
     seconds = time.perf_counter() - started
-    out = {w: (float(p) if p.ndim == 0 else p) for w, p in params.items()}
+    out = {w: (float(p) if p.ndim == 0 else p.copy()) for w, p in params.items()}
     return TrainResult(out, history, opt.steps, stopped, final, seconds, val)
-
-
-def _clip(grads: dict, clip_norm: float | None) -> float:
-    from .optim import clip_by_norm
-
-    return clip_by_norm(grads, clip_norm)
 
 
 def _final_loss(graph: Graph, of: str | None, inputs: dict, data: dict, reduce: str) -> float:
