@@ -299,6 +299,10 @@ def train(
     for what, value in (("steps", steps), ("epochs", epochs), ("batch size", batch_size)):
         if value is not None and value < 1:
             raise UsageError(f"the {what} must be at least 1, got {value}")
+    if save is not None:  # a folder that is not there fails now, not after the training
+        folder = os.path.dirname(os.path.abspath(save))
+        if not os.path.isdir(folder):
+            raise UsageError(f"cannot write {save}: the folder {folder} does not exist")
     from .bindings import check_bindings
 
     fixed = {**graph.defaults, **check_bindings(graph, bindings)}  # the module takes every input

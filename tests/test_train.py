@@ -246,3 +246,19 @@ def test_mistakes_are_usage_errors(kwargs, message):
 def test_a_parameter_cannot_also_be_a_column():
     with pytest.raises(UsageError, match="is a parameter"):
         train((SAMPLES / "linear.cg").read_text(), wrt=["x"], rows="sample:linear.csv")
+
+
+def test_files_that_cannot_be_written_are_refused_before_any_step(cli, tmp_path):
+    base = ["train", "sample:linear", "--rows", "sample:linear.csv", "--wrt", "w,b"]
+    out = cli(*base, "--epochs", "100000", "--plot", str(tmp_path / "loss.gif"))
+    assert out.exit_code == 2 and "image type" in out.stderr
+    out = cli(*base, "--epochs", "100000", "-o", str(tmp_path / "missing" / "w.npz"))
+    assert out.exit_code == 2 and "does not exist" in out.stderr
+
+
+def test_a_program_with_a_branch_trains_on_the_graph_each_step_runs():
+    program = "input x = 3\nloss = (x - 1)^2 if x > 2 else 0.5 * (x - 1)^2 + 0.5"
+    result = train(program, wrt=["x"], lr=0.1, steps=100)
+    assert result.params["x"] == pytest.approx(1.0, abs=1e-6)  # through both branches
+    with pytest.raises(UsageError, match="if/else or loops"):
+        train(program, wrt=["x"], rows="sample:linear.csv")

@@ -192,6 +192,10 @@ def train_command(ctx, **options):
     )
     fmt, precision = options.pop("fmt"), 4
     log_file, plot, weights = options.pop("log_file"), options.pop("plot"), options.pop("weights")
+    if plot:  # refused before any work
+        from ..render.plot import check_plot
+
+        check_plot(plot)
     log = _Log(log_file) if log_file else None
     total = options["steps"]
     with output.progress(total or None, "training", noted=True) as advance:

@@ -10,24 +10,30 @@ from ..errors import UsageError
 FORMATS = ("png", "svg", "pdf")
 
 
-def loss_curve(result, path: str, title: str = "") -> None:
-    """Draw ``result``'s loss (a :class:`cgraph_cli.training.TrainResult`) to ``path``; its
-    extension gives the format."""
+def check_plot(path: str) -> str:
+    """The image type of ``path``, refused before any work when it has none cgraph draws or
+    matplotlib is missing."""
     kind = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if kind not in FORMATS:
         raise UsageError(
             f"cannot tell the image type of {path!r}", hints=["use .png, .svg or .pdf"]
         )
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
         raise UsageError(
             "--plot needs matplotlib",
-            hints=[
-                "install the plot extra: pip install 'cgraph[plot]' (or pip install matplotlib)"
-            ],
-        ) from None
+            hints=["install the plot extra: pip install 'cgraph-cli[plot]' (or matplotlib)"],
+        )
+    return kind
+
+
+def loss_curve(result, path: str, title: str = "") -> None:
+    """Draw ``result``'s loss (a :class:`cgraph_cli.training.TrainResult`) to ``path``; its
+    extension gives the format."""
+    kind = check_plot(path)
     import numpy as np
+    from matplotlib.figure import Figure
 
     steps = np.array([r["step"] for r in result.history], dtype=float)
     loss = np.array([r["loss"] for r in result.history], dtype=float)
