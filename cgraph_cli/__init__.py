@@ -10,7 +10,7 @@ The library behind the ``cgraph`` command::
     <Gradients g = -12; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
 
 Each command has its call, taking a program (text or a :class:`Graph`) and bindings:
-:func:`evaluate`, :func:`grad`, :func:`diagram`, :func:`check`, :func:`gradcheck`,
+:func:`evaluate`, :func:`grad`, :func:`diagram`, :func:`page`, :func:`check`, :func:`gradcheck`,
 :func:`explain`, :func:`derivative_program`, :func:`hessian`, :func:`jacobian`. Their results
 print readably, and show themselves in Jupyter. Lower-level pieces: :func:`parse` (text ->
 :class:`Graph`), :func:`forward` (values per node), :func:`vjp` (reverse mode, adjoints per
@@ -53,6 +53,7 @@ _LAZY = {
     "check": "checks",
     "Diagram": "draw",
     "diagram": "draw",
+    "page": "draw",
     "GradcheckReport": "gradcheck",
     "Value": "arrays",
     "vjp": "passes.vjp",
@@ -101,7 +102,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .control import run_graph
     from .datafiles import read_chunks
     from .datawriter import RowWriter
-    from .draw import Diagram, diagram
+    from .draw import Diagram, diagram, page
     from .engine import engine
     from .errors import (
         BindingError,
@@ -201,6 +202,7 @@ __all__ = [
     "jacobian",
     "jvp",
     "optimize",
+    "page",
     "parse",
     "read_chunks",
     "run_graph",

@@ -198,6 +198,42 @@ def diagram(
     return derivative_diagram_of(graph, bindings, options, of=of, force=force)
 
 
+def page(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    theme: str = "light",
+    rankdir: str = "LR",
+    precision: int = 4,
+    renderer: str = "auto",
+    force: bool = False,
+) -> str:
+    """The interactive page ``cgraph render P -o P.html`` writes: one self-contained HTML file
+    that steps through the forward pass node by node, then the backward pass edge by edge
+    (keys → ← Home End); clicking a node shows its value, local derivatives and chain rule.
+    Every input needs a value. A program with conditionals or loops is shown as it ran.
+
+    >>> html = page("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    >>> html.startswith("<!DOCTYPE html>"), "∂g/∂x = -3" in html
+    (True, True)
+    """
+    from .render.page import page as write_page
+    from .walkthrough import walkthrough
+
+    graph = program if isinstance(program, Graph) else parse(program)
+    if of is not None:
+        from .ir import resolve_name
+
+        diagram_size(graph, resolve_name(graph, of), force)
+    else:
+        diagram_size(graph, graph.output, force)
+    data = walkthrough(
+        graph, bindings, of=of, precision=precision, rankdir=rankdir, renderer=renderer
+    )
+    return write_page(data, theme)
+
+
 def diagram_options(**options: Any) -> DiagramOptions:
     """:class:`DiagramOptions` from keywords, each checked: a mistake is a
     :class:`UsageError` that lists the choices.
@@ -535,10 +571,11 @@ def output_format(path: str | None, fmt: str | None) -> str:
         return fmt
     if path and path != "-" and "." in path.rsplit("/", 1)[-1]:
         ext = path.rsplit(".", 1)[-1].lower()
-        if ext not in FORMATS:
+        ext = "html" if ext == "htm" else ext
+        if ext not in FORMATS | {"html"}:
             raise UsageError(
                 f"cannot tell the format of {path!r} from its extension",
-                hints=["use .png, .svg, .pdf, .dot or .gv, or say -T TYPE"],
+                hints=["use .png, .svg, .pdf, .html, .dot or .gv, or say -T TYPE"],
             )
         return ext
     return "png"

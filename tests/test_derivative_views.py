@@ -241,9 +241,9 @@ def test_derivative_dot_themes_and_layout():
     graph = sample("neuron.cg")
     dark = derivative_dot(graph, theme="dark", rankdir="TB")
     assert "rankdir=TB" in dark and 'bgcolor="#0d1117"' in dark
-    assert 'color="#ffa198"' in dark  # the dark theme's backward colour on statement nodes
+    assert 'color="#e6edf3"' in dark  # the dark theme's backward colour on statement nodes
     printed = derivative_dot(graph, theme="print")
-    assert "#ffa198" not in printed and 'color="#000000"' in printed
+    assert "#e6edf3" not in printed and 'color="#000000"' in printed
 
 
 def test_derivative_dot_without_bindings_draws_the_structure(cli):

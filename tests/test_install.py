@@ -168,6 +168,18 @@ def test_json_schemas_ship_inside_the_package(venv, tmp_path):
     assert json.loads(proc.stdout)["$id"] == "https://cgraph.dev/schemas/explain.schema.json"
 
 
+def test_the_interactive_page_takes_its_script_and_style_from_the_package(venv, tmp_path):
+    proc = subprocess.run(
+        [str(venv / "bin" / "cgraph"), "render", "sample:seed", "-o", "seed.html"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "seed.html").read_text(encoding="utf-8")
+    assert "function render()" in page and "#graph .node rect" in page
+
+
 def test_man_pages_install_next_to_the_command(venv, tmp_path):
     # man finds bin/../share/man by itself: `man cgraph-grad` works where `cgraph` does.
     page = venv / "share" / "man" / "man1" / "cgraph-grad.1"

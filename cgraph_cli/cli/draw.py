@@ -19,7 +19,7 @@ from .options import (
     view_option,
 )
 
-IMAGE_TYPES = ["png", "svg", "pdf", "dot", "gv"]
+IMAGE_TYPES = ["png", "svg", "pdf", "html", "dot", "gv"]
 BIG_DIAGRAM = 100  # nodes; drawing one takes a second or more (400 nodes: about 6 s as PNG)
 
 
@@ -215,6 +215,7 @@ def render_command(
       cgraph render 'g = (x + y) * z' x=1 y=3 z=-3 -o seed.png
       cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
       cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
+      cgraph render sample:neuron -o neuron.html               # a page that steps both passes
       cgraph render sample:mlp --derivative -o mlp.png         # the backward pass as a graph
       cgraph render sample:rewrites --compare -o before-after.png  # what optimize does
       cgraph render sample:seed --no-values -T svg -o -        # SVG on standard output
@@ -233,6 +234,16 @@ def render_command(
     """
     from ..draw import output_format
 
+    kind = output_format(target, kind or kind_old)
+    if kind == "html":
+        _page(
+            args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
+            renderer, target,
+            ignored={"--no-values": no_values, "--no-grads": no_grads, "--backward": backward,
+                     "--derivative": derivative, "--optimized": optimized, "--compare": compare,
+                     "--focus": focus, "--view static": view == "static", "--dpi": dpi != 150},
+        )  # fmt: skip
+        return
     diagram, graph = _diagram(
         args,
         expr,
@@ -253,7 +264,6 @@ def render_command(
         focus,
         force,
     )
-    kind = output_format(target, kind or kind_old)
     if kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
         data = diagram.render(kind, renderer=renderer, dpi=dpi)
     else:  # seconds to minutes of layout: say that something is happening
@@ -263,6 +273,32 @@ def render_command(
     output.write_bytes(data, target)
     if target != "-":
         output.note(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})")
+
+
+def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
+          renderer, target, ignored) -> None:  # fmt: skip
+    """``render -o P.html``: the interactive page, which steps through both passes."""
+    from ..draw import page
+    from ..errors import UsageError
+    from .options import load
+
+    given = [name for name, on in ignored.items() if on]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to the "
+            "interactive page, which shows every value and gradient, step by step, on the "
+            "graph that runs",
+            hints=["leave it out, or write an image: -o FILE.png or .svg"],
+        )
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    text = page(
+        graph, bindings, of=of, theme=theme, rankdir=rankdir, precision=precision or 4,
+        renderer=renderer, force=force,
+    )  # fmt: skip
+    target = target or _default_output(graph.source.filename, "html")
+    output.write_bytes(text.encode(), target)
+    if target != "-":
+        output.note(f"wrote {target}: open it in a browser; → and ← step through the passes")
 
 
 def _default_output(filename: str, kind: str) -> str:

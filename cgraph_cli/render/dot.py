@@ -42,40 +42,41 @@ SMALL_IN_NODE = 12
 class Theme:
     background: str
     text: str
-    muted: str  # secondary text, edges
+    muted: str  # secondary text, edges: AA contrast (4.5:1) on the background and every fill
     input_fill: str
     op_fill: str
     const_fill: str
     output: str  # the output node's border
     positive: str  # gradient > 0
     negative: str  # gradient < 0
-    backward: str  # edges of the backward view
+    # Edges of the backward view: neutral, since blue and red say a gradient's sign
+    backward: str
 
 
 THEMES = {
     "light": Theme(
         "#ffffff",
         "#1f2328",
-        "#6e7781",
+        "#57606a",
         "#ddf4ff",
         "#ffffff",
         "#f6f8fa",
         "#8250df",
         "#2166ac",
         "#b2182b",
-        "#cf222e",
+        "#1f2328",
     ),
     "dark": Theme(
         "#0d1117",
         "#e6edf3",
-        "#8b949e",
+        "#9da7b3",
         "#0c2d6b",
         "#161b22",
         "#21262d",
         "#d2a8ff",
         "#79c0ff",
         "#ff7b72",
-        "#ffa198",
+        "#e6edf3",
     ),
     "print": Theme(
         "#ffffff",

@@ -21,7 +21,11 @@ from ..errors import UsageError
 
 FORMATS = {"png", "svg", "pdf", "dot", "gv"}  # dot and gv are the DOT text itself
 RENDERERS = ("auto", "dot", "graphviz-pure")
-_CAN = {"dot": frozenset({"png", "svg", "pdf"}), "graphviz-pure": frozenset({"png", "svg"})}
+# "plain" (positions as text) is for the interactive page's layout, not offered as a type.
+_CAN = {
+    "dot": frozenset({"png", "svg", "pdf", "plain"}),
+    "graphviz-pure": frozenset({"png", "svg", "plain"}),
+}
 PNG_MAX_PIXELS = 30000
 INSTALL_DOT = "install Graphviz: apt-get install graphviz, brew install graphviz, or graphviz.org"
 # Where graphviz-pure has wheels (it has no sdist): the environment markers in pyproject.toml.

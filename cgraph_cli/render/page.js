@@ -1,0 +1,160 @@
+// The interactive page's script (cgraph render P -o P.html): replays the events of
+// cgraph_cli/walkthrough.py up to the current step. Each event shows values (the forward
+// pass) or adds one edge's share to a node's gradient (the backward pass); the page's SVG
+// holds every final value, so the step only hides, shows and rewrites text.
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("cgraph-data").textContent);
+  const events = data.events;
+  const out = data.output;
+  const nodes = new Map(data.nodes.map((n) => [n.id, n]));
+  const edges = new Map(data.edges.map((e) => [e.id, e]));
+  const $ = (id) => document.getElementById(id);
+  const slider = $("step");
+  let step = 0;
+  let selected = null;
+
+  const PHASES = { forward: "Forward pass", backward: "Backward pass", done: "Both passes done" };
+
+  // What is known after the first `s` events.
+  function state(s) {
+    const known = { values: new Set(), grads: new Map(), locals: new Set(), walked: new Set() };
+    for (let k = 0; k < s; k++) {
+      const ev = events[k];
+      (ev.values || []).forEach((id) => known.values.add(id));
+      Object.entries(ev.grads || {}).forEach(([id, g]) => known.grads.set(id, g));
+      if (ev.phase === "backward") {
+        ev.edges.forEach((id) => {
+          known.walked.add(id);
+          known.locals.add(edges.get(id).to);
+        });
+      }
+    }
+    return known;
+  }
+
+  function show(el, visible) {
+    if (el) el.classList.toggle("hidden", !visible);
+  }
+
+  function render() {
+    const known = state(step);
+    const ev = step > 0 ? events[step - 1] : null;
+    const active = new Set(ev ? ev.active.concat(ev.edges) : []);
+    for (const node of data.nodes) {
+      const g = $(node.id);
+      g.classList.toggle("active", active.has(node.id));
+      show($(node.id + "-v"), known.values.has(node.id));
+      const cell = $(node.id + "-g");
+      if (!cell) continue;
+      const grad = known.grads.get(node.id);
+      show(cell, grad !== undefined);
+      if (grad !== undefined) {
+        cell.textContent = "∂" + out + "/∂" + node.name + " = " + grad.text + (grad.complete ? "" : " + …");
+        cell.classList.toggle("partial", !grad.complete);
+        cell.classList.toggle("pos", grad.complete && node.sign > 0);
+        cell.classList.toggle("neg", grad.complete && node.sign < 0);
+      }
+    }
+    for (const edge of data.edges) {
+      const g = $(edge.id);
+      g.classList.toggle("active", active.has(edge.id));
+      g.classList.toggle("walked", known.walked.has(edge.id));
+      show($(edge.id + "-l"), known.walked.has(edge.id));
+    }
+    $("phase").textContent = ev ? PHASES[ev.phase] : "Before the forward pass";
+    $("caption").textContent = ev
+      ? ev.caption
+      : "Press → (or Next) to run the forward pass, one node at a time.";
+    $("counter").textContent = step + " / " + events.length;
+    slider.value = String(step);
+    $("first").disabled = $("prev").disabled = step === 0;
+    $("next").disabled = $("last").disabled = step === events.length;
+    if (selected) details(selected, known);
+  }
+
+  function item(term, text, known) {
+    const dt = document.createElement("dt");
+    dt.textContent = term;
+    const dd = document.createElement("dd");
+    if (known) dd.textContent = text;
+    else {
+      dd.textContent = "not computed yet";
+      dd.className = "pending";
+    }
+    return [dt, dd];
+  }
+
+  // The selected node in its own terms: its value, its local derivatives, its gradient.
+  function details(id, known) {
+    const node = nodes.get(id);
+    const panel = $("details");
+    panel.replaceChildren();
+    const h = document.createElement("h2");
+    const kind = node.kind === "op" ? node.op + " (" + node.glyph + ")" : node.kind;
+    h.textContent = node.name + ": " + kind;
+    const dl = document.createElement("dl");
+    const rows = [];
+    if (node.formula) rows.push(item("Computes", node.formula, true));
+    rows.push(item("Value", node.value_full, known.values.has(id)));
+    if (node.shape.length) rows.push(item("Shape", "(" + node.shape.join(", ") + (node.shape.length === 1 ? ",)" : ")"), true));
+    if (node.locals.length) {
+      rows.push(item("Local derivatives", node.locals.join("\n"), known.locals.has(id)));
+    }
+    if (node.grad_full !== null) {
+      const grad = known.grads.get(id);
+      const done = grad !== undefined && grad.complete;
+      if (node.chain.length) {
+        const rule = "∂" + out + "/∂" + node.name + " = " + node.chain.join("  +  ");
+        rows.push(item("Chain rule", rule, done));
+      }
+      rows.push(item("Gradient ∂" + out + "/∂" + node.name, node.grad_full, done));
+    }
+    rows.forEach(([dt, dd]) => dl.append(dt, dd));
+    dl.querySelectorAll("dd").forEach((dd) => (dd.style.whiteSpace = "pre-wrap"));
+    panel.append(h, dl);
+  }
+
+  function go(s) {
+    step = Math.max(0, Math.min(events.length, s));
+    render();
+  }
+
+  function select(id) {
+    if (selected) $(selected).classList.remove("selected");
+    selected = id;
+    $(id).classList.add("selected");
+    details(id, state(step));
+  }
+
+  $("first").addEventListener("click", () => go(0));
+  $("prev").addEventListener("click", () => go(step - 1));
+  $("next").addEventListener("click", () => go(step + 1));
+  $("last").addEventListener("click", () => go(events.length));
+  slider.addEventListener("input", () => go(Number(slider.value)));
+  $("theme").addEventListener("change", (e) => {
+    document.documentElement.dataset.theme = e.target.value;
+  });
+  for (const node of data.nodes) {
+    const g = $(node.id);
+    g.addEventListener("click", () => select(node.id));
+    g.addEventListener("focus", () => select(node.id));
+    g.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") {
+        e.preventDefault();
+        select(node.id);
+      }
+    });
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    const tag = e.target.tagName;
+    if (tag === "INPUT" || tag === "SELECT") return; // the slider and the menu keep their keys
+    const moves = { ArrowRight: step + 1, ArrowLeft: step - 1, Home: 0, End: events.length };
+    if (e.key in moves) {
+      e.preventDefault();
+      go(moves[e.key]);
+    }
+  });
+  go(0);
+})();

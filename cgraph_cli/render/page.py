@@ -1,0 +1,204 @@
+"""The interactive page: one self-contained HTML file (SVG, script and style inside, no
+request of any kind) that steps through both passes of a program, from the data of
+:func:`cgraph_cli.walkthrough.walkthrough`.
+
+Without its script the page shows the finished graph (every value and gradient); the script
+hides what a step has not computed yet and replays the events up to the current step.
+
+>>> from cgraph_cli import parse
+>>> from cgraph_cli.walkthrough import steps, place
+>>> data = steps(parse("y = 2 * x"), {"x": 3})
+>>> plain = "graph 1 3 1\\n" + "".join(
+...     f"node {n['id']} {k + 0.5} 0.5 1 0.5 \\"\\" solid box black white\\n"
+...     for k, n in enumerate(data["nodes"])) + "".join(
+...     f"edge {e['from']} {e['to']} 4 1 0.5 1.1 0.5 1.2 0.5 1.3 0.5 solid black\\n"
+...     for e in data["edges"]) + "stop"
+>>> html = page(place(data, plain))
+>>> html.startswith("<!DOCTYPE html>"), "://" in html  # no address of any kind
+(True, False)
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib.resources import files
+from pathlib import PurePath
+from typing import Any
+
+from .dot import THEMES, Theme
+
+FONT = '"Liberation Sans", Arial, Helvetica, sans-serif'
+LINE = 20  # as walkthrough.LINE: the height of a line of text in a node
+TOP = 12 + 14  # the padding above a node's first line, plus the font's ascent
+
+
+def _asset(name: str) -> str:
+    return files("cgraph_cli.render").joinpath(name).read_text(encoding="utf-8")
+
+
+def theme_css(name: str, theme: Theme) -> str:
+    """A theme's colours as CSS variables (the diagrams' themes, so one contrast check holds
+    both)."""
+    pairs = {
+        "bg": theme.background,
+        "fg": theme.text,
+        "muted": theme.muted,
+        "input": theme.input_fill,
+        "op": theme.op_fill,
+        "const": theme.const_fill,
+        "output": theme.output,
+        "pos": theme.positive,
+        "neg": theme.negative,
+    }
+    body = " ".join(f"--{k}: {v};" for k, v in pairs.items())
+    return f':root[data-theme="{name}"] {{ {body} }}'
+
+
+def _svg(data: dict[str, Any]) -> str:
+    e = html.escape
+    out = data["output"]
+    parts = [
+        # As wide as the page allows, up to twice its natural size (a projector's back row).
+        f'<svg id="graph" viewBox="0 0 {data["width"]} {data["height"]}" '
+        f'style="min-width: {data["width"]}px; max-width: {2 * data["width"]}px" role="group" '
+        f'aria-label="The graph of {e(out)}: {len(data["nodes"])} nodes">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="1" refY="5" '
+        'markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto">'
+        '<path d="M0 0L10 5L0 10z" class="arrowhead"/></marker></defs>',
+    ]
+    for edge in data["edges"]:
+        lx, ly = edge["label_at"]
+        labels = []
+        if edge["shape"]:
+            labels.append(f'<tspan x="{lx}" dy="0" class="eshape">{e(edge["shape"])}</tspan>')
+        if edge["local"]:
+            dy = LINE if edge["shape"] else 0
+            labels.append(
+                f'<tspan x="{lx}" dy="{dy}" class="elocal" id="{edge["id"]}-l">'
+                f"{e(edge['local'])}</tspan>"
+            )
+        port = ""
+        if edge["port"]:
+            px, py = edge["port_at"]
+            port = (
+                f'<g class="port"><circle cx="{px}" cy="{py}" r="8"/>'
+                f'<text x="{px}" y="{py + 4}">{edge["port"]}</text></g>'
+            )
+        text = (
+            f'<text class="elabel" x="{lx}" y="{ly + 4}">{"".join(labels)}</text>' if labels else ""
+        )
+        parts.append(
+            f'<g class="edge" id="{edge["id"]}"><path d="{edge["path"]}" '
+            f'marker-end="url(#arrow)"/>{text}{port}</g>'
+        )
+    for node in data["nodes"]:
+        x, y, w, h = node["box"]
+        cx = round(x + w / 2, 1)
+        classes = f"node {node['kind']}" + (" output" if node["output"] else "")
+        head = (
+            f'<tspan class="glyph">{e(node["glyph"])}</tspan>  '
+            f'<tspan class="{"name" if node["named"] else "name unnamed"}">'
+            f"{e(node['name'])}</tspan>"
+            if node["kind"] == "op"
+            else f'<tspan class="name">{e(node["name"])}</tspan>'
+        )
+        lines = [f'<text x="{cx}" y="{y + TOP}" class="head">{head}</text>']
+        row = 1
+        if not (node["kind"] == "const" and node["value"] == node["name"]):
+            lines.append(
+                f'<text x="{cx}" y="{y + TOP + LINE}" class="val" id="{node["id"]}-v">'
+                f"= {e(node['value'])}</text>"
+            )
+            row += 1
+        if node["grad"] is not None:
+            sign = {1: " pos", -1: " neg", 0: ""}[node["sign"]]
+            lines.append(
+                f'<text x="{cx}" y="{y + TOP + LINE * row}" class="grad{sign}" '
+                f'id="{node["id"]}-g">∂{e(out)}/∂{e(node["name"])} = {e(node["grad"])}</text>'
+            )
+        label = f"{node['name']}: " + (
+            node["formula"] or ("input" if node["kind"] == "input" else "constant")
+        )
+        parts.append(
+            f'<g class="{classes}" id="{node["id"]}" tabindex="0" role="button" '
+            f'aria-label="{e(label)}"><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8"/>'
+            + "".join(lines)
+            + "</g>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def page(data: dict[str, Any], theme: str = "light", title: str | None = None) -> str:
+    """The HTML page for ``data`` (with its layout), opening in ``theme``."""
+    e = html.escape
+    title = title or f"{data['output']} = {data['value']}"
+    # The file's name alone: where it lies on this machine is nobody's business on a slide.
+    name = PurePath(data["filename"]).name if not data["filename"].startswith("<") else "cgraph"
+    long = data["source"].count("\n") > 14
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    # No "<" at all inside the script element: neither "</script>" nor "<!--" can end it.
+    payload = payload.replace("<", "\\u003c")
+    css = "\n".join(theme_css(n, t) for n, t in THEMES.items()) + "\n" + _asset("page.css")
+    notes = "".join(f"<li>{e(n)}</li>" for n in data["notes"])
+    themes = "".join(
+        f'<option value="{n}"{" selected" if n == theme else ""}>{n}</option>' for n in THEMES
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en" data-theme="{e(theme)}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>{e(name)}: {e(title)}</title>
+<style>
+body {{ font-family: {FONT}; }}
+{css}
+</style>
+</head>
+<body>
+<header>
+<h1><span class="file">{e(name)}</span> <span class="result">{e(title)}</span></h1>
+<nav class="controls" aria-label="Steps">
+<button type="button" id="first" aria-label="Back to the start (Home)" title="Home">Start</button>
+<button type="button" id="prev" aria-label="Previous step (←)" title="←">◀ Back</button>
+<button type="button" id="next" aria-label="Next step (→)" title="→">Next ▶</button>
+<button type="button" id="last" aria-label="Last step (End)" title="End">End</button>
+<label class="slider">Step <input type="range" id="step" min="0" max="{len(data["events"])}" value="{len(data["events"])}"></label>
+<output id="counter" for="step">{len(data["events"])} / {len(data["events"])}</output>
+<label class="theme">Theme <select id="theme">{themes}</select></label>
+</nav>
+</header>
+<main>
+<section class="stage">
+<p id="phase" class="phase">Both passes done</p>
+<p id="caption" class="caption" aria-live="polite">{e(data["events"][-1]["caption"])}</p>
+<div class="canvas">
+{_svg(data)}
+</div>
+<ul class="legend">
+<li><span class="swatch pos"></span> gradient &gt; 0 (blue, no sign)</li>
+<li><span class="swatch neg"></span> gradient &lt; 0 (red, with its minus sign)</li>
+<li><span class="badge">1</span> <span class="badge">2</span> operand order where it matters (−, ÷, ^, @)</li>
+<li><span class="swatch const"></span> constant (dashed)</li>
+<li>Keys: → next, ← back, Home start, End finish; Tab to a node for its details</li>
+</ul>
+</section>
+<aside id="details" class="details" aria-live="polite">
+<h2>Details</h2>
+<p class="hint">Click a node, or Tab to it, to see its value, its local derivatives and its gradient by the chain rule.</p>
+</aside>
+</main>
+<footer>
+<details{"" if long else " open"}><summary>The program</summary><pre><code>{e(data["source"].rstrip())}</code></pre></details>
+{f"<details open><summary>Control flow</summary><ul>{notes}</ul></details>" if notes else ""}
+<p class="made">Made by cgraph: a computational graph, stepped through its forward and backward passes. This file needs no network.</p>
+</footer>
+<script type="application/json" id="cgraph-data">{payload}</script>
+<script>
+{_asset("page.js")}
+</script>
+</body>
+</html>
+"""
