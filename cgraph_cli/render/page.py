@@ -59,9 +59,10 @@ def _svg(data: dict[str, Any]) -> str:
     e = html.escape
     out = data["output"]
     parts = [
-        # As wide as the page allows, up to twice its natural size (a projector's back row).
-        f'<svg id="graph" viewBox="0 0 {data["width"]} {data["height"]}" '
-        f'style="min-width: {data["width"]}px; max-width: {2 * data["width"]}px" role="group" '
+        # As wide as the page allows, from 70% of its natural size (text still readable; the
+        # canvas scrolls below that) to twice it (a projector's back row).
+        f'<svg id="graph" viewBox="0 0 {data["width"]} {data["height"]}" style="min-width: '
+        f'{round(0.7 * data["width"])}px; max-width: {2 * data["width"]}px" role="group" '
         f'aria-label="The graph of {e(out)}: {len(data["nodes"])} nodes">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="1" refY="5" '
         'markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto">'
