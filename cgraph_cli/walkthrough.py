@@ -57,6 +57,78 @@ def commutative(op: OpSpec) -> bool:
     return all(x == y for x, y in pairs)
 
 
+def _short(x, precision: int | None) -> str:
+    """A value inside a node: a number, a small tensor in full, else its shape."""
+    if not is_tensor(x):
+        return format_number(float(x), precision)
+    if x.size <= IN_NODE and x.ndim <= 2:
+        return nested(x, precision or 4)
+    return f"{shape_text(x)} tensor"
+
+
+def figure(
+    graph: Graph,
+    values: Sequence | None,
+    adjoints: Sequence | None,
+    out: int,
+    precision: int | None = 4,
+) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
+    """The nodes that lead to ``out`` and their edges, as text to draw: each node's kind, name,
+    glyph, value and gradient (``None`` where not given), the sign of its gradient; each edge's
+    ends and, for an op whose operand order matters, the operand's position (``port``).
+    Shared by the interactive page, TikZ and Mermaid.
+
+    >>> from cgraph_cli import parse
+    >>> nodes, edges = figure(parse("d = a - b"), None, None, 2)
+    >>> [(n["name"], n["value"]) for n in nodes.values()], [e["port"] for e in edges]
+    ([('a', None), ('b', None), ('d', None)], [1, 2])
+    """
+    names = node_names(graph)
+    reach = ancestors(graph, out)
+    shown = [i for i in range(out + 1) if reach[i]]
+    tensors = values is not None and any(is_tensor(values[i]) for i in shown)
+    nodes: dict[int, dict[str, Any]] = {}
+    for i in shown:
+        op = graph.ops[i]
+        kind = "input" if op is INPUT else "const" if op is CONST else "op"
+        has_grad = adjoints is not None and kind != "const"
+        nodes[i] = {
+            "id": f"n{i}",
+            "name": names[i],
+            "kind": kind,
+            "op": op.name,
+            "glyph": "" if kind != "op" else op.glyph,
+            "named": bool(graph.labels[i]) or i == out or kind != "op",
+            "output": i == out,
+            "value": None if values is None else _short(values[i], precision),
+            "value_full": None if values is None else _full(values[i], precision),
+            "shape": [] if values is None else list(np.shape(values[i])),
+            "grad": _short(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
+            "grad_full": _full(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
+            "sign": _sign(adjoints[i]) if has_grad else 0,  # type: ignore[index]
+        }
+    edges: list[dict[str, Any]] = []
+    for i in shown:
+        ordered = len(graph.args[i]) > 1 and not commutative(graph.ops[i])
+        for k, a in enumerate(graph.args[i]):
+            edges.append(
+                {
+                    "id": f"e{len(edges)}",
+                    "from": f"n{a}",
+                    "to": f"n{i}",
+                    "arg": k,
+                    "port": k + 1 if ordered else None,
+                    "shape": shape_text(values[a]) if tensors else None,  # type: ignore[index]
+                    "local": None,
+                }
+            )
+    return nodes, edges
+
+
+def _full(x, precision: int | None) -> str:
+    return format_value(x, precision or 4, rows="", shape=True)
+
+
 def steps(
     graph: Graph,
     bindings: Mapping[str, object] | None = None,
@@ -78,14 +150,10 @@ def steps(
     shown = [i for i in range(out + 1) if reach[i]]
 
     def short(x) -> str:
-        if not is_tensor(x):
-            return format_number(float(x), precision)
-        if x.size <= IN_NODE and x.ndim <= 2:
-            return nested(x, precision or 4)
-        return f"{shape_text(x)} tensor"
+        return _short(x, precision)
 
     def full(x) -> str:
-        return format_value(x, precision or 4, rows="", shape=True)
+        return _full(x, precision)
 
     def par(x) -> str:
         text = format_number(float(x), precision)
@@ -95,45 +163,10 @@ def steps(
         return f"∂{num}/∂{den}"
 
     o = names[out]
-    nodes: dict[int, dict[str, Any]] = {}
-    for i in shown:
-        op = g.ops[i]
-        kind = "input" if op is INPUT else "const" if op is CONST else "op"
-        nodes[i] = {
-            "id": f"n{i}",
-            "name": names[i],
-            "kind": kind,
-            "op": op.name,
-            "glyph": "" if kind != "op" else op.glyph,
-            "named": bool(g.labels[i]) or i == out or kind != "op",
-            "output": i == out,
-            "value": short(values[i]),
-            "value_full": full(values[i]),
-            "shape": list(np.shape(values[i])),
-            "grad": None if kind == "const" else short(adjoints[i]),
-            "grad_full": None if kind == "const" else full(adjoints[i]),
-            "sign": _sign(adjoints[i]) if kind != "const" else 0,
-            "formula": None,
-            "locals": [],
-            "chain": [],
-        }
-    edges: list[dict[str, Any]] = []
-    into: dict[tuple[int, int], int] = {}  # (node, argument position) -> edge index
-    for i in shown:
-        op = g.ops[i]
-        ordered = len(g.args[i]) > 1 and not commutative(op)
-        for k, a in enumerate(g.args[i]):
-            into[(i, k)] = len(edges)
-            edges.append(
-                {
-                    "id": f"e{len(edges)}",
-                    "from": f"n{a}",
-                    "to": f"n{i}",
-                    "port": k + 1 if ordered else None,
-                    "shape": shape_text(values[a]) if tensors else None,
-                    "local": None,
-                }
-            )
+    nodes, edges = figure(g, values, adjoints, out, precision)
+    into = {(int(e["to"][1:]), e["arg"]): k for k, e in enumerate(edges)}
+    for node in nodes.values():
+        node.update(formula=None, locals=[], chain=[])
 
     events: list[dict[str, Any]] = []
     inputs = [i for i in shown if g.ops[i] is INPUT]

@@ -89,7 +89,12 @@ def _check_against_interpreter(graph, rows: list[dict], shared: dict, mode: str,
             assert _close(out[name], value), (k, name, out[name], value)
 
 
-_cell = st.floats(-3, 3) | st.sampled_from([0.0, -1.0, 1.0, 1e3, 1e300, math.inf])
+# No magnitudes below 1e-100 (0 instead): there y * y underflows, and a derivative that is 0 in
+# exact arithmetic ((0.2 * y) / y: 0.2/y - 0.2*y/y^2) comes out as rounding noise of order 1e204
+# whose size depends on the order of operations, which the two engines need not share.
+_cell = st.floats(-3, 3).map(lambda v: 0.0 if abs(v) < 1e-100 else v) | st.sampled_from(
+    [0.0, -1.0, 1.0, 1e3, 1e300, math.inf]
+)
 
 
 @PROPERTY
