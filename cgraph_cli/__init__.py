@@ -54,6 +54,7 @@ _LAZY = {
     "Diagram": "draw",
     "diagram": "draw",
     "page": "draw",
+    "slides": "draw",
     "GradcheckReport": "gradcheck",
     "Value": "arrays",
     "vjp": "passes.vjp",
@@ -102,7 +103,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .control import run_graph
     from .datafiles import read_chunks
     from .datawriter import RowWriter
-    from .draw import Diagram, diagram, page
+    from .draw import Diagram, diagram, page, slides
     from .engine import engine
     from .errors import (
         BindingError,
@@ -209,6 +210,7 @@ __all__ = [
     "train",
     "TrainResult",
     "run_rows",
+    "slides",
     "tangent_program",
     "to_source",
     "validate",

@@ -234,6 +234,54 @@ def page(
     return write_page(data, theme)
 
 
+def slides(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    kind: str = "tex",
+    of: str | None = None,
+    theme: str = "light",
+    rankdir: str = "LR",
+    precision: int = 4,
+    values: bool = True,
+    grads: bool = True,
+    renderer: str = "auto",
+    force: bool = False,
+    view: str = "auto",
+    command: str = "",
+) -> tuple[str, int, str | None]:
+    """The diagram as text for slides, ``(text, nodes, note)``: ``kind`` "tex" (TikZ, laid out
+    by Graphviz as the PNG is) or "mmd" (Mermaid, which lays itself out). Inputs without
+    bindings give the structure only, and the note says so, as for :func:`diagram`.
+
+    >>> text, nodes, note = slides("g = (x + y) * z", {"x": 1, "y": 3, "z": -3}, kind="mmd")
+    >>> text.splitlines()[0], nodes, note
+    ('flowchart LR', 5, None)
+    """
+    from .names import node_names
+    from .render.slides import mermaid, tikz
+    from .walkthrough import figure, layout_source, place
+
+    graph = program if isinstance(program, Graph) else parse(program)
+    graph, view_note = viewed(graph, bindings, view)
+    out = graph.output if of is None else resolve_name(graph, of)
+    count = diagram_size(graph, out, force)
+    wanted = values and view_note is None
+    _, vals, adjoints, note = evaluate_for_drawing(graph, bindings, of, wanted)
+    nodes, edges = figure(graph, vals, adjoints if grads else None, out, precision)
+    names = node_names(graph)
+    fig: dict[str, Any] = {"output": names[out], "nodes": list(nodes.values()), "edges": edges}
+    if kind == "mmd":
+        direction = rankdir if rankdir in ("TB", "BT", "RL") else "LR"
+        return mermaid(fig, theme, direction), count, note or view_note or None
+    from .render.image import choose, render
+
+    # TikZ's \\small sans-serif: about 5 pt a character, lines 11 pt apart.
+    source = layout_source(fig, rankdir, char=5.2, line=11, pad=6)
+    plain = render(source, "plain", choose("plain", renderer))
+    return tikz(place(fig, plain.decode()), theme, command), count, note or view_note or None
+
+
 def diagram_options(**options: Any) -> DiagramOptions:
     """:class:`DiagramOptions` from keywords, each checked: a mistake is a
     :class:`UsageError` that lists the choices.
@@ -572,10 +620,10 @@ def output_format(path: str | None, fmt: str | None) -> str:
     if path and path != "-" and "." in path.rsplit("/", 1)[-1]:
         ext = path.rsplit(".", 1)[-1].lower()
         ext = "html" if ext == "htm" else ext
-        if ext not in FORMATS | {"html"}:
+        if ext not in FORMATS | {"html", "tex", "mmd"}:
             raise UsageError(
                 f"cannot tell the format of {path!r} from its extension",
-                hints=["use .png, .svg, .pdf, .html, .dot or .gv, or say -T TYPE"],
+                hints=["use .png, .svg, .pdf, .html, .tex, .mmd, .dot or .gv, or say -T TYPE"],
             )
         return ext
     return "png"

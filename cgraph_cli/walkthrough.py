@@ -87,6 +87,8 @@ def figure(
     reach = ancestors(graph, out)
     shown = [i for i in range(out + 1) if reach[i]]
     tensors = values is not None and any(is_tensor(values[i]) for i in shown)
+    if adjoints is not None and values is None:
+        raise ValueError("gradients without values")
     nodes: dict[int, dict[str, Any]] = {}
     for i in shown:
         op = graph.ops[i]
@@ -300,16 +302,25 @@ def node_lines(node: dict[str, Any], output: str) -> list[str]:
     """The lines of text a node holds when everything is known (which sets its size)."""
     head = f"{node['glyph']}  {node['name']}" if node["kind"] == "op" else node["name"]
     lines = [head]
-    if not (node["kind"] == "const" and node["value"] == node["name"]):
+    if node["value"] is not None and not (
+        node["kind"] == "const" and node["value"] == node["name"]
+    ):
         lines.append(f"= {node['value']}")
     if node["grad"] is not None:
         lines.append(f"∂{output}/∂{node['name']} = {node['grad']}")
     return lines
 
 
-def layout_source(page: dict[str, Any], rankdir: str = "LR") -> str:
-    """The DOT text Graphviz lays the page out from: nodes of the size their text needs, edges
-    with room for the label they will carry."""
+def layout_source(
+    page: dict[str, Any],
+    rankdir: str = "LR",
+    char: float = CHAR,
+    line: float = LINE,
+    pad: float = PAD,
+) -> str:
+    """The DOT text Graphviz lays the page out from: nodes of the size their text needs (at
+    ``char`` points a character and ``line`` points a line, ``pad`` around), edges with room
+    for the label they will carry."""
     lines = [
         "digraph page {",
         f'  graph [rankdir={rankdir}, nodesep=0.3, ranksep=0.45, fontname="Helvetica"];',
@@ -318,11 +329,11 @@ def layout_source(page: dict[str, Any], rankdir: str = "LR") -> str:
     ]
     for node in page["nodes"]:
         text = node_lines(node, page["output"])
-        width = max(len(t) for t in text) * CHAR + 2 * PAD
-        height = len(text) * LINE + PAD
+        width = max(len(t) for t in text) * char + 2 * pad
+        height = len(text) * line + pad
         lines.append(f"  {node['id']} [width={width / 72:.3f}, height={height / 72:.3f}];")
     for edge in page["edges"]:
-        label = max([edge["local"] or "", edge["shape"] or ""], key=len)
+        label = max([edge.get("local") or "", edge.get("shape") or ""], key=len)
         attrs = f' [label="{_dot_escape(label)}"]' if label else ""
         lines.append(f"  {edge['from']} -> {edge['to']}{attrs};")
     lines.append("}")
@@ -387,6 +398,7 @@ def place(page: dict[str, Any], plain: str) -> dict[str, Any]:
         for k in range(1, len(points) - 2, 3):
             d += "C" + " ".join(f"{_n(x)} {_n(y)}" for x, y in points[k : k + 3])
         edge["path"] = d
+        edge["points"] = [[_n(x), _n(y)] for x, y in points]
         edge["label_at"] = [_n(px(label[0])), _n(py(label[1]))] if label else _middle(points)
         (x1, y1), (x2, y2) = points[-2], points[-1]
         run = math.hypot(x2 - x1, y2 - y1) or 1.0

@@ -23,7 +23,7 @@ TARGET = Path(__file__).resolve().parent / "api.md"
 SECTIONS = [
     ("Running programs", ["parse", "evaluate", "grad", "Evaluation", "Gradients"]),
     ("Conditionals and loops", ["run_graph"]),
-    ("Diagrams", ["diagram", "Diagram", "page"]),
+    ("Diagrams", ["diagram", "Diagram", "page", "slides"]),
     ("Checks", ["check", "CheckReport", "gradcheck", "GradcheckReport"]),
     ("Explanations", ["explain", "Explanation"]),
     ("Derivatives", ["derivative_program", "tangent_program", "hessian", "jacobian"]),

@@ -173,7 +173,8 @@ def test_format_is_the_report_format(name):
 
 
 def test_render_takes_its_image_type_from_type_or_from_the_output_name(tmp_path):
-    assert list(options("render")["-T"].type.choices) == ["png", "svg", "pdf", "html", "dot", "gv"]
+    types = ["png", "svg", "pdf", "html", "tex", "mmd", "dot", "gv"]
+    assert list(options("render")["-T"].type.choices) == types
     assert run("render", "sample:seed", "-o", str(tmp_path / "seed.svg")).exit_code == 0
     assert b"<svg" in (tmp_path / "seed.svg").read_bytes()
     dot = run("render", "sample:seed", "-T", "dot", "-o", "-")

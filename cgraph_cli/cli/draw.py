@@ -19,7 +19,7 @@ from .options import (
     view_option,
 )
 
-IMAGE_TYPES = ["png", "svg", "pdf", "html", "dot", "gv"]
+IMAGE_TYPES = ["png", "svg", "pdf", "html", "tex", "mmd", "dot", "gv"]
 BIG_DIAGRAM = 100  # nodes; drawing one takes a second or more (400 nodes: about 6 s as PNG)
 
 
@@ -216,6 +216,8 @@ def render_command(
       cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
       cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
       cgraph render sample:neuron -o neuron.html               # a page that steps both passes
+      cgraph render sample:seed -o seed.tex                    # TikZ, for a Beamer slide
+      cgraph render sample:seed -o seed.mmd                    # Mermaid, for Markdown slides
       cgraph render sample:mlp --derivative -o mlp.png         # the backward pass as a graph
       cgraph render sample:rewrites --compare -o before-after.png  # what optimize does
       cgraph render sample:seed --no-values -T svg -o -        # SVG on standard output
@@ -242,6 +244,14 @@ def render_command(
             ignored={"--no-values": no_values, "--no-grads": no_grads, "--backward": backward,
                      "--derivative": derivative, "--optimized": optimized, "--compare": compare,
                      "--focus": focus, "--view static": view == "static", "--dpi": dpi != 150},
+        )  # fmt: skip
+        return
+    if kind in ("tex", "mmd"):
+        _slides(
+            args, expr, file_, binds, bindings_file, kind, theme, rankdir, precision, of,
+            force, renderer, target, not no_values, not no_grads, view,
+            ignored={"--backward": backward, "--derivative": derivative, "--optimized": optimized,
+                     "--compare": compare, "--focus": focus, "--dpi": dpi != 150},
         )  # fmt: skip
         return
     diagram, graph = _diagram(
@@ -299,6 +309,35 @@ def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of
     output.write_bytes(text.encode(), target)
     if target != "-":
         output.note(f"wrote {target}: open it in a browser; → and ← step through the passes")
+
+
+def _slides(args, expr, file_, binds, bindings_file, kind, theme, rankdir, precision, of, force,
+            renderer, target, values, grads, view, ignored) -> None:  # fmt: skip
+    """``render -o P.tex`` (TikZ) and ``-o P.mmd`` (Mermaid): the diagram as text for slides."""
+    from ..draw import slides
+    from ..errors import UsageError
+    from .options import load
+
+    given = [name for name, on in ignored.items() if on]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to "
+            f"{'TikZ' if kind == 'tex' else 'Mermaid'} output, which draws the graph with its "
+            "values and gradients",
+            hints=["leave it out, or write an image: -o FILE.png or .svg"],
+        )
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    text, nodes, note = slides(
+        graph, bindings, kind=kind, of=of, theme=theme, rankdir=rankdir,
+        precision=precision or 4, values=values, grads=grads, renderer=renderer, force=force,
+        view=view,
+    )  # fmt: skip
+    if note:
+        output.note(f"note: {note}")
+    target = target or _default_output(graph.source.filename, kind)
+    output.write_bytes(text.encode(), target)
+    if target != "-":
+        output.note(f"wrote {target} ({nodes} node{'' if nodes == 1 else 's'})")
 
 
 def _default_output(filename: str, kind: str) -> str:

@@ -1,0 +1,180 @@
+"""Diagrams as text for slides: TikZ (``.tex``, for Beamer and any LaTeX document) and
+Mermaid (``.mmd``, for Markdown slides and pages that draw Mermaid), each node with its value
+and gradient, from the figure of :func:`cgraph_cli.walkthrough.figure` (TikZ also from its
+Graphviz layout, so the picture matches the PNG's).
+
+>>> from cgraph_cli import parse
+>>> from cgraph_cli.walkthrough import figure
+>>> nodes, edges = figure(parse("d = a - b"), [3.0, 1.0, 2.0], [1.0, -1.0, 1.0], 2)
+>>> print(mermaid({"output": "d", "nodes": list(nodes.values()), "edges": edges}))
+flowchart LR
+  n0["<b>a</b><br/>= 3<br/>∂d/∂a = 1"]:::input
+  n1["<b>b</b><br/>= 1<br/>∂d/∂b = -1"]:::input
+  n2["<b>− d</b><br/>= 2<br/>∂d/∂d = 1"]:::output
+  n0 -->|"1"| n2
+  n1 -->|"2"| n2
+  classDef input fill:#ddf4ff,stroke:#57606a,color:#1f2328
+  classDef op fill:#ffffff,stroke:#57606a,color:#1f2328
+  classDef const fill:#f6f8fa,stroke:#57606a,color:#1f2328,stroke-dasharray:4 3
+  classDef output fill:#ffffff,stroke:#8250df,stroke-width:3px,color:#1f2328
+>>> print(tex("x_1 ≥ 2×y − 1 % ∂"))
+x\\_1 \\ensuremath{\\geq} 2\\ensuremath{\\times}y \\ensuremath{-} 1 \\% \\ensuremath{\\partial}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dot import THEMES
+
+# Characters with a meaning to TeX, and the non-ASCII ones cgraph writes, as pdfLaTeX sets them
+# without any package beyond TikZ.
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "#": r"\#",
+    "%": r"\%",
+    "_": r"\_",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+    "<": r"\ensuremath{<}",
+    ">": r"\ensuremath{>}",
+    "|": r"\ensuremath{|}",
+    "-": r"\ensuremath{-}",
+    "−": r"\ensuremath{-}",
+    "×": r"\ensuremath{\times}",
+    "÷": r"\ensuremath{\div}",
+    "·": r"\ensuremath{\cdot}",
+    "∂": r"\ensuremath{\partial}",
+    "≤": r"\ensuremath{\leq}",
+    "≥": r"\ensuremath{\geq}",
+    "…": r"\dots{}",
+    "ᵀ": r"\textsuperscript{T}",
+}
+_TEX.update({chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)})  # c₂
+
+
+def tex(text: str) -> str:
+    """``text`` as LaTeX that pdfLaTeX sets as written; any other non-ASCII character as
+    ``?`` (a name cgraph made never has one; a user's name might)."""
+    return "".join(_TEX.get(c, c if c.isascii() else "?") for c in text)
+
+
+def _lines(node: dict[str, Any], output: str) -> list[str]:
+    head = f"{node['glyph']} {node['name']}" if node["kind"] == "op" else node["name"]
+    lines = [head]
+    if node["value"] is not None and not (
+        node["kind"] == "const" and node["value"] == node["name"]
+    ):
+        lines.append(f"= {node['value']}")
+    if node["grad"] is not None:
+        lines.append(f"∂{output}/∂{node['name']} = {node['grad']}")
+    return lines
+
+
+def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
+    """A ``tikzpicture`` (in a ``\\resizebox`` that shrinks it to the line's width, never
+    enlarges it) of a laid-out figure; ``\\input`` it where it goes, after
+    ``\\usepackage{tikz}`` (Beamer loads graphicx, which ``\\resizebox`` needs)."""
+    t = THEMES[theme]
+    out = fig["output"]
+    colours = {
+        "cgtext": t.text,
+        "cgmuted": t.muted,
+        "cginput": t.input_fill,
+        "cgop": t.op_fill,
+        "cgconst": t.const_fill,
+        "cgout": t.output,
+        "cgpos": t.positive,
+        "cgneg": t.negative,
+        "cgbg": t.background,
+    }
+    head = [
+        f"% {command or 'cgraph render'}: the graph of {tex(out)} in TikZ, each node with its",
+        "% value and gradient. Needs \\usepackage{tikz} (and graphicx, which Beamer loads);",
+        "% \\input this file where the picture goes.",
+        *(f"\\definecolor{{{k}}}{{HTML}}{{{v.lstrip('#').upper()}}}" for k, v in colours.items()),
+        "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
+        "\\begin{tikzpicture}[x=1pt, y=-1pt, font=\\sffamily\\small, text=cgtext,",
+        "  cgnode/.style={draw=cgmuted, rounded corners=3pt, align=center, inner sep=2pt,",
+        "    line width=0.6pt},",
+        "  cg input/.style={cgnode, fill=cginput}, cg op/.style={cgnode, fill=cgop},",
+        "  cg const/.style={cgnode, fill=cgconst, dashed},",
+        "  cg output/.style={draw=cgout, line width=1.6pt},",
+        "  cg edge/.style={draw=cgmuted, line width=0.7pt, -stealth},",
+        "  cg port/.style={circle, draw=cgmuted, fill=cgbg, inner sep=0.5pt,",
+        "    font=\\sffamily\\tiny},",
+        "  cg shape/.style={fill=cgbg, inner sep=1pt, text=cgmuted, font=\\sffamily\\scriptsize}]",
+    ]
+    if t.background.lower() != "#ffffff":
+        w, h = fig["width"], fig["height"]
+        head.append(f"\\fill[cgbg] (0,0) rectangle ({w},{h});")
+    body = []
+    for node in fig["nodes"]:
+        x, y, w, h = node["box"]
+        lines = _lines(node, out)
+        texts = [f"\\textbf{{{tex(lines[0])}}}"] + [tex(s) for s in lines[1:-1]]
+        if node["grad"] is not None:
+            sign = {1: "cgpos", -1: "cgneg", 0: "cgtext"}[node["sign"]]
+            texts.append(f"\\textcolor{{{sign}}}{{\\textbf{{{tex(lines[-1])}}}}}")
+        elif len(lines) > 1:
+            texts.append(tex(lines[-1]))
+        style = f"cg {node['kind']}" + (", cg output" if node["output"] else "")
+        content = " \\\\ ".join(texts)
+        body.append(
+            f"\\node[{style}, minimum width={w}pt, minimum height={h}pt] ({node['id']}) "
+            f"at ({_c(x + w / 2)},{_c(y + h / 2)}) {{{content}}};"
+        )
+    for edge in fig["edges"]:
+        p = edge["points"]
+        path = f"({p[0][0]},{p[0][1]})"
+        for k in range(1, len(p) - 2, 3):
+            (ax, ay), (bx, by), (cx, cy) = p[k : k + 3]
+            path += f" .. controls ({ax},{ay}) and ({bx},{by}) .. ({cx},{cy})"
+        body.append(f"\\draw[cg edge] {path} -- ({edge['to']});")
+        if edge.get("shape"):
+            lx, ly = edge["label_at"]
+            body.append(f"\\node[cg shape] at ({lx},{ly}) {{{tex(edge['shape'])}}};")
+        if edge["port"]:
+            px, py = edge["port_at"]
+            body.append(f"\\node[cg port] at ({px},{py}) {{{edge['port']}}};")
+    return "\n".join([*head, *body, "\\end{tikzpicture}}", ""])
+
+
+def _c(x: float) -> str:
+    return f"{x:g}"
+
+
+def mermaid(fig: dict[str, Any], theme: str = "light", rankdir: str = "LR") -> str:
+    """A Mermaid flowchart of a figure (no layout needed: Mermaid lays it out)."""
+    t = THEMES[theme]
+    out = fig["output"]
+    lines = [f"flowchart {rankdir}"]
+    for node in fig["nodes"]:
+        text = _lines(node, out)
+        label = "<br/>".join([f"<b>{_mmd(text[0])}</b>", *(_mmd(s) for s in text[1:])])
+        kind = "output" if node["output"] else node["kind"]
+        lines.append(f'  {node["id"]}["{label}"]:::{kind}')
+    for edge in fig["edges"]:
+        marks = [str(edge["port"])] if edge["port"] else []
+        marks += [edge["shape"]] if edge.get("shape") else []
+        label = f'|"{_mmd(" ".join(marks))}"|' if marks else ""
+        lines.append(f"  {edge['from']} -->{label} {edge['to']}")
+    stroke = f"stroke:{t.muted},color:{t.text}"
+    lines += [
+        f"  classDef input fill:{t.input_fill},{stroke}",
+        f"  classDef op fill:{t.op_fill},{stroke}",
+        f"  classDef const fill:{t.const_fill},{stroke},stroke-dasharray:4 3",
+        f"  classDef output fill:{t.op_fill},stroke:{t.output},stroke-width:3px,color:{t.text}",
+    ]
+    return "\n".join(lines)
+
+
+def _mmd(text: str) -> str:
+    """Text inside a quoted Mermaid label: quotes and angle brackets as entities."""
+    return (
+        text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )
