@@ -37,6 +37,7 @@ NUMBERS = {
     "hessian",
     "jvp",
     "jacobian",
+    "worksheet",
 }
 NAMED_OUTPUT = (NUMBERS - {"jvp"}) | {"diff", "optimize", "compile", "train"}  # taking --of
 FORMATS = {
@@ -51,6 +52,7 @@ FORMATS = {
     "jacobian": ["text", "json"],
     "optimize": ["text", "json"],
     "train": ["text", "json"],
+    "worksheet": ["markdown", "latex", "html", "json"],
 }
 NO_GRADS = {"render", "dot", "show"}
 # Options whose help says something particular to the command: the choices of --format, the
@@ -61,7 +63,7 @@ OWN_HELP = {
     "--rows",  # train: in mini-batches
     "--reduce",  # train: how a loss per row becomes the batch's
     "--eps",  # gradcheck: the finite-difference step; train: Adam's epsilon
-    "--seed",  # gradcheck: random points; train: the shuffle's orders
+    "--seed",  # gradcheck: random points; train: the shuffle's orders; worksheet: the draws
     "--format",
     "--precision",
     "--output",
@@ -92,6 +94,7 @@ RUNS = {
     "completion": ["completion", "bash"],
     "help": ["help", "grad"],
     "train": ["train", "sample:linear", "--wrt", "w,b", "--steps", "5", "--format", "json"],
+    "worksheet": ["worksheet", "sample:seed", "--seed", "3"],
 }
 NO_COLOR_ENV = {"NO_COLOR": None, "FORCE_COLOR": None}  # whatever the tests run under
 INSTALLED = Path(sys.executable).with_name("cgraph")
@@ -488,6 +491,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
         "completion",
         "help",
         "train",
+        "worksheet",
     ]
     listed = [c for m in families for c in sys.modules[f"cgraph_cli.cli.{m}"].COMMANDS]
     assert loaded == {c.name: c for c in listed}

@@ -37,6 +37,12 @@ CASES = [
     ),
     ("diff", ["diff", "sample:seed"], 0, lambda d: d["gradients"]["x"] == "dg_dx"),
     (
+        "worksheet",
+        ["worksheet", "sample:huber", "--seed", "4", "--count", "2", "--blank", "0.5"],
+        0,
+        lambda d: len(d["sheets"]) == 2 and d["sheets"][1]["seed"] == 5 and d["sheets"][0]["notes"],
+    ),
+    (
         "train",
         [
             "train",

@@ -190,6 +190,7 @@ LAZY_COMMANDS = {
     "gradcheck": "checks:gradcheck_command",
     "explain": "explain:explain_command",
     "train": "train:train_command",
+    "worksheet": "worksheet:worksheet_command",
     "samples": "samples:samples_command",
     "schema": "schema:schema_command",
     "completion": "completion:completion_command",

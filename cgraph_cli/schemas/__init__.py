@@ -9,7 +9,7 @@ and its version in :data:`VERSIONS` (the tests hold every command with ``--forma
 both).
 
 >>> names()
-['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize', 'reduce', 'train']
+['check', 'diff', 'eval', 'explain', 'grad', 'gradcheck', 'hessian', 'jacobian', 'jvp', 'optimize', 'reduce', 'train', 'worksheet']
 >>> load("grad")["$id"]
 'https://cgraph.dev/schemas/grad.schema.json'
 """
@@ -32,6 +32,7 @@ VERSIONS = {
     "optimize": 1,
     "reduce": 1,
     "train": 1,
+    "worksheet": 1,
 }
 
 SUFFIX = ".schema.json"
