@@ -297,7 +297,7 @@ def diagram_options(**options: Any) -> DiagramOptions:
             raise UsageError(
                 f"a diagram's {key} is one of {', '.join(allowed)}, not {options[key]!r}"
             )
-    known = set(DiagramOptions.__dataclass_fields__) - {"focus"}
+    known = set(DiagramOptions.__dataclass_fields__) - {"focus", "scale"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(
@@ -652,37 +652,115 @@ def frames_folder(graph: Graph, of: str | None, folder, force: bool = False):
 
 
 def write_frames(
-    graph: Graph, result, folder, fmt: str = "png", precision: int = 4, on_frame=None
+    graph: Graph,
+    result,
+    folder,
+    fmt: str = "png",
+    precision: int = 4,
+    on_frame=None,
+    theme: str = "light",
+    dpi: int = 110,
+    gif: str | None = None,
 ) -> list:
     """One diagram per step of the backward pass: frame k shows the gradients of the first k
-    nodes the pass reaches (the output first); the others show "?". Returns the paths.
-    ``on_frame()`` is called after each frame (a progress bar)."""
+    nodes the pass reaches (the output first); the others show "?". Every frame tints by the
+    same scale (the largest gradient of the last frame) and, as PNG, has the same canvas; the
+    frames an earlier run left in ``folder`` go first. ``gif``: also an animation. Returns the
+    paths. ``on_frame()`` is called after each frame (a progress bar)."""
     import math
-    from pathlib import Path
 
     from .explain import frame_order
+    from .render.dot import THEMES, _magnitude
     from .render.image import choose, render
 
     order = frame_order(graph, result.output)
     renderer = choose(fmt)
-    folder = Path(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise cannot_write(folder, e) from None
+    reach = ancestors(graph, result.output)
+    scale = max((_magnitude(result.adjoints[i]) for i in order if reach[i]), default=0.0)
+    options = DiagramOptions(precision=precision, backward=True, theme=theme, scale=scale)
     width = len(str(len(order)))
-    options = DiagramOptions(precision=precision, backward=True)
-    paths = []
+    frames = []
     for k in range(1, len(order) + 1):
         known = set(order[:k])
         adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
         dot = dot_diagram(graph, result.values, adjoints, options, output=result.output)
-        path = folder / f"frame-{k:0{width}d}.{fmt}"
+        frames.append((f"frame-{k:0{width}d}.{fmt}", render(dot.source, fmt, renderer, dpi)))
+        if on_frame is not None:
+            on_frame()
+    return save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif)
+
+
+#: The names of the frames cgraph writes (explain's, optimize's): those an earlier run left
+#: in the folder are removed before new ones are written, and nothing else is.
+STALE_FRAME = r"^(frame-\d+|\d{2}-[a-z_]+)\.(png|svg)$"
+
+
+def save_frames(frames: list, folder, stale: str, background: str, gif: str | None = None):
+    """Write ``frames`` (name, bytes) into ``folder`` after removing the files an earlier run
+    left there (names matching ``stale``); PNG frames are padded to one canvas (the largest,
+    centred, on ``background``: Pillow, the plot extra); ``gif``: the frames as an animated GIF,
+    1.2 s each and 3 s on the last. Returns the paths written."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            if re.match(stale, old.name) and old.is_file():
+                old.unlink()
+    except OSError as e:
+        raise cannot_write(folder, e) from None
+    pngs = all(name.endswith(".png") for name, _ in frames)
+    images = None
+    if pngs and frames:
+        images = _same_canvas([data for _, data in frames], background, required=gif is not None)
+        if images is not None:
+            frames = [(name, _png(image)) for (name, _), image in zip(frames, images)]
+    paths = []
+    for name, data in frames:
+        path = folder / name
         try:
-            path.write_bytes(render(dot.source, fmt, renderer, 110))
+            path.write_bytes(data)
         except OSError as e:
             raise cannot_write(path, e) from None
         paths.append(path)
-        if on_frame is not None:
-            on_frame()
+    if gif is not None and images:
+        durations = [1200] * (len(images) - 1) + [3000]
+        try:
+            images[0].save(gif, save_all=True, append_images=images[1:], duration=durations, loop=0)
+        except OSError as e:
+            raise cannot_write(gif, e) from None
     return paths
+
+
+def _same_canvas(pngs: list[bytes], background: str, required: bool = False):
+    """The PNG images as Pillow images of one size, or None without Pillow (then the frames
+    keep their own sizes, unless ``required``: a usage error naming the extra)."""
+    import io
+
+    try:
+        from PIL import Image
+    except ImportError:
+        if required:
+            raise UsageError(
+                "--gif needs Pillow",
+                hints=["pip install 'cgraph-cli[plot]' (or: pip install pillow)"],
+            ) from None
+        return None
+    images = [Image.open(io.BytesIO(data)).convert("RGB") for data in pngs]
+    width = max(i.width for i in images)
+    height = max(i.height for i in images)
+    out = []
+    for image in images:
+        canvas = Image.new("RGB", (width, height), background)
+        canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
+        out.append(canvas)
+    return out
+
+
+def _png(image) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()

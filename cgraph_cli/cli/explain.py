@@ -55,6 +55,8 @@ def explain_command(
     precision,
     frames,
     frames_format,
+    theme,
+    gif,
     force,
     program,
 ):
@@ -65,11 +67,13 @@ def explain_command(
       cgraph explain 'g = (x + y) * z' x=1 y=3 z=-3
       cgraph explain sample:neuron --format markdown --math latex -o neuron.md
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
+      cgraph explain sample:seed --frames frames/ --gif seed.gif   # and an animation
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..api import explain
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
+    _check_gif(frames, frames_format, gif)
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..draw import frames_folder
 
@@ -91,8 +95,20 @@ def explain_command(
 
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
-            written = write_frames(ran, result, frames, frames_format, digits, advance)
-        output.note(f"wrote {len(written)} frames to {frames}")
+            written = write_frames(
+                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif
+            )
+        output.note(f"wrote {len(written)} frames to {frames}" + (f" and {gif}" if gif else ""))
+
+
+def _check_gif(frames, frames_format: str, gif) -> None:
+    """--gif animates the PNG frames: it needs them."""
+    from ..errors import UsageError
+
+    if gif and not frames:
+        raise UsageError("--gif animates the frames: say where they go with --frames DIR")
+    if gif and frames_format != "png":
+        raise UsageError("--gif animates PNG frames", hints=["leave out --frames-format svg"])
 
 
 COMMANDS = [explain_command]

@@ -44,8 +44,9 @@ MAX_REWRITE_FRAMES = 60  # rewrites drawn one frame each at most (else one frame
 @output_option
 @common_options
 def optimize_command(
-    args, expr, file_, binds, bindings_file, of, passes, report, frames, frames_format, fmt
-):
+    args, expr, file_, binds, bindings_file, of, passes, report, frames, frames_format, theme,
+    gif, fmt,
+):  # fmt: skip
     """Optimize the program as a graph compiler does, and print the result: dead code
     dropped, constants folded, common subexpressions shared, algebra simplified, and
     numerically unstable forms (log(sum(exp(x))), log(1 + exp(x))...) made stable.
@@ -63,8 +64,10 @@ def optimize_command(
       cgraph optimize sample:rewrites --frames slides/      # one diagram per rewrite
     """
     from ..passes.optimize import optimize, parse_passes
+    from .explain import _check_gif
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
+    _check_gif(frames, frames_format, gif)
     chosen = parse_passes(passes)
     steps: list = []
     if frames:
@@ -83,8 +86,8 @@ def optimize_command(
             ]
         else:
             output.note(f"{len(done)} rewrites: one frame per pass instead of one per rewrite")
-        written = _write_frames(steps, bindings, folder, frames_format)
-        output.note(f"wrote {written} frames to {folder}")
+        written = _write_frames(steps, bindings, folder, frames_format, theme, gif)
+        output.note(f"wrote {written} frames to {folder}" + (f" and {gif}" if gif else ""))
     if fmt == "json":
         from ..report import optimize_report, to_json_text
 
@@ -96,12 +99,14 @@ def optimize_command(
     output.write_text(text, nl=False)
 
 
-def _write_frames(steps, bindings, folder, kind: str) -> int:
+def _write_frames(steps, bindings, folder, kind: str, theme: str, gif) -> int:
     """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
-    pass and its rewrites."""
-    from ..draw import diagram_of, diagram_options
+    pass and its rewrites, on one canvas."""
+    from ..draw import STALE_FRAME, diagram_of, diagram_options, save_frames
+    from ..render.dot import THEMES
 
-    options = diagram_options()
+    options = diagram_options(theme=theme)
+    frames = []
     with output.progress(len(steps), "frames") as advance:
         for k, (name, graph, rewrites) in enumerate(steps):
             d = diagram_of(graph, bindings, options, force=True)
@@ -112,15 +117,9 @@ def _write_frames(steps, bindings, folder, kind: str) -> int:
                 shown = "; ".join(f"{r.before} → {r.after}" for r in rewrites[:3])
                 more = f" (and {len(rewrites) - 3} more)" if len(rewrites) > 3 else ""
                 title = f"after {name}: {count} nodes. {shown}{more}"
-            d = d.titled(title)
-            path = folder / f"{k:02d}-{name}.{kind}"
-            try:
-                path.write_bytes(d.render(kind))
-            except OSError as e:
-                from ..errors import cannot_write
-
-                raise cannot_write(path, e) from None
+            frames.append((f"{k:02d}-{name}.{kind}", d.titled(title).render(kind)))
             advance()
+    save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif)
     return len(steps)
 
 

@@ -310,6 +310,21 @@ def frames_options(what: str):
     the commands that write a slide sequence."""
 
     def decorate(command):
+        from ..render.dot import THEMES
+
+        command = click.option(
+            "--gif",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="Also animate the frames into FILE (PNG frames; Pillow, the plot extra).",
+        )(command)
+        command = click.option(
+            "--theme",
+            type=click.Choice(list(THEMES)),
+            default="light",
+            show_default=True,
+            help="Colours for slides (light, dark) or paper (print).",
+        )(command)
         command = click.option(
             "--frames-format",
             type=click.Choice(["png", "svg"]),

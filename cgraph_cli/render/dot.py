@@ -103,6 +103,9 @@ class DiagramOptions:
     grads: bool = True
     backward: bool = False  # draw the backward pass: local derivatives on the edges
     focus: int | None = None  # draw only the nodes that lead to this one
+    # The gradient that tints most strongly; None: the largest in this diagram. A sequence of
+    # frames passes its last frame's, so a tint means the same in every frame.
+    scale: float | None = None
 
 
 def diagram(
@@ -130,6 +133,8 @@ def diagram(
         if adjoints
         else 0.0
     )
+    if options.scale is not None:
+        scale = options.scale
     tensors = values is not None and any(is_tensor(v) for v in values)
 
     dot = graphviz.Digraph("cgraph", format="svg")

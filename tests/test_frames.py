@@ -1,0 +1,75 @@
+"""Frames for slides (`explain --frames`, `optimize --frames`): one canvas and one tint scale
+for the whole sequence, the frames of an earlier run removed (nothing else), themes, and
+`--gif`."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+Image = pytest.importorskip("PIL.Image")  # the plot extra, which make test installs
+
+
+def sizes(folder) -> set:
+    return {Image.open(p).size for p in folder.glob("*.png")}
+
+
+def test_explain_frames_share_one_canvas_and_replace_an_earlier_runs(cli, tmp_path):
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    (folder / "frame-99.png").write_bytes(b"old")
+    (folder / "notes.txt").write_text("mine")
+    r = cli("explain", "sample:neuron", "--frames", str(folder), "-q")
+    assert r.exit_code == 0, r.stderr
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [f"frame-{k:02d}.png" for k in range(1, 11)] + ["notes.txt"]
+    assert len(sizes(folder)) == 1
+
+
+def test_the_tint_of_a_gradient_is_the_same_in_every_frame():
+    from cgraph_cli import grad
+    from cgraph_cli.render.dot import DiagramOptions, diagram
+
+    r = grad("y = 3 * x + w * x", {"x": 2, "w": 1})
+    nan = float("nan")
+    partial = [a if k >= 4 else nan for k, a in enumerate(r.adjoints)]
+    fixed = DiagramOptions(backward=True, scale=max(abs(a) for a in r.adjoints))
+    whole = diagram(r.graph, r.values, r.adjoints, fixed).source
+    early = diagram(r.graph, r.values, partial, fixed).source
+    unscaled = diagram(r.graph, r.values, partial, DiagramOptions(backward=True)).source
+    tint = [line for line in whole.splitlines() if "∂y/∂y" in line][0]
+    assert tint in early  # the output's cell: the same colour with and without the others
+    assert tint not in unscaled
+
+
+def test_gif_animates_the_frames(cli, tmp_path):
+    gif = tmp_path / "seed.gif"
+    r = cli("explain", "sample:seed", "--frames", str(tmp_path / "f"), "--gif", str(gif),
+            "--theme", "dark", "-q")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    animation = Image.open(io.BytesIO(gif.read_bytes()))
+    assert animation.format == "GIF" and animation.n_frames == 5
+    assert animation.size == next(iter(sizes(tmp_path / "f")))
+    first = Image.open(tmp_path / "f" / "frame-1.png").convert("RGB")
+    assert first.getpixel((2, 2)) == (13, 17, 23)  # the dark theme's background
+
+
+def test_optimize_frames_take_the_theme_and_a_gif(cli, tmp_path):
+    gif = tmp_path / "rewrites.gif"
+    r = cli("optimize", "sample:rewrites", "--frames", str(tmp_path / "o"), "--gif", str(gif))
+    assert r.exit_code == 0, r.stderr
+    assert len(sizes(tmp_path / "o")) == 1 and Image.open(gif).n_frames > 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gif", "a.gif"], "--gif animates the frames: say where they go with --frames DIR"),
+        (["--frames", "f", "--frames-format", "svg", "--gif", "a.gif"], "--gif animates PNG"),
+    ],
+)
+def test_gif_usage_errors(cli, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    r = cli("explain", "sample:seed", *args)
+    assert r.exit_code == 2 and message in r.stderr
