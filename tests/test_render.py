@@ -347,3 +347,13 @@ def test_every_character_in_labels_is_drawn_by_graphviz_pure():
         used |= set(source)
     missing = sorted(used - drawn - {"\n", "\t"})
     assert not missing, [f"{c} U+{ord(c):04X}" for c in missing]
+
+
+def test_operands_are_numbered_where_their_order_matters():
+    """`x - 1` and `1 - x` draw differently: each operand of −, ÷, ^ and @ is numbered."""
+    a = diagram_of(parse("y = x - 1"), {"x": 2}).source
+    b = diagram_of(parse("y = 1 - x"), {"x": 2}).source
+    # x is node 0 of the first program (read first) and node 1 of the second
+    assert re.search(r"n0 -> n2 \[headlabel=1 ", a) and re.search(r"n1 -> n2 \[headlabel=2 ", a)
+    assert re.search(r"n1 -> n2 \[headlabel=2 ", b) and '"x"' not in b
+    assert "headlabel" not in diagram_of(parse("y = x + 1"), {"x": 2}).source

@@ -136,6 +136,9 @@ def diagram(
     if options.scale is not None:
         scale = options.scale
     tensors = values is not None and any(is_tensor(v) for v in values)
+    from ..walkthrough import commutative
+
+    ordered = [len(a) > 1 and not commutative(op) for op, a in zip(graph.ops, graph.args)]
 
     dot = graphviz.Digraph("cgraph", format="svg")
     dot.attr(
@@ -201,6 +204,14 @@ def diagram(
             ):  # the shape of the value the edge carries
                 attrs["label"] = shape_text(values[a]) + (
                     "\n" + attrs["label"] if "label" in attrs else ""
+                )
+            if ordered[i]:  # x - 1 and 1 - x: the operands numbered where they arrive
+                attrs.update(
+                    headlabel=str(k + 1),
+                    labelfontsize="10",
+                    labelfontcolor=theme.muted,
+                    labeldistance="1.4",
+                    labelangle="35",
                 )
             dot.edge(tail, f"{prefix}{i}", **attrs)
     if graph.control is not None and hasattr(graph.control, "loops"):  # the static view
