@@ -110,6 +110,40 @@ class Diagram:
             raise cannot_write(path, e) from None
         return path
 
+    def fitted(self, size: tuple[int, int], *, renderer: str = "auto") -> tuple[bytes, float]:
+        """A PNG of exactly ``size`` pixels (a slide: 1920×1080 for 16:9) with the drawing as
+        large as it fits: laid out left to right and top to bottom, the one that fits larger
+        kept, centred on the theme's background. Returns the PNG and the height in pixels of
+        the nodes' text (on a projector, 20 or more reads from the back row).
+
+        >>> d = diagram("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+        >>> png, text = d.fitted((1920, 1080))
+        >>> png[:4], text > 20
+        (b'\\x89PNG', True)
+        """
+        from .render.image import choose, render
+
+        width, height = size
+        plain = choose("plain", renderer)
+        best: tuple[float, str] | None = None
+        for direction in ("LR", "TB"):
+            dot = re.sub(r"rankdir=\w+", f"rankdir={direction}", self.dot, count=1)
+            box = render(dot, "plain", plain).split(b"\n", 1)[0].split()
+            w, h = float(box[2]), float(box[3])  # inches
+            scale = min(width / (w * 72), height / (h * 72))  # pixels per point
+            if best is None or scale > best[0]:
+                best = (scale, dot)
+        assert best is not None
+        scale, dot = best
+        dpi = max(1, int(72 * scale))
+        png = render(dot, "png", choose("png", renderer), dpi)
+        found = re.search(r'bgcolor="(#[0-9a-fA-F]{6})"', dot)
+        background = found.group(1) if found else "#ffffff"
+        image = _same_canvas([png], background, required=True, size=size)
+        assert image is not None
+        font = re.search(r"node \[[^]]*fontsize=(\d+)", dot)
+        return _png(image[0]), (int(font.group(1)) if font else 14) * dpi / 72
+
     def _repr_svg_(self) -> str | None:
         """Jupyter's picture of the diagram; None (the repr instead) where nothing can draw
         it."""
@@ -611,6 +645,26 @@ def evaluate_for_drawing(
     return out, ev.values, vjp(graph, ev.values, of=out), None
 
 
+SLIDES = {"16:9": (1920, 1080), "4:3": (1440, 1080), "16:10": (1920, 1200)}
+
+
+def fit_size(text: str) -> tuple[int, int]:
+    """``--fit``'s box in pixels: a slide's shape (16:9 is 1920×1080, 1080p) or WxH.
+
+    >>> fit_size("16:9"), fit_size("4:3"), fit_size("1280x720")
+    ((1920, 1080), (1440, 1080), (1280, 720))
+    """
+    if text in SLIDES:
+        return SLIDES[text]
+    found = re.fullmatch(r"(\d{2,5})[x×](\d{2,5})", text.strip())
+    if not found or not all(16 <= int(n) <= 16384 for n in found.groups()):
+        raise UsageError(
+            f"--fit {text}: not a slide's shape nor WIDTHxHEIGHT in pixels",
+            hints=[f"use {', '.join(SLIDES)} or a size such as 1280x720 (16 to 16384 a side)"],
+        )
+    return int(found.group(1)), int(found.group(2))
+
+
 def output_format(path: str | None, fmt: str | None) -> str:
     """The image type: ``-T``, else the file's extension, else PNG."""
     from .render.image import FORMATS
@@ -733,9 +787,12 @@ def save_frames(frames: list, folder, stale: str, background: str, gif: str | No
     return paths
 
 
-def _same_canvas(pngs: list[bytes], background: str, required: bool = False):
-    """The PNG images as Pillow images of one size, or None without Pillow (then the frames
-    keep their own sizes, unless ``required``: a usage error naming the extra)."""
+def _same_canvas(
+    pngs: list[bytes], background: str, required: bool = False, size: tuple[int, int] | None = None
+):
+    """The PNG images as Pillow images of one size (the largest, or ``size``), or None without
+    Pillow (then the frames keep their own sizes, unless ``required``: a usage error naming the
+    extra)."""
     import io
 
     try:
@@ -743,13 +800,12 @@ def _same_canvas(pngs: list[bytes], background: str, required: bool = False):
     except ImportError:
         if required:
             raise UsageError(
-                "--gif needs Pillow",
+                "--gif and --fit need Pillow",
                 hints=["pip install 'cgraph-cli[plot]' (or: pip install pillow)"],
             ) from None
         return None
     images = [Image.open(io.BytesIO(data)).convert("RGB") for data in pngs]
-    width = max(i.width for i in images)
-    height = max(i.height for i in images)
+    width, height = size or (max(i.width for i in images), max(i.height for i in images))
     out = []
     for image in images:
         canvas = Image.new("RGB", (width, height), background)

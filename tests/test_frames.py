@@ -73,3 +73,32 @@ def test_gif_usage_errors(cli, tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     r = cli("explain", "sample:seed", *args)
     assert r.exit_code == 2 and message in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("fit", "size"), [("16:9", (1920, 1080)), ("4:3", (1440, 1080)), ("800x600", (800, 600))]
+)
+def test_fit_makes_a_png_of_exactly_the_slides_size(cli, tmp_path, fit, size):
+    target = tmp_path / "neuron.png"
+    r = cli("render", "sample:neuron", "--fit", fit, "-o", str(target))
+    assert r.exit_code == 0, r.stderr
+    image = Image.open(target)
+    assert image.size == size
+    assert image.convert("RGB").getpixel((1, 1)) == (255, 255, 255)  # the theme's background
+
+
+def test_fit_makes_the_text_as_large_as_the_box_allows():
+    from cgraph_cli import diagram
+
+    d = diagram(open("samples/neuron.cg").read())
+    _, text = d.fitted((1920, 1080))
+    assert text >= 30  # pixels: a 10-node graph reads from the back of a room at 1080p
+    _, small = d.fitted((960, 540))
+    assert small == pytest.approx(text / 2, rel=0.1)
+
+
+def test_fit_warns_when_the_text_comes_out_small(cli, tmp_path):
+    r = cli("render", "sample:mlp", "--fit", "16:9", "-o", str(tmp_path / "mlp.png"))
+    assert r.exit_code == 0 and "small for a projector" in r.stderr
+    r = cli("render", "sample:seed", "--fit", "16:9", "-o", str(tmp_path / "seed.svg"))
+    assert r.exit_code == 2 and "--fit makes a PNG" in r.stderr

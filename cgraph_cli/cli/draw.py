@@ -176,6 +176,12 @@ RENDER_EXIT = EXIT_CODES.replace(
     help="Resolution of PNG output.",
 )
 @click.option(
+    "--fit",
+    metavar="16:9|4:3|16:10|WxH",
+    help="A PNG of exactly this size (16:9: 1920x1080), the drawing as large as fits, laid "
+    "out in the direction that fits it larger.",
+)
+@click.option(
     "--renderer",
     type=click.Choice(["auto", "dot", "graphviz-pure"]),
     default="auto",
@@ -206,6 +212,7 @@ def render_command(
     kind,
     kind_old,
     dpi,
+    fit,
     renderer,
 ):
     """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
@@ -216,6 +223,7 @@ def render_command(
       cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
       cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
       cgraph render sample:neuron -o neuron.html               # a page that steps both passes
+      cgraph render sample:neuron --fit 16:9 -o neuron.png     # 1920x1080, for a slide
       cgraph render sample:seed -o seed.tex                    # TikZ, for a Beamer slide
       cgraph render sample:seed -o seed.mmd                    # Mermaid, for Markdown slides
       cgraph render sample:mlp --derivative -o mlp.png         # the backward pass as a graph
@@ -237,6 +245,10 @@ def render_command(
     from ..draw import output_format
 
     kind = output_format(target, kind or kind_old)
+    if fit is not None and kind != "png":
+        from ..errors import UsageError
+
+        raise UsageError(f"--fit makes a PNG of that size, not {kind.upper()}")
     if kind == "html":
         _page(
             args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
@@ -274,7 +286,12 @@ def render_command(
         focus,
         force,
     )
-    if kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
+    text_px = None
+    if fit is not None:
+        from ..draw import fit_size
+
+        data, text_px = diagram.fitted(fit_size(fit), renderer=renderer)
+    elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
         data = diagram.render(kind, renderer=renderer, dpi=dpi)
     else:  # seconds to minutes of layout: say that something is happening
         with output.progress(None, f"drawing {diagram.nodes} nodes"):
@@ -283,6 +300,11 @@ def render_command(
     output.write_bytes(data, target)
     if target != "-":
         output.note(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})")
+    if text_px is not None and text_px < 14:
+        output.note(
+            f"note: at {fit} the nodes' text is {text_px:.0f} px high, small for a projector; "
+            "--focus NAME or --no-values draws less"
+        )
 
 
 def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
