@@ -713,7 +713,7 @@ _TABLE = (
         _log_softmax_jvp,
         A.keep_shape,
         params=("axis",),
-        latex=r"\log\operatorname{softmax}\left({0}\right)",
+        latex=r"\log\operatorname{{softmax}}\left({0}\right)",
     ),
     _tensor(
         "logsumexp",

@@ -175,6 +175,7 @@ def _rows(graph: Graph, result, steps: dict) -> list[dict[str, Any]]:
                 "value": float(p["local_value"]),
             }
             for p in through.get(name, {"partials": []})["partials"]
+            if p["local_value"] is not None  # sum, matmul: a reverse rule, no number
         ]
         rows.append(
             {

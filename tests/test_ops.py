@@ -259,3 +259,13 @@ def test_tensor_rules_pair_vjp_with_jvp(op):
         lhs = float(np.sum(v * forward_))
         rhs = sum(float(np.sum(c * u)) for c, u in zip(backward_, us))
         assert lhs == pytest.approx(rhs, rel=1e-10), op.name
+
+
+@pytest.mark.parametrize("op", [o for o in OPS.values() if o.arity], ids=lambda op: op.name)
+def test_every_ops_latex_template_takes_its_arguments(op):
+    """A template is filled by str.format: TeX's own braces must be doubled
+    (log_softmax's \\operatorname{softmax} made explain fail)."""
+    if op.name == "index":  # spelled by the printer itself, with its subscript
+        return
+    text = op.latex.format(*[f"x_{k}" for k in range(op.arity)])
+    assert all(f"x_{k}" in text for k in range(op.arity)), text

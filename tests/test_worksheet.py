@@ -144,3 +144,11 @@ def test_a_tensor_program_is_refused_with_a_reason(cli):
     r = cli("worksheet", "sample:mlp")
     assert r.exit_code == 2
     assert re.search(r"must compute with numbers, not tensors", r.stderr)
+
+
+def test_an_op_with_a_reverse_rule_only_has_no_local_cell(cli):
+    # sum(x) of a number: no local derivative as a number, but a value and a gradient
+    r = cli("worksheet", "y = sum(x)", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    (row,) = [row for row in json.loads(r.stdout)["sheets"][0]["rows"] if row["node"] == "y"]
+    assert row["locals"] == [] and row["gradient"] == 1
