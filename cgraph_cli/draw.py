@@ -256,12 +256,7 @@ def page(
     from .walkthrough import walkthrough
 
     graph = program if isinstance(program, Graph) else parse(program)
-    if of is not None:
-        from .ir import resolve_name
-
-        diagram_size(graph, resolve_name(graph, of), force)
-    else:
-        diagram_size(graph, graph.output, force)
+    diagram_size(graph, graph.output if of is None else resolve_name(graph, of), force)
     data = walkthrough(
         graph, bindings, of=of, precision=precision, rankdir=rankdir, renderer=renderer
     )

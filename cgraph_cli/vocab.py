@@ -209,3 +209,30 @@ def swaps_arguments(op: OpSpec) -> bool:
         return False
     rules = [rule for rule in op.partials if rule is not None]
     return tuple(rule(Source(), "a0", "a1", "o") for rule in rules) == ("a1", "a0")
+
+
+def commutative(op: OpSpec) -> bool:
+    """Whether swapping an op's two arguments never changes its value (decided by its value
+    rule on two asymmetric points): ``x - y`` and ``x @ y`` are not; their operand order is
+    drawn.
+
+    >>> from cgraph_cli.ops import OPS
+    >>> commutative(OPS["add"]), commutative(OPS["sub"]), commutative(OPS["pow"])
+    (True, False, False)
+    """
+    found = _commutative.get(op.name)
+    if found is None:
+        found = op.arity < 2  # matmul and the like (not elementwise): their order matters
+        if op.arity == 2 and not op.required and op.elementwise:
+            import numpy
+
+            with numpy.errstate(all="ignore"):
+                found = all(
+                    ARRAYS.apply(op, (a, b), ()) == ARRAYS.apply(op, (b, a), ())
+                    for a, b in ((0.3, 1.7), (2.5, -0.75))  # two asymmetric points
+                )
+        _commutative[op.name] = found
+    return found
+
+
+_commutative: dict[str, bool] = {}  # op name -> commutative(op): diagrams ask once per node

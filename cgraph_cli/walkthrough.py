@@ -29,32 +29,14 @@ from .arrays import np
 from .ir import Graph, ancestors
 from .names import node_names
 from .numfmt import format_number, format_value, is_tensor, nested, shape_text
-from .ops import CONST, INPUT, OpSpec
+from .ops import CONST, INPUT
+from .vocab import commutative
 
 #: A tensor with at most this many elements is written in full inside its node.
 IN_NODE = 6
 CHAR = 8.2  # the width of a character at the page's 14 px font, generously (digits: ~7.8)
 LINE = 20  # the height of a line of text in a node
 PAD = 12
-POINTS = ((0.3, 1.7), (2.5, -0.75))  # where commutative() compares f(a, b) with f(b, a)
-
-
-def commutative(op: OpSpec) -> bool:
-    """Whether swapping an op's two arguments never changes its value (decided by its value
-    rule on two asymmetric points): ``x - y`` and ``x @ y`` are not; their operand order is
-    drawn.
-
-    >>> from cgraph_cli.ops import OPS
-    >>> commutative(OPS["add"]), commutative(OPS["sub"]), commutative(OPS["pow"])
-    (True, False, False)
-    """
-    if op.arity != 2 or op.required or not op.elementwise:
-        return op.arity < 2  # matmul and the like: their order matters
-    from .vocab import ARRAYS
-
-    with np.errstate(all="ignore"):
-        pairs = [(ARRAYS.apply(op, (a, b), ()), ARRAYS.apply(op, (b, a), ())) for a, b in POINTS]
-    return all(x == y for x, y in pairs)
 
 
 def _short(x, precision: int | None) -> str:
@@ -148,8 +130,6 @@ def steps(
     data = explain(g, values, adjoints, out)
     tensors = data["tensors"]
     names = node_names(g)
-    reach = ancestors(g, out)
-    shown = [i for i in range(out + 1) if reach[i]]
 
     def short(x) -> str:
         return _short(x, precision)
@@ -166,6 +146,7 @@ def steps(
 
     o = names[out]
     nodes, edges = figure(g, values, adjoints, out, precision)
+    shown = list(nodes)  # what leads to the output, in order
     into = {(int(e["to"][1:]), e["arg"]): k for k, e in enumerate(edges)}
     for node in nodes.values():
         node.update(formula=None, locals=[], chain=[])
@@ -209,11 +190,11 @@ def steps(
             "edges": [],
         }
     )
-    readers: dict[int, int] = {}
+    readers: dict[int, int] = {}  # node -> edges out of it (x * x: two)
     for i in shown:
-        for a in set(g.args[i]):
+        for a in g.args[i]:
             if g.ops[a] is not CONST:
-                readers[a] = readers.get(a, 0) + sum(1 for b in g.args[i] if b == a)
+                readers[a] = readers.get(a, 0) + 1
     through = {s["node"]: s for s in data["backward"]["through"]}
     sums: dict[int, Any] = {}
     seen: dict[int, int] = {}
@@ -298,9 +279,10 @@ def _sign(x) -> int:
 
 
 # --- the layout -------------------------------------------------------------------------------
-def node_lines(node: dict[str, Any], output: str) -> list[str]:
-    """The lines of text a node holds when everything is known (which sets its size)."""
-    head = f"{node['glyph']}  {node['name']}" if node["kind"] == "op" else node["name"]
+def node_lines(node: dict[str, Any], output: str, gap: str = "  ") -> list[str]:
+    """The lines of text a node holds when everything is known (which sets its size); ``gap``
+    between an op's glyph and its name."""
+    head = f"{node['glyph']}{gap}{node['name']}" if node["kind"] == "op" else node["name"]
     lines = [head]
     if node["value"] is not None and not (
         node["kind"] == "const" and node["value"] == node["name"]

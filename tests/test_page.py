@@ -16,7 +16,8 @@ import pytest
 from cgraph_cli import page, parse
 from cgraph_cli.ops import OPS
 from cgraph_cli.render.dot import THEMES
-from cgraph_cli.walkthrough import commutative, steps
+from cgraph_cli.vocab import commutative
+from cgraph_cli.walkthrough import steps
 
 SEED = "g = (x + y) * z"
 SEED_BINDINGS = {"x": 1, "y": 3, "z": -3}

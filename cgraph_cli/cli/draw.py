@@ -311,17 +311,13 @@ def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of
           renderer, target, ignored) -> None:  # fmt: skip
     """``render -o P.html``: the interactive page, which steps through both passes."""
     from ..draw import page
-    from ..errors import UsageError
     from .options import load
 
-    given = [name for name, on in ignored.items() if on]
-    if given:
-        raise UsageError(
-            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to the "
-            "interactive page, which shows every value and gradient, step by step, on the "
-            "graph that runs",
-            hints=["leave it out, or write an image: -o FILE.png or .svg"],
-        )
+    _refuse(
+        ignored,
+        "the interactive page, which shows every value and gradient, step by step, on the "
+        "graph that runs",
+    )
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     text = page(
         graph, bindings, of=of, theme=theme, rankdir=rankdir, precision=precision or 4,
@@ -337,17 +333,13 @@ def _slides(args, expr, file_, binds, bindings_file, kind, theme, rankdir, preci
             renderer, target, values, grads, view, ignored) -> None:  # fmt: skip
     """``render -o P.tex`` (TikZ) and ``-o P.mmd`` (Mermaid): the diagram as text for slides."""
     from ..draw import slides
-    from ..errors import UsageError
     from .options import load
 
-    given = [name for name, on in ignored.items() if on]
-    if given:
-        raise UsageError(
-            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to "
-            f"{'TikZ' if kind == 'tex' else 'Mermaid'} output, which draws the graph with its "
-            "values and gradients",
-            hints=["leave it out, or write an image: -o FILE.png or .svg"],
-        )
+    _refuse(
+        ignored,
+        f"{'TikZ' if kind == 'tex' else 'Mermaid'} output, which draws the graph with its "
+        "values and gradients",
+    )
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     text, nodes, note = slides(
         graph, bindings, kind=kind, of=of, theme=theme, rankdir=rankdir,
@@ -360,6 +352,18 @@ def _slides(args, expr, file_, binds, bindings_file, kind, theme, rankdir, preci
     output.write_bytes(text.encode(), target)
     if target != "-":
         output.note(f"wrote {target} ({nodes} node{'' if nodes == 1 else 's'})")
+
+
+def _refuse(options: dict[str, bool], what: str) -> None:
+    """A usage error naming the image options given that do not apply to ``what``."""
+    from ..errors import UsageError
+
+    given = [name for name, on in options.items() if on]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {what}",
+            hints=["leave it out, or write an image: -o FILE.png or .svg"],
+        )
 
 
 def _default_output(filename: str, kind: str) -> str:

@@ -7,6 +7,7 @@ import click
 from . import output
 from .app import EXIT_CODES
 from .options import (
+    check_gif,
     common_options,
     format_option,
     frames_options,
@@ -73,7 +74,7 @@ def explain_command(
     from ..api import explain
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    _check_gif(frames, frames_format, gif)
+    check_gif(frames, frames_format, gif)
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..draw import frames_folder
 
@@ -99,16 +100,6 @@ def explain_command(
                 ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif
             )
         output.note(f"wrote {len(written)} frames to {frames}" + (f" and {gif}" if gif else ""))
-
-
-def _check_gif(frames, frames_format: str, gif) -> None:
-    """--gif animates the PNG frames: it needs them."""
-    from ..errors import UsageError
-
-    if gif and not frames:
-        raise UsageError("--gif animates the frames: say where they go with --frames DIR")
-    if gif and frames_format != "png":
-        raise UsageError("--gif animates PNG frames", hints=["leave out --frames-format svg"])
 
 
 COMMANDS = [explain_command]

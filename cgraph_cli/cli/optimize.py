@@ -8,6 +8,7 @@ import click
 from . import output
 from .app import EXIT_CODES
 from .options import (
+    check_gif,
     common_options,
     format_option,
     frames_options,
@@ -64,10 +65,9 @@ def optimize_command(
       cgraph optimize sample:rewrites --frames slides/      # one diagram per rewrite
     """
     from ..passes.optimize import optimize, parse_passes
-    from .explain import _check_gif
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    _check_gif(frames, frames_format, gif)
+    check_gif(frames, frames_format, gif)
     chosen = parse_passes(passes)
     steps: list = []
     if frames:

@@ -341,3 +341,13 @@ def frames_options(what: str):
         )(command)
 
     return decorate
+
+
+def check_gif(frames, frames_format: str, gif) -> None:
+    """--gif animates the PNG frames: it needs them."""
+    from ..errors import UsageError
+
+    if gif and not frames:
+        raise UsageError("--gif animates the frames: say where they go with --frames DIR")
+    if gif and frames_format != "png":
+        raise UsageError("--gif animates PNG frames", hints=["leave out --frames-format svg"])

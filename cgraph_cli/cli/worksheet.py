@@ -17,8 +17,6 @@ from .options import (
     source_options,
 )
 
-EXTENSIONS = {"markdown": "md", "latex": "tex", "html": "html"}
-
 
 @click.command(
     "worksheet", short_help="Write exercise sheets and their answer keys.", epilog=EXIT_CODES

@@ -136,7 +136,7 @@ def diagram(
     if options.scale is not None:
         scale = options.scale
     tensors = values is not None and any(is_tensor(v) for v in values)
-    from ..walkthrough import commutative
+    from ..vocab import commutative
 
     ordered = [len(a) > 1 and not commutative(op) for op, a in zip(graph.ops, graph.args)]
 

@@ -26,11 +26,11 @@ from importlib.resources import files
 from pathlib import PurePath
 from typing import Any
 
+from ..walkthrough import LINE, PAD
 from .dot import THEMES, Theme
 
 FONT = '"Liberation Sans", Arial, Helvetica, sans-serif'
-LINE = 20  # as walkthrough.LINE: the height of a line of text in a node
-TOP = 12 + 14  # the padding above a node's first line, plus the font's ascent
+TOP = PAD + 14  # the padding above a node's first line, plus the font's ascent
 
 
 def _asset(name: str) -> str:

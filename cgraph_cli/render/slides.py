@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..walkthrough import node_lines
 from .dot import THEMES
 
 # Characters with a meaning to TeX, and the non-ASCII ones cgraph writes, as pdfLaTeX sets them
@@ -61,18 +62,6 @@ def tex(text: str) -> str:
     """``text`` as LaTeX that pdfLaTeX sets as written; any other non-ASCII character as
     ``?`` (a name cgraph made never has one; a user's name might)."""
     return "".join(_TEX.get(c, c if c.isascii() else "?") for c in text)
-
-
-def _lines(node: dict[str, Any], output: str) -> list[str]:
-    head = f"{node['glyph']} {node['name']}" if node["kind"] == "op" else node["name"]
-    lines = [head]
-    if node["value"] is not None and not (
-        node["kind"] == "const" and node["value"] == node["name"]
-    ):
-        lines.append(f"= {node['value']}")
-    if node["grad"] is not None:
-        lines.append(f"∂{output}/∂{node['name']} = {node['grad']}")
-    return lines
 
 
 def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
@@ -115,7 +104,7 @@ def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
     body = []
     for node in fig["nodes"]:
         x, y, w, h = node["box"]
-        lines = _lines(node, out)
+        lines = node_lines(node, out, " ")
         texts = [f"\\textbf{{{tex(lines[0])}}}"] + [tex(s) for s in lines[1:-1]]
         if node["grad"] is not None:
             sign = {1: "cgpos", -1: "cgneg", 0: "cgtext"}[node["sign"]]
@@ -154,7 +143,7 @@ def mermaid(fig: dict[str, Any], theme: str = "light", rankdir: str = "LR") -> s
     out = fig["output"]
     lines = [f"flowchart {rankdir}"]
     for node in fig["nodes"]:
-        text = _lines(node, out)
+        text = node_lines(node, out, " ")
         label = "<br/>".join([f"<b>{_mmd(text[0])}</b>", *(_mmd(s) for s in text[1:])])
         kind = "output" if node["output"] else node["kind"]
         lines.append(f'  {node["id"]}["{label}"]:::{kind}')
