@@ -138,7 +138,7 @@ def latex(
             say,
             r"\par\medskip",
             r"\renewcommand{\arraystretch}{1.6}",
-            r"\begin{tabular}{l l l p{5.2cm} l}",
+            r"\begin{tabular}{l l l >{\raggedright\arraybackslash}p{5.2cm} l}",
             rf"\textbf{{node}} & \textbf{{computes}} & \textbf{{value}} & \textbf{{local "
             rf"derivatives}} & \textbf{{{tex(f'∂{out}/∂node')}}} \\ \hline",
             *body,
