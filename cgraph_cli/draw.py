@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,9 @@ class Diagram:
     dot: str  # the Graphviz DOT source
     nodes: int  # nodes drawn
     note: str | None = None  # what the user should know (values left out, and why)
+    # The same drawing with every tensor summarised (shape, mean, range) instead of drawn as a
+    # grid, made when asked (``fitted`` does when the grids make the text small); None: no grid.
+    summarised: Callable[[], Diagram] | None = field(default=None, compare=False)
 
     def titled(self, title: str) -> Diagram:
         """The same drawing under a title (a frame without a border, labelled at the top;
@@ -64,7 +67,13 @@ class Diagram:
             *body,
             "\t}",
         ]
-        return Diagram("\n".join([*head, *frame, "}"]) + "\n", self.nodes, self.note)
+        later = self.summarised
+        return Diagram(
+            "\n".join([*head, *frame, "}"]) + "\n",
+            self.nodes,
+            self.note,
+            None if later is None else lambda: later().titled(title),
+        )
 
     @property
     def source(self) -> str:
@@ -112,9 +121,11 @@ class Diagram:
 
     def fitted(self, size: tuple[int, int], *, renderer: str = "auto") -> tuple[bytes, float]:
         """A PNG of exactly ``size`` pixels (a slide: 1920×1080 for 16:9) with the drawing as
-        large as it fits: laid out left to right and top to bottom, the one that fits larger
-        kept, centred on the theme's background. Returns the PNG and the height in pixels of
-        the nodes' text (on a projector, 20 or more reads from the back row).
+        large as it fits, centred on the theme's background. Tried: left to right, top to
+        bottom, and a long left-to-right layout wrapped into 2 to 8 rows; where the nodes' text
+        would still be small, tensors drawn as grids are summarised (shape, mean, range).
+        Returns the PNG and the height in pixels of the nodes' text (on a projector, 20 or
+        more reads from the back row).
 
         >>> d = diagram("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
         >>> png, text = d.fitted((1920, 1080))
@@ -123,26 +134,18 @@ class Diagram:
         """
         from .render.image import choose, render
 
-        width, height = size
-        plain = choose("plain", renderer)
-        best: tuple[float, str] | None = None
-        for direction in ("LR", "TB"):
-            dot = re.sub(r"rankdir=\w+", f"rankdir={direction}", self.dot, count=1)
-            box = render(dot, "plain", plain).split(b"\n", 1)[0].split()
-            w, h = float(box[2]), float(box[3])  # inches
-            scale = min(width / (w * 72), height / (h * 72))  # pixels per point
-            if best is None or scale > best[0]:
-                best = (scale, dot)
-        assert best is not None
-        scale, dot = best
+        scale, dot = _best_fit(self.dot, size, renderer)
+        if _text_px(dot, scale) < READABLE_PX and self.summarised is not None:
+            small_scale, small_dot = _best_fit(self.summarised().dot, size, renderer)
+            if small_scale > scale * 1.1:
+                scale, dot = small_scale, small_dot
         dpi = max(1, int(72 * scale))
         png = render(dot, "png", choose("png", renderer), dpi)
         found = re.search(r'bgcolor="(#[0-9a-fA-F]{6})"', dot)
         background = found.group(1) if found else "#ffffff"
         image = _same_canvas([png], background, required=True, size=size)
         assert image is not None
-        font = re.search(r"node \[[^]]*fontsize=(\d+)", dot)
-        return _png(image[0]), (int(font.group(1)) if font else 14) * dpi / 72
+        return _png(image[0]), _text_px(dot, dpi / 72)
 
     def _repr_svg_(self) -> str | None:
         """Jupyter's picture of the diagram; None (the repr instead) where nothing can draw
@@ -377,7 +380,20 @@ def diagram_of(
     _, values, adjoints, note = evaluate_for_drawing(graph, bindings, of, options.values)
     if focus_node is not None:
         options = replace(options, focus=focus_node)
-    return Diagram(dot_diagram(graph, values, adjoints, options, output=out).source, count, note)
+    dot = dot_diagram(graph, values, adjoints, options, output=out).source
+    from .numfmt import is_tensor
+
+    summarised = None
+    if values is not None and any(
+        is_tensor(v) and 0 < v.size <= options.in_full and v.ndim <= 2 for v in values
+    ):
+        summary = replace(options, in_full=0)
+
+        def summarised() -> Diagram:
+            drawn = dot_diagram(graph, values, adjoints, summary, output=out).source
+            return Diagram(drawn, count, note)
+
+    return Diagram(dot, count, note, summarised)
 
 
 def compare_diagram(
@@ -641,6 +657,53 @@ def evaluate_for_drawing(
 
 
 SLIDES = {"16:9": (1920, 1080), "4:3": (1440, 1080), "16:10": (1920, 1200)}
+
+
+#: Nodes' text this many pixels high reads from the back of a room on a 1080p projector.
+READABLE_PX = 20
+
+
+def _text_px(dot: str, scale: float) -> float:
+    """The height in pixels of the nodes' text in ``dot`` drawn at ``scale`` pixels a point."""
+    font = re.search(r"node \[[^]]*fontsize=(\d+)", dot)
+    return (int(font.group(1)) if font else 14) * scale
+
+
+def _best_fit(dot: str, size: tuple[int, int], renderer: str) -> tuple[float, str]:
+    """The layout of ``dot`` that fills ``size`` (pixels) best: its scale in pixels a point,
+    and its DOT. A long left-to-right layout is also tried wrapped into rows."""
+    from .render.image import choose, render
+    from .render.wrap import straightened, wrapped
+
+    width, height = size
+    plain = choose("plain", renderer)
+
+    def scale_of(text: str) -> float:
+        box = text.split("\n", 1)[0].split()  # graph SCALE WIDTH HEIGHT, in inches
+        return min(width / (float(box[2]) * 72), height / (float(box[3]) * 72))
+
+    best: tuple[float, str] | None = None
+    flat = "cluster_" not in dot.replace("cluster_title", "")  # no frames: rows may be cut
+    for direction in ("LR", "TB", "straight"):
+        if direction == "straight":  # a chain kept straight, to wrap into rows
+            candidate = straightened(re.sub(r"rankdir=\w+", "rankdir=LR", dot, count=1))
+        else:
+            candidate = re.sub(r"rankdir=\w+", f"rankdir={direction}", dot, count=1)
+        layout = render(candidate, "plain", plain).decode()
+        tried = [(scale_of(layout), candidate)]
+        box = layout.split("\n", 1)[0].split()
+        aspect = float(box[2]) / float(box[3])
+        if direction != "TB" and flat:
+            for rows in range(2, 9):  # rows only while the strip is wider than the box
+                if aspect / rows**2 < 0.25 * width / height:
+                    break
+                rowed = wrapped(candidate, layout, rows)
+                tried.append((scale_of(render(rowed, "plain", plain).decode()), rowed))
+        for option in tried:
+            if best is None or option[0] > best[0]:
+                best = option
+    assert best is not None
+    return best
 
 
 def fit_size(text: str) -> tuple[int, int]:

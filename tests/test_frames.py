@@ -97,8 +97,59 @@ def test_fit_makes_the_text_as_large_as_the_box_allows():
     assert small == pytest.approx(text / 2, rel=0.1)
 
 
+def drawn_box(png: bytes) -> tuple[int, int]:
+    """The width and height of what is drawn on a white canvas, in pixels."""
+    from PIL import ImageChops
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    box = ImageChops.difference(image, Image.new("RGB", image.size, "white")).getbbox()
+    return box[2] - box[0], box[3] - box[1]
+
+
+def test_fit_wraps_a_long_chain_into_rows_that_fill_the_slide():
+    from cgraph_cli import diagram
+
+    chain = "\n".join(f"x{k + 1} = sin(x{k}) * 0.9" for k in range(24)) + "\n"
+    d = diagram(chain, {"x0": 1})
+    png, text = d.fitted((1920, 1080))
+    # one row of 49 nodes would have text of about 5 px; wrapped, it reads on a projector
+    assert text >= 14
+    width, height = drawn_box(png)
+    assert width >= 0.9 * 1920 or height >= 0.9 * 1080  # the drawing fills the slide one way
+    assert width <= 1920 and height <= 1080
+
+
+def test_fit_keeps_every_node_and_edge_when_it_wraps():
+    from cgraph_cli import diagram
+    from cgraph_cli.render.image import choose, render
+    from cgraph_cli.render.wrap import wrapped
+
+    d = diagram("\n".join(f"x{k + 1} = x{k} * c + {k}" for k in range(20)), {"x0": 1, "c": 2})
+    plain = render(d.dot, "plain", choose("plain")).decode()
+    rows = render(wrapped(d.dot, plain, 3), "plain", choose("plain")).decode()
+    count = lambda text, kind: sum(ln.startswith(kind + " ") for ln in text.splitlines())  # noqa: E731
+    assert count(rows, "node") == count(plain, "node") and count(rows, "edge") == count(
+        plain, "edge"
+    )
+    # in three rows: the drawing is about a third as wide as the single row
+    ratio = float(rows.split()[2]) / float(plain.split()[2])
+    assert 0.25 < ratio < 0.5
+
+
+def test_fit_summarises_tensor_grids_only_where_they_make_the_text_small():
+    from cgraph_cli import diagram
+
+    mlp = diagram(open("samples/mlp.cg").read())
+    _, text = mlp.fitted((1920, 1080))
+    assert text >= 18  # 10 px with every 4x2 and 3x5 grid drawn in full
+    assert 'TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1"' in mlp.dot  # grids unless fit
+    small = diagram("y = sum(v * w)", {"v": "[1, 2]", "w": "[3, 4]"})
+    png, text = small.fitted((1920, 1080))
+    assert text >= 30 and small.summarised is not None
+
+
 def test_fit_warns_when_the_text_comes_out_small(cli, tmp_path):
-    r = cli("render", "sample:mlp", "--fit", "16:9", "-o", str(tmp_path / "mlp.png"))
+    r = cli("render", "sample:rnn", "--fit", "16:9", "-o", str(tmp_path / "rnn.png"))
     assert r.exit_code == 0 and "small for a projector" in r.stderr
     r = cli("render", "sample:seed", "--fit", "16:9", "-o", str(tmp_path / "seed.svg"))
     assert r.exit_code == 2 and "--fit makes a PNG" in r.stderr

@@ -106,6 +106,9 @@ class DiagramOptions:
     # The gradient that tints most strongly; None: the largest in this diagram. A sequence of
     # frames passes its last frame's, so a tint means the same in every frame.
     scale: float | None = None
+    # Tensors of at most this many elements (and two axes) are drawn in full, the rest as a
+    # summary; 0 summarises every tensor (``--fit`` does when the grids make text too small).
+    in_full: int = SMALL_IN_NODE
 
 
 def diagram(
@@ -180,9 +183,8 @@ def diagram(
             continue
         attrs = _node_attrs(graph, i, names, theme)
         grad = None if adjoints is None else adjoints[i]
-        label = _label(
-            graph, i, names, out, theme, fmt, None if values is None else values[i], grad, scale
-        )
+        value = None if values is None else values[i]
+        label = _label(graph, i, names, out, theme, fmt, value, grad, scale, options.in_full)
         if i == out:
             attrs.update(color=theme.output, penwidth="2.4")
         if i in split:
@@ -259,7 +261,9 @@ def _node_attrs(graph: Graph, i: int, names, theme: Theme) -> dict[str, str]:
     return {"shape": "box", "style": "rounded,filled", "fillcolor": theme.op_fill}
 
 
-def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad, scale) -> str:
+def _label(
+    graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad, scale, in_full
+) -> str:
     op = graph.ops[i]
     e = html.escape
     rows = []
@@ -278,7 +282,9 @@ def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad
     rows.append(f'<TR><TD COLSPAN="2">{head}</TD></TR>')
     if value is not None and not (op is CONST and graph.labels[i] is None and not is_tensor(value)):
         if is_tensor(value):
-            rows.append(_row("value", _tensor_html(value, fmt), theme.muted, html_value=True))
+            rows.append(
+                _row("value", _tensor_html(value, fmt, None, in_full), theme.muted, html_value=True)
+            )
         else:
             rows.append(_row("value", fmt(value), theme.muted))
     if grad is not None and op is not CONST:
@@ -287,7 +293,7 @@ def _label(graph: Graph, i: int, names, out: int, theme: Theme, fmt, value, grad
         if grad.__class__ is float and math.isnan(grad):  # not reached yet (a backward frame)
             rows.append(_row(key, "?", theme.muted))
         elif is_tensor(grad):
-            cell = _tensor_html(grad, fmt, lambda g: _tint(g, scale, theme))
+            cell = _tensor_html(grad, fmt, lambda g: _tint(g, scale, theme), in_full)
             rows.append(_row(key, cell, theme.muted, html_value=True))
         else:
             rows.append(_row(key, fmt(grad), theme.muted, _tint(grad, scale, theme)))
@@ -314,13 +320,13 @@ def _magnitude(x) -> float:
     return 0.0 if math.isnan(x) else abs(x)
 
 
-def _tensor_html(x, fmt, tint=None) -> str:
-    """A small tensor as a grid of its elements (each tinted by ``tint``), a large one as its
-    shape, mean and range."""
+def _tensor_html(x, fmt, tint=None, in_full: int = SMALL_IN_NODE) -> str:
+    """A small tensor (at most ``in_full`` elements) as a grid of its elements (each tinted by
+    ``tint``), a large one as its shape, mean and range."""
     e = html.escape
     if x.size == 0:
         return f" [] {e(shape_text(x))} "
-    if x.size > SMALL_IN_NODE or x.ndim > 2:
+    if x.size > in_full or x.ndim > 2:
         flat = x.ravel()
         return (
             f" {e(shape_text(x))}  mean {e(fmt(mean(flat)))}  "
