@@ -178,8 +178,8 @@ RENDER_EXIT = EXIT_CODES.replace(
 @click.option(
     "--fit",
     metavar="16:9|4:3|16:10|WxH",
-    help="A PNG of exactly this size (16:9: 1920x1080), the drawing as large as fits, laid "
-    "out in the direction that fits it larger.",
+    help="A PNG of exactly this size (16:9: 1920x1080), the drawing as large as fits: laid "
+    "out left to right, top to bottom or wrapped into rows, whichever fits it larger.",
 )
 @click.option(
     "--renderer",
