@@ -249,7 +249,8 @@ def page(
     """The interactive page ``cgraph render P -o P.html`` writes: one self-contained HTML file
     that steps through the forward pass node by node, then the backward pass edge by edge
     (keys → ← Home End); clicking a node shows its value, local derivatives and chain rule.
-    Every input needs a value. A program with conditionals or loops is shown as it ran.
+    Every input needs a value. A program with conditionals or loops is stepped through as it
+    ran, and drawn as written (both branches, each loop's body once) under it.
 
     >>> html = page("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
     >>> html.startswith("<!DOCTYPE html>"), "∂g/∂x = -3" in html
@@ -263,7 +264,18 @@ def page(
     data = walkthrough(
         graph, bindings, of=of, precision=precision, rankdir=rankdir, renderer=renderer
     )
-    return write_page(data, theme)
+    static = None
+    if graph.control is not None and hasattr(graph.control, "loops"):  # if or loops
+        from .render.dot import THEMES
+        from .render.page import inline_svg
+
+        static = {
+            name: inline_svg(
+                diagram(graph, view="static", theme=name, rankdir=rankdir).svg(renderer=renderer)
+            )
+            for name in THEMES
+        }
+    return write_page(data, theme, static=static)
 
 
 def slides(

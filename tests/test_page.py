@@ -86,6 +86,16 @@ def test_a_program_with_a_branch_is_shown_as_it_ran():
 
 
 # --- the HTML ---------------------------------------------------------------------------------
+def test_a_program_with_control_flow_is_also_drawn_as_written_in_every_theme():
+    html = page(Path("samples/huber.cg").read_text(), {"e": 3})
+    assert "The program as written" in html
+    views = re.findall(r'<div class="static-view" data-for-theme="(\w+)"><svg', html)
+    assert views == ["light", "dark", "print"]
+    assert "if abs(e) &lt;= d" in html and "else" in html  # both branches, framed
+    assert not re.search(r"https?://|<\?xml|<!DOCTYPE svg", html)
+    assert "The program as written" not in page(SEED, SEED_BINDINGS)  # straight-line code
+
+
 def test_the_page_is_one_file_that_asks_for_nothing():
     html = page(SEED, SEED_BINDINGS)
     assert "default-src 'none'" in html  # the browser itself refuses any request
@@ -278,3 +288,12 @@ def test_tensor_and_control_flow_programs_step_through_without_errors(opened):
             tab.keyboard.press("ArrowRight")
         assert tab.text_content("#phase") == "Both passes done"
         assert tab.problems == [], args
+
+
+def test_the_drawing_as_written_follows_the_pages_theme(opened):
+    tab = opened(["sample:huber", "e=3"])
+    shown = "[...document.querySelectorAll('.static-view')].filter((v) => v.offsetParent).map((v) => v.dataset.forTheme)"
+    assert tab.evaluate(shown) == ["light"]
+    tab.select_option("#theme", "dark")
+    assert tab.evaluate(shown) == ["dark"]
+    assert tab.problems == [] and all(q.startswith("file:") for q in tab.requests)

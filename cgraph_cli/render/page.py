@@ -131,8 +131,48 @@ def _svg(data: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def page(data: dict[str, Any], theme: str = "light", title: str | None = None) -> str:
-    """The HTML page for ``data`` (with its layout), opening in ``theme``."""
+def inline_svg(svg: bytes) -> str:
+    """Graphviz's SVG document as an element to put inside HTML: no XML prolog, doctype or
+    comments, and no namespace addresses (HTML needs none, and the page names no address).
+
+    >>> inline_svg(b'<?xml version="1.0"?>\\n<!-- c -->\\n<svg width="8pt" '
+    ...            b'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+    ...            b'<g/></svg>\\n')
+    '<svg width="8pt"><g/></svg>'
+    """
+    import re
+
+    text = svg.decode("utf-8")
+    text = re.sub(r"<\?xml.*?\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r'\s+xmlns(?::\w+)?="[^"]*"', "", text)
+    return text.replace("xlink:href", "href").strip()
+
+
+def _static_views(static: dict[str, str] | None) -> str:
+    """The program as written (both branches, each loop's body once), one drawing per theme;
+    the page shows the one of its theme."""
+    if not static:
+        return ""
+    drawings = "".join(
+        f'<div class="static-view" data-for-theme="{name}">{svg}</div>'
+        for name, svg in static.items()
+    )
+    return (
+        '<details class="static" open><summary>The program as written: both branches of '
+        "each <code>if</code>, each loop's body once (the graph above is the one that ran)"
+        f'</summary><div class="canvas">{drawings}</div></details>'
+    )
+
+
+def page(
+    data: dict[str, Any],
+    theme: str = "light",
+    title: str | None = None,
+    static: dict[str, str] | None = None,
+) -> str:
+    """The HTML page for ``data`` (with its layout), opening in ``theme``; ``static``: for a
+    program with control flow, its static graph as inline SVG in each theme (theme name ->
+    ``<svg>`` element), shown under the graph that ran."""
     e = html.escape
     title = title or f"{data['output']} = {data['value']}"
     # The file's name alone: where it lies on this machine is nobody's business on a slide.
@@ -194,6 +234,7 @@ body {{ font-family: {FONT}; }}
 <footer>
 <details{"" if long else " open"}><summary>The program</summary><pre><code>{e(data["source"].rstrip())}</code></pre></details>
 {f"<details open><summary>Control flow</summary><ul>{notes}</ul></details>" if notes else ""}
+{_static_views(static)}
 <p class="made">Made by cgraph: a computational graph, stepped through its forward and backward passes. This file needs no network.</p>
 </footer>
 <script type="application/json" id="cgraph-data">{payload}</script>
