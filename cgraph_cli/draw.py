@@ -785,11 +785,13 @@ def write_frames(
     theme: str = "light",
     dpi: int = 110,
     gif: str | None = None,
+    mp4: str | None = None,
 ) -> list:
     """One diagram per step of the backward pass: frame k shows the gradients of the first k
     nodes the pass reaches (the output first); the others show "?". Every frame tints by the
     same scale (the largest gradient of the last frame) and, as PNG, has the same canvas; the
-    frames an earlier run left in ``folder`` go first. ``gif``: also an animation. Returns the
+    frames an earlier run left in ``folder`` go first. ``gif``, ``mp4``: also an animation, a
+    video. Returns the
     paths. ``on_frame()`` is called after each frame (a progress bar)."""
     import math
 
@@ -811,7 +813,7 @@ def write_frames(
         frames.append((f"frame-{k:0{width}d}.{fmt}", render(dot.source, fmt, renderer, dpi)))
         if on_frame is not None:
             on_frame()
-    return save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif)
+    return save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif, mp4)
 
 
 #: The names of the frames cgraph writes (explain's, optimize's): those an earlier run left
@@ -819,11 +821,19 @@ def write_frames(
 STALE_FRAME = r"^(frame-\d+|\d{2}-[a-z_]+)\.(png|svg)$"
 
 
-def save_frames(frames: list, folder, stale: str, background: str, gif: str | None = None):
+def save_frames(
+    frames: list,
+    folder,
+    stale: str,
+    background: str,
+    gif: str | None = None,
+    mp4: str | None = None,
+):
     """Write ``frames`` (name, bytes) into ``folder`` after removing the files an earlier run
     left there (names matching ``stale``); PNG frames are padded to one canvas (the largest,
     centred, on ``background``: Pillow, the plot extra); ``gif``: the frames as an animated GIF,
-    1.2 s each and 3 s on the last. Returns the paths written."""
+    1.2 s each and 3 s on the last; ``mp4``: the same as an H.264 video (PyAV, the video extra).
+    Returns the paths written."""
     from pathlib import Path
 
     folder = Path(folder)
@@ -837,7 +847,8 @@ def save_frames(frames: list, folder, stale: str, background: str, gif: str | No
     pngs = all(name.endswith(".png") for name, _ in frames)
     images = None
     if pngs and frames:
-        images = _same_canvas([data for _, data in frames], background, required=gif is not None)
+        wanted = gif is not None or mp4 is not None
+        images = _same_canvas([data for _, data in frames], background, required=wanted)
         if images is not None:
             frames = [(name, _png(image)) for (name, _), image in zip(frames, images)]
     paths = []
@@ -854,7 +865,46 @@ def save_frames(frames: list, folder, stale: str, background: str, gif: str | No
             images[0].save(gif, save_all=True, append_images=images[1:], duration=durations, loop=0)
         except OSError as e:
             raise cannot_write(gif, e) from None
+    if mp4 is not None and images:
+        save_video(images, mp4, background)
     return paths
+
+
+#: Frames a second in a video of frames; each frame is shown 1.2 s (6 frames), the last 3 s.
+VIDEO_RATE = 5
+
+
+def save_video(images: list, path, background: str) -> None:
+    """The Pillow ``images`` (one size) as an H.264 MP4 that plays everywhere (yuv420p, so the
+    canvas is padded to even sides): 1.2 s each, 3 s on the last."""
+    from PIL import Image
+
+    try:
+        import av
+    except ImportError:
+        raise UsageError(
+            "--mp4 needs PyAV",
+            hints=["pip install 'cgraph-cli[video]' (or: pip install av)"],
+        ) from None
+    width, height = images[0].size
+    even = (width + width % 2, height + height % 2)
+    counts = [6] * (len(images) - 1) + [15]
+    try:
+        with av.open(str(path), "w", format="mp4") as video:
+            stream = video.add_stream("libx264", rate=VIDEO_RATE, options={"crf": "18"})
+            stream.width, stream.height = even
+            stream.pix_fmt = "yuv420p"
+            for image, count in zip(images, counts):
+                canvas = Image.new("RGB", even, background)
+                canvas.paste(image, (0, 0))
+                frame = av.VideoFrame.from_image(canvas)
+                for _ in range(count):
+                    video.mux(stream.encode(frame))
+            video.mux(stream.encode())
+    except OSError as e:  # PyAV's errors of files are OSErrors too
+        raise cannot_write(Path(path), e) from None
+    except av.error.FFmpegError as e:  # an FFmpeg without x264, say
+        raise UsageError(f"cannot make the video {path}: {e}") from None
 
 
 def _same_canvas(

@@ -62,11 +62,64 @@ def test_optimize_frames_take_the_theme_and_a_gif(cli, tmp_path):
     assert len(sizes(tmp_path / "o")) == 1 and Image.open(gif).n_frames > 2
 
 
+def test_mp4_is_a_video_of_the_frames_that_plays_everywhere(cli, tmp_path):
+    av = pytest.importorskip("av")  # the video extra, which make test installs
+    video = tmp_path / "seed.mp4"
+    r = cli("explain", "sample:seed", "--frames", str(tmp_path / "f"), "--mp4", str(video))
+    assert r.exit_code == 0, r.stderr
+    assert f"and {video}" in r.stderr
+    width, height = next(iter(sizes(tmp_path / "f")))
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == "h264" and stream.codec_context.pix_fmt == "yuv420p"
+        decoded = list(container.decode(stream))
+    # 5 frames: 1.2 s each at 5 a second, 3 s on the last
+    assert len(decoded) == 4 * 6 + 15
+    assert (decoded[0].width, decoded[0].height) == (width + width % 2, height + height % 2)
+    # the first and the last frame differ (the gradients appear), repeated frames do not
+    first, second, last = (
+        f.to_ndarray(format="rgb24").astype(int) for f in decoded[0:2] + decoded[-1:]
+    )
+    assert abs(first - second).mean() < 1 and abs(first - last).mean() > 1
+
+
+def test_optimize_frames_make_a_video_too(cli, tmp_path):
+    pytest.importorskip("av")
+    video = tmp_path / "rewrites.mp4"
+    r = cli("optimize", "sample:rewrites", "--frames", str(tmp_path / "o"), "--mp4", str(video))
+    assert r.exit_code == 0, r.stderr
+    assert video.stat().st_size > 1000
+
+
+def test_mp4_without_pyav_says_what_to_install(cli, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "av", None)  # import av fails
+    r = cli(
+        "explain", "sample:seed", "--frames", str(tmp_path / "f"), "--mp4", str(tmp_path / "v.mp4")
+    )
+    assert r.exit_code == 2 and "--mp4 needs PyAV" in r.stderr and "cgraph-cli[video]" in r.stderr
+
+
+def test_mp4_into_a_folder_that_cannot_be_written_is_a_usage_error(cli, tmp_path):
+    pytest.importorskip("av")
+    target = tmp_path / "missing" / "v.mp4"
+    r = cli("explain", "sample:seed", "--frames", str(tmp_path / "f"), "--mp4", str(target))
+    assert (
+        r.exit_code != 0
+        and r.exit_code != 70
+        and str(target) in r.stderr
+        and "Traceback" not in r.stderr
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--gif", "a.gif"], "--gif animates the frames: say where they go with --frames DIR"),
         (["--frames", "f", "--frames-format", "svg", "--gif", "a.gif"], "--gif animates PNG"),
+        (["--mp4", "a.mp4"], "--mp4 animates the frames: say where they go with --frames DIR"),
+        (["--frames", "f", "--frames-format", "svg", "--mp4", "a.mp4"], "--mp4 animates PNG"),
     ],
 )
 def test_gif_usage_errors(cli, tmp_path, monkeypatch, args, message):

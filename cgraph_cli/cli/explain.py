@@ -7,6 +7,7 @@ import click
 from . import output
 from .app import EXIT_CODES
 from .options import (
+    also_written,
     check_gif,
     common_options,
     format_option,
@@ -58,6 +59,7 @@ def explain_command(
     frames_format,
     theme,
     gif,
+    mp4,
     force,
     program,
 ):
@@ -69,12 +71,13 @@ def explain_command(
       cgraph explain sample:neuron --format markdown --math latex -o neuron.md
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
       cgraph explain sample:seed --frames frames/ --gif seed.gif   # and an animation
+      cgraph explain sample:seed --frames frames/ --mp4 seed.mp4   # or a video
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..api import explain
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    check_gif(frames, frames_format, gif)
+    check_gif(frames, frames_format, gif, mp4)
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..draw import frames_folder
 
@@ -97,9 +100,14 @@ def explain_command(
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
             written = write_frames(
-                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif
+                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif, mp4=mp4
             )
-        output.note(f"wrote {len(written)} frames to {frames}" + (f" and {gif}" if gif else ""))
+        output.note(f"wrote {len(written)} frames to {frames}" + also_written(gif, mp4))
+
+
+def _and(*files) -> str:
+    """ " and seed.gif", " and seed.gif and seed.mp4": the animations written beside frames."""
+    return "".join(f" and {f}" for f in files if f)
 
 
 COMMANDS = [explain_command]

@@ -8,6 +8,7 @@ import click
 from . import output
 from .app import EXIT_CODES
 from .options import (
+    also_written,
     check_gif,
     common_options,
     format_option,
@@ -46,7 +47,7 @@ MAX_REWRITE_FRAMES = 60  # rewrites drawn one frame each at most (else one frame
 @common_options
 def optimize_command(
     args, expr, file_, binds, bindings_file, of, passes, report, frames, frames_format, theme,
-    gif, fmt,
+    gif, mp4, fmt,
 ):  # fmt: skip
     """Optimize the program as a graph compiler does, and print the result: dead code
     dropped, constants folded, common subexpressions shared, algebra simplified, and
@@ -67,7 +68,7 @@ def optimize_command(
     from ..passes.optimize import optimize, parse_passes
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    check_gif(frames, frames_format, gif)
+    check_gif(frames, frames_format, gif, mp4)
     chosen = parse_passes(passes)
     steps: list = []
     if frames:
@@ -86,8 +87,8 @@ def optimize_command(
             ]
         else:
             output.note(f"{len(done)} rewrites: one frame per pass instead of one per rewrite")
-        written = _write_frames(steps, bindings, folder, frames_format, theme, gif)
-        output.note(f"wrote {written} frames to {folder}" + (f" and {gif}" if gif else ""))
+        written = _write_frames(steps, bindings, folder, frames_format, theme, gif, mp4)
+        output.note(f"wrote {written} frames to {folder}" + also_written(gif, mp4))
     if fmt == "json":
         from ..report import optimize_report, to_json_text
 
@@ -99,7 +100,7 @@ def optimize_command(
     output.write_text(text, nl=False)
 
 
-def _write_frames(steps, bindings, folder, kind: str, theme: str, gif) -> int:
+def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> int:
     """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
     pass and its rewrites, on one canvas."""
     from ..draw import STALE_FRAME, diagram_of, diagram_options, save_frames
@@ -119,7 +120,7 @@ def _write_frames(steps, bindings, folder, kind: str, theme: str, gif) -> int:
                 title = f"after {name}: {count} nodes. {shown}{more}"
             frames.append((f"{k:02d}-{name}.{kind}", d.titled(title).render(kind)))
             advance()
-    save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif)
+    save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif, mp4)
     return len(steps)
 
 

@@ -313,6 +313,12 @@ def frames_options(what: str):
         from ..render.dot import THEMES
 
         command = click.option(
+            "--mp4",
+            metavar="FILE",
+            type=click.Path(dir_okay=False),
+            help="Also make the frames a video (H.264; PyAV, the video extra).",
+        )(command)
+        command = click.option(
             "--gif",
             metavar="FILE",
             type=click.Path(dir_okay=False),
@@ -343,11 +349,19 @@ def frames_options(what: str):
     return decorate
 
 
-def check_gif(frames, frames_format: str, gif) -> None:
-    """--gif animates the PNG frames: it needs them."""
+def also_written(*files) -> str:
+    """The note on the animations written beside the frames: " and seed.gif", or nothing."""
+    return "".join(f" and {f}" for f in files if f)
+
+
+def check_gif(frames, frames_format: str, gif, mp4=None) -> None:
+    """--gif and --mp4 animate the PNG frames: they need them."""
     from ..errors import UsageError
 
-    if gif and not frames:
-        raise UsageError("--gif animates the frames: say where they go with --frames DIR")
-    if gif and frames_format != "png":
-        raise UsageError("--gif animates PNG frames", hints=["leave out --frames-format svg"])
+    for option, given in (("--gif", gif), ("--mp4", mp4)):
+        if given and not frames:
+            raise UsageError(f"{option} animates the frames: say where they go with --frames DIR")
+        if given and frames_format != "png":
+            raise UsageError(
+                f"{option} animates PNG frames", hints=["leave out --frames-format svg"]
+            )
