@@ -474,6 +474,32 @@ def test_eval_imports_neither_diagrams_nor_checks():
     assert not modules & (unneeded | {"pathlib", "rich", "numpy"})
 
 
+GC_STATE = "import gc, sys; print(gc.isenabled(), gc.get_freeze_count() > 0, file=sys.stderr)"
+
+
+def test_the_command_pauses_the_collector_while_it_imports_and_a_library_user_is_left_alone(
+    tmp_path,
+):
+    # A program importing the library: the collector as it was, nothing frozen.
+    proc = subprocess.run(
+        [sys.executable, "-c", "import cgraph_cli.cli, gc; print(gc.isenabled(), gc.get_freeze_count())"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert proc.stdout.split() == ["True", "0"]
+    # The command (python -m cgraph_cli, and a script called cgraph): the collector running
+    # again once the imports are done, and what they made frozen.
+    probe = tmp_path / "sitecustomize.py"
+    probe.write_text(f"import atexit\natexit.register(lambda: exec({GC_STATE!r}))\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    script = tmp_path / "cgraph"
+    script.write_text("from cgraph_cli.cli import run\nrun()\n")
+    for argv in ([sys.executable, "-m", "cgraph_cli"], [sys.executable, str(script)]):
+        proc = subprocess.run(
+            [*argv, "eval", "x + 1", "x=2"], capture_output=True, text=True, env=env, check=True
+        )
+        assert proc.stdout.strip().endswith("= 3") and proc.stderr.split() == ["True", "True"], argv
+
+
 def test_the_lazy_tables_name_every_command_and_public_name():
     import cgraph_cli
     from cgraph_cli.cli import app

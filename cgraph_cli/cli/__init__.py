@@ -8,14 +8,21 @@ registered explicitly in :mod:`.app`.
 
 import gc
 
+from .. import PAUSED_FOR_COMMAND
+
 # Importing click and the app makes many objects and no garbage: the cyclic collector would
-# only rescan them (a few milliseconds of every command's start). Paused while importing only.
+# only rescan them (a few milliseconds of every command's start). Paused while importing; in
+# the cgraph command (paused since cgraph_cli began importing), what the imports made is then
+# frozen, so that no later collection scans it either.
 _collecting = gc.isenabled()
 gc.disable()
 try:
     from .app import main, run
 finally:
-    if _collecting:
+    if PAUSED_FOR_COMMAND:
+        gc.freeze()
+        gc.enable()
+    elif _collecting:
         gc.enable()
 
 __all__ = ["main", "run"]
