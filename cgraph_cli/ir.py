@@ -525,13 +525,21 @@ def resolve_name(graph: Graph, name: str) -> int:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic collector while building: it rescans every new container otherwise."""
+    """Pause the cyclic collector while building: it rescans every new container otherwise.
+    In the cgraph command, what the build made is then frozen (gc.freeze): it lives until the
+    command ends, and the collection that resuming would start walks it all (10 ms for a
+    40,000-node graph). Reference counting still frees it; a library user's process is left
+    as it was."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            from . import PAUSED_FOR_COMMAND
+
+            if PAUSED_FOR_COMMAND:
+                gc.freeze()
             gc.enable()
 
 
@@ -577,7 +585,17 @@ def depends_on_input(graph: Graph) -> list[bool]:
     """
     from .ops import INPUT
 
-    depends = [False] * len(graph.ops)
-    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
-        depends[i] = op is INPUT or (op.differentiable and any(depends[a] for a in args))
+    depends: list[bool] = []
+    add = depends.append
+    for op, args in zip(graph.ops, graph.args):
+        if op is INPUT:
+            add(True)
+        elif not op.differentiable:
+            add(False)
+        elif len(args) == 2:  # most ops: no generator for any()
+            add(depends[args[0]] or depends[args[1]])
+        elif len(args) == 1:
+            add(depends[args[0]])
+        else:
+            add(any([depends[a] for a in args]))
     return depends

@@ -61,6 +61,7 @@ class OpSpec:
         "domain",
         "example",
         "kink",
+        "differentiable",
     )
 
     name: str  # the grammar alias / function name; stable: JSON, golden files, `e.<name>`
@@ -92,6 +93,7 @@ class OpSpec:
     # the arguments are on (relu: x; max: x - y); 0 at the kink. gradcheck skips points
     # where a finite-difference step crosses it.
     kink: Callable | None
+    differentiable: bool  # a derivative rule exists: vjp, or a partial for some argument
 
     def __init__(
         self,
@@ -138,6 +140,9 @@ class OpSpec:
         put(self, "domain", domain)
         put(self, "example", example)
         put(self, "kink", kink)
+        # Whether its value has a derivative (comparisons' do not): read once a node in every
+        # pass that differentiates, so kept rather than worked out each time.
+        put(self, "differentiable", vjp is not None or any(p is not None for p in partials or ()))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"an op is read-only: cannot set {name}")
@@ -145,10 +150,6 @@ class OpSpec:
     @property
     def elementwise(self) -> bool:
         return self.vjp is None and self.style != LEAF
-
-    @property
-    def differentiable(self) -> bool:
-        return self.vjp is not None or any(p is not None for p in self.partials or ())
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"

@@ -16,6 +16,8 @@ from lark_reference import lark_outcome, our_outcome
 from strategies import programs
 
 from cgraph_cli import ParseError, grad, parse
+from cgraph_cli.errors import Source
+from cgraph_cli.parse.lexer import scan
 
 DIFFERENTIAL = settings(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -297,7 +299,17 @@ def test_every_terminal_of_the_pattern_has_a_kind_code():
     from cgraph_cli.parse import tables
     from cgraph_cli.parse.lexer import CODES
 
-    groups = set(re.findall(r"\(\?P<(\w+)>", tables.PATTERN)) - {"_IGNORED"}
+    groups = set(re.findall(r"\(\?P<(\w+)>", tables.PATTERN)) - {"_IGNORED", "_BAD"}
     assert groups | set(tables.STRINGS.values()) == set(CODES)
     assert len(set(CODES.values())) == len(CODES)
     assert CODES["_NL"] == "\n" and CODES["_SEMI"] == ";"
+
+
+@pytest.mark.parametrize("before", ["", "y = 1 # a comment\n"])
+def test_a_long_run_of_spaces_before_a_bad_character_is_reported_where_it_is(before):
+    # Both scans once searched for a token from every space of the run (20,000 spaces took
+    # seconds, quadratic in the run); the pattern's last alternative now takes the character.
+    text = before + "x = 1" + " " * 20000 + "$"
+    tokens, _, error = scan(Source(text))
+    assert [t[0] for t in tokens][-3:] == ["NAME", "EQUAL", "NUMBER"]
+    assert error is not None and error.span.start == len(text) - 1

@@ -65,7 +65,10 @@ def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]
     skip = "|".join(t.pattern.to_regexp() for t in terminals if t.name in ignore)
     atomic = f"(?=(?P<_IGNORED>(?:{skip})*))(?P=_IGNORED)"
     body = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in ordered)
-    return f"{atomic}(?:{body})", atomic, keywords
+    # _BAD, last, takes a character no token starts with, or the end, after the ignored
+    # text: the scan stops there at once (a search for the next token from each space of a
+    # long run before it would take time quadratic in the run's length).
+    return f"{atomic}(?:{body}|(?P<_BAD>[\\s\\S]|\\Z))", atomic, keywords
 
 
 def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
@@ -73,20 +76,23 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
     tokens: one pattern whose two groups are the spaces and the token (``findall`` returns
     them without a match object each), and the kind of every token written as a fixed
     string (operators and keywords). The other tokens are names, numbers and newlines, told
-    apart by their first character."""
+    apart by their first character.
+
+    The pattern is written for speed in Python's regex engine, which tries alternatives one
+    by one: names first (the commonest token), as ``[^\\W\\d]\\w*`` rather than the grammar's
+    ``(?!\\d)\\w+`` (the same words, without a lookahead at each); then the operators, the
+    longer ones first and the one-character ones as a single class; then numbers and
+    newlines. Keywords are names to this pattern (their kind comes from the strings). No two
+    alternatives can start at the same character, so their order changes no match
+    (tests/test_scanner.py holds the tokens equal to Lark's)."""
     spaces = [
         t.pattern.to_regexp()
         for t in terminals
         if t.name in ignore and re.fullmatch(t.pattern.to_regexp(), " ")
     ]
     kept = [t for t in terminals if t.name not in ignore]
-    ordered = sorted(
-        kept, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name)
-    )
-    plain = [re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp()) for t in ordered]
-    pattern = f"((?:{'|'.join(spaces)})?)({'|'.join(plain)})"
-    assert re.compile(pattern).groups == 2, pattern
     strings = {t.pattern.value: t.name for t in kept if t.pattern.type == "str"}
+    fixed = {t.name for t in kept if t.pattern.type == "str"}
     for t in kept:  # a terminal that is one of a few strings (AUGOP: "+=" | "-=" ...)
         regexp = t.pattern.to_regexp()
         alternatives = re.fullmatch(r"\(\?:(.*)\)", regexp)
@@ -94,6 +100,23 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
             values = [re.sub(r"\\(.)", r"\1", a) for a in alternatives.group(1).split("|")]
             if all(re.fullmatch(r"[^\w\s]+", v) and re.fullmatch(regexp, v) for v in values):
                 strings.update(dict.fromkeys(values, t.name))
+                fixed.add(t.name)
+    words = [v for v in strings if re.fullmatch(r"\w+", v)]  # keywords: names to the pattern
+    symbols = sorted((v for v in strings if v not in words), key=lambda v: (-len(v), v))
+    longer = [re.escape(v) for v in symbols if len(v) > 1]
+    single = "[" + "".join(re.escape(v) for v in symbols if len(v) == 1) + "]"
+    others = []  # names, numbers, newlines: the terminals that are patterns
+    for t in sorted(kept, key=lambda t: t.name != "NAME"):
+        if t.name in fixed:
+            continue
+        regexp = re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp())
+        others.append("[^\\W\\d]\\w*" if regexp == "(?!\\d)\\w+" else regexp)
+    # the last alternatives take any other character, or the end (an empty token), so that
+    # findall never searches ahead through a long run of spaces for the next token (time
+    # quadratic in the run's length)
+    body = [others[0], *longer, single, *others[1:], "[^\\t \\x0c]", "\\Z"]
+    pattern = f"((?:{'|'.join(spaces)})?)({'|'.join(body)})"
+    assert re.compile(pattern).groups == 2, pattern
     return pattern, strings
 
 

@@ -70,8 +70,17 @@ class _Kinds(dict):
     __slots__ = ()
 
     def __missing__(self, value: str) -> str:
-        kind = self[value] = _STRINGS.get(value) or _FIRST.get(value[0], "NAME")
+        kind = _STRINGS.get(value) or _FIRST.get(value[0])
+        if kind is None:
+            if not value[0].isidentifier():  # the pattern's last resort: no token starts so
+                raise _Unscannable
+            kind = "NAME"
+        self[value] = kind
         return kind
+
+
+class _Unscannable(Exception):
+    """A character the quick scan cannot place (the careful scan reports it)."""
 
 
 def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
@@ -88,9 +97,9 @@ def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
     pos = depth = 0
     # The careful pattern, compiled on first use (re caches it): most programs never need it.
     for m in re.finditer(tables.PATTERN, text):
-        if m.start() != pos:  # the search skipped text: no token starts there
-            break
         kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a group
+        if kind == "_BAD" or m.start() != pos:  # no token starts there, or the text ends
+            break
         start = m.start(kind)
         pos = m.end()
         if kind == "NAME":
@@ -119,12 +128,18 @@ def _scan_spaced(text: str):
     ``findall`` (no match object per token), each token's kind from its text. None when a
     character is left over (an error to place): the careful scan does that."""
     pairs = _FAST.findall(text)
+    end = len(text)
+    while pairs and not pairs[-1][1]:  # the end (the pattern matches it, spaces and all)
+        end -= len(pairs.pop()[0])
     # Where each space and token ends: the running sum of their lengths.
     bounds = list(accumulate(map(len, chain.from_iterable(pairs))))
-    if (bounds[-1] if bounds else 0) != len(text.rstrip("\t \f")):
+    if (bounds[-1] if bounds else 0) != end:
         return None  # findall skipped a character: no token starts there
     values = list(map(_value, pairs))
-    kinds = list(map(_Kinds().__getitem__, values))
+    try:
+        kinds = list(map(_Kinds().__getitem__, values))
+    except _Unscannable:
+        return None
     tokens = list(map(_new, repeat(Tok), zip(kinds, values, bounds[0::2], bounds[1::2])))
     codes = "".join(map(_code, kinds))
     if CODES["LPAR"] in codes or CODES["LSQB"] in codes:
