@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -110,6 +111,64 @@ def test_an_overflow_is_a_domain_error_too():
     module = load(compile_module(parse("y = x * x * x")))
     with pytest.raises(ArithmeticError, match="not finite"):
         module["forward"](x=1e200)
+
+
+def test_a_tensor_module_names_the_result_that_is_not_finite():
+    # Shapes known: the module sums its results as they are written, and looks for the one
+    # that is not finite only when that sum is not; either way it says which.
+    source = compile_module(parse("y = sum(sqrt(x))"), "numpy", bindings={"x": [1.0, 4.0]})
+    assert "        _total = value + " in source
+    module = load(source)
+    assert module["grad"](x=np.array([1.0, 4.0]))[0] == 3.0
+    with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite \(dx\)$"):
+        module["grad"](x=np.array([0.0, 4.0]))  # the gradient 1 / (2 sqrt(0))
+    module = load(compile_module(parse("y = sum(x * x)"), "numpy", bindings={"x": [1.0, 4.0]}))
+    with pytest.raises(ArithmeticError, match=r"^forward: a result is not finite \(y\)$"):
+        module["forward"](x=np.array([1e200, 1.0]))
+    with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite$"):
+        module["grad"](x=np.array([1e200, 1.0]))
+
+
+@pytest.mark.parametrize("n", [3, 5000])  # results joined into one sum, or summed alone
+def test_a_result_that_is_not_finite_is_found_among_many(n):
+    x = np.linspace(1.0, 2.0, n)
+    source = compile_module(parse("y = sum(sqrt(x) * w)"), "numpy", bindings={"x": x, "w": 2.0})
+    module = load(source)
+    assert module["grad"](x=x, w=2.0)[1]["x"].shape == (n,)
+    x[n // 2] = 0.0
+    with pytest.raises(ArithmeticError, match=r"\(dx\)$"):
+        module["grad"](x=x, w=2.0)
+
+
+def test_results_whose_sum_overflows_are_finite_and_warn_of_nothing():
+    module = load(compile_module(parse("y = sum(x * 0.25)"), "numpy", bindings={"x": [1, 2]}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert module["forward"](x=np.array([1e308, 1e308]))["y"] == 5e307
+
+
+def test_a_module_leaves_the_numpy_error_state_as_it_found_it():
+    module = load(compile_module(parse("y = sum(sqrt(x))"), "numpy", bindings={"x": [1.0, 4.0]}))
+    with np.errstate(all="raise"):
+        before = np.geterr()
+        assert module["grad"](x=[1.0, 4.0])[0] == 3.0
+        with pytest.raises(ArithmeticError, match="not finite"):
+            module["grad"](x=[0.0, 4.0])
+        assert np.geterr() == before
+
+
+@pytest.mark.parametrize(
+    "given", [[1, 4], np.array([1, 4]), np.array([1.0, 4.0], dtype=np.float32), (1.0, 4.0)]
+)
+def test_inputs_that_are_not_arrays_of_floats_are_converted(given):
+    program = "input w = 2\ny = sum(sqrt(x)) * w"
+    module = load(compile_module(parse(program), "numpy", bindings={"x": [1.0, 4.0]}))
+    value, grads = module["grad"](x=given, w=np.array(2))
+    assert value.__class__ is float and value == 6.0
+    assert grads["x"].dtype == np.float64 and grads["x"].tolist() == [1.0, 0.5]
+    assert grads["w"].__class__ is float and grads["w"] == 3.0
+    named = module["forward"](x=given, w=2)
+    assert named["w"].__class__ is float and named["x"].dtype == np.float64
 
 
 def test_program_text_stays_in_comments():

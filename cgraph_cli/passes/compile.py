@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import keyword
+import math
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -37,13 +38,14 @@ from .batch import PER_ROW, ROWS, absorbs, elementwise, unread
 from .grad_graph import NotANumber
 
 TARGETS = ("python", "numpy")
+Shape = tuple[int, ...] | None  # known when compiling, or None
 SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
-    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks"),
+    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
 }
 
 
@@ -108,6 +110,7 @@ def compile_module(
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
         forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+        emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
@@ -115,18 +118,22 @@ def compile_module(
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
     forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+    emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
     grad_body, grad_names = emitter.body(derived, returned=returned)
     if base in derived.names:
-        value = grad_names[derived.names[base]]
+        value_node = derived.names[base]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`
-        value = grad_names[derived.inputs[base]]
+        value_node = derived.inputs[base]
     else:
-        value = grad_names[derived.output]
+        value_node = derived.output
+    value = grad_names[value_node]
     gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
     emitter.exact = emitter.exact_shapes(derived, program.gradients)
+    results = {w: derived.names[h] for w, h in program.gradients.items()}
+    emitter.result_shapes(derived, "grad", {"": value_node, **results})
     return emitter.module(
         graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
     )
@@ -147,6 +154,9 @@ class _Emitter:
         self._shaped_graph: Graph | None = None
         self._sigs: list = []
         self.exact: set[str] = set()  # inputs whose gradient needs no reshaping
+        # Per function, each value it returns: its shape when known, and whether an operation
+        # computes it (else an input, already converted, or a constant).
+        self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
         # Where each line starts, for a node's line number by bisection.
@@ -225,6 +235,74 @@ class _Emitter:
             if i in dead:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
         return lines, names
+
+    def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
+        """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
+        value's shape when known (never with rows of numbers: a value per row)."""
+        from .rewrite import only_shape
+
+        sigs = self.shapes(graph) if self.known is not None and not self.vector else None
+        self.returns[fn] = {
+            k: (
+                None if sigs is None else only_shape(sigs[i]),
+                graph.ops[i] is not INPUT and graph.ops[i] is not CONST,
+            )
+            for k, i in nodes.items()
+        }
+
+    def returned(self, fn: str, key: str, var: str) -> tuple[str, Shape]:
+        """How NumPy code returns the value ``key`` of ``fn`` (in variable ``var``), and its
+        shape when known: a number as a float, an array as it is (``_plain`` does either when
+        the shape is not known; with rows of numbers, a value per row)."""
+        if self.vector:
+            return f"_plain({var}, rows)", None
+        shape, operation = self.returns[fn][key]
+        if shape is None:
+            return f"_plain({var})", None
+        return (f"float({var})" if operation and not shape else var), shape
+
+    def gradient(self, key: str, var: str) -> tuple[str, Shape]:
+        """How NumPy code returns the gradient with respect to input ``key`` (in variable
+        ``var``): with the input's shape, and that shape when known."""
+        assert self.known is not None
+        if key in self.exact:
+            return var, self.known[key]
+        x = _identifier(key, set())
+        if self.vector:
+            return f"_like({var}, {x}, rows)", None
+        if self.known.get(key) == () and self.returns["grad"][key][0] == ():
+            return self.returned("grad", key, var)
+        return f"_like({var}, {x})", self.known.get(key)  # _like gives it the input's shape
+
+    def finite(self, fn: str, given: str, results: Mapping[str, tuple[str, Shape]]) -> list[str]:
+        """The lines that raise DomainError for a result that is not finite: ``_finite(given,
+        fn)``, which finds it. With every result's shape known, NumPy code first sums them
+        as written here, without ``_finite``'s loop, and calls it only if the sum is not
+        finite (one of them is not, or the sum overflowed). ``results``: by name, how
+        ``given`` holds each value and its shape (None: unknown)."""
+        call = f"_finite({given}, {fn})"
+        if self.target != "numpy" or any(shape is None for _, shape in results.values()):
+            return [f"    {call}"]
+        numbers, small, large = [], [], []
+        for key, (expr, shape) in results.items():
+            v = expr if expr.isidentifier() else f"{'out' if fn == 'forward' else 'grads'}[{key!r}]"
+            if not shape:
+                numbers.append(v)
+            elif math.prod(shape) > _JOINED:  # summed alone: joining would copy much
+                large.append(f"np.add.reduce({v}, None)")
+            else:
+                small.append(f"{v}.ravel()" if len(shape) > 1 else v)
+        if len(small) > 1:
+            large.append(f"np.add.reduce(np.concatenate(({', '.join(small)})), None)")
+        elif small:
+            large.append(f"np.add.reduce({small[0]}, None)")
+        if not numbers and not large:  # nothing returned
+            return []
+        return [
+            f"    _total = {' + '.join(numbers + large)}",
+            "    if _total - _total != 0.0:  # a result is not finite, or their sum overflowed",
+            f"        {call}",
+        ]
 
     def exact_shapes(self, derived: Graph, gradients: Mapping[str, str]) -> set[str]:
         """The inputs whose gradient is known, when compiling, to be an array of the input's
@@ -322,7 +400,11 @@ class _Emitter:
             "",
             f"INPUTS = {tuple(inputs)!r}",
             f"DEFAULTS = {self._defaults(graph)}",
-            *([f"SHAPES = {self.row_shapes(graph)!r}"] if numpy else []),
+            *(
+                [f"SHAPES = {self.row_shapes(graph)!r}", "_FLOAT = np.dtype(float)"]
+                if numpy
+                else []
+            ),
             "",
             "",
             "class DomainError(ArithmeticError):",
@@ -331,14 +413,21 @@ class _Emitter:
             "",
         ]
         helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in sorted(self.helpers)]
-        values = ", ".join(f"{n!r}: {v}" for n, v in named.items())
+        # What each function returns, by name: how, and the shape when known.
+        out: dict[str, tuple[str, Shape]] = {n: (v, None) for n, v in named.items()}
+        if numpy and not self.rows:  # rows mode: cgraph broadcasts what it keeps
+            out = {n: self.returned("forward", n, v) for n, v in named.items()}
+        values = ", ".join(f"{n!r}: {v}" for n, (v, _) in out.items())
+        results: dict[str, tuple[str, Shape]] = {n: (v, None) for n, v in gradients.items()}
         if numpy:  # a gradient that is 0 everywhere may be written as the number 0
-            rows_arg = ", rows" if self.vector else ""
-            gradients = {
-                n: v if n in self.exact else f"_like({v}, {_identifier(n, set())}{rows_arg})"
-                for n, v in gradients.items()
-            }
-        grads = ", ".join(f"{n!r}: {v}" for n, v in gradients.items())
+            results = {n: self.gradient(n, v) for n, v in gradients.items()}
+        grads = ", ".join(f"{n!r}: {v}" for n, (v, _) in results.items())
+        if numpy and grad_body is not None:
+            if self.rows:
+                value, shape = f"_plain({value}{', rows' if self.vector else ''})", None
+            else:
+                value, shape = self.returned("grad", "", value)
+            results = {"": ("value", shape), **results}
         variables = [_identifier(n, set()) for n in inputs]
         if variables == inputs:  # every input a plain keyword argument
             convert = [f"    {a} = _arg({a})" for a in variables]
@@ -347,7 +436,6 @@ class _Emitter:
             convert = ["    _expect(inputs, INPUTS)"] + [
                 f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)
             ]
-        rows = ", rows" if self.vector else ""
         start = ["    _acc = 0.0"] if self.rows else []
         if self.kinks:
             start.append("    _kinks = []")
@@ -362,24 +450,35 @@ class _Emitter:
                 for v, n in zip(variables, inputs)
             )
             given = ", ".join(f"{n!r}: {v}" for v, n in zip(variables, inputs))
-            start += [f"    if {batched}:", f"        return _per_row({{fn}}, {{{{{given}}}}})"]
+            per_row = [f"    if {batched}:", f"        return _per_row({{fn}}, {{{{{given}}}}})"]
+            if signature == "**inputs":
+                start += per_row
+            else:  # inputs that are one row's floats already need neither _arg nor _per_row
+                ready = " and ".join(
+                    f"{v}.__class__ is float"
+                    if not shapes[n]
+                    else f"{v}.__class__ is np.ndarray and {v}.dtype is _FLOAT"
+                    f" and {v}.ndim == {len(shapes[n])}"
+                    for v, n in zip(variables, inputs)
+                )
+                indented = ["    " + line for line in convert + per_row]
+                start = [f"    if not ({ready}):", *indented, *start]
+                convert = []
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
             *convert,
             *(line.format(fn="forward") for line in start),
-            *_guarded(forward_body, numpy),
-            f"    out = {{{values}}}",
-            *(
-                [f"    out = {{k: _plain(v{rows}) for k, v in out.items()}}"]
-                if numpy and not self.rows  # rows mode: cgraph broadcasts what it keeps
-                else []
+            *_guarded(
+                forward_body,
+                numpy,
+                [
+                    f"    out = {{{values}}}",
+                    *(['    out[" kinks"] = _kinks'] if self.kinks else []),
+                    *([] if self.rows else self.finite("forward", "out", out)),
+                ],
             ),
-            *(
-                [*(['    out[" kinks"] = _kinks'] if self.kinks else []), "    return out, _acc"]
-                if self.rows
-                else ["    _finite(out, forward)", "    return out"]
-            ),
+            "    return out, _acc" if self.rows else "    return out",
             "",
             "",
             f"def grad({signature}):",
@@ -388,14 +487,20 @@ class _Emitter:
                     f'    """The value of {output} and its gradient with respect to each input."""',
                     *convert,
                     *(line.format(fn="grad") for line in start),
-                    *_guarded(grad_body, numpy),
-                    f"    value = {f'_plain({value}{rows})' if numpy else value}",
-                    f"    grads = {{{grads}}}",
-                    *(
-                        ["    return value, grads, _acc"]
-                        if self.rows
-                        else ["    _finite({'': value, **grads}, grad)", "    return value, grads"]
+                    *_guarded(
+                        grad_body,
+                        numpy,
+                        [
+                            f"    value = {value}",
+                            f"    grads = {{{grads}}}",
+                            *(
+                                []
+                                if self.rows
+                                else self.finite("grad", "{'': value, **grads}", results)
+                            ),
+                        ],
                     ),
+                    "    return value, grads, _acc" if self.rows else "    return value, grads",
                 ]
                 if grad_body is not None
                 else [  # value: why not, as a string literal (repr: nothing of it runs)
@@ -416,7 +521,7 @@ class _Emitter:
                     "    for v in values.values():",
                     "        if v.__class__ is not np.ndarray:",
                     "            total += v",
-                    "        elif v.size > 4096:",
+                    f"        elif v.size > {_JOINED}:",
                     "            total += np.add.reduce(v, None)",
                     "        else:",
                     "            small.append(v.ravel())",
@@ -514,6 +619,8 @@ class _Emitter:
         return "{" + ", ".join(items) + "}"
 
 
+_JOINED = 4096  # results up to this size are joined into one array for one sum
+
 _COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
@@ -545,9 +652,10 @@ def _last_uses(graph: Graph) -> list[int]:
     return last
 
 
-def _guarded(body: list[str], numpy: bool) -> list[str]:
-    """``body`` in a try that turns an error into a DomainError naming the program's line;
-    with NumPy, inside ``errstate``: a non-finite result is found at the end instead."""
+def _guarded(body: list[str], numpy: bool, after: list[str]) -> list[str]:
+    """``body`` in a try that turns an error into a DomainError naming the program's line,
+    then the lines ``after`` it; with NumPy, all inside ``errstate``: a non-finite result is
+    found at the end instead (by sums that may overflow: no warning)."""
     pad = "    " if numpy else ""
     body = body or ["    pass"]  # a program with no operation
     lines = [
@@ -555,6 +663,7 @@ def _guarded(body: list[str], numpy: bool) -> list[str]:
         *(f"    {pad}{line}" for line in body),
         f"    {pad}except (ValueError, ArithmeticError) as e:",
         f"    {pad}    raise _domain(e) from None",
+        *(f"{pad}{line}" for line in after),
     ]
     return ["    with np.errstate(all='ignore'):", *lines] if numpy else lines
 
