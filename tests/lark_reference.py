@@ -15,7 +15,6 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from cgraph_cli.errors import ParseError, Source
 from cgraph_cli.parse import UnexpectedInput, parse, tables
 from cgraph_cli.parse.build import lark_parser
-from cgraph_cli.parse.lexer import Tok
 from cgraph_cli.parse.reader import Reader
 
 
@@ -47,8 +46,8 @@ def _taking_lark_tokens(method):
     return callback
 
 
-def _tok(t: Token) -> Tok:
-    return tuple.__new__(Tok, (t.type, t.value, t.start_pos, t.end_pos))
+def _tok(t: Token) -> tuple[str, str, int, int]:
+    return (t.type, t.value, t.start_pos, t.end_pos)
 
 
 for _mode, _name, *_ in tables.RULES:

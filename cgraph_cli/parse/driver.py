@@ -32,8 +32,8 @@ from typing import Any
 from ..errors import CgraphError, ParseError, Source, Span
 from ..ir import Graph, gc_paused
 from . import tables
-from .lexer import CODES, Tok, scan
-from .messages import syntax_error
+from .lexer import CODES, scan
+from .messages import Token, syntax_error
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
@@ -62,7 +62,8 @@ def _flatten(children: list) -> _Splice:
     for c in rest:
         if c.__class__ is _Splice:
             out.extend(c)
-        elif not (c.__class__ is Tok and c[0][0] == "_"):
+        elif not (c.__class__ is tuple and c[0].__class__ is str and c[0][0] == "_"):
+            # (a separator token, "_NL" or "_SEMI", is dropped as Lark's tree builder does)
             out.append(c)
     return out
 
@@ -80,7 +81,7 @@ class Driver:
         self.units: dict[tuple[int, int, str], int] = {}  # unit-reduction chains, followed
         self.plans: dict[str, Any] = {}  # statement shape -> its actions, or their code
 
-    def run(self, tokens: list[Tok], codes: str, error, source: Source) -> Graph:
+    def run(self, tokens: list[Token], codes: str, error, source: Source) -> Graph:
         """The program's graph; ``codes``: the tokens' kinds, a character each (as the
         scanner gives them); ``error``: the scanner's, raised where the parser reaches the
         character that stopped it."""
@@ -395,9 +396,9 @@ def blocks(
     return stmts, ends, errors
 
 
-def _eof(source: Source) -> Tok:
+def _eof(source: Source) -> Token:
     end = len(source.text)
-    return tuple.__new__(Tok, ("$END", "", end, end))
+    return ("$END", "", end, end)
 
 
 _lock = threading.Lock()

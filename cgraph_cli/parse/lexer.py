@@ -12,7 +12,7 @@ Besides the tokens, the scanner gives their kinds as a string of one character e
 statements and their shapes with string operations instead of a loop over the tokens.
 
 >>> tokens, codes, error = scan(Source("g = (x +\\n y) # c"))
->>> [t.type for t in tokens], error
+>>> [kind for kind, text, start, end in tokens], error
 (['NAME', 'EQUAL', 'LPAR', 'NAME', 'PLUS', 'NAME', 'RPAR'], None)
 >>> len(codes) == len(tokens) and "\\n" not in codes
 True
@@ -21,27 +21,12 @@ True
 from __future__ import annotations
 
 import re
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain
 from operator import itemgetter
 
 from ..errors import Source
 from . import tables
-from .messages import UnexpectedInput, bad_character
-
-
-class Tok(tuple):
-    """A token: its terminal's name, its text, and its character offsets (a tuple, cheap to
-    make; read by name)."""
-
-    __slots__ = ()
-    type = property(itemgetter(0))
-    value = property(itemgetter(1))
-    start_pos = property(itemgetter(2))
-    end_pos = property(itemgetter(3))
-
-    def __repr__(self) -> str:
-        return f"Tok({self[0]}, {self[1]!r})"
-
+from .messages import Token, UnexpectedInput, bad_character
 
 _FAST = re.compile(tables.FAST_PATTERN)
 _STRINGS = tables.STRINGS
@@ -61,7 +46,6 @@ _BRACKETS = "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "
 _OPENING = {CODES["LPAR"], CODES["LSQB"]}
 _code = CODES.__getitem__
 _value = itemgetter(1)
-_new = tuple.__new__
 
 
 class _Kinds(dict):
@@ -83,7 +67,7 @@ class _Unscannable(Exception):
     """A character the quick scan cannot place (the careful scan reports it)."""
 
 
-def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
+def scan(source: Source) -> tuple[list[Token], str, UnexpectedInput | None]:
     """Every token of ``source``, their kinds as a string of :data:`CODES`, and the error at
     the first character no token starts with (None if there is none)."""
     text = source.text
@@ -91,8 +75,7 @@ def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
         quick = _scan_spaced(text)
         if quick is not None:
             return quick
-    new = tuple.__new__
-    tokens: list[Tok] = []
+    tokens: list[Token] = []
     add_token = tokens.append
     pos = depth = 0
     # The careful pattern, compiled on first use (re caches it): most programs never need it.
@@ -112,7 +95,7 @@ def scan(source: Source) -> tuple[list[Tok], str, UnexpectedInput | None]:
         elif kind in _CLOSERS:
             if depth:
                 depth -= 1
-        add_token(new(Tok, (kind, text[start:pos], start, pos)))
+        add_token((kind, text[start:pos], start, pos))
     error = None
     if pos < len(text):
         trailer = re.compile(tables.TRAILER).match(text, pos)
@@ -140,14 +123,14 @@ def _scan_spaced(text: str):
         kinds = list(map(_Kinds().__getitem__, values))
     except _Unscannable:
         return None
-    tokens = list(map(_new, repeat(Tok), zip(kinds, values, bounds[0::2], bounds[1::2])))
+    tokens = list(zip(kinds, values, bounds[0::2], bounds[1::2]))
     codes = "".join(map(_code, kinds))
     if CODES["LPAR"] in codes or CODES["LSQB"] in codes:
         tokens, codes = _join_bracketed_lines(tokens, codes)
     return tokens, codes, None
 
 
-def _join_bracketed_lines(tokens: list[Tok], codes: str) -> tuple[list[Tok], str]:
+def _join_bracketed_lines(tokens: list[Token], codes: str) -> tuple[list[Token], str]:
     """Drop the newlines inside brackets (the statement goes on, as in Python), looking only
     at brackets and newlines."""
     drop = set()

@@ -14,6 +14,11 @@ from __future__ import annotations
 from ..errors import ParseError, Source, Span, line_col, shorten
 from ..ops import FUNCTIONS
 
+#: A token is a plain tuple ``(kind, text, start, end)``: the terminal's name, its text and its
+#: character offsets (a tuple, the cheapest object to make, once per token of a program).
+Token = tuple[str, str, int, int]
+KIND, TEXT, START, END = 0, 1, 2, 3
+
 _TOKEN_WORDS = {
     "$END": "the end of the program",
     "_NL": "the end of the line",
@@ -30,9 +35,9 @@ class UnexpectedInput(ParseError):
 
 
 def describe_token(tok) -> str:
-    if tok.type in ("NAME", "NUMBER"):
-        return f"{_TOKEN_WORDS[tok.type]} '{shorten(tok.value)}'"
-    return _TOKEN_WORDS.get(tok.type) or f"'{tok.value}'"
+    if tok[KIND] in ("NAME", "NUMBER"):
+        return f"{_TOKEN_WORDS[tok[KIND]]} '{shorten(tok[TEXT])}'"
+    return _TOKEN_WORDS.get(tok[KIND]) or f"'{tok[TEXT]}'"
 
 
 def bad_character(text: str, pos: int, source: Source) -> UnexpectedInput:
@@ -82,28 +87,28 @@ def syntax_error(
     with the caret in place. ``seen`` are the tokens before it, ``opened`` the brackets still
     open there."""
     text = source.text
-    at_end = tok.type == "$END"
+    at_end = tok[KIND] == "$END"
     # At the end of the program the caret goes just after its last token (as Lark places it).
-    pos = (seen[-1].end_pos if seen else 0) if at_end else tok.start_pos
-    span = Span(pos, pos if at_end else tok.end_pos)
+    pos = (seen[-1][END] if seen else 0) if at_end else tok[START]
+    span = Span(pos, pos if at_end else tok[END])
     prev = seen[-1] if seen else None
-    ends_statement = at_end or tok.type in ("_NL", "_SEMI")
+    ends_statement = at_end or tok[KIND] in ("_NL", "_SEMI")
     wants_expression = "NUMBER" in expected
 
-    if prev is not None and prev.type == "INPUT":
+    if prev is not None and prev[KIND] == "INPUT":
         return UnexpectedInput(
             "'input' declares inputs and cannot be a name",
             span,
             source,
             hints=["write: input x = 1, y = 2  (or pick another name)"],
         )
-    closer = {"LPAR": "RPAR", "LSQB": "RSQB"}.get(opened[-1].type) if opened else None
+    closer = {"LPAR": "RPAR", "LSQB": "RSQB"}.get(opened[-1][KIND]) if opened else None
     if ends_statement and closer in expected and not wants_expression:
         opener = opened[-1]
-        line, col = line_col(text, opener.start_pos)
+        line, col = line_col(text, opener[START])
         close = ")" if closer == "RPAR" else "]"
         return UnexpectedInput(
-            f"expected '{close}' to close the '{opener.value}' at {line}:{col}", span, source
+            f"expected '{close}' to close the '{opener[TEXT]}' at {line}:{col}", span, source
         )
     if wants_expression and "NAME" not in expected:
         # Inside an array literal or an index: only numbers may be written there.
@@ -117,32 +122,32 @@ def syntax_error(
             ],
         )
     if wants_expression:
-        if prev is None or prev.type in ("_NL", "_SEMI"):
+        if prev is None or prev[KIND] in ("_NL", "_SEMI"):
             return UnexpectedInput(
                 f"expected a statement, found {describe_token(tok)}", span, source
             )
         found = "" if ends_statement else f", found {describe_token(tok)}"
-        return UnexpectedInput(f"expected an expression after '{prev.value}'{found}", span, source)
-    if tok.type == "EQUAL":
+        return UnexpectedInput(f"expected an expression after '{prev[TEXT]}'{found}", span, source)
+    if tok[KIND] == "EQUAL":
         return UnexpectedInput(
             "only a name can be assigned to",
             span,
             source,
             hints=["a statement is NAME = expression, for example: p = x + y"],
         )
-    if tok.type in ("RPAR", "RSQB"):
-        return UnexpectedInput(f"unmatched '{tok.value}'", span, source)
-    if tok.type == "COMMA":
+    if tok[KIND] in ("RPAR", "RSQB"):
+        return UnexpectedInput(f"unmatched '{tok[TEXT]}'", span, source)
+    if tok[KIND] == "COMMA":
         return UnexpectedInput(
             "',' separates a function's arguments; here it has nothing to separate",
             span,
             source,
         )
-    if tok.type in ("NAME", "NUMBER", "LPAR", "INPUT"):
+    if tok[KIND] in ("NAME", "NUMBER", "LPAR", "INPUT"):
         after = f" after {describe_token(prev)}" if prev is not None else ""
         hint = "separate statements with a newline or ';'"
-        if prev is not None and prev.value in FUNCTIONS:
-            hint = f"to call {prev.value}, put its argument in parentheses: {prev.value}(...)"
+        if prev is not None and prev[TEXT] in FUNCTIONS:
+            hint = f"to call {prev[TEXT]}, put its argument in parentheses: {prev[TEXT]}(...)"
         return UnexpectedInput(
             f"unexpected {describe_token(tok)}{after}: expected an operator or the end of the statement",
             span,

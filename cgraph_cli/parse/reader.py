@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from ..errors import ParseError, Source, Span, shorten
 from ..ir import ASSIGNMENT, Graph, GraphBuilder
 from ..ops import CONST, FUNCTIONS, OPS, OpSpec
+from .messages import END, START, TEXT
 
 MAX_AXES = 64  # NumPy's limit on a tensor's axes
 _AUGMENTED = {"+=": OPS["add"], "-=": OPS["sub"], "*=": OPS["mul"], "/=": OPS["div"]}
@@ -105,14 +106,14 @@ class Reader:
     # expressions -----------------------------------------------------------------------------
     def number(self, children):
         tok = children[0]
-        value = float(tok.value)
+        value = float(tok[TEXT])
         if value == float("inf"):
             raise self._error(
-                f"the number {shorten(tok.value)} is too large for a float64",
-                tok.start_pos,
-                tok.end_pos,
+                f"the number {shorten(tok[TEXT])} is too large for a float64",
+                tok[START],
+                tok[END],
             )
-        return self.b.const(value, tok.start_pos, tok.end_pos), tok.start_pos, tok.end_pos
+        return self.b.const(value, tok[START], tok[END]), tok[START], tok[END]
 
     def _read(self, name: str, start: int, end: int) -> int:
         """The node ``name`` refers to now; a name never assigned before becomes an input."""
@@ -128,7 +129,7 @@ class Reader:
     def _name(self, tok) -> str:
         """A NAME token's text, refused if it holds a look-alike of an ASCII character
         (fullwidth ``ｘ``, ``x²``); letters of any script are names, in their composed form."""
-        text = tok.value
+        text = tok[TEXT]
         if text.isascii():
             return text
         import unicodedata
@@ -137,9 +138,7 @@ class Reader:
 
         why = check_name(unicodedata.normalize("NFC", text))
         if why is not None:
-            raise self._error(
-                f"'{text}' is not a valid name", tok.start_pos, tok.end_pos, hints=[why]
-            )
+            raise self._error(f"'{text}' is not a valid name", tok[START], tok[END], hints=[why])
         return unicodedata.normalize("NFC", text)
 
     def name(self, children):
@@ -171,7 +170,7 @@ class Reader:
 
     def logical_not(self, children):
         tok, e = children
-        return self.b.add(OPS["logical_not"], (e[0],), tok.start_pos, e[2]), tok.start_pos, e[2]
+        return self.b.add(OPS["logical_not"], (e[0],), tok[START], e[2]), tok[START], e[2]
 
     def cond(self, children):
         """``a if c else b``: in the static graph a select node, ``where(c, a, b)``, over both
@@ -199,7 +198,7 @@ class Reader:
     def array(self, children):
         lsqb, rsqb = children[0], children[-1]
         items = [c for c in children[1:-1] if c.__class__ is float or c.__class__ is Literal]
-        start, end = lsqb.start_pos, rsqb.end_pos
+        start, end = lsqb[START], rsqb[END]
         if not items:
             raise self._error("an array literal needs at least one number", start, end)
         shapes = {() if isinstance(i, float) else i.shape for i in items}
@@ -238,8 +237,8 @@ class Reader:
         return slice(*parts)
 
     def _where(self, children) -> tuple[int, int]:
-        toks = [c for c in children if hasattr(c, "start_pos")]
-        return (toks[0].start_pos, toks[-1].end_pos) if toks else (0, 0)
+        toks = [c for c in children if _is_token(c)]
+        return (toks[0][START], toks[-1][END]) if toks else (0, 0)
 
     def _whole(self, number: float, children) -> int:
         if not number.is_integer():
@@ -250,10 +249,10 @@ class Reader:
         e, lsqb, rest = children[0], children[1], children[2:]
         subscripts = [c for c in rest if _is_subscript(c)]
         items = tuple(self._subscript_value(c, lsqb, rest[-1]) for c in subscripts)
-        end = rest[-1].end_pos
+        end = rest[-1][END]
         if self.steps:  # a loop variable as an index, as the program runs: check it now
             for axis, c in enumerate(subscripts):
-                if getattr(c, "type", "") == "NAME":
+                if _is_token(c) and c[0] == "NAME":
                     self.tracer.check_index(self.b.graph, e[0], axis, c, items[axis])
         node = self.b.add(OPS["index"], (e[0],), e[1], end)
         self.b.graph.params[node] = (items,)
@@ -274,8 +273,8 @@ class Reader:
             return name
         raise self._error(
             f"'{name}' is not a loop variable: an index is a whole number or a loop's variable",
-            tok.start_pos,
-            tok.end_pos,
+            tok[START],
+            tok[END],
             hints=["for example: x[0], or xs[t] in the body of `for t in range(len(xs)):`"],
         )
 
@@ -287,31 +286,31 @@ class Reader:
         # neg(3). Not so for -(3) or -c where c names a constant.
         if graph.ops[node] is CONST and graph.starts[node] == e[1] and graph.ends[node] == e[2]:
             graph.consts[node] = -graph.consts[node]
-            graph.starts[node] = minus.start_pos
-            return node, minus.start_pos, e[2]
-        return self.b.add(OPS["neg"], (node,), minus.start_pos, e[2]), minus.start_pos, e[2]
+            graph.starts[node] = minus[START]
+            return node, minus[START], e[2]
+        return self.b.add(OPS["neg"], (node,), minus[START], e[2]), minus[START], e[2]
 
     def pos(self, children):
         plus, e = children
-        return e[0], plus.start_pos, e[2]
+        return e[0], plus[START], e[2]
 
     def group(self, children):
         lpar, e, rpar = children
-        return e[0], lpar.start_pos, rpar.end_pos
+        return e[0], lpar[START], rpar[END]
 
     def call(self, children):
         name, rest = children[0], children[1:]
         self._name(name)
-        given: list = [r for r in rest if type(r) is tuple or r.__class__ is slice]
-        start, end = name.start_pos, rest[-1].end_pos
-        overloads = FUNCTIONS.get(name.value)
+        given: list = [r for r in rest if r.__class__ is slice or not _is_token(r)]
+        start, end = name[START], rest[-1][END]
+        overloads = FUNCTIONS.get(name[TEXT])
         if overloads is None:
             import difflib
 
-            close = difflib.get_close_matches(name.value, list(FUNCTIONS), n=1)
+            close = difflib.get_close_matches(name[TEXT], list(FUNCTIONS), n=1)
             hints = [f"did you mean '{close[0]}'?"] if close else []
             hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
-            raise self._error(f"unknown function '{name.value}'", start, name.end_pos, hints=hints)
+            raise self._error(f"unknown function '{name[TEXT]}'", start, name[END], hints=hints)
         ranked = sorted(overloads.values(), key=lambda o: o.arity)
         op = next((o for o in ranked if _fits(o, len(given))), None)
         if op is None:
@@ -321,7 +320,7 @@ class Reader:
                 counts = " or ".join(_count_args(o) for o in ranked)
             examples = " or ".join(o.example for o in ranked)
             raise self._error(
-                f"{name.value} takes {counts}, got {len(given)}",
+                f"{name[TEXT]} takes {counts}, got {len(given)}",
                 start,
                 end,
                 hints=[f"write it as {examples}"],
@@ -398,8 +397,8 @@ class Reader:
         tok, op, e = children
         self._statement()
         name = self._name(tok)
-        left = self._read(name, tok.start_pos, tok.end_pos)
-        node = self.b.add(_AUGMENTED[op.value], (left, e[0]), tok.start_pos, e[2])
+        left = self._read(name, tok[START], tok[END])
+        node = self.b.add(_AUGMENTED[op[TEXT]], (left, e[0]), tok[START], e[2])
         self.scope[name] = node
         if self.suffix:
             self._in_step(name, node)
@@ -426,7 +425,7 @@ class Reader:
         return children[0], default
 
     def signed_number(self, toks):
-        value = float(toks[-1].value)
+        value = float(toks[-1][TEXT])
         return -value if len(toks) == 2 else value
 
     def declare(self, children):
@@ -435,16 +434,16 @@ class Reader:
         if self.loops:
             raise self._error(
                 "inputs are declared outside loops",
-                children[0].start_pos,
-                children[0].end_pos,
+                children[0][START],
+                children[0][END],
                 hints=["move the `input` statement above the loop"],
             )
         graph = self.b.graph
         for item in items:
-            if type(item) is not tuple:
+            if _is_token(item):
                 continue  # a comma
             tok, default = item
-            where = (tok.start_pos, tok.end_pos)
+            where = (tok[START], tok[END])
             name = self._name(tok)
             if name in self.declared:
                 raise self._error(f"input '{name}' is declared twice", *where)
@@ -468,30 +467,30 @@ class Reader:
         start, end)`` for ``len(xs)``, ``shape(x, k)`` and ``n`` (what: "value")."""
         if len(children) == 1 and children[0][0] == "NAME":  # range(n): n's value
             tok = children[0]
-            return "value", tok, 0, tok.start_pos, tok.end_pos
+            return "value", tok, 0, tok[START], tok[END]
         if len(children) == 1:
             tok = children[0]
-            value = float(tok.value)
+            value = float(tok[TEXT])
             if not value.is_integer():
                 raise self._error(
-                    f"a loop's number of steps is a whole number, got {tok.value}",
-                    tok.start_pos,
-                    tok.end_pos,
+                    f"a loop's number of steps is a whole number, got {tok[TEXT]}",
+                    tok[START],
+                    tok[END],
                 )
             return int(value)
         fn, _, arg = children[0], children[1], children[2]
         axis = children[4] if len(children) > 4 else None
-        end = children[-1].end_pos
-        if fn.value not in ("len", "shape") or (fn.value == "len") != (axis is None):
+        end = children[-1][END]
+        if fn[TEXT] not in ("len", "shape") or (fn[TEXT] == "len") != (axis is None):
             raise self._error(
                 "a loop's number of steps is a whole number, len(NAME) or shape(NAME, AXIS)",
-                fn.start_pos,
+                fn[START],
                 end,
                 hints=["for example: for t in range(len(xs)):"],
             )
         if axis is not None and not axis.is_integer():
-            raise self._error(f"an axis is a whole number, got {axis:g}", fn.start_pos, end)
-        return fn.value, arg, 0 if axis is None else int(axis), fn.start_pos, end
+            raise self._error(f"an axis is a whole number, got {axis:g}", fn[START], end)
+        return fn[TEXT], arg, 0 if axis is None else int(axis), fn[START], end
 
     def loop(self, children):
         """A loop's header: the driver reads the body below it (see driver.py)."""
@@ -501,10 +500,10 @@ class Reader:
         if any(loop[0] == name for loop in self.loops):
             raise self._error(
                 f"'{name}' is already the variable of an enclosing loop",
-                var.start_pos,
-                var.end_pos,
+                var[START],
+                var[END],
             )
-        self.header = (name, bound, children[0].start_pos, colon.end_pos)
+        self.header = (name, bound, children[0][START], colon[END])
 
     def enter_loop(self) -> int:
         """Begin the loop whose header was just read; the number of times to read its body:
@@ -564,7 +563,13 @@ class Reader:
 def _is_subscript(c) -> bool:
     """Whether an index's child is a subscript (a number, a slice or a name), not a bracket
     or a comma."""
-    return c.__class__ is float or c.__class__ is slice or getattr(c, "type", "") == "NAME"
+    return c.__class__ is float or c.__class__ is slice or (_is_token(c) and c[0] == "NAME")
+
+
+def _is_token(c) -> bool:
+    """Whether a rule's child is a token ``(kind, text, start, end)`` rather than what a
+    callback made (an expression's ``(node, start, end)``, a number, a slice...)."""
+    return c.__class__ is tuple and len(c) == 4 and c[0].__class__ is str
 
 
 def _flat(rows: list):
