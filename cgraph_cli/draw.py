@@ -143,9 +143,9 @@ class Diagram:
         png = render(dot, "png", choose("png", renderer), dpi)
         found = re.search(r'bgcolor="(#[0-9a-fA-F]{6})"', dot)
         background = found.group(1) if found else "#ffffff"
-        image = _same_canvas([png], background, required=True, size=size)
+        image = _same_canvas([png], background, required=True, size=size, shrink=True)
         assert image is not None
-        return _png(image[0]), _text_px(dot, dpi / 72)
+        return _png(image[0]), _text_px(dot, dpi / 72 * image[1])
 
     def _repr_svg_(self) -> str | None:
         """Jupyter's picture of the diagram; None (the repr instead) where nothing can draw
@@ -271,11 +271,18 @@ def page(
 
         static = {
             name: inline_svg(
-                diagram(graph, view="static", theme=name, rankdir=rankdir).svg(renderer=renderer)
+                diagram(graph, view="static", theme=name, rankdir=rankdir).svg(renderer=renderer),
+                f"static-{name}-",
             )
             for name in THEMES
         }
-    return write_page(data, theme, static=static)
+        control = graph.control
+        what = [
+            "both branches of each <code>if</code>" if control.conds else "",
+            "each loop's body once" if control.loops else "",
+        ]
+        return write_page(data, theme, static=static, static_what=", ".join(filter(None, what)))
+    return write_page(data, theme)
 
 
 def slides(
@@ -683,39 +690,46 @@ def _text_px(dot: str, scale: float) -> float:
 
 def _best_fit(dot: str, size: tuple[int, int], renderer: str) -> tuple[float, str]:
     """The layout of ``dot`` that fills ``size`` (pixels) best: its scale in pixels a point,
-    and its DOT. A long left-to-right layout is also tried wrapped into rows."""
+    and its DOT. A long left-to-right layout is also tried wrapped into rows: each wrapping
+    judged by the size its rows give, and only the best drawn (neato routes the edges of
+    a 150-node graph in seconds)."""
     from .render.image import choose, render
     from .render.wrap import straightened, wrapped
 
     width, height = size
     plain = choose("plain", renderer)
+    found = re.search(r"\bpad=\"?([0-9.]+)", dot)
+    pad = 2 * float(found.group(1)) if found else 0.0  # around the drawing, in inches
 
-    def scale_of(text: str) -> float:
-        box = text.split("\n", 1)[0].split()  # graph SCALE WIDTH HEIGHT, in inches
-        return min(width / (float(box[2]) * 72), height / (float(box[3]) * 72))
+    def scale_of(w: float, h: float) -> float:  # inches -> pixels a point
+        return min(width / ((w + pad) * 72), height / ((h + pad) * 72))
 
-    best: tuple[float, str] | None = None
-    flat = "cluster_" not in dot.replace("cluster_title", "")  # no frames: rows may be cut
+    def measured(layout: str) -> float:
+        box = layout.split("\n", 1)[0].split()  # graph SCALE WIDTH HEIGHT, in inches
+        return scale_of(float(box[2]), float(box[3]))
+
+    options: list[tuple[float, str, bool]] = []  # scale, DOT, whether only estimated
+    # Not the backward view: neato would set its derivatives on the edges' lines.
+    rows_allowed = "cluster_" not in dot.replace("cluster_title", "") and "dir=back" not in dot
     for direction in ("LR", "TB", "straight"):
         if direction == "straight":  # a chain kept straight, to wrap into rows
             candidate = straightened(re.sub(r"rankdir=\w+", "rankdir=LR", dot, count=1))
         else:
             candidate = re.sub(r"rankdir=\w+", f"rankdir={direction}", dot, count=1)
         layout = render(candidate, "plain", plain).decode()
-        tried = [(scale_of(layout), candidate)]
+        options.append((measured(layout), candidate, False))
         box = layout.split("\n", 1)[0].split()
         aspect = float(box[2]) / float(box[3])
-        if direction != "TB" and flat:
+        if direction != "TB" and rows_allowed:
             for rows in range(2, 9):  # rows only while the strip is wider than the box
                 if aspect / rows**2 < 0.25 * width / height:
                     break
-                rowed = wrapped(candidate, layout, rows)
-                tried.append((scale_of(render(rowed, "plain", plain).decode()), rowed))
-        for option in tried:
-            if best is None or option[0] > best[0]:
-                best = option
-    assert best is not None
-    return best
+                rowed, w, h = wrapped(candidate, layout, rows)
+                options.append((scale_of(w, h), rowed, True))
+    scale, best, estimated = max(options, key=lambda o: o[0])
+    if estimated:  # drawn now: its real size (edges and labels may reach past the nodes)
+        scale = measured(render(best, "plain", plain).decode())
+    return scale, best
 
 
 def fit_size(text: str) -> tuple[int, int]:
@@ -908,11 +922,17 @@ def save_video(images: list, path, background: str) -> None:
 
 
 def _same_canvas(
-    pngs: list[bytes], background: str, required: bool = False, size: tuple[int, int] | None = None
+    pngs: list[bytes],
+    background: str,
+    required: bool = False,
+    size: tuple[int, int] | None = None,
+    shrink: bool = False,
 ):
     """The PNG images as Pillow images of one size (the largest, or ``size``), or None without
     Pillow (then the frames keep their own sizes, unless ``required``: a usage error naming the
-    extra)."""
+    extra). ``shrink``: one image (a fitted slide) and the factor it was scaled by, ``(image,
+    factor)``: scaled down to ``size`` where Graphviz drew it a few pixels larger, never
+    cropped."""
     import io
 
     try:
@@ -920,18 +940,26 @@ def _same_canvas(
     except ImportError:
         if required:
             raise UsageError(
-                "--gif and --fit need Pillow",
-                hints=["pip install 'cgraph-cli[plot]' (or: pip install pillow)"],
+                "--gif, --mp4 and --fit need Pillow",
+                hints=[
+                    "pip install 'cgraph-cli[plot]' or 'cgraph-cli[video]' (or: pip install pillow)"
+                ],
             ) from None
         return None
+    Image.MAX_IMAGE_PIXELS = None  # Graphviz's drawings, of the sizes asked for: no bomb
     images = [Image.open(io.BytesIO(data)).convert("RGB") for data in pngs]
     width, height = size or (max(i.width for i in images), max(i.height for i in images))
+    factor = 1.0
+    if shrink and (images[0].width > width or images[0].height > height):
+        factor = min(width / images[0].width, height / images[0].height)
+        new = (max(1, round(images[0].width * factor)), max(1, round(images[0].height * factor)))
+        images[0] = images[0].resize(new, Image.Resampling.LANCZOS)
     out = []
     for image in images:
         canvas = Image.new("RGB", (width, height), background)
         canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
         out.append(canvas)
-    return out
+    return (out[0], factor) if shrink else out
 
 
 def _png(image) -> bytes:

@@ -325,3 +325,13 @@ def test_render_derivative_writes_a_real_png(renderer, cli, tmp_path):
     plain_width, plain_height = png_size(plain.read_bytes())
     assert 300 < width < 2000 and plain_height + 100 < height < 1500  # the band under it
     assert both.stat().st_size > 10_000
+
+
+def test_the_backward_view_of_a_tensor_program_draws(cli, tmp_path):
+    # An edge carrying a shape and a local derivative has a two-line label: written with
+    # DOT's \n, not a raw line break (which broke titled() frames: "syntax error in line 5").
+    target = tmp_path / "rnn.svg"
+    r = cli("render", "sample:rnn", "--backward", "-o", str(target))
+    assert r.exit_code == 0, r.stderr
+    svg = target.read_text()
+    assert "place(∂loss/∂t2, (4, 2), (0,))" in svg and "(4, 2)" in svg

@@ -101,6 +101,22 @@ def test_mp4_without_pyav_says_what_to_install(cli, tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--mp4 needs PyAV" in r.stderr and "cgraph-cli[video]" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("option", "target", "message"),
+    [
+        ("--mp4", "video.gif", "--mp4 writes a file of type MP4, not video.gif"),
+        ("--mp4", "-", "--mp4 writes a file of type MP4, not '-'"),
+        ("--mp4", "", "--mp4 writes a file of type MP4, not ''"),
+        ("--gif", "x.bin", "--gif writes a file of type GIF, not x.bin"),
+        ("--gif", "-", "--gif writes a file of type GIF, not '-'"),
+    ],
+)
+def test_an_animation_is_named_for_its_type(cli, tmp_path, option, target, message):
+    r = cli("explain", "sample:seed", "--frames", str(tmp_path / "f"), option, target)
+    assert r.exit_code == 2 and message in r.stderr
+    assert not (tmp_path / "f").exists()  # refused before any frame was drawn
+
+
 def test_mp4_into_a_folder_that_cannot_be_written_is_a_usage_error(cli, tmp_path):
     pytest.importorskip("av")
     target = tmp_path / "missing" / "v.mp4"
@@ -172,6 +188,41 @@ def test_fit_wraps_a_long_chain_into_rows_that_fill_the_slide():
     assert width <= 1920 and height <= 1080
 
 
+@pytest.mark.parametrize("sample", ["seed", "fanout", "huber", "micrograd_more_ops", "rnn"])
+def test_fit_never_cuts_the_drawing_at_the_slides_edge(sample):
+    from cgraph_cli import diagram
+
+    d = diagram(open(f"samples/{sample}.cg").read())
+    png, _ = d.fitted((1920, 1080))
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    from PIL import ImageChops
+
+    left, top, right, bottom = ImageChops.difference(
+        image, Image.new("RGB", image.size, "white")
+    ).getbbox()
+    # a margin all round: nothing drawn within 8 pixels of an edge
+    assert left >= 8 and top >= 8 and right <= 1920 - 8 and bottom <= 1080 - 8
+
+
+def test_fit_to_a_large_size_is_a_large_png(cli, tmp_path):
+    target = tmp_path / "big.png"
+    r = cli("render", "sample:seed", "--fit", "12000x9000", "-o", str(target))
+    assert r.exit_code == 0, r.stderr
+    Image.MAX_IMAGE_PIXELS = None
+    assert Image.open(target).size == (12000, 9000)
+
+
+def test_fit_does_not_wrap_the_backward_view():
+    from cgraph_cli import diagram
+
+    chain = "\n".join(f"x{k + 1} = x{k} * 1.1" for k in range(10))
+    d = diagram(chain, {"x0": 1}, backward=True)
+    from cgraph_cli.draw import _best_fit
+
+    _, dot = _best_fit(d.dot, (1920, 1080), "auto")
+    assert "layout=neato" not in dot  # neato would set the derivatives on the lines
+
+
 def test_fit_keeps_every_node_and_edge_when_it_wraps():
     from cgraph_cli import diagram
     from cgraph_cli.render.image import choose, render
@@ -179,7 +230,8 @@ def test_fit_keeps_every_node_and_edge_when_it_wraps():
 
     d = diagram("\n".join(f"x{k + 1} = x{k} * c + {k}" for k in range(20)), {"x0": 1, "c": 2})
     plain = render(d.dot, "plain", choose("plain")).decode()
-    rows = render(wrapped(d.dot, plain, 3), "plain", choose("plain")).decode()
+    text, width, height = wrapped(d.dot, plain, 3)
+    rows = render(text, "plain", choose("plain")).decode()
     count = lambda text, kind: sum(ln.startswith(kind + " ") for ln in text.splitlines())  # noqa: E731
     assert count(rows, "node") == count(plain, "node") and count(rows, "edge") == count(
         plain, "edge"
@@ -187,6 +239,9 @@ def test_fit_keeps_every_node_and_edge_when_it_wraps():
     # in three rows: the drawing is about a third as wide as the single row
     ratio = float(rows.split()[2]) / float(plain.split()[2])
     assert 0.25 < ratio < 0.5
+    # the size the rows were judged by is the size drawn, near enough
+    assert width == pytest.approx(float(rows.split()[2]), rel=0.15)
+    assert height == pytest.approx(float(rows.split()[3]), rel=0.15)
 
 
 def test_fit_summarises_tensor_grids_only_where_they_make_the_text_small():

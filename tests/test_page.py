@@ -93,6 +93,9 @@ def test_a_program_with_control_flow_is_also_drawn_as_written_in_every_theme():
     assert views == ["light", "dark", "print"]
     assert "if abs(e) &lt;= d" in html and "else" in html  # both branches, framed
     assert not re.search(r"https?://|<\?xml|<!DOCTYPE svg", html)
+    assert "both branches of each <code>if</code> (the graph" in html  # no loop: not said
+    ids = re.findall(r' id="([^"]+)"', html)
+    assert len(ids) == len(set(ids))  # three drawings, every id once
     assert "The program as written" not in page(SEED, SEED_BINDINGS)  # straight-line code
 
 

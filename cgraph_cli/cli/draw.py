@@ -301,9 +301,17 @@ def render_command(
     if target != "-":
         output.note(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})")
     if text_px is not None and text_px < 14:
+        less = [
+            option
+            for option, usable in (
+                ("--focus NAME", focus is None and not (derivative or optimized or compare)),
+                ("--no-values", not no_values),
+            )
+            if usable
+        ]
         output.note(
-            f"note: at {fit} the nodes' text is {text_px:.0f} px high, small for a projector; "
-            "--focus NAME or --no-values draws less"
+            f"note: at {fit} the nodes' text is {text_px:.0f} px high, small for a projector"
+            + (f"; {' or '.join(less)} draws less" if less else "")
         )
 
 

@@ -355,13 +355,37 @@ def also_written(*files) -> str:
 
 
 def check_gif(frames, frames_format: str, gif, mp4=None) -> None:
-    """--gif and --mp4 animate the PNG frames: they need them."""
+    """--gif and --mp4 animate the PNG frames: they need them, a file of their type in a
+    folder that exists, and their libraries; all checked before any frame is drawn."""
+    import importlib.util
+    from pathlib import Path
+
     from ..errors import UsageError
 
+    needs = {"--gif": ("gif", ["PIL"], "plot"), "--mp4": ("mp4", ["PIL", "av"], "video")}
     for option, given in (("--gif", gif), ("--mp4", mp4)):
-        if given and not frames:
+        if given is None:
+            continue
+        if not frames:
             raise UsageError(f"{option} animates the frames: say where they go with --frames DIR")
-        if given and frames_format != "png":
+        if frames_format != "png":
             raise UsageError(
                 f"{option} animates PNG frames", hints=["leave out --frames-format svg"]
+            )
+        kind, modules, extra = needs[option]
+        if not given.lower().endswith("." + kind) or Path(given).name == "." + kind:
+            shown = repr(given) if given in ("", "-") else given
+            raise UsageError(
+                f"{option} writes a file of type {kind.upper()}, not {shown}",
+                hints=[f"name it NAME.{kind}: {option} animation.{kind}"],
+            )
+        folder = Path(given).parent
+        if not folder.is_dir():
+            raise UsageError(f"cannot write {given}: the folder {folder} does not exist")
+        missing = [m for m in modules if importlib.util.find_spec(m) is None]
+        if missing:
+            names = {"PIL": "Pillow", "av": "PyAV"}
+            raise UsageError(
+                f"{option} needs {' and '.join(names[m] for m in missing)}",
+                hints=[f"pip install 'cgraph-cli[{extra}]'"],
             )

@@ -205,7 +205,7 @@ def diagram(
                 tensors and values is not None and is_tensor(values[a])
             ):  # the shape of the value the edge carries
                 attrs["label"] = shape_text(values[a]) + (
-                    "\n" + attrs["label"] if "label" in attrs else ""
+                    "\\n" + attrs["label"] if "label" in attrs else ""
                 )
             if ordered[i]:  # x - 1 and 1 - x: the operands numbered where they arrive
                 attrs.update(

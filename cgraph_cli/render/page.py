@@ -131,26 +131,31 @@ def _svg(data: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def inline_svg(svg: bytes) -> str:
+def inline_svg(svg: bytes, prefix: str = "") -> str:
     """Graphviz's SVG document as an element to put inside HTML: no XML prolog, doctype or
-    comments, and no namespace addresses (HTML needs none, and the page names no address).
+    comments, no namespace addresses (HTML needs none, and the page names no address), and
+    its ids begun with ``prefix`` (one page may hold several drawings; ids are unique).
 
     >>> inline_svg(b'<?xml version="1.0"?>\\n<!-- c -->\\n<svg width="8pt" '
     ...            b'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
-    ...            b'<g/></svg>\\n')
-    '<svg width="8pt"><g/></svg>'
+    ...            b'<g id="node1"/></svg>\\n', "light-")
+    '<svg width="8pt"><g id="light-node1"/></svg>'
     """
     import re
 
     text = svg.decode("utf-8")
     text = re.sub(r"<\?xml.*?\?>|<!DOCTYPE[^>]*>|<!--.*?-->", "", text, flags=re.S)
     text = re.sub(r'\s+xmlns(?::\w+)?="[^"]*"', "", text)
-    return text.replace("xlink:href", "href").strip()
+    text = text.replace("xlink:href", "href")
+    if prefix:
+        text = re.sub(r'\b(id|href)="(#?)', rf'\1="\2{prefix}', text)
+        text = text.replace("url(#", f"url(#{prefix}")
+    return text.strip()
 
 
-def _static_views(static: dict[str, str] | None) -> str:
-    """The program as written (both branches, each loop's body once), one drawing per theme;
-    the page shows the one of its theme."""
+def _static_views(static: dict[str, str] | None, what: str) -> str:
+    """The program as written (``what``: both branches of each if, each loop's body once),
+    one drawing per theme; the page shows the one of its theme."""
     if not static:
         return ""
     drawings = "".join(
@@ -158,9 +163,8 @@ def _static_views(static: dict[str, str] | None) -> str:
         for name, svg in static.items()
     )
     return (
-        '<details class="static" open><summary>The program as written: both branches of '
-        "each <code>if</code>, each loop's body once (the graph above is the one that ran)"
-        f'</summary><div class="canvas">{drawings}</div></details>'
+        f'<details class="static" open><summary>The program as written: {what} (the graph '
+        f'above is the one that ran)</summary><div class="canvas">{drawings}</div></details>'
     )
 
 
@@ -169,10 +173,12 @@ def page(
     theme: str = "light",
     title: str | None = None,
     static: dict[str, str] | None = None,
+    static_what: str = "",
 ) -> str:
     """The HTML page for ``data`` (with its layout), opening in ``theme``; ``static``: for a
     program with control flow, its static graph as inline SVG in each theme (theme name ->
-    ``<svg>`` element), shown under the graph that ran."""
+    ``<svg>`` element), shown under the graph that ran; ``static_what``: what it shows (both
+    branches of each ``if``, each loop's body once)."""
     e = html.escape
     title = title or f"{data['output']} = {data['value']}"
     # The file's name alone: where it lies on this machine is nobody's business on a slide.
@@ -234,7 +240,7 @@ body {{ font-family: {FONT}; }}
 <footer>
 <details{"" if long else " open"}><summary>The program</summary><pre><code>{e(data["source"].rstrip())}</code></pre></details>
 {f"<details open><summary>Control flow</summary><ul>{notes}</ul></details>" if notes else ""}
-{_static_views(static)}
+{_static_views(static, static_what)}
 <p class="made">Made by cgraph: a computational graph, stepped through its forward and backward passes. This file needs no network.</p>
 </footer>
 <script type="application/json" id="cgraph-data">{payload}</script>

@@ -12,8 +12,9 @@ where its row puts it and Graphviz's ``neato`` draws the edges again around the 
 ... stop'''
 >>> bands(columns(placements(plain)), 2)
 [[0.5, 2.5], [4.5]]
->>> "layout=neato" in wrapped("digraph g { a -> b -> c }", plain, 2)
-True
+>>> text, width, height = wrapped("digraph g { a -> b -> c }", plain, 2)
+>>> "layout=neato" in text, width, height  # rows: a b, then c (plus the layout's margin)
+(True, 4.0, 2.0)
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import re
 
 #: Space between two rows, in inches.
 ROW_GAP = 0.5
+#: Up to this many nodes, edges are routed around the nodes; beyond, drawn as curves.
+ROUTED_NODES = 120
 
 
 def straightened(dot: str) -> str:
@@ -75,11 +78,13 @@ def bands(cols: dict[float, list], rows: int) -> list[list[float]]:
     return out
 
 
-def wrapped(dot: str, plain: str, rows: int) -> str:
+def wrapped(dot: str, plain: str, rows: int) -> tuple[str, float, float]:
     """``dot`` (laid out left to right, as ``plain`` says) with every node pinned in ``rows``
-    rows, for Graphviz's neato to draw. An input or constant whose readers are all in a later
-    row moves to the left of its first reader there; a frame's title (``Diagram.titled``)
-    becomes text above the first row."""
+    rows, for Graphviz's neato to draw, and the drawing's width and height in inches as the
+    rows give them (the nodes' extent, plus what the layout had beyond its nodes: the legend,
+    a title), so that layouts can be compared without drawing each. An input or constant
+    whose readers are all in a later row moves to the left of its first reader there; a
+    frame's title (``Diagram.titled``) becomes text above the first row."""
     nodes = placements(plain)
     cols = columns(nodes)
     cut = bands(cols, rows)
@@ -107,24 +112,37 @@ def wrapped(dot: str, plain: str, rows: int) -> str:
         members[first].append((name, x, y, leaf[3], leaf[4]))
     pins = []
     top = 0.0
+    wide = 0.0
     for band in members:
         left = min(n[1] - n[3] / 2 for n in band)
         high = max(n[2] + n[4] / 2 for n in band)
         low = min(n[2] - n[4] / 2 for n in band)
+        wide = max(wide, max(n[1] + n[3] / 2 for n in band) - left)
         for name, x, y, _, _ in band:
             pins.append(f'\t"{name}" [pos="{x - left:.3f},{y - high + top:.3f}!"]')
         top -= high - low + ROW_GAP
+    graph_w, graph_h = (float(v) for v in plain.split("\n", 1)[0].split()[2:4])
+    extra_w = graph_w - (max(n[1] + n[3] / 2 for n in nodes) - min(n[1] - n[3] / 2 for n in nodes))
+    extra_h = graph_h - (max(n[2] + n[4] / 2 for n in nodes) - min(n[2] - n[4] / 2 for n in nodes))
     title = re.search(
-        r"\tsubgraph cluster_title \{\n\t+(label=(<.*>) labelloc=t labeljust=l )", dot
+        r"\tsubgraph cluster_title \{\n\t+(label=<(<.*>)> labelloc=t labeljust=l )", dot
     )
     if title:  # neato keeps no room for a frame's label: the title is pinned text instead
         dot = dot.replace(title.group(1), 'label="" ', 1)  # else it takes the legend's
-        wide = len(re.sub(r"<[^>]*>", "", title.group(2))) * 15 * 0.55 / 72  # inches, roughly
+        # as wide as the rows and centred over them, its text set left: flush with the rows
+        text = (
+            f'<TABLE BORDER="0" CELLPADDING="0" WIDTH="{round(wide * 72)}"><TR>'
+            f'<TD ALIGN="LEFT">{title.group(2)}</TD></TR></TABLE>'
+        )
         pins.append(
-            f'\tcgraph_title [shape=plaintext label={title.group(2)} pos="{wide / 2:.3f},'
-            f'{ROW_GAP:.3f}!"]'
+            f"\tcgraph_title [shape=plaintext margin=0 label=<{text}> "
+            f'pos="{wide / 2:.3f},{ROW_GAP:.3f}!"]'
         )
     body = dot.rstrip()
     assert body.endswith("}"), "a DOT graph ends with }"
-    # neato keeps pinned nodes where they are (splines: edges go around the nodes)
-    return body[:-1] + "\tlayout=neato splines=true\n" + "\n".join(pins) + "\n}\n"
+    # neato keeps pinned nodes where they are and routes the edges around them; that takes
+    # time quadratic in the nodes (10 s for 240), so a larger graph gets curves that may cross
+    # a node (0.05 s): its text is too small for a slide anyway.
+    splines = "true" if len(nodes) <= ROUTED_NODES else "curved"
+    text = body[:-1] + f"\tlayout=neato splines={splines}\n" + "\n".join(pins) + "\n}\n"
+    return text, wide + extra_w, -top - ROW_GAP + extra_h
