@@ -260,7 +260,8 @@ def page(
     from .walkthrough import walkthrough
 
     graph = program if isinstance(program, Graph) else parse(program)
-    diagram_size(graph, graph.output if of is None else resolve_name(graph, of), force)
+    ran, _ = viewed(graph, bindings, "run")  # a loop's steps count, as the page shows them
+    diagram_size(ran, ran.output if of is None else resolve_name(ran, of), force)
     data = walkthrough(
         graph, bindings, of=of, precision=precision, rankdir=rankdir, renderer=renderer
     )

@@ -293,6 +293,10 @@ def node_lines(node: dict[str, Any], output: str, gap: str = "  ") -> list[str]:
     return lines
 
 
+#: Pages of more nodes than this are laid out with fewer of dot's passes (see layout_source).
+FAST_PAGE_LAYOUT_ABOVE = 60
+
+
 def layout_source(
     page: dict[str, Any],
     rankdir: str = "LR",
@@ -309,6 +313,10 @@ def layout_source(
         '  node [shape=box, fixedsize=true, label="", fontname="Helvetica"];',
         '  edge [fontname="Helvetica", fontsize=12];',
     ]
+    if len(page["nodes"]) > FAST_PAGE_LAYOUT_ABOVE:
+        # Fewer crossing-minimisation and ranking passes: labelled edges that span many
+        # ranks (an input read at every step of a loop) take dot minutes otherwise.
+        lines.append("  mclimit=0.1; nslimit=1;")
     for node in page["nodes"]:
         text = node_lines(node, page["output"])
         width = max(len(t) for t in text) * char + 2 * pad

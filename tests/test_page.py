@@ -300,3 +300,18 @@ def test_the_drawing_as_written_follows_the_pages_theme(opened):
     tab.select_option("#theme", "dark")
     assert tab.evaluate(shown) == ["dark"]
     assert tab.problems == [] and all(q.startswith("file:") for q in tab.requests)
+
+
+def test_a_page_counts_a_loops_steps_against_the_size_limit(cli, tmp_path):
+    program = "input x = 0.5\ny = x\nfor i in range(300):\n    y = sin(y) + x\n"
+    r = cli("render", "-e", program, "-o", str(tmp_path / "p.html"))
+    assert r.exit_code == 2 and "601 nodes" in r.stderr
+
+
+def test_a_loop_reading_an_input_at_every_step_lays_out(cli, tmp_path):
+    # x -> every step: 80 labelled edges across the ranks took dot minutes before the page's
+    # layout used fewer passes above 60 nodes
+    program = "input x = 0.5\ny = x\nfor i in range(80):\n    y = sin(y) + x\n"
+    r = cli("render", "-e", program, "-o", str(tmp_path / "p.html"))
+    assert r.exit_code == 0, r.stderr
+    assert "y = " in (tmp_path / "p.html").read_text()
