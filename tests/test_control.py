@@ -340,6 +340,19 @@ def test_render_draws_the_static_graph_framed_and_the_run_graph_unrolled(cli):
     assert auto.exit_code == 0 and "static graph" in auto.stderr
 
 
+def test_a_branch_that_is_a_name_made_earlier_has_no_frame(cli):
+    # `y` was made on the line before: the then-branch has no node of its own (its frame
+    # once held the constant 2 of `x * 2`); the else-branch frames its negation only
+    from cgraph_cli import parse
+    from cgraph_cli.render.flow import frames
+
+    graph = parse("input x = 0.5\ny = x * 2\nz = y if y < 5 else -y\n")
+    found = frames(graph, [True] * len(graph.ops))
+    assert [(kind, sorted(graph.ops[i].name for i in nodes)) for kind, _, nodes in found] == [
+        ("else", ["neg"])
+    ]
+
+
 def test_show_and_explain_report_on_the_graph_that_ran(cli):
     shown = cli("show", "sample:huber", "e=3", "--no-grads")
     assert shown.exit_code == 0 and "abs" in shown.stdout and "^" not in shown.stdout

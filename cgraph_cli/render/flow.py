@@ -31,7 +31,10 @@ def frames(graph: Graph, shown: list[bool]) -> list[tuple[str, str, set[int]]]:
             ("then", graph.args[node][1], f"if {condition}"),
             ("else", graph.args[node][2], "else"),
         ):
-            start, end = graph.starts[arg], graph.ends[arg]
+            # the branch's own text, within the conditional's: a branch that is a name made
+            # earlier (`y if y < 5 else -y`) has a span elsewhere, and no nodes of its own
+            start = max(graph.starts[arg], graph.starts[node])
+            end = min(graph.ends[arg], graph.ends[node])
             inside = {
                 i
                 for i in range(node)
