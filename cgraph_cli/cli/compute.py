@@ -41,7 +41,11 @@ def emit(fmt: str, report: dict, text, plain, schema: str) -> None:
     elif fmt == "plain":
         output.write_text(plain())
     else:
-        output.write_rich(text())
+        from ..ir import gc_paused
+
+        with gc_paused():  # importing rich makes many objects and no garbage
+            table = text()
+        output.write_rich(table)
 
 
 @click.command("eval", short_help="Print the output's value (the forward pass).", epilog=EXIT_CODES)
