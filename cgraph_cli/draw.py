@@ -261,7 +261,8 @@ def page(
 
     graph = program if isinstance(program, Graph) else parse(program)
     ran, _ = viewed(graph, bindings, "run")  # a loop's steps count, as the page shows them
-    diagram_size(ran, ran.output if of is None else resolve_name(ran, of), force)
+    out = ran.output if of is None else resolve_name(ran, of)
+    diagram_size(ran, out, force, what="the page", narrow="")  # a page draws it all
     data = walkthrough(
         graph, bindings, of=of, precision=precision, rankdir=rankdir, renderer=renderer
     )
@@ -573,7 +574,8 @@ def diagram_size(
     narrow: str = "--focus NAME",
 ) -> int:
     """The nodes a diagram of ``node`` draws; a :class:`UsageError` above :data:`MAX_NODES`
-    unless ``force``. ``what`` and ``narrow`` word the message for frames (``--of NAME``).
+    unless ``force``. ``what`` and ``narrow`` word the message for frames (``--of NAME``) and
+    pages (nothing narrows them: ``""``).
 
     >>> from cgraph_cli import parse
     >>> diagram_size(parse("g = (x + y) * z"), 4)
@@ -591,6 +593,8 @@ def _check_size(count: int, force: bool, what: str, narrow: str) -> None:
             "and hard to read",
             hints=[
                 f"draw the part that leads to one value with {narrow}, or all of it with --force"
+                if narrow
+                else "draw it all the same with --force"
             ],
         )
 

@@ -305,7 +305,8 @@ def test_the_drawing_as_written_follows_the_pages_theme(opened):
 def test_a_page_counts_a_loops_steps_against_the_size_limit(cli, tmp_path):
     program = "input x = 0.5\ny = x\nfor i in range(300):\n    y = sin(y) + x\n"
     r = cli("render", "-e", program, "-o", str(tmp_path / "p.html"))
-    assert r.exit_code == 2 and "601 nodes" in r.stderr
+    assert r.exit_code == 2 and "the page would have 601 nodes" in r.stderr
+    assert "--focus" not in r.stderr and "--force" in r.stderr  # pages refuse --focus
 
 
 def test_a_loop_reading_an_input_at_every_step_lays_out(cli, tmp_path):

@@ -105,9 +105,4 @@ def explain_command(
         output.note(f"wrote {len(written)} frames to {frames}" + also_written(gif, mp4))
 
 
-def _and(*files) -> str:
-    """ " and seed.gif", " and seed.gif and seed.mp4": the animations written beside frames."""
-    return "".join(f" and {f}" for f in files if f)
-
-
 COMMANDS = [explain_command]
