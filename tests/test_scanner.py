@@ -159,6 +159,9 @@ def _agree(text: str) -> None:
 @example("y = x + 1 # c\r# d")
 @example("y = (x +\r\n 1)\r")
 @example("y = x \\")
+@example(".")  # the quick scan's last alternative took it for a number (float('.'): exit 70)
+@example("x = . + 1")
+@example("x = 1 $ 2")
 def test_token_soup_parses_alike(text):
     _agree(text)
 

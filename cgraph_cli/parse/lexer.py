@@ -55,6 +55,8 @@ class _Kinds(dict):
 
     def __missing__(self, value: str) -> str:
         kind = _STRINGS.get(value) or _FIRST.get(value[0])
+        if kind == "NUMBER" and value == ".":  # the pattern's last resort, not a number
+            raise _Unscannable
         if kind is None:
             if not value[0].isidentifier():  # the pattern's last resort: no token starts so
                 raise _Unscannable
