@@ -122,7 +122,8 @@ class Diagram:
     def fitted(self, size: tuple[int, int], *, renderer: str = "auto") -> tuple[bytes, float]:
         """A PNG of exactly ``size`` pixels (a slide: 1920×1080 for 16:9) with the drawing as
         large as it fits, centred on the theme's background. Tried: left to right, top to
-        bottom, and a long left-to-right layout wrapped into 2 to 8 rows; where the nodes' text
+        bottom, each with a chain kept straight, and a long left-to-right layout wrapped into
+        2 to 8 rows; where the nodes' text
         would still be small, tensors drawn as grids are summarised (shape, mean, range).
         Returns the PNG and the height in pixels of the nodes' text (on a projector, 20 or
         more reads from the back row).
@@ -716,16 +717,17 @@ def _best_fit(dot: str, size: tuple[int, int], renderer: str) -> tuple[float, st
     options: list[tuple[float, str, bool]] = []  # scale, DOT, whether only estimated
     # Not the backward view: neato would set its derivatives on the edges' lines.
     rows_allowed = "cluster_" not in dot.replace("cluster_title", "") and "dir=back" not in dot
-    for direction in ("LR", "TB", "straight"):
-        if direction == "straight":  # a chain kept straight, to wrap into rows
-            candidate = straightened(re.sub(r"rankdir=\w+", "rankdir=LR", dot, count=1))
-        else:
-            candidate = re.sub(r"rankdir=\w+", f"rankdir={direction}", dot, count=1)
+    # Left to right (wrapped into rows too), top to bottom, and both with a chain kept
+    # straight (a tall slide takes a straight column)
+    for direction, straight in (("LR", False), ("TB", False), ("LR", True), ("TB", True)):
+        candidate = re.sub(r"rankdir=\w+", f"rankdir={direction}", dot, count=1)
+        if straight:
+            candidate = straightened(candidate)
         layout = render(candidate, "plain", plain).decode()
         options.append((measured(layout), candidate, False))
         box = layout.split("\n", 1)[0].split()
         aspect = float(box[2]) / float(box[3])
-        if direction != "TB" and rows_allowed:
+        if direction == "LR" and rows_allowed:
             for rows in range(2, 9):  # rows only while the strip is wider than the box
                 if aspect / rows**2 < 0.25 * width / height:
                     break

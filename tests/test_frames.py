@@ -117,6 +117,21 @@ def test_an_animation_is_named_for_its_type(cli, tmp_path, option, target, messa
     assert not (tmp_path / "f").exists()  # refused before any frame was drawn
 
 
+def test_an_animation_and_the_report_cannot_share_a_file(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = cli("explain", "sample:seed", "--frames", "f", "--gif", "same.gif", "-o", "same.gif")
+    assert r.exit_code == 2 and "-o and --gif both name same.gif" in r.stderr
+
+
+def test_fit_to_a_tall_box_stands_a_chain_up_straight():
+    from cgraph_cli import diagram
+
+    chain = "\n".join(f"x{k + 1} = sin(x{k}) * 0.9" for k in range(12))
+    png, text = diagram(chain, {"x0": 1}).fitted((400, 3000))
+    width, height = drawn_box(png)
+    assert height > 0.9 * 3000 and text >= 10  # one straight column, filling the height
+
+
 def test_mp4_into_a_folder_that_cannot_be_written_is_a_usage_error(cli, tmp_path):
     pytest.importorskip("av")
     target = tmp_path / "missing" / "v.mp4"

@@ -379,6 +379,9 @@ def check_gif(frames, frames_format: str, gif, mp4=None) -> None:
                 f"{option} writes a file of type {kind.upper()}, not {shown}",
                 hints=[f"name it NAME.{kind}: {option} animation.{kind}"],
             )
+        report = getattr(output.settings, "output", None)
+        if report not in (None, "-") and Path(report).resolve() == Path(given).resolve():
+            raise UsageError(f"-o and {option} both name {given}: the report would be lost")
         folder = Path(given).parent
         if not folder.is_dir():
             raise UsageError(f"cannot write {given}: the folder {folder} does not exist")
