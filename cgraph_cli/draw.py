@@ -123,8 +123,8 @@ class Diagram:
         """A PNG of exactly ``size`` pixels (a slide: 1920×1080 for 16:9) with the drawing as
         large as it fits, centred on the theme's background. Tried: left to right, top to
         bottom, each with a chain kept straight, and a long left-to-right layout wrapped into
-        2 to 8 rows; where the nodes' text
-        would still be small, tensors drawn as grids are summarised (shape, mean, range).
+        2 to 8 rows; where the nodes' text would still be small, tensors drawn as grids are
+        summarised (shape, mean, range).
         Returns the PNG and the height in pixels of the nodes' text (on a projector, 20 or
         more reads from the back row).
 
@@ -261,11 +261,14 @@ def page(
     from .walkthrough import walkthrough
 
     graph = program if isinstance(program, Graph) else parse(program)
-    ran, _ = viewed(graph, bindings, "run")  # a loop's steps count, as the page shows them
-    out = ran.output if of is None else resolve_name(ran, of)
-    diagram_size(ran, out, force, what="the page", narrow="")  # a page draws it all
     data = walkthrough(
-        graph, bindings, of=of, precision=precision, rankdir=rankdir, renderer=renderer
+        graph,
+        bindings,
+        of=of,
+        precision=precision,
+        rankdir=rankdir,
+        renderer=renderer,
+        force=force,
     )
     static = None
     if graph.control is not None and hasattr(graph.control, "loops"):  # if or loops
@@ -700,7 +703,7 @@ def _best_fit(dot: str, size: tuple[int, int], renderer: str) -> tuple[float, st
     judged by the size its rows give, and only the best drawn (neato routes the edges of
     a 150-node graph in seconds)."""
     from .render.image import choose, render
-    from .render.wrap import straightened, wrapped
+    from .render.wrap import drawing_size, straightened, wrapped
 
     width, height = size
     plain = choose("plain", renderer)
@@ -711,8 +714,7 @@ def _best_fit(dot: str, size: tuple[int, int], renderer: str) -> tuple[float, st
         return min(width / ((w + pad) * 72), height / ((h + pad) * 72))
 
     def measured(layout: str) -> float:
-        box = layout.split("\n", 1)[0].split()  # graph SCALE WIDTH HEIGHT, in inches
-        return scale_of(float(box[2]), float(box[3]))
+        return scale_of(*drawing_size(layout))
 
     options: list[tuple[float, str, bool]] = []  # scale, DOT, whether only estimated
     # Not the backward view: neato would set its derivatives on the edges' lines.
@@ -724,9 +726,9 @@ def _best_fit(dot: str, size: tuple[int, int], renderer: str) -> tuple[float, st
         if straight:
             candidate = straightened(candidate)
         layout = render(candidate, "plain", plain).decode()
-        options.append((measured(layout), candidate, False))
-        box = layout.split("\n", 1)[0].split()
-        aspect = float(box[2]) / float(box[3])
+        laid_w, laid_h = drawing_size(layout)
+        options.append((scale_of(laid_w, laid_h), candidate, False))
+        aspect = laid_w / laid_h
         if direction == "LR" and rows_allowed:
             for rows in range(2, 9):  # rows only while the strip is wider than the box
                 if aspect / rows**2 < 0.25 * width / height:
@@ -812,8 +814,7 @@ def write_frames(
     nodes the pass reaches (the output first); the others show "?". Every frame tints by the
     same scale (the largest gradient of the last frame) and, as PNG, has the same canvas; the
     frames an earlier run left in ``folder`` go first. ``gif``, ``mp4``: also an animation, a
-    video. Returns the
-    paths. ``on_frame()`` is called after each frame (a progress bar)."""
+    video. Returns the paths. ``on_frame()`` is called after each frame (a progress bar)."""
     import math
 
     from .explain import frame_order

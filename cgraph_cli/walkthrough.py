@@ -119,14 +119,21 @@ def steps(
     *,
     of: str | None = None,
     precision: int | None = 4,
+    force: bool = True,
 ) -> dict[str, Any]:
-    """The page's data without a layout: nodes, edges and events (see the module's text)."""
+    """The page's data without a layout: nodes, edges and events (see the module's text).
+    Unless ``force``, more than :data:`cgraph_cli.draw.MAX_NODES` nodes in the graph that ran
+    (a loop's steps count) is a :class:`UsageError`, before any of the page is made."""
     from .api import grad
     from .explain import explain
     from .render.explain import scalar_lines, tensor_lines
 
     result = grad(graph, bindings, of=of)
     g, values, adjoints, out = result.graph, result.values, result.adjoints, result.output
+    if not force:
+        from .draw import diagram_size
+
+        diagram_size(g, out, what="the page", narrow="")  # nothing narrows a page
     data = explain(g, values, adjoints, out)
     tensors = data["tensors"]
     names = node_names(g)
@@ -422,10 +429,12 @@ def walkthrough(
     precision: int | None = 4,
     rankdir: str = "LR",
     renderer: str = "auto",
+    force: bool = True,
 ) -> dict[str, Any]:
-    """The page's data with its layout, from Graphviz's dot or graphviz-pure."""
+    """The page's data with its layout, from Graphviz's dot or graphviz-pure (``force``: as
+    for :func:`steps`)."""
     from .render.image import choose, render
 
-    page = steps(graph, bindings, of=of, precision=precision)
+    page = steps(graph, bindings, of=of, precision=precision, force=force)
     plain = render(layout_source(page, rankdir), "plain", choose("plain", renderer))
     return place(page, plain.decode())

@@ -39,6 +39,13 @@ def straightened(dot: str) -> str:
     return re.sub(r'^(\t+\w+ \[.*style="[^"]*dashed[^"]*".*)\]$', r'\1 group=""]', dot, flags=re.M)
 
 
+def drawing_size(plain: str) -> tuple[float, float]:
+    """The width and height of the drawing in Graphviz's ``plain`` output, in inches (its
+    first line: graph SCALE WIDTH HEIGHT)."""
+    _, _, width, height = plain.split("\n", 1)[0].split()[:4]
+    return float(width), float(height)
+
+
 def placements(plain: str) -> list[tuple[str, float, float, float, float]]:
     """The nodes of Graphviz's ``plain`` output: name, centre x and y, width and height, in
     inches (y grows upwards)."""
@@ -121,7 +128,7 @@ def wrapped(dot: str, plain: str, rows: int) -> tuple[str, float, float]:
         for name, x, y, _, _ in band:
             pins.append(f'\t"{name}" [pos="{x - left:.3f},{y - high + top:.3f}!"]')
         top -= high - low + ROW_GAP
-    graph_w, graph_h = (float(v) for v in plain.split("\n", 1)[0].split()[2:4])
+    graph_w, graph_h = drawing_size(plain)
     extra_w = graph_w - (max(n[1] + n[3] / 2 for n in nodes) - min(n[1] - n[3] / 2 for n in nodes))
     extra_h = graph_h - (max(n[2] + n[4] / 2 for n in nodes) - min(n[2] - n[4] / 2 for n in nodes))
     title = re.search(
