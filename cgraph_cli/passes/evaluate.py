@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from ..arrays import np, show_shape, size_text
 from ..bindings import check_bindings, finite
 from ..errors import BindingError, DomainError, EvalError
-from ..ir import Graph, depends_on_input, gc_paused
+from ..ir import Graph, gc_paused
 from ..numfmt import format_number
-from ..ops import CALL, CONST, INFIX, POSTFIX
+from ..ops import CALL, CONST, INFIX, INPUT, POSTFIX
 from ..vocab import (
     ARRAYS,
     constant_partials,
@@ -38,63 +38,90 @@ class FloatProgram:
     """A graph's operation nodes as flat tuples for the float loops, compiled once per graph
     from the op table's rules and kept on it.
 
-    ``forward`` holds ``(node, value function, arg0, arg1 or -1)`` in topological order;
-    ``backward`` holds ``(node, partials, arg0, arg1 or -1)`` in reverse order, where the
-    partials are a function of ``(*args, out)``, a tuple of constants (add, sub, neg), or
+    ``steps`` holds ``(node, value function, partials, arg0, arg1 or -1)`` in topological
+    order (the forward loop reads it forwards, the reverse loop backwards), where the partials
+    are a function of ``(*args, out)``, a tuple of constants (add, sub, neg), or
     :data:`SWAPPED` (mul): each derived from the rules, not set by hand. ``wide`` says an op
     takes more than two arguments (``where``): the loops then read ``args`` instead.
     ``tensor`` says the graph needs the array passes whatever its bindings are (an array
     constant, or an op with no float rule).
     """
 
-    __slots__ = ("forward", "backward", "ids", "template", "tensor", "wide", "args")
-    # backward[k] for the k-th operation node from the end; its partials are also what forward
-    # mode multiplies tangents by.
+    __slots__ = ("steps", "template", "tensor", "wide", "args")
 
     def __init__(self, graph: Graph) -> None:
+        ops = graph.ops
+        self.args = graph.args
+        self.steps: list = []
+        self.wide = False
+        self.tensor = any(v.__class__ is not float for v in graph.consts.values())
         with gc_paused():
-            ops = graph.ops
-            ids = [i for i, op in enumerate(ops) if op.arity]
-            self.tensor = any(ops[i].py is None for i in ids) or any(
-                v.__class__ is not float for v in graph.consts.values()
-            )
-            self.wide = any(ops[i].arity > 2 for i in ids)
-            forward, backward = [], []
             if not self.tensor:
-                all_args = graph.args
-                # What each step needs depends only on the op and on which arguments no
-                # input reaches (constants, and operations on constants only: they want no
-                # gradient): worked out once per such pair, not once per node.
-                fixed = [not d for d in depends_on_input(graph)]
-                steps: dict = {}
-                key: tuple
-                for i in ids:
-                    op, args = ops[i], all_args[i]
-                    a = args[0]
-                    if len(args) == 2:
-                        b = args[1]
-                        key = (op, fixed[a], fixed[b])
-                    elif len(args) == 1:
-                        b = -1
-                        key = (op, fixed[a])
-                    else:
-                        b = args[1]
-                        key = (op, *(fixed[x] for x in args))
-                    step = steps.get(key)
-                    if step is None:
-                        step = steps[key] = (value_function(op), _partials(op, args, fixed))
-                    forward.append((i, step[0], a, b))
-                    backward.append((i, step[1], a, b))
-                backward.reverse()
+                self.tensor = not self._compile(ops, graph.args)
             template: list = [0.0] * len(ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
                 template[node] = value
-        self.forward, self.backward, self.ids, self.template = forward, backward, ids, template
-        self.args = graph.args
+        self.template = template
+        if self.tensor:
+            self.steps = []
+
+    def _compile(self, ops, all_args) -> bool:
+        """Fill in :attr:`steps`; False at the first op with no float rule. What a step needs
+        depends only on its op and on which arguments no input reaches (constants, and
+        operations on constants only: they want no gradient), so it is worked out once per
+        such pair, not once per node; which nodes an input reaches is followed along (as
+        :func:`~cgraph_cli.ir.depends_on_input` works it out)."""
+        plain: dict = {}  # op -> its step when every argument depends on an input
+        mixed: dict = {}  # (op, which arguments need a gradient) -> its step
+        depends: list[bool] = []
+        depend = depends.append
+        add = self.steps.append
+        for i, op, args in zip(range(len(ops)), ops, all_args):
+            n = len(args)
+            if n == 2:
+                a, b = args
+                da, db = depends[a], depends[b]
+                if da and db:
+                    step = plain.get(op)
+                    if step is None:
+                        if op.py is None:
+                            return False
+                        step = plain[op] = (value_function(op), _partials(op, (True, True)))
+                else:
+                    step = mixed.get((op, da, db))
+                    if step is None:
+                        if op.py is None:
+                            return False
+                        step = mixed[(op, da, db)] = (value_function(op), _partials(op, (da, db)))
+                depend((da or db) and op.differentiable)
+            elif n == 1:
+                a, b = args[0], -1
+                da = depends[a]
+                step = mixed.get((op, da))
+                if step is None:
+                    if op.py is None:
+                        return False
+                    step = mixed[(op, da)] = (value_function(op), _partials(op, (da,)))
+                depend(da and op.differentiable)
+            elif n:
+                needs = tuple(depends[x] for x in args)
+                step = mixed.get((op, *needs))
+                if step is None:
+                    if op.py is None:
+                        return False
+                    step = mixed[(op, *needs)] = (value_function(op), _partials(op, needs))
+                depend(any(needs) and op.differentiable)
+                self.wide = True
+                a, b = args[0], args[1]
+            else:
+                depend(op is INPUT)
+                continue
+            add((i, step[0], step[1], a, b))
+        return True
 
 
-def _partials(op, args, fixed: list[bool]):
-    needs = tuple(not fixed[a] for a in args)
+def _partials(op, needs: tuple[bool, ...]):
+    """What the reverse loop reads for ``op``, given which of its arguments need a gradient."""
     key = (op.name, needs)
     found = _PARTIALS.get(key)
     if found is None:
@@ -248,10 +275,10 @@ def run(graph: Graph, values: list[float]) -> list[float]:
     try:
         if program.wide:
             args = program.args
-            for i, f, _, _ in program.forward:
+            for i, f, _, _, _ in program.steps:
                 values[i] = f(*[values[x] for x in args[i]])
         else:
-            for i, f, a, b in program.forward:
+            for i, f, _, a, b in program.steps:
                 values[i] = f(values[a]) if b < 0 else f(values[a], values[b])
     except (ArithmeticError, ValueError) as exc:
         raise domain_error(graph, i, values, exc) from None

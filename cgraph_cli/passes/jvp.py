@@ -83,7 +83,7 @@ def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
         out[graph.inputs[name]] = check_number(name, t)
     program = compile_program(graph)
     failed: list = []  # (node, overflow?) where a tangent first went non-finite, in order
-    for i, p, a, b in reversed(program.backward):
+    for i, _, p, a, b in program.steps:
         args = graph.args[i] if program.wide else ((a,) if b < 0 else (a, b))
         ts = [out[x] for x in args]
         if not any(ts):

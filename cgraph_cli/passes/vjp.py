@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from itertools import islice
+from operator import itemgetter
 
 from ..arrays import np, show_shape
 from ..bindings import all_finite, finite
@@ -53,8 +54,9 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
     # Only nodes up to `out` can reach it: skip the instructions after it.
-    skip = len(program.ids) - bisect_right(program.ids, out)
-    steps = islice(program.backward, skip, None)
+    steps = program.steps
+    after = bisect_right(steps, out, key=itemgetter(0))
+    steps = islice(reversed(steps), len(steps) - after, None)
     if program.wide:
         _float_reverse_wide(graph, values, steps, adj)
     else:
@@ -68,7 +70,7 @@ def _float_reverse(graph: Graph, values: list, steps, adj: list) -> None:
     i = -1
     try:
         with gc_paused():  # the partials' tuples would otherwise wake the collector
-            for i, p, a, b in steps:
+            for i, _, p, a, b in steps:
                 g = adj[i]
                 if g == 0.0:
                     continue  # nothing flows back through this node
@@ -91,7 +93,7 @@ def _float_reverse_wide(graph: Graph, values: list, steps, adj: list) -> None:
     """The same loop for graphs with an op of more than two arguments (``where``)."""
     i = -1
     try:
-        for i, p, _, _ in steps:
+        for i, _, p, _, _ in steps:
             g = adj[i]
             if g == 0.0:
                 continue
