@@ -54,9 +54,8 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
     # Only nodes up to `out` can reach it: skip the instructions after it.
-    steps = program.steps
-    after = bisect_right(steps, out, key=itemgetter(0))
-    steps = islice(reversed(steps), len(steps) - after, None)
+    after = len(program.steps) - bisect_right(program.steps, out, key=itemgetter(0))
+    steps = islice(reversed(program.steps), after, None)
     if program.wide:
         _float_reverse_wide(graph, values, steps, adj)
     else:
