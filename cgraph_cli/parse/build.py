@@ -73,16 +73,18 @@ def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]
 
 def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
     """For text with no comment and no line continuation, where only spaces lie between
-    tokens: one pattern whose two groups are the spaces and the token (``findall`` returns
-    them without a match object each), and the kind of every token written as a fixed
-    string (operators and keywords). The other tokens are names, numbers and newlines, told
-    apart by their first character.
+    tokens: one pattern whose one group is a token, for ``split`` (which returns the spaces
+    and the tokens in one flat list of strings: no match object, no tuple per token), and the
+    kind of every token written as a fixed string (operators and keywords). The other tokens
+    are names, numbers and newlines, told apart by their first character.
 
     The pattern is written for speed in Python's regex engine, which tries alternatives one
     by one: names first (the commonest token), as ``[^\\W\\d]\\w*`` rather than the grammar's
     ``(?!\\d)\\w+`` (the same words, without a lookahead at each); then the operators, the
     longer ones first and the one-character ones as a single class; then numbers and
-    newlines. Keywords are names to this pattern (their kind comes from the strings). No two
+    newlines; last, any other character but a space, so that only spaces are left between
+    tokens and the search never starts a match in a run of them (each character is looked at
+    once). Keywords are names to this pattern (their kind comes from the strings). No two
     alternatives can start at the same character, so their order changes no match
     (tests/test_scanner.py holds the tokens equal to Lark's)."""
     spaces = [
@@ -111,12 +113,12 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
             continue
         regexp = re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp())
         others.append("[^\\W\\d]\\w*" if regexp == "(?!\\d)\\w+" else regexp)
-    # the last alternatives take any other character, or the end (an empty token), so that
-    # findall never searches ahead through a long run of spaces for the next token (time
-    # quadratic in the run's length)
-    body = [others[0], *longer, single, *others[1:], "[^\\t \\x0c]", "\\Z"]
-    pattern = f"((?:{'|'.join(spaces)})?)({'|'.join(body)})"
-    assert re.compile(pattern).groups == 2, pattern
+    # split leaves between tokens what the last alternative does not take: the grammar's spaces
+    (space,) = spaces
+    assert re.fullmatch(f"(?:{space})+", " \t\x0c"), space
+    body = [others[0], *longer, single, *others[1:], "[^\\t \\x0c]"]
+    pattern = f"({'|'.join(body)})"
+    assert re.compile(pattern).groups == 1, pattern
     return pattern, strings
 
 

@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 import re
-from itertools import accumulate, chain
+from itertools import accumulate
 from operator import itemgetter
 
 from ..errors import Source
@@ -45,7 +45,6 @@ for _name in sorted({"NUMBER", "NAME", *_STRINGS.values()}):
 _BRACKETS = "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "RSQB"))) + "\n]"
 _OPENING = {CODES["LPAR"], CODES["LSQB"]}
 _code = CODES.__getitem__
-_value = itemgetter(1)
 
 
 class _Kinds(dict):
@@ -110,21 +109,18 @@ def scan(source: Source) -> tuple[list[Token], str, UnexpectedInput | None]:
 
 def _scan_spaced(text: str):
     """:func:`scan` for text with only spaces between its tokens, with no loop in Python: one
-    ``findall`` (no match object per token), each token's kind from its text. None when a
-    character is left over (an error to place): the careful scan does that."""
-    pairs = _FAST.findall(text)
-    end = len(text)
-    while pairs and not pairs[-1][1]:  # the end (the pattern matches it, spaces and all)
-        end -= len(pairs.pop()[0])
-    # Where each space and token ends: the running sum of their lengths.
-    bounds = list(accumulate(map(len, chain.from_iterable(pairs))))
-    if (bounds[-1] if bounds else 0) != end:
-        return None  # findall skipped a character: no token starts there
-    values = list(map(_value, pairs))
+    ``split`` (spaces and tokens alternate in one list of strings: no match object, no tuple
+    per match), each token's kind from its text, its place from the running sum of the
+    lengths. None when a character no token starts with is left over (an error to place):
+    the careful scan does that."""
+    parts = _FAST.split(text)
+    values = parts[1::2]
     try:
         kinds = list(map(_Kinds().__getitem__, values))
     except _Unscannable:
         return None
+    # Where each space and token ends (the parts make up the text, in order).
+    bounds = list(accumulate(map(len, parts)))
     tokens = list(zip(kinds, values, bounds[0::2], bounds[1::2]))
     codes = "".join(map(_code, kinds))
     if CODES["LPAR"] in codes or CODES["LSQB"] in codes:
