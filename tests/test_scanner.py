@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -17,6 +18,7 @@ from strategies import programs
 
 from cgraph_cli import ParseError, grad, parse
 from cgraph_cli.errors import Source
+from cgraph_cli.parse import driver
 from cgraph_cli.parse.lexer import scan
 
 DIFFERENTIAL = settings(
@@ -170,6 +172,28 @@ def test_token_soup_parses_alike(text):
 @given(respaced_programs())
 def test_respaced_programs_parse_alike(text):
     _agree(text)
+
+
+@DIFFERENTIAL
+@given(token_text() | respaced_programs(), st.integers(0, 3))
+@example(";\nx", 0)  # a window that starts past separators only
+@example("a = 1;; b = a\n\n c = b $", 1)
+def test_a_narrow_window_of_tokens_parses_alike(text, extra):
+    """The driver reads the tokens a window at a time (a few thousand beyond what a statement
+    needs); with 0 to 3 beyond, the window moves at almost every statement, and the graphs and
+    the errors are the same."""
+    with patch.object(driver, "_WINDOW", extra):
+        _agree(text)
+
+
+def test_a_long_program_parses_alike_across_windows():
+    """Statements on both sides of a refill of the window, separated every way, and an error
+    far past the first window, where Lark puts it."""
+    lines = [f"v{k} = v{k - 1} * (a + {k}) ; w{k} = -v{k}" for k in range(1, 700)]
+    text = "v0 = x\n" + "\n\n".join(lines) + "\n"
+    _agree(text)
+    _agree(text + "y = w699 + ")
+    _agree(text.replace("v350 = ", "v350 = * "))
 
 
 TENSOR_PROGRAMS = [

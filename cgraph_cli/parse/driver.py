@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from ..errors import CgraphError, ParseError, Source, Span
@@ -42,6 +44,7 @@ _FOR = CODES["FOR"]  # a loop's header starts with it
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
 _MAX_PLANS = 4096  # shapes remembered at most; then forgotten all at once
 _MAX_COMPILED = 400  # actions at most in a plan turned into code (longer ones are replayed)
+_WINDOW = 4096  # tokens read at a time, beyond those a statement needs
 
 
 class _Splice(list):
@@ -81,30 +84,47 @@ class Driver:
         self.units: dict[tuple[int, int, str], int] = {}  # unit-reduction chains, followed
         self.plans: dict[str, Any] = {}  # statement shape -> its actions, or their code
 
-    def run(self, tokens: list[Token], codes: str, error, source: Source) -> Graph:
-        """The program's graph; ``codes``: the tokens' kinds, a character each (as the
-        scanner gives them); ``error``: the scanner's, raised where the parser reaches the
-        character that stopped it."""
-        n = len(tokens)
+    def run(self, tokens: Iterator[Token], codes: str, error, source: Source) -> Graph:
+        """The program's graph, from its tokens in order (as the scanner gives them);
+        ``codes``: their kinds, a character each; ``error``: the scanner's, raised where the
+        parser reaches the character that stopped it.
+
+        Statements are read in order from a window of the tokens, refilled a few thousand at a
+        time (with the separator before the statement kept, for error messages): the tokens of
+        the statements read are let go."""
+        n = len(codes)
         plans = self.plans
         if _FOR in codes:
             with gc_paused():
-                return self._run_blocks(tokens, codes, error, source)
+                return self._run_blocks(list(tokens), codes, error, source)
+        window: list[Token] = []
+        base = 0  # window[k - base] is token k
         with gc_paused():
             for m in _STATEMENT.finditer(codes):
                 i, j = m.span()
+                last = j if j < n else n - 1  # the separator after the statement, if any
+                read = base + len(window)  # the tokens read so far
+                if last >= read:  # not read yet: move the window on
+                    start = i - 1 if i else 0
+                    if start > read:  # separators only, since the window
+                        next(islice(tokens, start - read, start - read), None)
+                        window, read = [], start
+                    more = list(islice(tokens, last + 1 - read + _WINDOW))
+                    window = window[start - base :] + more if window else more
+                    base = start
+                k = i - base
                 if j == n and error is not None:  # the bad character ends this statement
-                    self._statement(tokens, i, j, source, None, error)
+                    self._statement(window, k, j - base, source, None, error)
                     break
                 key = m.group()
                 plan = plans.get(key)
                 if plan is None:
-                    self._statement(tokens, i, j, source, key, None)
+                    self._statement(window, k, j - base, source, key, None)
                 elif plan.__class__ is tuple:  # seen once: seen twice now, so compile it
                     plan = plans[key] = self._compile(plan)
-                    plan(tokens, i)
+                    plan(window, k)
                 else:
-                    plan(tokens, i)
+                    plan(window, k)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
