@@ -71,6 +71,21 @@ def scanner_parts(terminals, ignore) -> tuple[str, str, dict[str, dict[str, str]
     return f"{atomic}(?:{body}|(?P<_BAD>[\\s\\S]|\\Z))", atomic, keywords
 
 
+#: Terminals' patterns (as Lark writes them, groups made non-capturing) -> the same language
+#: spelled so that Python's regex engine rejects a character quickly: each alternative starts
+#: with a character or a class, which the engine checks before entering it, and no lookahead.
+#: tests/test_scanner.py holds the tokens equal to Lark's.
+_FASTER = {
+    "(?!\\d)\\w+": "[^\\W\\d]\\w*",  # names
+    "(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?": (  # numbers
+        "[0-9][0-9]*\\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\\.[0-9]+(?:[eE][+-]?[0-9]+)?"
+    ),
+    # newlines, with blank lines and the next line's indentation: a run of these characters
+    # that starts with a line break is exactly that
+    "(?:(?:\r\n?|\n)[\t \x0c]*)+": "[\r\n][\r\n\t \x0c]*",
+}
+
+
 def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
     """For text with no comment and no line continuation, where only spaces lie between
     tokens: one pattern whose one group is a token, for ``split`` (which returns the spaces
@@ -104,19 +119,31 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
                 strings.update(dict.fromkeys(values, t.name))
                 fixed.add(t.name)
     words = [v for v in strings if re.fullmatch(r"\w+", v)]  # keywords: names to the pattern
-    symbols = sorted((v for v in strings if v not in words), key=lambda v: (-len(v), v))
-    longer = [re.escape(v) for v in symbols if len(v) > 1]
-    single = "[" + "".join(re.escape(v) for v in symbols if len(v) == 1) + "]"
+    symbols = [v for v in strings if v not in words]
+    assert all(len(v) <= 2 for v in symbols), symbols
+    # An operator is its first character and, optionally, a second: one alternative per set of
+    # seconds (``[!+\-/<=>]=?``), the rest one class. Where a first character alone is no
+    # operator ("!"), the catch-all would have taken it too: the same text either way.
+    seconds: dict[str, str] = {}
+    for v in sorted(symbols):
+        seconds[v[0]] = seconds.get(v[0], "") + v[1:]
+    by_seconds: dict[str, str] = {}
+    for first, after in seconds.items():
+        by_seconds[after] = by_seconds.get(after, "") + first
+    operators = [
+        f"[{re.escape(firsts)}]" + (f"[{re.escape(after)}]?" if after else "")
+        for after, firsts in sorted(by_seconds.items(), key=lambda item: -len(item[0]))
+    ]
     others = []  # names, numbers, newlines: the terminals that are patterns
     for t in sorted(kept, key=lambda t: t.name != "NAME"):
         if t.name in fixed:
             continue
         regexp = re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp())
-        others.append("[^\\W\\d]\\w*" if regexp == "(?!\\d)\\w+" else regexp)
+        others.append(_FASTER.get(regexp, regexp))
     # split leaves between tokens what the last alternative does not take: the grammar's spaces
     (space,) = spaces
     assert re.fullmatch(f"(?:{space})+", " \t\x0c"), space
-    body = [others[0], *longer, single, *others[1:], "[^\\t \\x0c]"]
+    body = [others[0], *operators, *others[1:], "[^\\t \\x0c]"]
     pattern = f"({'|'.join(body)})"
     assert re.compile(pattern).groups == 1, pattern
     return pattern, strings
