@@ -86,18 +86,20 @@ _FASTER = {
 }
 
 
-def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
-    """For text with no comment and no line continuation, where only spaces lie between
-    tokens: one pattern whose one group is a token, for ``split`` (which returns the spaces
-    and the tokens in one flat list of strings: no match object, no tuple per token), and the
-    kind of every token written as a fixed string (operators and keywords). The other tokens
-    are names, numbers and newlines, told apart by their first character.
+def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
+    """For the quick scan: one pattern whose one group is a token, for ``split`` (which returns
+    the spaces and the tokens in one flat list of strings: no match object, no tuple per
+    token); the kind of every token written as a fixed string (operators and keywords); and
+    the pattern of the ignored text other than spaces (comments, line continuations), which
+    the first pattern takes as tokens too, for the scan to drop. The other tokens are names,
+    numbers and newlines, told apart by their first character.
 
     The pattern is written for speed in Python's regex engine, which tries alternatives one
     by one: names first (the commonest token), as ``[^\\W\\d]\\w*`` rather than the grammar's
     ``(?!\\d)\\w+`` (the same words, without a lookahead at each); then the operators, the
     longer ones first and the one-character ones as a single class; then numbers and
-    newlines; last, any other character but a space, so that only spaces are left between
+    newlines; then comments and line continuations; last, any other character but a space, so
+    that only spaces are left between
     tokens and the search never starts a match in a run of them (each character is looked at
     once). Keywords are names to this pattern (their kind comes from the strings). No two
     alternatives can start at the same character, so their order changes no match
@@ -143,10 +145,15 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str]]:
     # split leaves between tokens what the last alternative does not take: the grammar's spaces
     (space,) = spaces
     assert re.fullmatch(f"(?:{space})+", " \t\x0c"), space
-    body = [others[0], *operators, *others[1:], "[^\\t \\x0c]"]
+    skipped = [
+        re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp())
+        for t in terminals
+        if t.name in ignore and t.pattern.to_regexp() not in spaces
+    ]
+    body = [others[0], *operators, *others[1:], *skipped, "[^\\t \\x0c]"]
     pattern = f"({'|'.join(body)})"
     assert re.compile(pattern).groups == 1, pattern
-    return pattern, strings
+    return pattern, strings, "|".join(skipped)
 
 
 def build_tables() -> dict:
@@ -190,7 +197,7 @@ def build_tables() -> dict:
     assert len(states) == len(table.states), "a state no walk from the start reaches"
     terminals, ignore = parser.lexer_conf.terminals, parser.lexer_conf.ignore
     pattern, trailer, keywords = scanner_parts(terminals, ignore)
-    fast, strings = fast_parts(terminals, ignore)
+    fast, strings, skipped = fast_parts(terminals, ignore)
     return {
         "states": states,
         "rules": rules,
@@ -202,6 +209,7 @@ def build_tables() -> dict:
         "trailer": trailer,
         "keywords": keywords,
         "fast_pattern": fast,
+        "fast_ignored": skipped,
         "strings": strings,
     }
 

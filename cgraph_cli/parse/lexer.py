@@ -1,8 +1,11 @@
 """The scanner: program text -> tokens, by one compiled master pattern (the grammar's
 terminals, from :mod:`cgraph_cli.parse.tables`), all at once.
 
-Each match is one token after any ignored text (spaces, comments, line continuations), which
-the pattern matches atomically, as Lark's lexer does. A newline inside parentheses or brackets
+Most programs take the quick way: one ``split`` by a pattern of the tokens alone, comments and
+line continuations taken as tokens and dropped. A program with a character no token starts
+with takes the careful way, whose every match is one token after any ignored text (spaces,
+comments, line continuations), matched atomically as Lark's lexer does; it places the error.
+Both give the same tokens (tests/test_scanner.py). A newline inside parentheses or brackets
 continues the statement, as in Python. A character no token starts with stops the scan: the
 error is kept and raised only when the parser reaches it, so an earlier syntax error is
 reported first, as Lark's lazy lexer would.
@@ -31,6 +34,7 @@ from . import tables
 from .messages import Token, UnexpectedInput, bad_character
 
 _FAST = re.compile(tables.FAST_PATTERN)
+_IGNORED = re.compile(f"(?:{tables.FAST_IGNORED})")
 _STRINGS = tables.STRINGS
 _FIRST = {c: "NUMBER" for c in "0123456789."} | {"\n": "_NL", "\r": "_NL"}
 _KEYWORDS = tables.KEYWORDS.get("NAME", {})
@@ -43,8 +47,13 @@ _CLOSERS = {"RPAR", "RSQB"}
 CODES = {"_NL": "\n", "_SEMI": ";"}
 for _name in sorted({"NUMBER", "NAME", *_STRINGS.values()}):
     CODES.setdefault(_name, chr(ord("A") + len(CODES)))
-# Brackets and newlines in the string of kinds (a pattern: re compiles it on first use).
-_BRACKETS = "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "RSQB"))) + "\n]"
+#: What the quick scan takes as a token and then drops: a comment or a line continuation.
+_SKIP = CODES["_IGNORED"] = "#"
+# Brackets, newlines and ignored text in the string of kinds (a pattern: re compiles it on
+# first use).
+_BRACKETS = (
+    "[" + re.escape("".join(CODES[k] for k in ("LPAR", "LSQB", "RPAR", "RSQB")) + _SKIP) + "\n]"
+)
 _OPENING = {CODES["LPAR"], CODES["LSQB"]}
 _code = CODES.__getitem__
 
@@ -59,9 +68,12 @@ class _Kinds(dict):
         if kind == "NUMBER" and value == ".":  # the pattern's last resort, not a number
             raise _Unscannable
         if kind is None:
-            if not value[0].isidentifier():  # the pattern's last resort: no token starts so
+            if _IGNORED.fullmatch(value):  # a comment, a line continuation: dropped
+                kind = "_IGNORED"
+            elif not value[0].isidentifier():  # the pattern's last resort: no token starts so
                 raise _Unscannable
-            kind = "NAME"
+            else:
+                kind = "NAME"
         self[value] = kind
         return kind
 
@@ -79,10 +91,9 @@ def scan(source: Source) -> tuple[Iterator[Token], str, UnexpectedInput | None]:
     a long program (less memory, and the same memory reused: 20% faster on 160,000 tokens
     than a list of them). Their kinds are all in the string."""
     text = source.text
-    if "#" not in text and "\\" not in text:  # only spaces between tokens: the quick way
-        quick = _scan_spaced(text)
-        if quick is not None:
-            return quick
+    quick = _scan_quick(text)
+    if quick is not None:
+        return quick
     tokens: list[Token] = []
     add_token = tokens.append
     pos = depth = 0
@@ -114,12 +125,12 @@ def scan(source: Source) -> tuple[Iterator[Token], str, UnexpectedInput | None]:
     return iter(tokens), "".join(map(_code, map(itemgetter(0), tokens))), error
 
 
-def _scan_spaced(text: str):
-    """:func:`scan` for text with only spaces between its tokens, with no loop in Python: one
-    ``split`` (spaces and tokens alternate in one list of strings: no match object, no tuple
-    per match), each token's kind from its text, its place from the running sum of the
-    lengths. None when a character no token starts with is left over (an error to place):
-    the careful scan does that."""
+def _scan_quick(text: str):
+    """:func:`scan` with no loop in Python: one ``split`` (spaces and tokens alternate in one
+    list of strings: no match object, no tuple per match), each token's kind from its text,
+    its place from the running sum of the lengths; comments and line continuations come as
+    tokens too, and are dropped. None when a character no token starts with is left over (an
+    error to place): the careful scan does that."""
     parts = _FAST.split(text)
     values = parts[1::2]
     try:
@@ -131,19 +142,21 @@ def _scan_spaced(text: str):
     bounds = accumulate(map(len, parts))
     tokens: Iterator[Token] = zip(kinds, values, bounds, bounds)
     codes = "".join(map(_code, kinds))
-    if CODES["LPAR"] in codes or CODES["LSQB"] in codes:
+    if CODES["LPAR"] in codes or CODES["LSQB"] in codes or _SKIP in codes:
         tokens, codes = _join_bracketed_lines(tokens, codes)
     return tokens, codes, None
 
 
 def _join_bracketed_lines(tokens: Iterator[Token], codes: str) -> tuple[Iterator[Token], str]:
-    """Drop the newlines inside brackets (the statement goes on, as in Python), looking only
-    at brackets and newlines."""
+    """Drop the comments and line continuations, and the newlines inside brackets (the
+    statement goes on, as in Python), looking only at those and at brackets."""
     drop = []
     depth = 0
     for m in re.finditer(_BRACKETS, codes):
         c = m.group()
-        if c == "\n":
+        if c == _SKIP:
+            drop.append(m.start())
+        elif c == "\n":
             if depth:
                 drop.append(m.start())
         elif c in _OPENING:
