@@ -43,7 +43,7 @@ golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py tests/test_slides.py --update-golden
 	git diff --stat tests/cases tests/golden_dot tests/golden_slides
 
-# After editing grammars/cgraph.lark: rebuild the parser's tables (cgraph_cli/_tables.py).
+# After editing grammars/cgraph.lark: rebuild the parser's tables (cgraph_cli/parse/tables.py).
 tables: $(STAMP)
 	$(BIN)/python cgraph_cli/parse/build.py
 
