@@ -164,6 +164,8 @@ def _agree(text: str) -> None:
 @example(".")  # the quick scan's last alternative took it for a number (float('.'): exit 70)
 @example("x = . + 1")
 @example("x = 1 $ 2")
+@example("y = x * \u2118")  # ℘: an identifier to Python, but not \\w to re (nor to Lark)
+@example("\u212e = 1")
 def test_token_soup_parses_alike(text):
     _agree(text)
 

@@ -35,6 +35,7 @@ from .messages import Token, UnexpectedInput, bad_character
 
 _FAST = re.compile(tables.FAST_PATTERN)
 _IGNORED = re.compile(f"(?:{tables.FAST_IGNORED})")
+_NAME_START = re.compile(r"[^\W\d]")  # what the pattern's names start with
 _STRINGS = tables.STRINGS
 _FIRST = {c: "NUMBER" for c in "0123456789."} | {"\n": "_NL", "\r": "_NL"}
 _KEYWORDS = tables.KEYWORDS.get("NAME", {})
@@ -70,8 +71,8 @@ class _Kinds(dict):
         if kind is None:
             if _IGNORED.fullmatch(value):  # a comment, a line continuation: dropped
                 kind = "_IGNORED"
-            elif not value[0].isidentifier():  # the pattern's last resort: no token starts so
-                raise _Unscannable
+            elif _NAME_START.match(value) is None:  # the pattern's last resort: no token
+                raise _Unscannable  # starts so (℘ is an identifier to Python, not \w to re)
             else:
                 kind = "NAME"
         self[value] = kind
