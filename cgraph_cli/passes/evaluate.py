@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from ..arrays import np, show_shape, size_text
 from ..bindings import check_bindings, finite
 from ..errors import BindingError, DomainError, EvalError
-from ..ir import Graph, gc_paused
+from ..ir import Graph, depends_on_input, gc_paused
 from ..numfmt import format_number
-from ..ops import CALL, CONST, INFIX, INPUT, POSTFIX
+from ..ops import CALL, CONST, INFIX, POSTFIX
 from ..vocab import (
     ARRAYS,
     constant_partials,
@@ -50,74 +50,58 @@ class FloatProgram:
     __slots__ = ("steps", "template", "tensor", "wide", "args")
 
     def __init__(self, graph: Graph) -> None:
-        ops = graph.ops
         self.args = graph.args
-        self.steps: list = []
-        self.wide = False
         self.tensor = any(v.__class__ is not float for v in graph.consts.values())
         with gc_paused():
-            if not self.tensor:
-                self.tensor = not self._compile(ops, graph.args)
-            template: list = [0.0] * len(ops)  # constants in place; copied for every run
+            steps = None if self.tensor else _steps(graph)
+            self.tensor = steps is None
+            self.steps: list = steps or []
+            self.wide = any(op.arity > 2 for op in set(graph.ops))
+            template: list = [0.0] * len(graph.ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
                 template[node] = value
         self.template = template
-        if self.tensor:
-            self.steps = []
 
-    def _compile(self, ops, all_args) -> bool:
-        """Fill in :attr:`steps`; False at the first op with no float rule. What a step needs
-        depends only on its op and on which arguments no input reaches (constants, and
-        operations on constants only: they want no gradient), so it is worked out once per
-        such pair, not once per node; which nodes an input reaches is followed along (as
-        :func:`~cgraph_cli.ir.depends_on_input` works it out)."""
-        plain: dict = {}  # op -> its step when every argument depends on an input
-        mixed: dict = {}  # (op, which arguments need a gradient) -> its step
-        depends: list[bool] = []
-        depend = depends.append
-        add = self.steps.append
-        for i, op, args in zip(range(len(ops)), ops, all_args):
-            n = len(args)
-            if n == 2:
-                a, b = args
-                da, db = depends[a], depends[b]
-                if da and db:
-                    step = plain.get(op)
-                    if step is None:
-                        if op.py is None:
-                            return False
-                        step = plain[op] = (value_function(op), _partials(op, (True, True)))
-                else:
-                    step = mixed.get((op, da, db))
-                    if step is None:
-                        if op.py is None:
-                            return False
-                        step = mixed[(op, da, db)] = (value_function(op), _partials(op, (da, db)))
-                depend((da or db) and op.differentiable)
-            elif n == 1:
-                a, b = args[0], -1
-                da = depends[a]
-                step = mixed.get((op, da))
-                if step is None:
-                    if op.py is None:
-                        return False
-                    step = mixed[(op, da)] = (value_function(op), _partials(op, (da,)))
-                depend(da and op.differentiable)
-            elif n:
-                needs = tuple(depends[x] for x in args)
-                step = mixed.get((op, *needs))
-                if step is None:
-                    if op.py is None:
-                        return False
-                    step = mixed[(op, *needs)] = (value_function(op), _partials(op, needs))
-                depend(any(needs) and op.differentiable)
-                self.wide = True
-                a, b = args[0], args[1]
+
+def _steps(graph: Graph) -> list | None:
+    """The steps of :class:`FloatProgram`, or None at the first op with no float rule. What a
+    step needs depends only on its op and on which arguments no input reaches (constants, and
+    operations on constants only: they want no gradient), so it is made once per such pair,
+    not once per node (and looked up by the op alone in the commonest case, two arguments
+    that both need a gradient)."""
+    made: dict = {}  # op, or (op, which arguments need a gradient) -> its step, or None
+
+    def make(key, op, needs: tuple[bool, ...]):
+        made[key] = None if op.py is None else (value_function(op), _partials(op, needs))
+        return made[key]
+
+    depends = depends_on_input(graph)
+    steps: list = []
+    add = steps.append
+    key: tuple
+    for i, op, args in zip(range(len(graph.ops)), graph.ops, graph.args):
+        n = len(args)
+        if n == 2:
+            a, b = args
+            if depends[a] and depends[b]:
+                step = made.get(op) or make(op, op, (True, True))
             else:
-                depend(op is INPUT)
-                continue
-            add((i, step[0], step[1], a, b))
-        return True
+                key = (op, depends[a], depends[b])
+                step = made.get(key) or make(key, op, key[1:])
+        elif n == 1:
+            a, b = args[0], -1
+            key = (op, depends[a])
+            step = made.get(key) or make(key, op, key[1:])
+        elif n:
+            a, b = args[0], args[1]
+            key = (op, *(depends[x] for x in args))
+            step = made.get(key) or make(key, op, key[1:])
+        else:
+            continue
+        if step is None:
+            return None
+        add((i, step[0], step[1], a, b))
+    return steps
 
 
 def _partials(op, needs: tuple[bool, ...]):
