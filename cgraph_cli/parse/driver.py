@@ -93,7 +93,6 @@ class Driver:
         time (with the separator before the statement kept, for error messages): the tokens of
         the statements read are let go."""
         n = len(codes)
-        plans = self.plans
         if _FOR in codes:
             with gc_paused():
                 return self._run_blocks(list(tokens), codes, error, source)
@@ -110,21 +109,13 @@ class Driver:
                         next(islice(tokens, start - read, start - read), None)
                         window, read = [], start
                     more = list(islice(tokens, last + 1 - read + _WINDOW))
-                    window = window[start - base :] + more if window else more
+                    window = window[start - base :] + more
                     base = start
                 k = i - base
                 if j == n and error is not None:  # the bad character ends this statement
                     self._statement(window, k, j - base, source, None, error)
                     break
-                key = m.group()
-                plan = plans.get(key)
-                if plan is None:
-                    self._statement(window, k, j - base, source, key, None)
-                elif plan.__class__ is tuple:  # seen once: seen twice now, so compile it
-                    plan = plans[key] = self._compile(plan)
-                    plan(window, k)
-                else:
-                    plan(window, k)
+                self._one(window, k, j - base, m.group(), source)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
@@ -134,7 +125,7 @@ class Driver:
         plan = self.plans.get(key)
         if plan is None:
             self._statement(tokens, i, j, source, key, None)
-        elif plan.__class__ is tuple:
+        elif plan.__class__ is tuple:  # seen once: seen twice now, so compile it
             plan = self.plans[key] = self._compile(plan)
             plan(tokens, i)
         else:
