@@ -86,6 +86,11 @@ _FASTER = {
 }
 
 
+def _non_capturing(regexp: str) -> str:
+    """``regexp`` with its groups made non-capturing (the quick pattern has one group)."""
+    return re.sub(r"(?<!\\)\((?!\?)", "(?:", regexp)
+
+
 def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
     """For the quick scan: one pattern whose one group is a token, for ``split`` (which returns
     the spaces and the tokens in one flat list of strings: no match object, no tuple per
@@ -95,14 +100,12 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
     numbers and newlines, told apart by their first character.
 
     The pattern is written for speed in Python's regex engine, which tries alternatives one
-    by one: names first (the commonest token), as ``[^\\W\\d]\\w*`` rather than the grammar's
-    ``(?!\\d)\\w+`` (the same words, without a lookahead at each); then the operators, the
-    longer ones first and the one-character ones as a single class; then numbers and
-    newlines; then comments and line continuations; last, any other character but a space, so
-    that only spaces are left between
-    tokens and the search never starts a match in a run of them (each character is looked at
-    once). Keywords are names to this pattern (their kind comes from the strings). No two
-    alternatives can start at the same character, so their order changes no match
+    by one: names first (the commonest token); then the operators, grouped by their first
+    character; then numbers and newlines (:data:`_FASTER` spells them); then comments and line
+    continuations; last, any other character but a space, so that only spaces are left
+    between tokens and the search never starts a match in a run of them (each character is
+    looked at once). Keywords are names to this pattern (their kind comes from the strings).
+    No two alternatives can start at the same character, so their order changes no match
     (tests/test_scanner.py holds the tokens equal to Lark's)."""
     spaces = [
         t.pattern.to_regexp()
@@ -140,13 +143,13 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
     for t in sorted(kept, key=lambda t: t.name != "NAME"):
         if t.name in fixed:
             continue
-        regexp = re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp())
+        regexp = _non_capturing(t.pattern.to_regexp())
         others.append(_FASTER.get(regexp, regexp))
     # split leaves between tokens what the last alternative does not take: the grammar's spaces
     (space,) = spaces
     assert re.fullmatch(f"(?:{space})+", " \t\x0c"), space
     skipped = [
-        re.sub(r"(?<!\\)\((?!\?)", "(?:", t.pattern.to_regexp())
+        _non_capturing(t.pattern.to_regexp())
         for t in terminals
         if t.name in ignore and t.pattern.to_regexp() not in spaces
     ]

@@ -44,7 +44,8 @@ _CLOSERS = {"RPAR", "RSQB"}
 
 #: One character per terminal, for the string of kinds: the separators stand for themselves.
 #: The scanner's terminals are the fixed strings and the three it tells by their first
-#: character (tests/test_scanner.py holds this equal to the named groups of the pattern).
+#: character (tests/test_scanner.py holds this equal to the named groups of the pattern), and
+#: the quick scan's ignored text.
 CODES = {"_NL": "\n", "_SEMI": ";"}
 for _name in sorted({"NUMBER", "NAME", *_STRINGS.values()}):
     CODES.setdefault(_name, chr(ord("A") + len(CODES)))
@@ -144,11 +145,11 @@ def _scan_quick(text: str):
     tokens: Iterator[Token] = zip(kinds, values, bounds, bounds)
     codes = "".join(map(_code, kinds))
     if CODES["LPAR"] in codes or CODES["LSQB"] in codes or _SKIP in codes:
-        tokens, codes = _join_bracketed_lines(tokens, codes)
+        tokens, codes = _drop_skipped(tokens, codes)
     return tokens, codes, None
 
 
-def _join_bracketed_lines(tokens: Iterator[Token], codes: str) -> tuple[Iterator[Token], str]:
+def _drop_skipped(tokens: Iterator[Token], codes: str) -> tuple[Iterator[Token], str]:
     """Drop the comments and line continuations, and the newlines inside brackets (the
     statement goes on, as in Python), looking only at those and at brackets."""
     drop = []
