@@ -6,7 +6,7 @@ loop it replaces, and JAX.
     python bench/bench_batch.py --formats parquet  # the file part for Parquet only
     some-venv-with-jax/bin/python bench/bench_batch.py   # with the JAX column
 
-Rows per second of `cgraph_cli.rows.run_rows` (chunks of CHUNK_ROWS rows, eval and grad) on
+Rows per second of `cgraph_cli.jobs.rows.run_rows` (chunks of CHUNK_ROWS rows, eval and grad) on
 samples/neuron.cg (per-row columns x1, x2; weights w1, w2, b shared) and on a random scalar
 program of 100 operations (+, -, *, sin, cos, tanh, exp over three per-row columns and two
 shared weights, values kept well inside every domain so that no row fails), against:
@@ -16,7 +16,7 @@ shared weights, values kept well inside every domain so that no row fails), agai
           practical limit; the goal is cgraph within 2x of it (the ratio column). "np chunks"
           is the same code over cgraph's chunks: at 1e6 rows, columns of 8 MB leave the cache
           and whole columns can be the slower of the two.
-  engine  the compiled module alone (cgraph_cli.engine) over the same chunks, its results
+  engine  the compiled module alone (cgraph_cli.run.engine) over the same chunks, its results
           dropped: what run_rows adds around it (binding columns, sorting out failed rows, the
           table) is the gap. On long programs, the allocator's handling of a hundred fresh
           chunk-sized arrays a chunk can make it no faster than run_rows (noise, not a gain).
@@ -57,9 +57,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cgraph_cli import api, parse  # noqa: E402
-from cgraph_cli.engine import engine  # noqa: E402
-from cgraph_cli.rows import CHUNK_ROWS, run_rows  # noqa: E402
+from cgraph_cli import parse  # noqa: E402
+from cgraph_cli.app import api  # noqa: E402
+from cgraph_cli.jobs.rows import CHUNK_ROWS, run_rows  # noqa: E402
+from cgraph_cli.run.engine import engine  # noqa: E402
 
 NEURON = (ROOT / "samples" / "neuron.cg").read_text()
 
@@ -388,7 +389,7 @@ def reduce_mean(program: Program, columns: dict, n: int, runs: int, jx) -> None:
 
 # --- a file larger than a chunk ----------------------------------------------------------------
 def write_input(path: str, fmt: str, n: int) -> None:
-    from cgraph_cli.datawriter import RowWriter
+    from cgraph_cli.data.datawriter import RowWriter
 
     rng = np.random.default_rng(n)
     writer = RowWriter(path, fmt)
@@ -404,8 +405,8 @@ def file_child(path: str, fmt: str, out: str, runs_text: str) -> None:
     runs = max(1, int(runs_text))
     import tracemalloc
 
-    from cgraph_cli.datafiles import pyarrow, read_chunks
-    from cgraph_cli.datawriter import RowWriter
+    from cgraph_cli.data.datafiles import pyarrow, read_chunks
+    from cgraph_cli.data.datawriter import RowWriter
 
     def maxrss() -> int:
         """The peak RSS in bytes: Linux's VmHWM, which clear_refs resets (getrusage's

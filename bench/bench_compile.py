@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cgraph_cli import grad, parse  # noqa: E402
-from cgraph_cli.passes.compile import compile_module  # noqa: E402
+from cgraph_cli.run.compile import compile_module  # noqa: E402
 
 
 def best(fn, runs: int) -> float:

@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from cgraph_cli import parse  # noqa: E402
 from cgraph_cli.parse import driver as parser_module  # noqa: E402
-from cgraph_cli.passes.evaluate import compile_program, forward  # noqa: E402
-from cgraph_cli.passes.vjp import vjp  # noqa: E402
+from cgraph_cli.run.evaluate import compile_program, forward  # noqa: E402
+from cgraph_cli.run.vjp import vjp  # noqa: E402
 
 
 # --- programs -----------------------------------------------------------------------------------

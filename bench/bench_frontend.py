@@ -69,11 +69,11 @@ def wall(cmd: list[str], runs: int) -> float:
 
 
 def phases(text: str, runs: int) -> dict[str, float]:
-    from cgraph_cli.api import grad
-    from cgraph_cli.errors import Source
+    from cgraph_cli.app.api import grad
+    from cgraph_cli.app.report import grad_report
+    from cgraph_cli.core.errors import Source
     from cgraph_cli.parse import parse, scan
     from cgraph_cli.render.table import gradient_table
-    from cgraph_cli.report import grad_report
 
     def best(fn):
         out, times = None, []

@@ -67,11 +67,11 @@ def once(fn) -> float:
 def cgraph_strategies(graph, point: dict, wrt: str):
     """Closures computing the Hessian with respect to input ``wrt`` both ways, and one that
     builds the derivative program (the transform alone)."""
-    from cgraph_cli.passes.evaluate import forward
+    from cgraph_cli.core.interpret import ARRAYS
     from cgraph_cli.passes.grad_graph import grad_graph
-    from cgraph_cli.passes.jvp import jvp
-    from cgraph_cli.passes.vjp import reverse
-    from cgraph_cli.vocab import ARRAYS
+    from cgraph_cli.run.evaluate import forward
+    from cgraph_cli.run.jvp import jvp
+    from cgraph_cli.run.vjp import reverse
 
     values = forward(graph, point)
     shapes = {n: tuple(np.shape(values[i])) for n, i in graph.inputs.items()}
@@ -201,11 +201,11 @@ def tensor_row(n: int) -> dict:
 def scalar_row(n: int) -> dict:
     """One size of the scalar case: times in seconds."""
     from cgraph_cli import parse
-    from cgraph_cli.derivatives import derivative_program, hessian
-    from cgraph_cli.passes.evaluate import forward
+    from cgraph_cli.passes.derivatives import derivative_program, hessian
     from cgraph_cli.passes.grad_graph import grad_graph
-    from cgraph_cli.passes.jvp import jvp
-    from cgraph_cli.passes.vjp import vjp
+    from cgraph_cli.run.evaluate import forward
+    from cgraph_cli.run.jvp import jvp
+    from cgraph_cli.run.vjp import vjp
 
     graph = parse(scalar_program(n))
     point = {f"x{i}": 0.1 * (i + 1) for i in range(n)}

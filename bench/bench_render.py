@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_core import chain  # noqa: E402
 
 from cgraph_cli import parse  # noqa: E402
-from cgraph_cli.draw import diagram_of  # noqa: E402
+from cgraph_cli.app.diagrams import diagram_of  # noqa: E402
 from cgraph_cli.render import image  # noqa: E402
 
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cgraph_cli import grad, parse  # noqa: E402
-from cgraph_cli.control import run_graph  # noqa: E402
+from cgraph_cli.run.control import run_graph  # noqa: E402
 
 PROGRAM = """\
 input W, U, b, v, target = 0.5

@@ -128,8 +128,8 @@ def scalar_rows(repeat: int) -> dict:
 import sys, time
 sys.path.insert(0, {str(ROOT)!r})
 from cgraph_cli import parse
-from cgraph_cli.passes.evaluate import forward, initial_values, run
-from cgraph_cli.passes.vjp import vjp
+from cgraph_cli.run.evaluate import forward, initial_values, run
+from cgraph_cli.run.vjp import vjp
 g = parse("v = x\\n" + "v = v * a + b\\n" * 50000)
 b = {{"x": 0.5, "a": 1.0, "b": 0.001}}
 forward(g, b)

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cgraph_cli import parse  # noqa: E402
-from cgraph_cli.datafiles import expand  # noqa: E402
-from cgraph_cli.training import load_rows, train  # noqa: E402
+from cgraph_cli.data.datafiles import expand  # noqa: E402
+from cgraph_cli.jobs.training import load_rows, train  # noqa: E402
 
 PROGRAM = """\
 input X, T, W1, b1, W2, b2

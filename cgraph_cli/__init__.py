@@ -49,7 +49,6 @@ PAUSED_FOR_COMMAND = _gc.isenabled() and _run_as_command()
 if PAUSED_FOR_COMMAND:
     _gc.disable()
 
-import types  # noqa: E402
 from typing import TYPE_CHECKING  # noqa: E402
 
 # The parser is a package and a function both called parse: importing the package would make
@@ -62,54 +61,54 @@ __version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch's dynamic
 # Public name -> the module that defines it: the one table of lazy imports (as sqlglot's
 # optimizer/__init__.py). A name is imported on first use, then kept in this module.
 _LAZY = {
-    "Evaluation": "api",
-    "Explanation": "api",
-    "Gradients": "api",
-    "derivative_program": "api",
-    "evaluate": "api",
-    "explain": "api",
-    "grad": "api",
-    "gradcheck": "api",
-    "hessian": "api",
-    "jacobian": "api",
-    "tangent_program": "api",
-    "CheckReport": "checks",
-    "check": "checks",
-    "Diagram": "draw",
-    "diagram": "draw",
-    "page": "draw",
-    "slides": "draw",
-    "GradcheckReport": "gradcheck",
-    "Value": "arrays",
-    "vjp": "passes.vjp",
-    "BindingError": "errors",
-    "CgraphError": "errors",
-    "DomainError": "errors",
-    "EvalError": "errors",
-    "ParseError": "errors",
-    "Span": "errors",
-    "UsageError": "errors",
-    "jvp": "passes.jvp",
-    "forward": "passes.evaluate",
-    "Graph": "ir",
-    "Node": "ir",
-    "validate": "ir",
-    "to_source": "render.source",
+    "Evaluation": "app.api",
+    "Explanation": "app.api",
+    "Gradients": "app.api",
+    "derivative_program": "app.api",
+    "evaluate": "app.api",
+    "explain": "app.api",
+    "grad": "app.api",
+    "gradcheck": "app.api",
+    "hessian": "app.api",
+    "jacobian": "app.api",
+    "tangent_program": "app.api",
+    "CheckReport": "app.checks",
+    "check": "app.checks",
+    "Diagram": "app.diagrams",
+    "diagram": "app.diagrams",
+    "page": "app.diagrams",
+    "slides": "app.diagrams",
+    "GradcheckReport": "app.gradcheck",
+    "Value": "core.arrays",
+    "vjp": "run.vjp",
+    "BindingError": "core.errors",
+    "CgraphError": "core.errors",
+    "DomainError": "core.errors",
+    "EvalError": "core.errors",
+    "ParseError": "core.errors",
+    "Span": "core.errors",
+    "UsageError": "core.errors",
+    "jvp": "run.jvp",
+    "forward": "run.evaluate",
+    "Graph": "core.ir",
+    "Node": "core.ir",
+    "validate": "core.ir",
+    "to_source": "parse.unparse",
     "optimize": "passes.optimize",
     "Optimized": "passes.optimize",
-    "compile_module": "passes.compile",
-    "run_rows": "rows",
-    "run_graph": "control",
-    "train": "training",
-    "TrainResult": "training",
-    "RowsResult": "rows",
-    "read_chunks": "datafiles",
-    "RowWriter": "datawriter",
-    "engine": "engine",
+    "compile_module": "run.compile",
+    "run_rows": "jobs.rows",
+    "run_graph": "run.control",
+    "train": "jobs.training",
+    "TrainResult": "jobs.training",
+    "RowsResult": "jobs.rows",
+    "read_chunks": "data.datafiles",
+    "RowWriter": "data.datawriter",
+    "engine": "run.engine",
 }
 
 if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
-    from .api import (
+    from .app.api import (
         Evaluation,
         Explanation,
         Gradients,
@@ -122,14 +121,11 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
         jacobian,
         tangent_program,
     )
-    from .arrays import Value
-    from .checks import CheckReport, check
-    from .control import run_graph
-    from .datafiles import read_chunks
-    from .datawriter import RowWriter
-    from .draw import Diagram, diagram, page, slides
-    from .engine import engine
-    from .errors import (
+    from .app.checks import CheckReport, check
+    from .app.diagrams import Diagram, diagram, page, slides
+    from .app.gradcheck import GradcheckReport
+    from .core.arrays import Value
+    from .core.errors import (
         BindingError,
         CgraphError,
         DomainError,
@@ -138,16 +134,19 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
         Span,
         UsageError,
     )
-    from .gradcheck import GradcheckReport
-    from .ir import Graph, Node, validate
-    from .passes.compile import compile_module
-    from .passes.evaluate import forward
-    from .passes.jvp import jvp
+    from .core.ir import Graph, Node, validate
+    from .data.datafiles import read_chunks
+    from .data.datawriter import RowWriter
+    from .jobs.rows import RowsResult, run_rows
+    from .jobs.training import TrainResult, train
+    from .parse.unparse import to_source
     from .passes.optimize import Optimized, optimize
-    from .passes.vjp import vjp
-    from .render.source import to_source
-    from .rows import RowsResult, run_rows
-    from .training import TrainResult, train
+    from .run.compile import compile_module
+    from .run.control import run_graph
+    from .run.engine import engine
+    from .run.evaluate import forward
+    from .run.jvp import jvp
+    from .run.vjp import vjp
 
 
 def __getattr__(name: str):
@@ -167,30 +166,6 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
-
-
-#: Public functions named as a module of this package is.
-_SHADOWED = frozenset({"explain", "gradcheck", "engine"})
-
-
-class _Package(types.ModuleType):
-    """This package, keeping its functions named as modules: importing the module
-    ``cgraph_cli.explain`` (or ``gradcheck``) would otherwise set the package's attribute of
-    that name to the module, in place of the function :func:`explain` (as the Python
-    reference's "Customizing module attribute access" does it).
-
-    >>> import cgraph_cli, cgraph_cli.explain
-    >>> callable(cgraph_cli.explain), callable(cgraph_cli.gradcheck)
-    (True, True)
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
-            return  # `from .explain import ...` still works: it reads sys.modules
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 
-from cgraph_cli.errors import ParseError, Source
+from cgraph_cli.core.errors import ParseError, Source
 from cgraph_cli.parse import UnexpectedInput, parse, tables
 from cgraph_cli.parse.build import lark_parser
 from cgraph_cli.parse.reader import Reader

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from cgraph_cli.ops import OPS
+from cgraph_cli.core.ops import OPS
 
 INPUTS = ("x", "y", "z")
 # The scalar functions (tensor ops get their own tests in test_tensors.py).

@@ -55,8 +55,8 @@ def test_every_public_name_has_a_docstring_with_an_example():
 def test_functions_named_as_modules_stay_functions_after_the_modules_load():
     code = (
         "import cgraph_cli as cg\n"
-        "r = cg.gradcheck('y = x * x', {'x': 2})\n"  # loads the module cgraph_cli.gradcheck
-        "import cgraph_cli.explain, cgraph_cli.gradcheck\n"
+        "r = cg.gradcheck('y = x * x', {'x': 2})\n"  # loads the module cgraph_cli.app.gradcheck
+        "import cgraph_cli.app.explain, cgraph_cli.app.gradcheck\n"
         "print(cg.gradcheck('y = x * x', {'x': 2}).ok, type(cg.explain('y = x', {'x': 1})).__name__)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import parse
-from cgraph_cli.gradcheck import gradcheck, random_points
+from cgraph_cli.app.gradcheck import gradcheck, random_points
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = str(ROOT / "samples" / "seed.cg")

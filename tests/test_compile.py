@@ -17,10 +17,10 @@ from strategies import INPUTS, TENSOR_SHAPES, points, programs, tensor_expressio
 from test_properties import _evaluate
 
 from cgraph_cli import DomainError, EvalError, UsageError, parse, validate
-from cgraph_cli.derivatives import derivative_program
-from cgraph_cli.passes.compile import compile_module
-from cgraph_cli.passes.evaluate import forward
-from cgraph_cli.passes.vjp import vjp
+from cgraph_cli.passes.derivatives import derivative_program
+from cgraph_cli.run.compile import compile_module
+from cgraph_cli.run.evaluate import forward
+from cgraph_cli.run.vjp import vjp
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

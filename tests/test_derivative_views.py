@@ -19,7 +19,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from cgraph_cli import parse, schemas
-from cgraph_cli.draw import MAX_NODES, derivative_diagram_of, diagram_of
+from cgraph_cli.app.diagrams import MAX_NODES, derivative_diagram_of, diagram_of
 from cgraph_cli.render import image
 from cgraph_cli.render.dot import DiagramOptions
 

@@ -35,14 +35,14 @@ from strategies import (
 from test_properties import _at_kink, _evaluate, _to_sympy
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
-from cgraph_cli.derivatives import derivative_program, hessian, jacobian, tangent_program
-from cgraph_cli.ir import depends_on_input
-from cgraph_cli.ops import OPS
-from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.core.interpret import ARRAYS
+from cgraph_cli.core.ir import depends_on_input
+from cgraph_cli.core.ops import OPS
+from cgraph_cli.passes.derivatives import derivative_program, hessian, jacobian, tangent_program
 from cgraph_cli.passes.grad_graph import grad_graph
 from cgraph_cli.passes.jvp_graph import jvp_graph
-from cgraph_cli.passes.vjp import reverse
-from cgraph_cli.vocab import ARRAYS
+from cgraph_cli.run.evaluate import forward
+from cgraph_cli.run.vjp import reverse
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cg"))
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -694,7 +694,7 @@ def test_second_derivatives_match_differences_of_the_gradient(program, point):
     bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
     done = _evaluate(graph, bindings)
     assume(done is not None and all(abs(v) < 1e4 for v in done[0] + done[1]))
-    from cgraph_cli.gradcheck import gradcheck
+    from cgraph_cli.app.gradcheck import gradcheck
 
     checks = gradcheck(graph, bindings, order=2, rtol=1e-4, atol=1e-5)
     compared = [c for c in checks if c.status in ("ok", "mismatch") and abs(c.numeric) < 1e4]
@@ -703,7 +703,7 @@ def test_second_derivatives_match_differences_of_the_gradient(program, point):
 
 
 def test_hessian_columns_are_the_hessians_columns():
-    from cgraph_cli.derivatives import hessian_columns
+    from cgraph_cli.passes.derivatives import hessian_columns
 
     graph = parse("y = logsumexp(tanh(transpose(A) @ A)[0] * r) + sum(c * A) * s ^ 2")
     point = _tensor_point(graph, 3)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import grad, parse, to_source, validate
-from cgraph_cli.numfmt import plain_value
+from cgraph_cli.core.numfmt import plain_value
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.cg"))
 MARK = "# ==="

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cgraph_cli.report import to_json_text
+from cgraph_cli.app.report import to_json_text
 
 SECRET = "top secret line"
 

@@ -16,9 +16,9 @@ import pytest
 from rich.console import Console
 
 from cgraph_cli import validate
-from cgraph_cli.errors import Source, UnknownNameError, UsageError
-from cgraph_cli.ir import GraphBuilder
-from cgraph_cli.ops import OPS
+from cgraph_cli.core.errors import Source, UnknownNameError, UsageError
+from cgraph_cli.core.ir import GraphBuilder
+from cgraph_cli.core.ops import OPS
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = str(ROOT / "samples" / "seed.cg")
@@ -136,7 +136,7 @@ def test_explain_frames_of_a_1000_node_program_is_refused_unless_forced(cli, tmp
 
 
 def test_explain_force_passes_the_frame_limit(tmp_path):
-    from cgraph_cli.draw import frames_folder
+    from cgraph_cli.app.diagrams import frames_folder
 
     graph = chain_graph(600)
     with pytest.raises(UsageError, match="601 nodes"):
@@ -238,7 +238,7 @@ def test_an_unknown_wrt_comes_before_a_missing_binding(cli):
 
 def test_the_list_of_names_is_bounded():
     with pytest.raises(UnknownNameError) as err:
-        from cgraph_cli.api import resolve_name
+        from cgraph_cli.app.api import resolve_name
 
         resolve_name(chain_graph(5_000), "x4999x")
     assert err.value.exit_code == 2
@@ -258,7 +258,7 @@ def test_an_interrupted_command_exits_130_with_one_line(cli, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("cgraph_cli.api.evaluate", interrupted)
+    monkeypatch.setattr("cgraph_cli.app.api.evaluate", interrupted)
     result = cli("eval", "y = x", "x=1")
     assert result.exit_code == 130
     assert result.stderr == "cgraph: interrupted\n"

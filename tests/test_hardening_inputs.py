@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import cgraph_cli
-from cgraph_cli import sources
-from cgraph_cli.errors import BindingError
+from cgraph_cli.core.errors import BindingError
+from cgraph_cli.data import sources
 
 SUM = "y = sum(W)"
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cgraph_cli import BindingError, DomainError, arrays, jvp, parse
-from cgraph_cli.passes.evaluate import forward
+from cgraph_cli import BindingError, DomainError, jvp, parse
+from cgraph_cli.core import arrays
 from cgraph_cli.passes.shapes import ShapeError
+from cgraph_cli.run.evaluate import forward
 
 ROSENBROCK = str(Path(__file__).resolve().parent.parent / "samples" / "rosenbrock.cg")
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
-from cgraph_cli.ops import FUNCTIONS, OPS
-from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.core.interpret import ARRAYS, constant_partials, partials_function, value_function
+from cgraph_cli.core.ops import FUNCTIONS, OPS
 from cgraph_cli.passes.grad_graph import grad_graph
 from cgraph_cli.render.formulas import Formula, Latex
-from cgraph_cli.vocab import ARRAYS, constant_partials, partials_function, value_function
+from cgraph_cli.run.evaluate import forward
 
 SCALAR = [op for op in OPS.values() if op.arity and op.py is not None]
 DIFFERENTIABLE = [op for op in SCALAR if op.differentiable]
@@ -119,7 +119,7 @@ def test_every_rule_prints_as_a_formula_and_as_latex(op):
         "index": ((0,),),
         "place": ((4,), (1,)),
     }.get(op.name, ())
-    from cgraph_cli.passes.vjp import rule_pullback
+    from cgraph_cli.run.vjp import rule_pullback
 
     for printer in (Formula(), Latex()):
         pulled = rule_pullback(

@@ -17,9 +17,9 @@ from strategies import INPUTS, TENSOR_SHAPES, expressions, points, tensor_expres
 from test_properties import _evaluate
 
 from cgraph_cli import DomainError, EvalError, parse, to_source, validate
-from cgraph_cli.passes.evaluate import forward
 from cgraph_cli.passes.optimize import PASSES, optimize
-from cgraph_cli.passes.vjp import vjp
+from cgraph_cli.run.evaluate import forward
+from cgraph_cli.run.vjp import vjp
 
 # Stabilized forms are checked against exact values below: beside them, the original's own
 # rounding (1 - sigmoid(16) cancels) is what differs, so the value properties leave them out

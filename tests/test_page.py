@@ -1,4 +1,4 @@
-"""The interactive page (`cgraph render P -o P.html`): its data (cgraph_cli/walkthrough.py),
+"""The interactive page (`cgraph render P -o P.html`): its data (cgraph_cli/app/walkthrough.py),
 its HTML (cgraph_cli/render/page.py) and, in headless Chromium, its script: stepping through
 both passes shows the worked example's numbers in order, a node's details, the themes; no
 console error and no request of any kind. The browser tests need Debian's `chromium` and the
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import page, parse
-from cgraph_cli.ops import OPS
+from cgraph_cli.app.walkthrough import steps
+from cgraph_cli.core.interpret import commutative
+from cgraph_cli.core.ops import OPS
 from cgraph_cli.render.dot import THEMES
-from cgraph_cli.vocab import commutative
-from cgraph_cli.walkthrough import steps
 
 SEED = "g = (x + y) * z"
 SEED_BINDINGS = {"x": 1, "y": 3, "z": -3}

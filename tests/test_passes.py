@@ -7,7 +7,7 @@ import math
 import pytest
 
 from cgraph_cli import BindingError, DomainError, evaluate, grad, jvp, parse, validate, vjp
-from cgraph_cli.passes.evaluate import forward
+from cgraph_cli.run.evaluate import forward
 
 
 def test_worked_example():

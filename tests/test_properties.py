@@ -17,9 +17,9 @@ from cgraph_cli import (
     validate,
     vjp,
 )
-from cgraph_cli.gradcheck import gradcheck
-from cgraph_cli.passes.evaluate import forward
-from cgraph_cli.vocab import ARRAYS
+from cgraph_cli.app.gradcheck import gradcheck
+from cgraph_cli.core.interpret import ARRAYS
+from cgraph_cli.run.evaluate import forward
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -98,7 +98,7 @@ _SYMPY = {
 
 
 def test_sympy_table_covers_every_op():
-    from cgraph_cli.ops import OPS
+    from cgraph_cli.core.ops import OPS
 
     assert set(_SYMPY) == {name for name, op in OPS.items() if op.arity and op.py is not None}
 

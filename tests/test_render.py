@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import grad, parse
-from cgraph_cli.draw import MAX_NODES, diagram_of
+from cgraph_cli.app.diagrams import MAX_NODES, diagram_of
 from cgraph_cli.render import image
 from cgraph_cli.render.dot import DiagramOptions
 
@@ -303,9 +303,9 @@ def _label_sources() -> list[str]:
 def _rule_formulas() -> list[str]:
     """Every op's derivative rules as diagrams print them (edge labels): local partials of the
     elementwise ops, reverse rules of the others, over a gradient named like the diagrams'."""
-    from cgraph_cli.ops import OPS
-    from cgraph_cli.passes.vjp import rule_pullback
+    from cgraph_cli.core.ops import OPS
     from cgraph_cli.render.formulas import Formula
+    from cgraph_cli.run.vjp import rule_pullback
 
     texts = []
     for op in OPS.values():
@@ -333,8 +333,8 @@ def test_every_character_in_labels_is_drawn_by_graphviz_pure():
     Arial (our FONT). A character it has no outline for comes out as an empty box."""
     import fontfile
 
-    from cgraph_cli.names import _SUB
-    from cgraph_cli.ops import OPS
+    from cgraph_cli.core.names import _SUB
+    from cgraph_cli.core.ops import OPS
     from cgraph_cli.render.dot import FONT
 
     data = Path(image.locate("graphviz-pure").path).read_bytes()

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import INPUTS, TENSOR_SHAPES, programs, tensor_expressions
 
-from cgraph_cli import CgraphError, api, parse, run_rows, validate
-from cgraph_cli.datafiles import read_chunks
-from cgraph_cli.datawriter import RowWriter
-from cgraph_cli.derivatives import derivative_name, derivative_program
+from cgraph_cli import CgraphError, parse, run_rows, validate
+from cgraph_cli.app import api
+from cgraph_cli.data.datafiles import read_chunks
+from cgraph_cli.data.datawriter import RowWriter
+from cgraph_cli.passes.derivatives import derivative_name, derivative_program
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NEURON = "samples/neuron.cg"
@@ -403,7 +404,7 @@ def test_of_runs_the_whole_program_as_eval_does(cli, tmp_path):
 def test_gradcheck_at_many_points_equals_one_point_at_a_time(program, seed):
     # gradcheck --points runs every point at once through the compiled engine; each point's
     # checks are those of gradcheck at that point alone.
-    from cgraph_cli.gradcheck import check_gradients, gradcheck, random_points
+    from cgraph_cli.app.gradcheck import check_gradients, gradcheck, random_points
 
     graph = validate(parse(program))
     if not graph.inputs:

@@ -17,7 +17,7 @@ from lark_reference import lark_outcome, our_outcome
 from strategies import programs
 
 from cgraph_cli import ParseError, grad, parse
-from cgraph_cli.errors import Source
+from cgraph_cli.core.errors import Source
 from cgraph_cli.parse import driver
 from cgraph_cli.parse.lexer import scan
 

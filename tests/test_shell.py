@@ -24,7 +24,7 @@ import pytest
 from cgraph_cli.cli import main
 from cgraph_cli.cli.completion import COMPLETE_VAR, BashComplete
 from cgraph_cli.cli.manpages import man_page, man_pages, page_name
-from cgraph_cli.sources import sample_names
+from cgraph_cli.data.sources import sample_names
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

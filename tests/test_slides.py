@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import parse
-from cgraph_cli.draw import slides
+from cgraph_cli.app.diagrams import slides
 from cgraph_cli.render.slides import tex
 
 ROOT = Path(__file__).resolve().parent.parent

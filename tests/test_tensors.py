@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cgraph_cli import EvalError, ParseError, grad, jvp, parse, to_source, validate
-from cgraph_cli.gradcheck import gradcheck
+from cgraph_cli.app.gradcheck import gradcheck
 from cgraph_cli.passes.shapes import ShapeError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -571,7 +571,7 @@ def test_a_layer_with_softmax_against_sympy():
 
 def test_every_op_of_the_table_is_gradchecked_on_tensors_here():
     """A new op must join the lists above: each op's tensor rules have a finite-difference test."""
-    from cgraph_cli.ops import OPS
+    from cgraph_cli.core.ops import OPS
 
     programs = (
         [f"y = {c}" for c in TENSOR_CALLS + VECTOR_CALLS]

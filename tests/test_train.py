@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from cgraph_cli import evaluate
-from cgraph_cli.errors import UsageError
-from cgraph_cli.training import TrainingStopped, read_weights, train
+from cgraph_cli.core.errors import UsageError
+from cgraph_cli.jobs.training import TrainingStopped, read_weights, train
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 PROGRAM = "input x = [1, -2, 0.5], t = [0.5, -1]\ninput W = [[0.1, 0.2, -0.3], [0.4, -0.5, 0.6]], b = [0.1, -0.2]\nr = W @ x + b - t\nloss = sum(r^2)"

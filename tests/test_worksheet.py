@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from cgraph_cli.worksheet import sheet
+from cgraph_cli.app.worksheet import sheet
 
 SEED = "g = (x + y) * z"
 WORKED = {"x": 1, "y": 3, "z": -3}

@@ -12,7 +12,7 @@ from collections.abc import MutableMapping
 import click
 
 from .. import __version__
-from ..errors import CgraphError, visible
+from ..core.errors import CgraphError, visible
 from . import output
 
 EXIT_CODES = """\b

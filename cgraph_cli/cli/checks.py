@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import UsageError, visible
+from ..core.errors import UsageError, visible
 from . import output
 from .app import EXIT_CODES
 from .options import (
@@ -131,7 +131,7 @@ def check_command(
     the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
     is reported as an error of that case, and the exit code is 1.
     """
-    from ..checks import check, parse_expectation, parse_hessian_expectation
+    from ..app.checks import check, parse_expectation, parse_hessian_expectation
 
     if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
         raise UsageError(
@@ -170,7 +170,7 @@ def check_command(
         )
     runs = found.runs
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(found.to_dict(), schema="check"))
     elif junit == "-" and output.settings.output in (None, "-"):
@@ -192,9 +192,9 @@ def _check_rows(
     chunk_rows, expect_column, more,
 ):  # fmt: skip
     """check --rows FILE --expect-column NAME[=COLUMN]: every row a case."""
-    from ..datafiles import data_format, expand, read_chunks
-    from ..rowchecks import check_rows
-    from ..rows import CHUNK_ROWS, check_files
+    from ..data.datafiles import data_format, expand, read_chunks
+    from ..jobs.rowchecks import check_rows
+    from ..jobs.rows import CHUNK_ROWS, check_files
 
     if rows_file is None or not expect_column:
         raise UsageError("--rows FILE and --expect-column NAME[=COLUMN] go together")
@@ -230,7 +230,7 @@ def _spec_path(spec: str) -> str:
     name the sample programs beside it), as SOURCE takes ``sample:NAME``."""
     if not spec.startswith("sample:") or os.path.exists(spec):
         return spec
-    from ..sources import samples_folder
+    from ..data.sources import samples_folder
 
     name = spec.removeprefix("sample:")
     if name != "checks.toml":
@@ -241,7 +241,7 @@ def _spec_path(spec: str) -> str:
 
 
 def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) -> str:
-    from ..numfmt import SMALL, format_number, is_tensor, nested, summary
+    from ..core.numfmt import SMALL, format_number, is_tensor, nested, summary
 
     def f(value) -> str:  # exact by default: a failed check is read digit by digit
         if not is_tensor(value):
@@ -370,7 +370,7 @@ def gradcheck_command(
       cgraph gradcheck sample:logistic --points 20 --range -1,1 --format json
       cgraph gradcheck sample:rosenbrock --order 2
     """
-    from ..gradcheck import check_gradients
+    from ..app.gradcheck import check_gradients
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     low, high = range_
@@ -392,7 +392,7 @@ def gradcheck_command(
         )
     checks = found.checks
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(found.to_dict(), schema="gradcheck"))
     else:

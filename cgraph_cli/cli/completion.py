@@ -186,7 +186,7 @@ def kept_by_readline(raw: str, breaks: str) -> int:
 
 def _guess_shell() -> str:
     """The shell named by ``$SHELL``, if cgraph can complete for it."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     shell = os.environ.get("SHELL", "")
     name = os.path.basename(shell)
@@ -209,7 +209,7 @@ def script(shell: str, prog_name: str = "cgraph") -> str:
 
     completer = sc.get_completion_class(shell)
     if completer is None:  # the command checks the name first (see SHELLS)
-        from ..errors import UsageError
+        from ..core.errors import UsageError
 
         raise UsageError(f"cannot complete for the shell '{shell}'")
     return completer(main, {}, prog_name, COMPLETE_VAR).source()

@@ -35,13 +35,13 @@ def report_options(command):
 
 def emit(fmt: str, report: dict, text, plain, schema: str) -> None:
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema=schema))
     elif fmt == "plain":
         output.write_text(plain())
     else:
-        from ..ir import gc_paused
+        from ..core.ir import gc_paused
 
         with gc_paused():  # importing rich makes many objects and no garbage
             table = text()
@@ -70,8 +70,8 @@ def eval_command(
       cgraph eval 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]'   # y = [3, 7]
       cgraph eval sample:neuron --rows sample:neuron_inputs.csv --keep id  # a row per row
     """
-    from ..api import evaluate
-    from ..report import eval_report
+    from ..app.api import evaluate
+    from ..app.report import eval_report
 
     refuse_without_rows(rows)
     graph, bindings = load(args, expr, file_, binds, bindings_file, rows["rows_file"])
@@ -142,8 +142,8 @@ def grad_command(
       cgraph grad sample:huber e=3                      # the branch taken: the linear tail
       cgraph grad sample:rnn --per-step                 # ∂loss/∂h_t for every step t
     """
-    from ..api import grad, resolve_name
-    from ..report import grad_report
+    from ..app.api import grad, resolve_name
+    from ..app.report import grad_report
 
     refuse_without_rows(rows)
     graph, bindings = load(args, expr, file_, binds, bindings_file, rows["rows_file"])

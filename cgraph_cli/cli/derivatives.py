@@ -22,13 +22,13 @@ from .options import (
 
 def _directions(texts: tuple[str, ...], graph) -> dict:
     """``NAME=VALUE`` directions (numbers or JSON arrays), checked as bindings are."""
-    from ..bindings import check_value
-    from ..sources import command_line_bindings
+    from ..data.bindings import check_value
+    from ..data.sources import command_line_bindings
 
     given = command_line_bindings(texts)
     for name in given:
         if name not in graph.inputs:
-            from ..bindings import unknown_binding
+            from ..data.bindings import unknown_binding
 
             raise unknown_binding(graph, [name])
     return {name: check_value(name, value) for name, value in given.items()}
@@ -45,7 +45,7 @@ def _optimized(graph, bindings, skip: bool):
 
 def _emit(fmt: str, report: dict, schema: str, text) -> None:
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema=schema))
     else:
@@ -104,13 +104,13 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, 
       cgraph diff 'f = x^3' --order 2                   # d2f_dx2 = 6 * x
       cgraph diff 'p = sin(x); y = p * x' --mode forward --wrt x   # dp_dx, dy_dx
     """
-    from ..derivatives import derivative_program, tangent_program
-    from ..errors import UsageError
-    from ..render.source import to_source
+    from ..core.errors import UsageError
+    from ..parse.unparse import to_source
+    from ..passes.derivatives import derivative_program, tangent_program
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if graph.control is not None:  # if/else or loops: the graph that runs for the bindings
-        from ..derivatives import ran_graph
+        from ..passes.derivatives import ran_graph
 
         graph = ran_graph(graph, bindings)
         guards = "; ".join(str(g) for g in graph.control.guards) or "the loops' fixed steps"
@@ -135,7 +135,7 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, 
             report["gradients"] = program.gradients
         report["derivatives"] = {",".join(k): v for k, v in program.derivatives.items()}
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema="diff"))
     else:
@@ -170,7 +170,7 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
       cgraph hessian sample:rosenbrock --format json
       cgraph hessian sample:mlp --wrt b2 --vector b2='[1, 0]'
     """
-    from ..derivatives import hessian
+    from ..passes.derivatives import hessian
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     directions = _directions(vector, graph) if vector else None
@@ -180,12 +180,12 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
         directions = {k: v for k, v in directions.items() if v is not None}
     report = hessian(graph, bindings, of, names(wrt) or None, directions)
     if fmt == "json" and report.get("hessian"):  # a matrix: rows on one line, as tensors are
-        from ..arrays import np
+        from ..core.arrays import np
 
         report["hessian"] = np.array(report["hessian"])
 
     def text():
-        from ..render.derivatives import hessian_table
+        from ..render.matrices import hessian_table
 
         return hessian_table(report, precision, full)
 
@@ -219,13 +219,13 @@ def jvp_command(args, expr, file_, binds, bindings_file, tangents, fmt, precisio
       cgraph jvp sample:neuron --tangent x1=1            # ∂o/∂x1, by forward mode
       cgraph jvp 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]' -t x='[1,0]'
     """
-    from ..derivatives import tangents_report
+    from ..passes.derivatives import tangents_report
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     report = tangents_report(graph, bindings, _directions(tangents, graph))
 
     def text():
-        from ..render.derivatives import tangents_table
+        from ..render.matrices import tangents_table
 
         return tangents_table(report, precision, full)
 
@@ -258,13 +258,13 @@ def jacobian_command(args, expr, file_, binds, bindings_file, of, wrt, mode, fmt
       cgraph jacobian 'y = softmax(z)' z='[1, 2, 3]'
       cgraph jacobian sample:mlp --of Y --wrt b2
     """
-    from ..derivatives import jacobian
+    from ..passes.derivatives import jacobian
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     report = jacobian(graph, bindings, of, names(wrt) or None, mode)
 
     def text():
-        from ..render.derivatives import jacobian_table
+        from ..render.matrices import jacobian_table
 
         return jacobian_table(report, precision, full)
 

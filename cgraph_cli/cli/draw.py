@@ -101,7 +101,7 @@ def _diagram(
     focus,
     force,
 ):
-    from ..draw import diagram
+    from ..app.diagrams import diagram
     from .options import load
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
@@ -242,11 +242,11 @@ def render_command(
     d<output>_d<name> in the column of the value it differentiates against, joined to it by
     a dashed line; the forward values it reads appear in the band as dashed copies.
     """
-    from ..draw import output_format
+    from ..app.diagrams import output_format
 
     kind = output_format(target, kind or kind_old)
     if fit is not None and kind != "png":
-        from ..errors import UsageError
+        from ..core.errors import UsageError
 
         raise UsageError(f"--fit makes a PNG of that size, not {kind.upper()}")
     if kind == "html":
@@ -288,7 +288,7 @@ def render_command(
     )
     text_px = None
     if fit is not None:
-        from ..draw import fit_size
+        from ..app.diagrams import fit_size
 
         data, text_px = diagram.fitted(fit_size(fit), renderer=renderer)
     elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
@@ -318,7 +318,7 @@ def render_command(
 def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
           renderer, target, ignored) -> None:  # fmt: skip
     """``render -o P.html``: the interactive page, which steps through both passes."""
-    from ..draw import page
+    from ..app.diagrams import page
     from .options import load
 
     _refuse(
@@ -340,7 +340,7 @@ def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of
 def _slides(args, expr, file_, binds, bindings_file, kind, theme, rankdir, precision, of, force,
             renderer, target, values, grads, view, ignored) -> None:  # fmt: skip
     """``render -o P.tex`` (TikZ) and ``-o P.mmd`` (Mermaid): the diagram as text for slides."""
-    from ..draw import slides
+    from ..app.diagrams import slides
     from .options import load
 
     _refuse(
@@ -364,7 +364,7 @@ def _slides(args, expr, file_, binds, bindings_file, kind, theme, rankdir, preci
 
 def _refuse(options: dict[str, bool], what: str) -> None:
     """A usage error naming the image options given that do not apply to ``what``."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     given = [name for name, on in options.items() if on]
     if given:
@@ -470,7 +470,7 @@ def show_command(
       cgraph show sample:micrograd_sanity --no-grads
       cgraph show sample:mlp --of H --depth 3
     """
-    from ..draw import evaluate_for_drawing, viewed
+    from ..app.diagrams import evaluate_for_drawing, viewed
     from ..render.tree import graph_tree, tree_width
     from .options import load
 

@@ -74,19 +74,19 @@ def explain_command(
       cgraph explain sample:seed --frames frames/ --mp4 seed.mp4   # or a video
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
-    from ..api import explain
+    from ..app.api import explain
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
     if frames:  # refuse before any work: too large, or nowhere to write
-        from ..draw import frames_folder
+        from ..app.diagrams import frames_folder
 
         frames = frames_folder(graph, of, frames, force)
     explanation = explain(graph, bindings, of=of, derivative=program)
     result = explanation.result
     digits = precision or 4
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(explanation.steps, schema="explain"))
     elif fmt == "markdown":
@@ -94,8 +94,8 @@ def explain_command(
     else:
         output.write_text(explanation.text(digits))
     if frames:
-        from ..draw import write_frames
-        from ..explain import frame_order
+        from ..app.diagrams import write_frames
+        from ..app.explain import frame_order
 
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:

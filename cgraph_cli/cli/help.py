@@ -64,7 +64,7 @@ def help_command(ctx, command, man):
 def _unknown(command: str, names: list[str]):
     import difflib
 
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     close = difflib.get_close_matches(command, names, n=1)
     hints = [f"did you mean '{close[0]}'?"] if close else []

@@ -72,7 +72,7 @@ def optimize_command(
     chosen = parse_passes(passes)
     steps: list = []
     if frames:
-        from ..draw import frames_folder
+        from ..app.diagrams import frames_folder
 
         folder = frames_folder(graph, of, frames)
         steps.append(("original", graph, []))
@@ -90,7 +90,7 @@ def optimize_command(
         written = _write_frames(steps, bindings, folder, frames_format, theme, gif, mp4)
         output.note(f"wrote {written} frames to {folder}" + also_written(gif, mp4))
     if fmt == "json":
-        from ..report import optimize_report, to_json_text
+        from ..app.report import optimize_report, to_json_text
 
         output.write_text(to_json_text(optimize_report(result), schema="optimize"))
         return
@@ -103,7 +103,7 @@ def optimize_command(
 def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> int:
     """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
     pass and its rewrites, on one canvas."""
-    from ..draw import STALE_FRAME, diagram_of, diagram_options, save_frames
+    from ..app.diagrams import STALE_FRAME, diagram_of, diagram_options, save_frames
     from ..render.dot import THEMES
 
     options = diagram_options(theme=theme)
@@ -126,7 +126,7 @@ def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> i
 
 def _rewrites_text(result) -> str:
     """Each rewrite as a comment line: pass, place in the original, before -> after."""
-    from ..errors import line_col
+    from ..core.errors import line_col
 
     source = result.original.source.text
     lines = []
@@ -171,7 +171,7 @@ def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target):
       cgraph compile sample:mlp --target numpy -o mlp_grad.py
       cgraph compile 'f = x^2 * y' --wrt x
     """
-    from ..passes.compile import compile_module
+    from ..run.compile import compile_module
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     label = graph.source.filename if graph.source.filename not in ("<expr>", "<stdin>") else ""

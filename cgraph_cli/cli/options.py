@@ -187,7 +187,7 @@ def sample_summaries() -> list[tuple[str, str]]:
     >>> dict(sample_summaries())["seed"]
     'The worked example: an addition feeding a multiplication.'
     """
-    from ..sources import sample_names, sample_path
+    from ..data.sources import sample_names, sample_path
 
     summaries = []
     for name in sample_names():
@@ -276,8 +276,8 @@ def no_grads_option(command):
 def load(args, expr, file_, binds, bindings_file, rows_file=None):
     """The parsed program and its bindings (command line over file over source defaults).
     Standard input holds one of the program, the bindings and the rows (``--rows -``)."""
+    from ..data.sources import command_line_bindings, load_bindings, read_program
     from ..parse import parse
-    from ..sources import command_line_bindings, load_bindings, read_program
 
     if expr is None and file_ is None:
         source_arg, rest = (args[0], args[1:]) if args else (None, ())
@@ -293,7 +293,7 @@ def load(args, expr, file_, binds, bindings_file, rows_file=None):
         if reads
     ]
     if len(readers) > 1:
-        from ..errors import UsageError
+        from ..core.errors import UsageError
 
         raise UsageError(
             f"standard input can hold the {readers[0]} or the {readers[1]}, not both",
@@ -360,7 +360,7 @@ def check_gif(frames, frames_format: str, gif, mp4=None) -> None:
     import importlib.util
     from pathlib import Path
 
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     needs = {"--gif": ("gif", ["PIL"], "plot"), "--mp4": ("mp4", ["PIL", "av"], "video")}
     for option, given in (("--gif", gif), ("--mp4", mp4)):

@@ -82,7 +82,7 @@ def write_bytes(data: bytes, target: str | None = None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    from ..errors import cannot_write
+    from ..core.errors import cannot_write
 
     try:
         with open(target, "wb") as f:
@@ -146,7 +146,7 @@ def _rstrip(line: str) -> str:
 def note(text: str) -> None:
     """A line for the user on standard error (``note: ...``, ``wrote FILE``); -q silences it."""
     if not settings.quiet:
-        from ..errors import visible
+        from ..core.errors import visible
 
         click.echo(visible(text), err=True)
 

@@ -82,7 +82,7 @@ def check_rows_options(command):
 
 def refuse_without_rows(options: dict) -> None:
     """The options of a run over rows given without --rows: a usage error, not ignored."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     if options.get("rows_file") is not None:
         return
@@ -107,10 +107,10 @@ def refuse_without_rows(options: dict) -> None:
 
 def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, precision, full):
     """The command's work when --rows is given."""
-    from ..datafiles import count_rows, data_format, expand, read_chunks
-    from ..datawriter import RowWriter
-    from ..errors import EvalError, UsageError
-    from ..rows import CHUNK_ROWS, check_files, run_rows
+    from ..core.errors import EvalError, UsageError
+    from ..data.datafiles import count_rows, data_format, expand, read_chunks
+    from ..data.datawriter import RowWriter
+    from ..jobs.rows import CHUNK_ROWS, check_files, run_rows
     from .options import names
 
     path = options["rows_file"]
@@ -149,7 +149,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
             out_format = "jsonl" if fmt == "json" else "csv"
         writer = RowWriter(target, out_format)
     if in_format in ("csv", "tsv", "parquet"):
-        from ..datafiles import pyarrow
+        from ..data.datafiles import pyarrow
 
         pyarrow(in_format)
     chunk_rows = options.get("chunk_rows") or CHUNK_ROWS
@@ -167,7 +167,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
     )
     check_files(graph, paths, in_format, **{k: common[k] for k in _HEADER_CHECKS})
     if dask:
-        from ..distributed import run_dask
+        from ..jobs.distributed import run_dask
 
         result = run_dask(
             graph, paths, in_format, scheduler=options.get("scheduler"),
@@ -198,7 +198,7 @@ _HEADER_CHECKS = ("mode", "bindings", "of", "wrt", "keep", "reduce", "show_all",
 
 def _not_an_input(target: str, paths: list[str]) -> None:
     """Refuse to write over a file being read."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     if any(p != "-" and os.path.exists(target) and os.path.samefile(p, target) for p in paths):
         raise UsageError(f"-o {target} is a file --rows reads: name another")
@@ -206,8 +206,8 @@ def _not_an_input(target: str, paths: list[str]) -> None:
 
 def _report(result, how, bindings, graph, fmt, precision, full) -> None:
     """The reduced gradient, as grad reports one."""
-    from ..bindings import check_bindings
-    from ..errors import EvalError
+    from ..core.errors import EvalError
+    from ..data.bindings import check_bindings
 
     if result.value is None:
         raise EvalError(f"no row could be evaluated, so there is nothing to {how}")
@@ -221,12 +221,12 @@ def _report(result, how, bindings, graph, fmt, precision, full) -> None:
         "values": {k: shared[k] for k in result.gradients},
         "gradients": result.gradients,
     }
-    from ..numfmt import is_tensor
+    from ..core.numfmt import is_tensor
 
     if any(is_tensor(v) for v in [result.value, *result.gradients.values()]):
         report["shapes"] = {k: list(getattr(v, "shape", ())) for k, v in result.gradients.items()}
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema="reduce"))
     elif fmt == "plain":

@@ -31,7 +31,7 @@ def samples_command(name):
       cgraph samples mlp -o mlp.cg        # a copy to edit
       cgraph grad sample:neuron           # run one as it is
     """
-    from ..sources import read_file, sample_path, samples_folder
+    from ..data.sources import read_file, sample_path, samples_folder
 
     if name is None:
         rows = [f"{sample:<24} {first}".rstrip() for sample, first in sample_summaries()]

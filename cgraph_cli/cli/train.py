@@ -22,7 +22,7 @@ from .rows import OPTIONS as ROWS_OPTIONS
 def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None:
     if text is None:
         return None
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     try:
         values = tuple(float(v) for v in str(text).strip("()[] ").split(","))
@@ -178,7 +178,7 @@ def train_command(ctx, **options):
     `--resume xor.npz` goes on from there. Unlike other commands, -o names the weights file
     (the report goes to standard output).
     """
-    from ..training import train
+    from ..jobs.training import train
 
     options = _with_config(ctx, options)
     rows_file, wrt, of = options["rows_file"], options["wrt"], options["of"]
@@ -251,7 +251,7 @@ def train_command(ctx, **options):
         loss_curve(result, plot, title)
     report = _report(result, weights, log_file, plot)
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema="train"))
         return
@@ -271,7 +271,7 @@ def train_command(ctx, **options):
 
 
 def _report(result, weights, log_file, plot) -> dict:
-    from ..arrays import np
+    from ..core.arrays import np
 
     return {
         "loss": result.final_loss,
@@ -297,7 +297,7 @@ class _Log:
     def __init__(self, path: str) -> None:
         import sys
 
-        from ..errors import UsageError
+        from ..core.errors import UsageError
 
         self.jsonl = path.endswith((".jsonl", ".ndjson"))
         try:
@@ -328,8 +328,8 @@ def _with_config(ctx: click.Context, options: dict) -> dict:
     path = options.pop("config")
     if path is None:
         return options
-    from ..checks_spec import read_toml
-    from ..errors import UsageError
+    from ..app.checks_spec import read_toml
+    from ..core.errors import UsageError
 
     table = read_toml(path).get("train")
     if not isinstance(table, dict):

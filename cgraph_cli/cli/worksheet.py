@@ -98,8 +98,8 @@ def worksheet_command(
       cgraph worksheet sample:seed --count 30 --format latex -o seed.tex --answers key.tex
       cgraph worksheet sample:neuron --blank 0.4 --seed 3 --format html -o sheet.html
     """
-    from ..errors import UsageError
-    from ..worksheet import parse_blank, sheet
+    from ..app.worksheet import parse_blank, sheet
+    from ..core.errors import UsageError
 
     how = parse_blank(blank)
     if count > 1 and fmt != "json" and target in (None, "-"):
@@ -114,7 +114,7 @@ def worksheet_command(
     sheets = [sheet(graph, bindings, blank=how, seed=s, numbers=numbers, of=of) for s in seeds]
     digits = precision or 4
     if fmt == "json":
-        from ..report import to_json_text
+        from ..app.report import to_json_text
 
         text = to_json_text({"sheets": sheets}, schema="worksheet")
         output.write_bytes((text + "\n").encode(), target or "-")
@@ -134,7 +134,7 @@ def worksheet_command(
 
 
 def _write(fmt: str, s: dict, key: bool, digits: int, drawing, number: str) -> str:
-    from ..render import worksheet as render
+    from ..render import handout as render
 
     write = {"markdown": render.markdown, "latex": render.latex, "html": render.html}[fmt]
     return write(s, key, digits, drawing, number).rstrip("\n") + "\n"
@@ -142,7 +142,7 @@ def _write(fmt: str, s: dict, key: bool, digits: int, drawing, number: str) -> s
 
 def _drawing(graph, s: dict, fmt: str, of) -> str | None:
     """The graph's structure (the graph that ran, for a program with if/else or loops)."""
-    from ..draw import diagram, slides
+    from ..app.diagrams import diagram, slides
 
     if fmt == "html":
         svg = diagram(graph, s["bindings"], of=of, values=False, grads=False).svg().decode()

@@ -12,15 +12,15 @@ program's name scope), ``messages`` (syntax errors in the user's words) and ``lo
 
 from __future__ import annotations
 
-from ..errors import Source
-from ..ir import Graph
+from ..core.errors import Source
+from ..core.ir import Graph
 from .messages import UnexpectedInput
 
 
 def parse(text: str, filename: str = "<expr>") -> Graph:
-    """Parse a cgraph program into a :class:`~cgraph_cli.ir.Graph`.
+    """Parse a cgraph program into a :class:`~cgraph_cli.core.ir.Graph`.
 
-    Raises :class:`~cgraph_cli.errors.ParseError` (with the place) for any invalid program.
+    Raises :class:`~cgraph_cli.core.errors.ParseError` (with the place) for any invalid program.
     ``filename`` names the program in error messages.
 
     >>> g = parse("p = x + y; g = p * z")
@@ -36,7 +36,7 @@ def scan(source: Source) -> int:
     """The number of tokens in ``source`` (for benchmarks: the scanner alone)."""
     from collections import deque
 
-    from ..ir import gc_paused
+    from ..core.ir import gc_paused
     from .lexer import scan as scan_tokens
 
     with gc_paused():  # as the parser runs it

@@ -18,7 +18,7 @@ short, both derived from the tables as the program is read:
 The result is the one Lark's own parser builds for the whole program: tests/test_scanner.py
 holds them equal, graphs and error places alike.
 
->>> from cgraph_cli.errors import Source
+>>> from cgraph_cli.core.errors import Source
 >>> parse_source(Source("p = x + y; g = p * z")).output_label
 'g'
 """
@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from ..errors import CgraphError, ParseError, Source, Span
-from ..ir import Graph, gc_paused
+from ..core.errors import CgraphError, ParseError, Source, Span
+from ..core.ir import Graph, gc_paused
 from . import tables
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
@@ -417,9 +417,9 @@ _parser: tuple[Driver, Reader] | None = None
 
 
 def parse_source(source: Source, tracer=None) -> Graph:
-    """The graph of ``source``'s program, or a :class:`~cgraph_cli.errors.ParseError` with
+    """The graph of ``source``'s program, or a :class:`~cgraph_cli.core.errors.ParseError` with
     its place: the static graph, or with a ``tracer`` the graph that runs (see
-    :mod:`cgraph_cli.control`)."""
+    :mod:`cgraph_cli.run.control`)."""
     global _parser
     with _lock:
         if _parser is None:

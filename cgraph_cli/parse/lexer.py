@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from itertools import accumulate, compress
 from operator import itemgetter
 
-from ..errors import Source
+from ..core.errors import Source
 from . import tables
 from .messages import Token, UnexpectedInput, bad_character
 

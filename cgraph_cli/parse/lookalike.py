@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..errors import visible
+from ..core.errors import visible
 
 # Look-alikes that Unicode's compatibility normalization (NFKC) does not map to ASCII.
 _MEANT = {

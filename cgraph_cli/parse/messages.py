@@ -11,8 +11,8 @@ expected an expression after '+'
 
 from __future__ import annotations
 
-from ..errors import ParseError, Source, Span, line_col, shorten
-from ..ops import FUNCTIONS
+from ..core.errors import ParseError, Source, Span, line_col, shorten
+from ..core.ops import FUNCTIONS
 
 #: A token is a plain tuple ``(kind, text, start, end)``: the terminal's name, its text and its
 #: character offsets (a tuple, the cheapest object to make, once per token of a program).

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from ..errors import ParseError, Source, Span, shorten
-from ..ir import ASSIGNMENT, Graph, GraphBuilder
-from ..ops import CONST, FUNCTIONS, OPS, OpSpec
+from ..core.errors import ParseError, Source, Span, shorten
+from ..core.ir import ASSIGNMENT, Graph, GraphBuilder
+from ..core.ops import CONST, FUNCTIONS, OPS, OpSpec
 from .messages import END, START, TEXT
 
 MAX_AXES = 64  # NumPy's limit on a tensor's axes
@@ -72,12 +72,12 @@ class Reader:
 
     def begin(self, source: Source, tracer=None) -> None:
         """Start a parse. Without a ``tracer`` the reader builds the static graph: both sides of
-        a conditional, a loop's body once. With one (a :class:`cgraph_cli.control.Tracer`,
+        a conditional, a loop's body once. With one (a :class:`cgraph_cli.run.control.Tracer`,
         which knows the bindings) it builds the graph that runs: only the branch taken, the
         loop unrolled, each step's names suffixed with the step (``h_1``, ``h_2``)."""
         self.b = GraphBuilder(source)
         self.tracer: Any = tracer
-        self.flow: Any = None  # the static structure (cgraph_cli.control.Static), once needed
+        self.flow: Any = None  # the static structure (cgraph_cli.run.control.Static), once needed
         self.loops: list = []  # the loops being read, outermost first: [var, step, header]
         self.steps: dict[str, int] = {}  # a loop variable -> its step now (the run only)
         self.suffix = ""  # _step added to every name assigned in a loop's body (the run only)
@@ -190,7 +190,7 @@ class Reader:
 
     def _flow(self):
         if self.flow is None:
-            from ..control import Static
+            from ..run.control import Static
 
             self.flow = Static()
         return self.flow
@@ -583,6 +583,6 @@ def _flat(rows: list):
 
 
 def _to_array(rows: list):
-    from ..arrays import np
+    from ..core.arrays import np
 
     return np.array(rows, dtype=float)

@@ -2,7 +2,7 @@
 parameters is computed once (so are equal constants).
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.render.source import to_source
+>>> from cgraph_cli.parse.unparse import to_source
 >>> graph, rewrites = cse(parse("y = sin(x) * 2 + sin(x) / 2"))
 >>> print(to_source(graph), end="")
 y = sin(x) * 2 + sin(x) / 2
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir import Graph
+from ..core.ir import Graph
 from .rewrite import Rewrite, Walk, walk
 
 

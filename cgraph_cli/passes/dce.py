@@ -6,7 +6,7 @@ Inputs stay: the optimizer keeps every input of the original program declared (s
 :func:`cgraph_cli.passes.optimize.optimize`), so the same bindings run the result.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.render.source import to_source
+>>> from cgraph_cli.parse.unparse import to_source
 >>> graph, rewrites = dce(parse("p = x * 2\\nq = sin(p)\\ny = p + 1"))
 >>> print(to_source(graph), end="")
 p = x * 2
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir import Graph, ancestors, relayout
+from ..core.ir import Graph, ancestors, relayout
 from .rewrite import Rewrite, has_budget, spend
 
 
@@ -27,7 +27,7 @@ def dce(
     graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[Graph, list[Rewrite]]:
     """``graph`` without the statements (and nodes) its output does not depend on."""
-    from ..render.source import expression
+    from ..parse.unparse import expression
 
     needed = ancestors(graph, graph.output)
     statements = list(graph.statements())

@@ -3,7 +3,7 @@ own value rule, so a folded value equals the evaluated one bit for bit. An opera
 value would not be finite there is left for the evaluation to report.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.render.source import to_source
+>>> from cgraph_cli.parse.unparse import to_source
 >>> graph, rewrites = fold(parse("y = x * (2 * 3) + exp(0)"))
 >>> print(to_source(graph), end="")
 y = x * 6 + 1
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir import Graph
-from ..ops import CONST
+from ..core.ir import Graph
+from ..core.ops import CONST
 from .rewrite import Rewrite, Walk, walk
 
 

@@ -2,8 +2,8 @@
 derivatives, as Theano, TensorFlow 1 and JAX's ``grad`` of a jaxpr do.
 
 The forward program is copied as written; then the one reverse loop
-(:func:`cgraph_cli.passes.vjp.reverse`) or the one forward-mode loop
-(:func:`cgraph_cli.passes.jvp.push`) runs over it with the op table's rules interpreted by a
+(:func:`cgraph_cli.run.vjp.reverse`) or the one forward-mode loop
+(:func:`cgraph_cli.run.jvp.push`) runs over it with the op table's rules interpreted by a
 :class:`Recorder`, which builds nodes instead of computing numbers. Nothing numeric happens but
 constant folding, and the builder simplifies as it goes, so the result reads as a textbook
 writes it. The result is an ordinary Graph: it prints with ``to_source``, reads back,
@@ -28,10 +28,10 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
-from ..errors import EvalError
-from ..ir import Graph, GraphBuilder, fresh, relayout, wrt_node
-from ..ops import CONST, INPUT
-from ..vocab import Interpretation
+from ..core.errors import EvalError
+from ..core.interpret import Interpretation
+from ..core.ir import Graph, GraphBuilder, fresh, relayout, wrt_node
+from ..core.ops import CONST, INPUT
 
 
 class Recorder(Interpretation):
@@ -73,7 +73,7 @@ def input_shapes(graph: Graph, bindings=None) -> dict[str, tuple[int, ...]]:
 def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
     """A builder holding the forward program node for node (the ids stay the same), with
     every node's shape, ready to extend with simplified, hash-consed nodes."""
-    from ..arrays import ShapeMismatch
+    from ..core.arrays import ShapeMismatch
     from .shapes import ShapeError
 
     b = GraphBuilder(graph.source, simplify=True, shapes=shapes)
@@ -100,7 +100,7 @@ def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
 def _reaching(graph: Graph, out: int) -> tuple[list[bool], list[bool]]:
     """Which nodes lead to ``out``, and which depend on an input through ops with
     derivatives (only those have derivatives; as the interpreter's reverse pass decides)."""
-    from ..ir import ancestors, depends_on_input
+    from ..core.ir import ancestors, depends_on_input
 
     return ancestors(graph, out), depends_on_input(graph)
 
@@ -122,8 +122,8 @@ def grad_graph(
     statement too (``dg_dp``; with ``wrt`` given, each one the asked derivatives read);
     without, only those read more than once are. The name of an
     input means the input, though the program assigns it again (``x = x * 3``)."""
-    from ..names import node_names
-    from .vjp import reverse
+    from ..core.names import node_names
+    from ..run.vjp import reverse
 
     out = graph.output if output is None else output
     every = wrt is None  # else only the gradients the asked derivatives read are statements

@@ -1,7 +1,7 @@
 """Forward mode as a graph transform: a program -> the program that also computes every named
 value's tangent along a direction, as JAX's ``jvp`` of a jaxpr does.
 
-The one forward-mode loop (:func:`cgraph_cli.passes.jvp.push`) runs over the program with the
+The one forward-mode loop (:func:`cgraph_cli.run.jvp.push`) runs over the program with the
 op table's rules interpreted by the :class:`~cgraph_cli.passes.grad_graph.Recorder`, so each
 tangent is a node built from cgraph's own ops, simplified as it is built. A direction is either
 symbolic, a new input per input (``x_dot``, bound when the program runs, as JAX's tangent
@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import BindingError
-from ..ir import Graph, ancestors, relayout
-from ..ops import CONST, INPUT
+from ..core.errors import BindingError
+from ..core.ir import Graph, ancestors, relayout
+from ..core.ops import CONST, INPUT
 from .grad_graph import (
     Recorder,
     _copy,
@@ -69,9 +69,9 @@ def jvp_graph(
     ``<name>_dot``, or ``d<name>_d<x>`` when the direction is 1 on the one input ``x``.
     ``shapes`` (each input's, by name; default: as :func:`input_shapes` finds them)
     specialise the rules that need one. An input the program does not have is a
-    :class:`~cgraph_cli.errors.BindingError`."""
-    from ..names import node_names
-    from .jvp import push
+    :class:`~cgraph_cli.core.errors.BindingError`."""
+    from ..core.names import node_names
+    from ..run.jvp import push
 
     out = graph.output if output is None else output
     given: Mapping[str, float | None] = (

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import UsageError
-from ..ir import Graph, GraphBuilder, relayout, resolve_name, validate
+from ..core.errors import UsageError
+from ..core.ir import Graph, GraphBuilder, relayout, resolve_name, validate
 from .cse import cse
 from .dce import dce
 from .fold import fold
@@ -56,7 +56,7 @@ class Optimized:
     @property
     def source(self) -> str:
         """The optimized program as text (it parses back to :attr:`graph`)."""
-        from ..render.source import to_source
+        from ..parse.unparse import to_source
 
         return to_source(self.graph)
 
@@ -104,7 +104,7 @@ def optimize(
     >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
     y = softplus(x)
     """
-    from ..control import refuse
+    from ..run.control import refuse
 
     refuse(graph, "optimize")
     token = BUDGET.set(None if budget is None else [budget])
@@ -152,7 +152,7 @@ def known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[i
     """Each input's shape where a binding (a number, nested lists or an array) or a default
     gives it."""
     if bindings:  # text from the command line, lists from JSON: values, checked
-        from ..bindings import check_bindings
+        from ..data.bindings import check_bindings
 
         bindings = check_bindings(graph, bindings)
     known: dict[str, tuple[int, ...]] = {}
@@ -163,7 +163,7 @@ def known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[i
         if isinstance(value, (int, float)):
             known[name] = ()
         else:
-            from ..arrays import np
+            from ..core.arrays import np
 
             known[name] = tuple(np.shape(value))
     return known

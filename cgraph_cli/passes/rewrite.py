@@ -5,7 +5,7 @@ A rule is ``rule(w, i, op, args, params)``: ``i`` the node of the old graph, ``a
 arguments already in the new graph. It returns a node of the new graph equal to node ``i``
 (made with ``w.b``, the new graph's builder), or None to copy the node as it is. Each
 replacement is recorded as a :class:`Rewrite` with the source span it came from. The new
-graph keeps the old one's statements (mapped), laid out again by :func:`~cgraph_cli.ir.relayout`,
+graph keeps the old one's statements (mapped), laid out again by :func:`~cgraph_cli.core.ir.relayout`,
 which drops the nodes no statement needs any more.
 
 Shapes: a program is optimized before it has bindings, so an input's shape is often unknown.
@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import NamedTuple
 
-from ..ir import Graph, GraphBuilder, relayout, value_key
-from ..ops import CONST, INPUT, OpSpec
+from ..core.ir import Graph, GraphBuilder, relayout, value_key
+from ..core.ops import CONST, INPUT, OpSpec
 
 Sig = frozenset  # a shape, as the set of what broadcasts to it
 
@@ -98,7 +98,7 @@ class Walk:
     def text(self, node: int, graph: Graph | None = None) -> str:
         """A node's expression as program text (of the new graph unless ``graph``), cut short
         where it gets long."""
-        from ..render.source import expression
+        from ..parse.unparse import expression
 
         graph = graph or self.b.graph
         return expression(graph, node)

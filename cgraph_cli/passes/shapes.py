@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
-from .. import arrays as A
-from ..arrays import MAX_AXES, NoValue, ShapeMismatch, np, shape_of, show_shape, size_text
-from ..errors import EvalError
-from ..ir import Graph
-from ..ops import CONST, INPUT, POSTFIX
+from ..core import arrays as A
+from ..core.arrays import MAX_AXES, NoValue, ShapeMismatch, np, shape_of, show_shape, size_text
+from ..core.errors import EvalError
+from ..core.ir import Graph
+from ..core.ops import CONST, INPUT, POSTFIX
 
 
 class ShapeError(EvalError):

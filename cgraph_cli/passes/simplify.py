@@ -9,7 +9,7 @@ where the result has that operand's shape, whatever shapes the inputs turn out t
 addition absorbs it.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.render.source import to_source
+>>> from cgraph_cli.parse.unparse import to_source
 >>> graph, rewrites = simplify(parse("y = sin(x) * 2 * 3 + sin(x) * 0 - -z"))
 >>> print(to_source(graph), end="")
 y = 6 * sin(x) + z
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir import Graph
-from ..ops import OPS
+from ..core.ir import Graph
+from ..core.ops import OPS
 from .rewrite import Rewrite, Walk, walk
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))

@@ -11,7 +11,7 @@ for bit. A rewrite never changes a value beyond rounding, nor a shape: rules tha
 
 from __future__ import annotations
 
-from ..ops import CONST, OPS
+from ..core.ops import CONST, OPS
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 WHERE, SUM, SUM_TO, BROADCAST, RESHAPE, TRANSPOSE = (

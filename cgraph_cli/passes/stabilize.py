@@ -4,7 +4,7 @@ original overflows: ``log(sum(exp(x)))`` is ``logsumexp(x)``, ``log(softmax(x))`
 ``-softplus(-x)`` and ``log(1 - sigmoid(x))`` is ``-softplus(x)``.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.render.source import to_source
+>>> from cgraph_cli.parse.unparse import to_source
 >>> graph, rewrites = stabilize(parse("y = log(sum(exp(v))) + log(1 + exp(x))"))
 >>> print(to_source(graph), end="")
 y = logsumexp(v) + softplus(x)
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir import Graph
-from ..ops import OPS
+from ..core.ir import Graph
+from ..core.ops import OPS
 from .rewrite import Rewrite, Walk, walk
 
 LOG, EXP, SUM, SOFTMAX, SIGMOID, ADD, SUB, NEG = (

@@ -13,7 +13,7 @@ Pure: returns a ``graphviz.Digraph``; node ids are ``n<id>`` (forward, as in the
 (a forward value read), written in order, so the same input gives the same bytes.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.draw import derivative_view
+>>> from cgraph_cli.app.diagrams import derivative_view
 >>> g = parse("p = x + y; g = p * z")
 >>> view, _ = derivative_view(g, {"x": 1, "y": 3, "z": -3})
 >>> src = derivative_diagram(g, view).source
@@ -28,10 +28,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..ir import Graph, ancestors
-from ..names import node_names
-from ..numfmt import format_number, is_tensor, shape_text
-from ..ops import CONST, INPUT
+from ..core.ir import Graph, ancestors
+from ..core.names import node_names
+from ..core.numfmt import format_number, is_tensor, shape_text
+from ..core.ops import CONST, INPUT
 from .dot import THEMES, DiagramOptions, Theme, _magnitude, _mix, _row, _tensor_html, _tint, diagram
 
 
@@ -285,7 +285,7 @@ def _node_label(p: Graph, i: int, name, value, fmt, theme: Theme, scale: float) 
     if op is CONST and name is None:
         text = fmt(value) if value is not None and not is_tensor(value) else None
         if text is None:
-            from ..names import const_name
+            from ..core.names import const_name
 
             text = const_name(p.consts[i])
         return _table([f'<TR><TD COLSPAN="2">{e(text)}</TD></TR>'])

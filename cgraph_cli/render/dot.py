@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..arrays import Value
-from ..ir import Graph, ancestors
-from ..names import node_names
-from ..numfmt import format_number, is_tensor, mean, shape_text
-from ..ops import CONST, INPUT
-from ..passes.evaluate import local_partials
+from ..core.arrays import Value
+from ..core.ir import Graph, ancestors
+from ..core.names import node_names
+from ..core.numfmt import format_number, is_tensor, mean, shape_text
+from ..core.ops import CONST, INPUT
+from ..run.evaluate import local_partials
 
 if TYPE_CHECKING:
     import graphviz
@@ -139,7 +139,7 @@ def diagram(
     if options.scale is not None:
         scale = options.scale
     tensors = values is not None and any(is_tensor(v) for v in values)
-    from ..vocab import commutative
+    from ..core.interpret import commutative
 
     ordered = [len(a) > 1 and not commutative(op) for op, a in zip(graph.ops, graph.args)]
 
@@ -375,7 +375,7 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out")
     tensors = values is not None and any(is_tensor(values[a]) for a in (*args, i))
     if tensors or op.vjp is not None:
         # A tensor edge carries the op's reverse rule applied to the node's gradient.
-        from ..explain import reverse_rule
+        from ..app.explain import reverse_rule
 
         who = out_name if out_name.isidentifier() else "out"
         shapes = None
@@ -409,7 +409,7 @@ def partials_at(graph: Graph, values: list[float], i: int) -> tuple[float, ...]:
     partial (a diagram and an explanation also show partials no gradient flows through).
 
     >>> from cgraph_cli import parse
-    >>> from cgraph_cli.passes.evaluate import forward
+    >>> from cgraph_cli.run.evaluate import forward
     >>> g = parse("y = 0 * x ^ -1")
     >>> partials_at(g, forward(g, {"x": 1e-300}), 3)  # ∂/∂x = -1·x^-2 overflows
     (-inf, 0.0)

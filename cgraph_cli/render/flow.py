@@ -4,15 +4,15 @@ step, and frames around the two branches of each conditional.
 
 Frames nest as the program does; they are written as DOT text with an explicit stack (no
 recursion). Used by :func:`cgraph_cli.render.dot.diagram` when ``graph.control`` is a
-:class:`cgraph_cli.control.Static`.
+:class:`cgraph_cli.run.control.Static`.
 """
 
 from __future__ import annotations
 
 import html
 
-from ..ir import Graph
-from ..ops import INPUT
+from ..core.ir import Graph
+from ..core.ops import INPUT
 
 
 def frames(graph: Graph, shown: list[bool]) -> list[tuple[str, str, set[int]]]:

@@ -1,12 +1,12 @@
 """The op table's rules as formulas people read: explanations, diagram edge labels, LaTeX.
 
 :class:`Formula` and :class:`Latex` are interpretations of the op vocabulary (see
-:mod:`cgraph_cli.vocab`): a derivative rule run under one of them writes itself down, e.g.
+:mod:`cgraph_cli.core.interpret`): a derivative rule run under one of them writes itself down, e.g.
 tanh's partial ``e.sub(1.0, e.pow(out, 2.0))`` prints as ``1 - o²``. Arguments are names
 (strings) or numbers (floats); what is made of numbers only is folded, and the identities a
 reader expects (``1·x``, ``x + 0``, a sum over no broadcast axis) are left out.
 
->>> from cgraph_cli.ops import OPS
+>>> from cgraph_cli.core.ops import OPS
 >>> [rule(Formula(), "x", "y", "o").text for rule in OPS["div"].partials]
 ['1/y', '-o/y']
 >>> OPS["pow"].partials[0](Formula(), "x", 2.0, "o").text
@@ -21,8 +21,9 @@ import math
 import re
 from typing import NamedTuple
 
-from ..numfmt import format_number
-from ..ops import (
+from ..core.interpret import Interpretation, value_function
+from ..core.numfmt import format_number
+from ..core.ops import (
     CALL,
     INFIX,
     POSTFIX,
@@ -33,7 +34,6 @@ from ..ops import (
     PREC_UNARY,
     PREFIX,
 )
-from ..vocab import Interpretation, value_function
 
 _SUPERSCRIPTS = dict(zip("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
 
@@ -170,7 +170,7 @@ class Formula(_Printer):
             a, b = args
             return f"{_wrap(a, PREC_PRODUCT)} @ {_wrap(b, PREC_ATOM)}ᵀ", PREC_PRODUCT
         if name == "index":
-            from ..ir import show_subscript
+            from ..core.ir import show_subscript
 
             items = ", ".join(show_subscript(k) for k in params[0])
             return f"{_wrap(args[0], PREC_ATOM)}[{items}]", PREC_ATOM
@@ -189,7 +189,7 @@ class Formula(_Printer):
 
 def _param(value) -> str:
     if isinstance(value, tuple) and any(isinstance(v, slice) for v in value):
-        from ..ir import show_subscript
+        from ..core.ir import show_subscript
 
         return "[" + ", ".join(show_subscript(v) for v in value) + "]"
     return _shape_text(value) if isinstance(value, tuple) else str(value)
@@ -258,7 +258,7 @@ class Latex(_Printer):
         if op.name == "transpose":
             return f"{texts[0]}^\\top", PREC_ATOM
         if op.name == "index":
-            from ..ir import show_subscript
+            from ..core.ir import show_subscript
 
             items = ", ".join(show_subscript(k) for k in params[0])
             return f"{texts[0]}_{{[{items}]}}", PREC_ATOM

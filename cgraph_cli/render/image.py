@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 FORMATS = {"png", "svg", "pdf", "dot", "gv"}  # dot and gv are the DOT text itself
 RENDERERS = ("auto", "dot", "graphviz-pure")

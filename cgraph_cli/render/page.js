@@ -1,5 +1,5 @@
 // The interactive page's script (cgraph render P -o P.html): replays the events of
-// cgraph_cli/walkthrough.py up to the current step. Each event shows values (the forward
+// cgraph_cli/app/walkthrough.py up to the current step. Each event shows values (the forward
 // pass) or adds one edge's share to a node's gradient (the backward pass); the page's SVG
 // holds every final value, so the step only hides, shows and rewrites text.
 "use strict";

@@ -1,12 +1,12 @@
 """The interactive page: one self-contained HTML file (SVG, script and style inside, no
 request of any kind) that steps through both passes of a program, from the data of
-:func:`cgraph_cli.walkthrough.walkthrough`.
+:func:`cgraph_cli.app.walkthrough.walkthrough`.
 
 Without its script the page shows the finished graph (every value and gradient); the script
 hides what a step has not computed yet and replays the events up to the current step.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.walkthrough import steps, place
+>>> from cgraph_cli.app.walkthrough import steps, place
 >>> data = steps(parse("y = 2 * x"), {"x": 3})
 >>> plain = "graph 1 3 1\\n" + "".join(
 ...     f"node {n['id']} {k + 0.5} 0.5 1 0.5 \\"\\" solid box black white\\n"
@@ -26,7 +26,7 @@ from importlib.resources import files
 from pathlib import PurePath
 from typing import Any
 
-from ..walkthrough import LINE, PAD
+from ..app.walkthrough import LINE, PAD
 from .dot import THEMES, Theme
 
 FONT = '"Liberation Sans", Arial, Helvetica, sans-serif'

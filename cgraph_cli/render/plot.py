@@ -5,7 +5,7 @@ each epoch, a logarithmic scale when the loss spans decades; 16:9 for slides.
 
 from __future__ import annotations
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -29,7 +29,7 @@ def check_plot(path: str) -> str:
 
 
 def loss_curve(result, path: str, title: str = "") -> None:
-    """Draw ``result``'s loss (a :class:`cgraph_cli.training.TrainResult`) to ``path``; its
+    """Draw ``result``'s loss (a :class:`cgraph_cli.jobs.training.TrainResult`) to ``path``; its
     extension gives the format."""
     kind = check_plot(path)
     import numpy as np

@@ -1,10 +1,10 @@
 """Diagrams as text for slides: TikZ (``.tex``, for Beamer and any LaTeX document) and
 Mermaid (``.mmd``, for Markdown slides and pages that draw Mermaid), each node with its value
-and gradient, from the figure of :func:`cgraph_cli.walkthrough.figure` (TikZ also from its
+and gradient, from the figure of :func:`cgraph_cli.app.walkthrough.figure` (TikZ also from its
 Graphviz layout, so the picture matches the PNG's).
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.walkthrough import figure
+>>> from cgraph_cli.app.walkthrough import figure
 >>> nodes, edges = figure(parse("d = a - b"), [3.0, 1.0, 2.0], [1.0, -1.0, 1.0], 2)
 >>> print(mermaid({"output": "d", "nodes": list(nodes.values()), "edges": edges}))
 flowchart LR
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..walkthrough import node_lines
+from ..app.walkthrough import node_lines
 from .dot import THEMES
 
 # Characters with a meaning to TeX, and the non-ASCII ones cgraph writes, as pdfLaTeX sets them

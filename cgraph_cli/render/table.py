@@ -3,7 +3,7 @@
 >>> from rich.console import Console
 >>> import io
 >>> from cgraph_cli import grad
->>> from cgraph_cli.report import grad_report
+>>> from cgraph_cli.app.report import grad_report
 >>> out = io.StringIO()
 >>> Console(file=out, width=60, color_system=None).print(gradient_table(
 ...     grad_report(grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3}))))
@@ -24,7 +24,7 @@ from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from ..numfmt import SMALL, TENSOR_DIGITS, format_number, format_value, is_tensor, shape_text
+from ..core.numfmt import SMALL, TENSOR_DIGITS, format_number, format_value, is_tensor, shape_text
 
 
 def _wrap(name: str) -> str:
@@ -108,7 +108,7 @@ def gradient_table(report: dict, precision: int | None = None, full: bool = Fals
 def per_step_table(out: str, name: str, grads: list, precision: int | None, full: bool) -> Table:
     """∂output/∂state at each step of a loop, with its size (the norm, for a tensor): how the
     gradient shrinks or grows as it flows back through the steps."""
-    from ..arrays import np
+    from ..core.arrays import np
 
     table = Table(title=f"∂{out}/∂{_wrap(name)} at each step", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("step", justify="right")

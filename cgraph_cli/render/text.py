@@ -8,7 +8,7 @@ g=-12
 
 from __future__ import annotations
 
-from ..numfmt import plain_value
+from ..core.numfmt import plain_value
 
 
 def plain_lines(pairs: dict, precision: int | None = None) -> str:

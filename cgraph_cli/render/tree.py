@@ -28,11 +28,11 @@ from rich.cells import cell_len
 from rich.text import Text
 from rich.tree import Tree
 
-from ..ir import Graph
-from ..names import node_names
-from ..numfmt import format_number, format_value, is_tensor
-from ..ops import CONST, INPUT, PREC_ATOM
-from .source import combine
+from ..core.ir import Graph
+from ..core.names import node_names
+from ..core.numfmt import format_number, format_value, is_tensor
+from ..core.ops import CONST, INPUT, PREC_ATOM
+from ..parse.unparse import combine
 
 #: Levels drawn below the root before the tree is cut (``cgraph show --depth``).
 DEPTH = 40

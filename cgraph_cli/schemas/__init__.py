@@ -4,7 +4,7 @@ prints one).
 
 Every document starts with ``"schema_version"``: its format's version, raised when a key is
 removed or changes meaning (new keys may come within a version). A command that prints JSON
-passes its name to :func:`cgraph_cli.report.to_json_text`; adding one means a schema file here
+passes its name to :func:`cgraph_cli.app.report.to_json_text`; adding one means a schema file here
 and its version in :data:`VERSIONS` (the tests hold every command with ``--format json`` to
 both).
 
@@ -59,7 +59,7 @@ def load(name: str) -> dict:
 def _known(name: str) -> str:
     import difflib
 
-    from ..errors import UsageError, visible
+    from ..core.errors import UsageError, visible
 
     name = name.removesuffix(SUFFIX)
     if name in VERSIONS:

@@ -1,0 +1,459 @@
+"""Whole-program calls: each takes a program (text or a parsed :class:`~cgraph_cli.core.ir.Graph`)
+and its bindings, and returns a result object that prints readably and, in Jupyter, shows
+itself (a diagram, a table, a worked example).
+
+>>> evaluate("p = x + y; g = p * z", {"x": 1, "y": 3, "z": -3}).named
+{'x': 1.0, 'y': 3.0, 'z': -3.0, 'p': 4.0, 'g': -12.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..core.arrays import Value
+from ..core.ir import Graph, resolve_name, wrt_node
+from ..parse import parse
+from ..run.evaluate import forward
+
+if TYPE_CHECKING:
+    from ..passes.derivatives import Program
+    from ..passes.jvp_graph import TangentProgram
+    from .diagrams import Diagram
+    from .gradcheck import GradcheckReport
+
+#: Entries a repr lists before it says how many more there are.
+SHOWN = 6
+
+
+class _Result:
+    """A read-only result (plain slotted classes: importing dataclasses costs every command
+    its start-up)."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a {type(self).__name__} is read-only: cannot set {name}")
+
+
+class Evaluation(_Result):
+    """A forward pass: ``values[i]`` is node ``i``'s value (a float, or a NumPy array for a
+    tensor).
+
+    >>> evaluate("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    <Evaluation g = -12>
+    """
+
+    __slots__ = ("graph", "values", "output")
+    graph: Graph
+    values: list[Value]
+    output: int  # the node asked for
+
+    def __init__(self, graph: Graph, values: list[Value], output: int) -> None:
+        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "output", output)
+
+    @property
+    def output_name(self) -> str:
+        """The output's name (its statement's, or its source text)."""
+        return self.graph.display_name(self.output)
+
+    @property
+    def value(self) -> Value:
+        """The output's value."""
+        return self.values[self.output]
+
+    @property
+    def named(self) -> dict[str, Value]:
+        """Every input and named node (its newest assignment) with its value."""
+        return {name: self.values[node] for name, node in self.graph.named_nodes().items()}
+
+    def diagram(self, **options: Any) -> Diagram:
+        """This result drawn, each node with its value (and its gradient, for
+        :class:`Gradients`). ``options`` as :func:`cgraph_cli.diagram` takes them: theme,
+        rankdir, precision, values, grads, backward, force.
+
+        >>> print(evaluate("y = 2 * x", {"x": 3}).diagram().dot.splitlines()[0])
+        digraph cgraph {
+        """
+        from .diagrams import drawing
+
+        return drawing(self.graph, self.values, None, self.output, **options)
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter shows the result as its diagram; None (the repr instead) when it cannot be
+        drawn: too large, or no renderer."""
+        from ..core.errors import CgraphError
+
+        try:
+            return self.diagram()._repr_svg_()
+        except CgraphError:
+            return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.output_name} = {short_value(self.value)}>"
+
+
+class Gradients(Evaluation):
+    """A forward and a reverse pass: ``adjoints[i]`` is ∂output/∂node ``i``.
+
+    >>> grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    <Gradients g = -12; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
+    """
+
+    __slots__ = ("adjoints",)
+    adjoints: list[Value]
+
+    def __init__(
+        self, graph: Graph, values: list[Value], output: int, adjoints: list[Value]
+    ) -> None:
+        super().__init__(graph, values, output)
+        object.__setattr__(self, "adjoints", adjoints)
+
+    @property
+    def gradients(self) -> dict[str, Value]:
+        """∂output/∂input for every input, in order of first use."""
+        return {name: self.adjoints[node] for name, node in self.graph.inputs.items()}
+
+    def wrt(self, name: str) -> Value:
+        """∂output/∂``name`` for an input or any named node."""
+        return self.adjoints[wrt_node(self.graph, name)]
+
+    def diagram(self, **options: Any) -> Diagram:
+        from .diagrams import drawing
+
+        return drawing(self.graph, self.values, self.adjoints, self.output, **options)
+
+    diagram.__doc__ = Evaluation.diagram.__doc__
+
+    def __repr__(self) -> str:
+        out = self.output_name
+        parts = [f"∂{out}/∂{n} = {short_value(g)}" for n, g in self.gradients.items()]
+        return f"<Gradients {out} = {short_value(self.value)}; {listing(parts)}>"
+
+
+def short_value(value: Value) -> str:
+    """A value for a repr: a number to 6 digits; a small tensor in full, a larger one by its
+    shape.
+
+    >>> import numpy as np
+    >>> short_value(2 / 3), short_value(np.ones(2)), short_value(np.ones((3, 4)))
+    ('0.666667', '[1, 1]', '(3, 4) tensor')
+    """
+    from ..core.numfmt import format_number, is_tensor, nested, shape_text
+
+    if not is_tensor(value):
+        return format_number(float(value), 6)
+    return nested(value, 4) if value.size <= SHOWN else f"{shape_text(value)} tensor"
+
+
+def listing(parts: list[str], shown: int = SHOWN) -> str:
+    """The first ``shown`` parts, then how many more there are.
+
+    >>> listing(["a", "b", "c"], 2)
+    'a, b, … (1 more)'
+    """
+    more = len(parts) - shown
+    return ", ".join(parts[:shown] + ([f"… ({more} more)"] if more > 0 else []))
+
+
+def _graph(program: str | Graph, bindings: Mapping[str, object] | None = None) -> Graph:
+    """The program's graph; for a program with conditionals or loops, the graph that runs for
+    ``bindings`` (:func:`cgraph_cli.run.control.run_graph`): all computing is done on it."""
+    graph = program if isinstance(program, Graph) else parse(program)
+    if graph.control is not None:
+        from ..run.control import run_graph
+
+        graph = run_graph(graph, bindings)
+    return graph
+
+
+def evaluate(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
+) -> Evaluation:
+    """Run the forward pass. ``of`` names the output (default: the last statement).
+    ``bindings`` give each input a number or an array (nested lists or NumPy); inputs with
+    defaults in the program may be left out.
+
+    >>> evaluate("h = W @ x", {"W": [[1, 2], [3, 4]], "x": [1, 1]}).value
+    array([3., 7.])
+    """
+    graph = _graph(program, bindings)
+    out = graph.output if of is None else resolve_name(graph, of)
+    return Evaluation(graph, forward(graph, bindings), out)
+
+
+def grad(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
+) -> Gradients:
+    """Run the forward and reverse passes: the value of ``of`` and its gradients.
+
+    >>> grad("y = x * x", {"x": 3}).gradients
+    {'x': 6.0}
+    """
+    e = evaluate(program, bindings, of)
+    from ..run.vjp import vjp
+
+    return Gradients(e.graph, e.values, e.output, vjp(e.graph, e.values, of=e.output))
+
+
+# --- explanations ---------------------------------------------------------------------------------
+class Explanation(_Result):
+    """Both passes spelled out step by step: ``steps`` is the data (the JSON of ``cgraph
+    explain``), :meth:`text` and :meth:`markdown` write it for people; ``str()`` is the text.
+    Jupyter shows the Markdown, with LaTeX formulas.
+
+    >>> e = explain("y = x * x", {"x": 3})
+    >>> e.steps["gradients"], e.result.value
+    ({'x': 6.0}, 9.0)
+    >>> print(e.markdown().splitlines()[0])
+    ## Forward pass
+    """
+
+    __slots__ = ("steps", "result")
+    steps: dict[str, Any]
+    result: Gradients  # the values and gradients explained
+
+    def __init__(self, steps: dict[str, Any], result: Gradients) -> None:
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "result", result)
+
+    def text(self, precision: int | None = 4) -> str:
+        """The worked example as plain text, numbers to ``precision`` digits."""
+        from ..render.prose import to_text
+
+        return to_text(self.steps, precision)
+
+    def markdown(self, math: str = "plain", precision: int | None = 4) -> str:
+        """As Markdown; ``math`` "latex" writes the formulas as ``$LaTeX$``."""
+        from ..render.prose import to_markdown
+
+        return to_markdown(self.steps, math, precision)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown("latex")
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        r, count = self.result, len(self.steps["forward"])
+        gradients = [f"∂{r.output_name}/∂{n} = {short_value(g)}" for n, g in r.gradients.items()]
+        return (
+            f"<Explanation of {r.output_name} = {short_value(r.value)}: {count} forward "
+            f"step{'s' * (count != 1)}; {listing(gradients)}>"
+        )
+
+
+def explain(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    derivative: bool = False,
+) -> Explanation:
+    """The forward and backward passes spelled out, as ``cgraph explain`` prints them;
+    ``derivative`` adds the derivative program, statement by statement (``--program``).
+
+    >>> e = explain("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    >>> e
+    <Explanation of g = -12: 2 forward steps; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
+    >>> print(e)
+    Forward pass
+      1. t1 = x + y = 1 + 3 = 4
+      2. g = t1 * z = 4 * (-3) = -12
+    Backward pass
+      1. Start at the output: ∂g/∂g = 1
+      2. Through *: ∂g/∂t1 = z = -3, ∂g/∂z = t1 = 4
+      3. Through +: ∂t1/∂x = 1, ∂t1/∂y = 1
+      4. Chain rule: ∂g/∂x = ∂g/∂t1 · ∂t1/∂x = (-3) · 1 = -3
+                     ∂g/∂y = ∂g/∂t1 · ∂t1/∂y = (-3) · 1 = -3
+    Gradients: ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
+    """
+    from .explain import derivative_steps
+    from .explain import explain as steps_of
+
+    result = grad(program, bindings, of=of)
+    steps = steps_of(result.graph, result.values, result.adjoints, result.output)
+    run = result.graph.control
+    if run is not None and hasattr(run, "notes"):
+        steps["control"] = list(run.notes)
+        _leave_out_middle_steps(steps, result.graph)
+    if derivative:
+        steps["program"] = derivative_steps(result.graph, bindings, of)
+    return Explanation(steps, result)
+
+
+def _leave_out_middle_steps(steps: dict, graph: Graph) -> None:
+    """A long loop is explained by its first and last steps; the control-flow notes say which
+    steps are left out."""
+    from ..core.names import node_names
+    from ..run.control import middle_steps
+
+    hidden, note = middle_steps(graph)
+    if not hidden:
+        return
+    names = node_names(graph)
+    gone = {names[i] for i in hidden}
+    steps["forward"] = [s for s in steps["forward"] if s["node"] not in gone]
+    back = steps["backward"]
+    back["through"] = [s for s in back["through"] if s["node"] not in gone]
+    back["sums"] = [s for s in back["sums"] if s["node"] not in gone]
+    steps["control"].append(note)
+
+
+# --- checks ---------------------------------------------------------------------------------------
+def gradcheck(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    points: int = 0,
+    seed: int = 0,
+    low: float = -2.0,
+    high: float = 2.0,
+    order: int = 1,
+    eps: float = 1e-6,
+    rtol: float = 1e-5,
+    atol: float = 1e-7,
+) -> GradcheckReport:
+    """Every reverse-mode gradient against a central finite difference, as ``cgraph
+    gradcheck``: at the point ``bindings`` give, or at ``points`` random points (each input
+    not bound drawn from [low, high]). With ``order`` 2, every second derivative against the
+    difference of the gradient. Kinks and undefined points are skipped, not failed.
+
+    >>> r = gradcheck("y = x^3 - sin(x)", points=20, seed=1)
+    >>> r
+    <GradcheckReport of y: 20 passed, 0 failed, 0 skipped at 20 points>
+    >>> r.ok
+    True
+    """
+    from .gradcheck import check_gradients
+
+    return check_gradients(
+        _graph(program),
+        bindings,
+        of=of,
+        points=points,
+        seed=seed,
+        low=low,
+        high=high,
+        order=order,
+        eps=eps,
+        rtol=rtol,
+        atol=atol,
+    )
+
+
+# --- derivatives ----------------------------------------------------------------------------------
+def derivative_program(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    order: int = 1,
+) -> Program:
+    """The program extended with its derivatives, as ``cgraph diff`` writes it: a statement
+    per derivative up to ``order`` (1 to 4) with respect to ``wrt`` (default: every input).
+    ``.graph`` is an ordinary Graph (:func:`to_source` prints it, :func:`evaluate` runs it);
+    ``.derivatives`` maps each tuple of names to its statement. Bindings give tensor inputs
+    their shapes.
+
+    >>> from cgraph_cli import to_source
+    >>> print(to_source(derivative_program("f = x * y + sin(x)").graph), end="")
+    f = x * y + sin(x)
+    df_dx = cos(x) + y
+    df_dy = x
+    >>> p = derivative_program("f = x^3", order=3)
+    >>> print(to_source(p.graph), end="")
+    f = x ^ 3
+    df_dx = 3 * x ^ 2
+    d2f_dx2 = 6 * x
+    d3f_dx3 = 6
+    >>> p.derivatives[("x", "x")]
+    'd2f_dx2'
+    """
+    from ..passes.derivatives import derivative_program as build
+
+    return build(_graph(program, bindings), bindings, of, wrt, order)
+
+
+def tangent_program(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+) -> TangentProgram:
+    """Forward mode as a program, as ``cgraph diff --mode forward`` writes it: after the
+    program, the tangent of each value the output reads. With one input in ``wrt`` that is a
+    number, the tangents are derivatives with respect to it (``dp_dx``); else each input of
+    ``wrt`` (default: every input) gets a tangent input ``x_dot``, bound when it runs.
+    ``.tangents`` maps each name to the name holding its tangent.
+
+    >>> from cgraph_cli import to_source
+    >>> t = tangent_program("p = sin(x); y = p * x", wrt=["x"])
+    >>> print(to_source(t.graph), end="")
+    p = sin(x)
+    y = p * x
+    dp_dx = cos(x)
+    dy_dx = x * dp_dx + p
+    >>> evaluate(t.graph, {"x": 0.0}, of=t.tangents["y"]).value
+    0.0
+    """
+    from ..passes.derivatives import tangent_program as build
+
+    return build(_graph(program, bindings), bindings, of, wrt)
+
+
+def hessian(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    vector: Mapping[str, object] | None = None,
+) -> dict[str, Any]:
+    """The matrix of second derivatives of the output, as ``cgraph hessian`` reports it
+    (``"hessian"``, rows and columns named by ``"labels"``; tensor inputs element by
+    element); with ``vector`` (a direction per input), the Hessian-vector product
+    (``"hvp"``) alone.
+
+    >>> h = hessian("f = x^2 * y", {"x": 1, "y": 2})
+    >>> h["labels"], h["hessian"]
+    (['x', 'y'], [[4.0, 2.0], [2.0, 0.0]])
+    >>> hessian("f = x^2 * y", {"x": 1, "y": 2}, vector={"x": 1, "y": 0})["hvp"]
+    {'x': 4.0, 'y': 2.0}
+    """
+    from ..passes.derivatives import hessian as build
+
+    return build(_graph(program, bindings), bindings, of, wrt, vector)
+
+
+def jacobian(
+    program: str | Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    mode: str = "auto",
+) -> dict[str, Any]:
+    """The Jacobian of the output (any shape) with respect to each input, as ``cgraph
+    jacobian`` reports it: ``"jacobian"`` holds, per input, an array of shape
+    ``output.shape + input.shape``. ``mode``: "reverse" (a pass per output element),
+    "forward" (a pass per input element) or "auto", whichever needs fewer.
+
+    >>> j = jacobian("y = x * x", {"x": [1, 2]})
+    >>> j["jacobian"]["x"], j["mode"]
+    (array([[2., 0.],
+           [0., 4.]]), 'reverse')
+    """
+    from ..passes.derivatives import jacobian as build
+
+    return build(_graph(program, bindings), bindings, of, wrt, mode)

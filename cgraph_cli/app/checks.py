@@ -1,0 +1,509 @@
+"""Assertions on values, gradients and second derivatives, for CI: from the command line or a
+TOML spec file.
+
+An assertion holds when |actual - expected| <= atol + rtol · |expected| (for tensors: element by
+element, and the shapes must be equal). A second derivative is named by its pair of inputs,
+``x,y``, or of elements of tensor inputs, ``W[0, 1],x[2]``, as ``cgraph hessian`` labels them.
+
+>>> from cgraph_cli import parse
+>>> [r.ok for r in run_case(Case("seed", parse("p = x + y; g = p * z"), {"x": 1, "y": 3, "z": -3},
+...                               expect={"g": -12}, expect_grad={"x": -3, "z": 5}))]
+[True, True, False]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.arrays import Value
+from ..core.errors import CgraphError, UsageError
+from ..core.ir import Graph, wrt_node
+from .api import Evaluation, Gradients, evaluate, grad, resolve_name
+
+RTOL, ATOL = 1e-9, 1e-12
+
+
+@dataclass
+class Case:
+    name: str
+    graph: Graph | None  # None when the program could not be read or parsed: see ``error``
+    bindings: dict[str, object]
+    # name -> the value expected: a number, or a tensor (nested lists or a NumPy array)
+    expect: dict[str, object] = field(default_factory=dict)
+    expect_grad: dict[str, object] = field(default_factory=dict)
+    of: str | None = None
+    rtol: float = RTOL
+    atol: float = ATOL
+    error: CgraphError | None = None  # why the case cannot run, reported as its result
+    expect_hessian: dict[str, float] = field(default_factory=dict)  # "x,y" -> ∂²out/∂x∂y
+
+
+@dataclass(frozen=True)
+class Result:
+    case: str
+    kind: str  # "value", "gradient" or "hessian"
+    name: str  # the named value, the input differentiated against, or a pair of them: "x,y"
+    output: str  # the output differentiated
+    expected: Value  # a float, or a NumPy array for tensors
+    actual: Value
+    ok: bool
+
+    @property
+    def shapes_differ(self) -> bool:
+        return _shape(self.actual) != _shape(self.expected)
+
+    @property
+    def difference(self) -> float:
+        """The largest elementwise difference (infinite when the shapes differ)."""
+        if self.shapes_differ:
+            return math.inf
+        if _shape(self.actual):
+            from ..core.arrays import np
+
+            with np.errstate(all="ignore"):  # 1e308 - -1e308: inf, without a NumPy warning
+                return float(np.max(np.abs(self.actual - self.expected)))
+        return abs(float(self.actual) - float(self.expected))
+
+    @property
+    def label(self) -> str:
+        if self.kind == "hessian":
+            from .gradcheck import element_label
+
+            a, b = (element_label(*e) for e in parse_pair(self.name))
+            return f"∂²{self.output}/∂{a}²" if a == b else f"∂²{self.output}/∂{a}∂{b}"
+        return self.name if self.kind == "value" else f"∂{self.output}/∂{self.name}"
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """A case's results, or the error that kept it from running (its program, its bindings,
+    an evaluation error)."""
+
+    case: str
+    results: list[Result]
+    error: CgraphError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(r.ok for r in self.results)
+
+
+def run_case(case: Case) -> list[Result]:
+    """Evaluate and differentiate the case's program once; one result per expectation."""
+    if case.error is not None:
+        raise case.error
+    graph = case.graph
+    assert graph is not None, "a case without a program has an error"
+    # Values alone need no reverse pass (and a tensor output has no gradient to take).
+    result: Evaluation = (grad if case.expect_grad else evaluate)(graph, case.bindings, case.of)
+    graph = result.graph  # the graph that ran, for a program with if/else or loops
+    out = result.output_name
+    results = []
+    for kind, expectations in (("value", case.expect), ("gradient", case.expect_grad)):
+        for name, given in expectations.items():
+            if kind == "value":
+                actual = result.values[resolve_name(graph, name)]
+            else:  # an input's name is the input, as in cgraph grad
+                assert isinstance(result, Gradients), "expect_grad asks for the reverse pass"
+                actual = result.adjoints[wrt_node(graph, name)]
+            expected = _expected_value(name, given)
+            ok = close(actual, expected, case.rtol, case.atol)
+            results.append(Result(case.name, kind, name, out, expected, actual, ok))
+    if case.expect_hessian:
+        for name, number, second in _second_derivatives(graph, case, result.values):
+            ok = close(second, number, case.rtol, case.atol)
+            results.append(Result(case.name, "hessian", name, out, number, second, ok))
+    return results
+
+
+def _second_derivatives(graph: Graph, case: Case, values: list) -> list[tuple[str, float, float]]:
+    """Each of ``case.expect_hessian`` as (the pair as the report names it, expected, actual):
+    one forward-mode pass over the derivative program per element differentiated last."""
+    from ..passes.derivatives import hessian_columns
+    from .gradcheck import element_label
+
+    shapes = {n: _shape(values[i]) for n, i in graph.inputs.items()}
+    pairs = {
+        text: tuple(_element(graph, shapes, *e) for e in parse_pair(text))
+        for text in case.expect_hessian
+    }
+    columns = list(dict.fromkeys(b for _, b in pairs.values()))
+    found = hessian_columns(graph, case.bindings, columns, of=case.of)
+    out = []
+    for text, ((a, ea), b) in pairs.items():
+        block = found[columns.index(b)][a]
+        actual = float(block[ea]) if ea else block
+        name = f"{element_label(a, ea)},{element_label(*b)}"
+        out.append((name, float(case.expect_hessian[text]), actual))
+    return out
+
+
+def _element(graph: Graph, shapes: dict, name: str, index: tuple[int, ...]):
+    """``(input, element)`` checked against the program: an input, and an element of it in
+    range for a tensor (negative indices count from the end)."""
+    if name not in graph.inputs:
+        resolve_name(graph, name)  # an unknown name: did you mean, and the names
+        raise UsageError(
+            f"'{name}' is not an input: second derivatives are with respect to inputs",
+            hints=["the program's inputs: " + (", ".join(graph.inputs) or "none")],
+        )
+    shape = shapes[name]
+    if not shape and index:
+        raise UsageError(f"'{name}' is a number: write {name}, not {name}[...]")
+    if shape and len(index) != len(shape):
+        from ..core.arrays import show_shape
+
+        example = f"{name}[{', '.join('0' for _ in shape)}]"
+        raise UsageError(
+            f"'{name}' is a {show_shape(shape)} tensor: name one element, as {example}"
+        )
+    for k, (i, n) in enumerate(zip(index, shape)):
+        if not -n <= i < n:
+            raise UsageError(f"index {i} is out of range for axis {k} of '{name}' (size {n})")
+    return name, tuple(i % n for i, n in zip(index, shape))
+
+
+_LABEL = r"\s*([^\W\d]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*\])?\s*"
+_PAIR = re.compile(rf"{_LABEL},{_LABEL}")
+
+
+def parse_pair(text: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The two inputs (each with an element, ``()`` for a number) of a second derivative:
+    ``x,y`` or ``W[0, 1],x[2]``; a :class:`UsageError` for anything else.
+
+    >>> parse_pair("W[0,1], x")
+    (('W', (0, 1)), ('x', ()))
+    """
+    m = _PAIR.fullmatch(text)
+    if m is None:
+        raise UsageError(
+            f"a second derivative is named NAME,NAME, got {text[:60]!r}",
+            hints=["for example: x,y or, for elements of tensor inputs, W[0, 1],x[2]"],
+        )
+    a, ia, b, ib = m.groups()
+    index = [tuple(int(k) for k in i.split(",")) if i else () for i in (ia, ib)]
+    return (a, index[0]), (b, index[1])
+
+
+def run_cases(cases: list[Case]) -> list[CaseRun]:
+    """Every case, each on its own: a case that cannot run does not stop the others.
+
+    >>> from cgraph_cli import parse
+    >>> runs = run_cases([Case("bad", parse("y = log(x)"), {"x": -1}, {"y": 0}),
+    ...                   Case("good", parse("y = x"), {"x": 2}, {"y": 2})])
+    >>> [(run.case, run.ok, type(run.error).__name__) for run in runs]
+    [('bad', False, 'DomainError'), ('good', True, 'NoneType')]
+    """
+    runs = []
+    for case in cases:
+        try:
+            runs.append(CaseRun(case.name, run_case(case)))
+        except CgraphError as e:
+            runs.append(CaseRun(case.name, [], e))
+    return runs
+
+
+def error_text(error: CgraphError) -> str:
+    """``FILE:LINE:COL: message``, or the message alone when the error has no place."""
+    where = error.where()
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _shape(value) -> tuple:
+    return tuple(getattr(value, "shape", ()))
+
+
+def _expected_value(name: str, value):
+    from ..core.errors import BindingError
+    from ..data.bindings import as_array, check_number
+
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return check_number(name, value)  # a TOML integer past float64's range
+        if isinstance(value, float):
+            return value
+        return as_array(name, value)
+    except BindingError as e:
+        raise UsageError(f"the expected {e.message.removeprefix('the ')}") from None
+    except OverflowError:  # a whole number too large for a float, in JSON
+        raise UsageError(f"the expected value of '{name}' holds a number too large") from None
+
+
+def close(actual, expected, rtol: float, atol: float) -> bool:
+    """|actual - expected| <= atol + rtol·|expected|, elementwise, shapes equal."""
+    if _shape(actual) != _shape(expected):
+        return False
+    if not _shape(actual):
+        return abs(actual - expected) <= atol + rtol * abs(expected)
+    from ..core.arrays import np
+
+    with np.errstate(all="ignore"):  # a difference that overflows is not close: no warning
+        return bool(np.all(np.abs(actual - expected) <= atol + rtol * np.abs(expected)))
+
+
+def parse_hessian_expectation(text: str) -> tuple[str, float]:
+    """``NAME,NAME=NUMBER`` for --expect-hessian: ``x,y=2``, ``W[0, 1],x[2]=-0.5``.
+
+    >>> parse_hessian_expectation("x, y = 2")
+    ('x,y', 2.0)
+    """
+    pair, eq, value = text.partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not eq or not math.isfinite(number):
+        raise UsageError(
+            f"a second derivative's expectation is NAME,NAME=NUMBER, got "
+            f"{text[:40] + '...' if len(text) > 60 else text!r}",
+            hints=["for example: x,y=2 or, for elements of tensor inputs, 'W[0, 1],x[2]=-0.5'"],
+        )
+    from .gradcheck import element_label
+
+    return ",".join(element_label(*e) for e in parse_pair(pair)), number
+
+
+def parse_expectation(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` with a number, or a tensor as JSON (``W=[[1, 2], [3, 4]]``), for --expect
+    and --expect-grad."""
+    name, eq, value = text.partition("=")
+    if value.strip().startswith("[") and eq and name.strip().isidentifier():
+        return name.strip(), _expected_value(name.strip(), value.strip())
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not eq or not name.strip().isidentifier() or not math.isfinite(number):
+        raise UsageError(
+            f"an expectation is NAME=NUMBER or NAME=[ARRAY], got "
+            f"{text[:40] + '...' if len(text) > 60 else text!r}",
+            hints=["for example: g=-12 or W='[[1, 2], [3, 4]]'"],
+        )
+    return name.strip(), number
+
+
+def load_spec(path: str) -> list[Case]:
+    """The cases of a TOML spec file (see :mod:`cgraph_cli.app.checks_spec`)."""
+    from .checks_spec import load_spec as load
+
+    return load(path)
+
+
+# --- the library's entry point -------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class CheckReport:
+    """What :func:`check` found: one :class:`CaseRun` per case (one case unless a spec file
+    ran). ``ok`` when every assertion holds and every case could run.
+
+    >>> r = check("g = x * y", {"x": 2, "y": 3}, expect={"g": 6}, expect_grad={"x": 4})
+    >>> r
+    <CheckReport: 1 passed, 1 failed; FAIL ∂g/∂x = 3 (expected 4)>
+    >>> r.ok, [x.ok for x in r.results]
+    (False, [True, False])
+    """
+
+    runs: list[CaseRun]
+
+    @property
+    def results(self) -> list[Result]:
+        """Every assertion's :class:`Result` (expected, actual, ok, label), case after case."""
+        return [r for run in self.runs for r in run.results]
+
+    @property
+    def ok(self) -> bool:
+        """Every assertion holds and every case could run."""
+        return all(run.ok for run in self.runs)
+
+    def to_dict(self) -> dict:
+        """The report as ``cgraph check --format json`` writes it (see :func:`report`)."""
+        return report(self.runs)
+
+    def junit(self, suite: str = "cgraph") -> bytes:
+        """The report as JUnit XML (see :func:`junit_xml`)."""
+        return junit_xml(self.runs, suite)
+
+    def _repr_html_(self) -> str:
+        from ..core.numfmt import plain_value as f
+        from ..render.html import table
+
+        rows = [
+            [r.case, "ok" if r.ok else "FAIL", r.label, f(r.actual), f(r.expected)]
+            for r in self.results
+        ]
+        rows += [[case, "ERROR", error_text(error), "", ""] for case, error in self._errors()]
+        return table(["case", "", "check", "actual", "expected"], rows, self._counts())
+
+    def _errors(self) -> list[tuple[str, CgraphError]]:
+        return [(run.case, run.error) for run in self.runs if run.error is not None]
+
+    def _counts(self) -> str:
+        passed = sum(r.ok for r in self.results)
+        text = f"{passed} passed, {len(self.results) - passed} failed"
+        errors = len(self._errors())
+        return text + (f", {errors} could not run" if errors else "")
+
+    def __repr__(self) -> str:
+        from ..core.numfmt import plain_value as f
+        from .api import listing
+
+        failures = [
+            f"FAIL {r.label} = {f(r.actual, 6)} (expected {f(r.expected, 6)})"
+            for r in self.results
+            if not r.ok
+        ]
+        failures += [f"ERROR {case}: {error_text(error)}" for case, error in self._errors()]
+        return f"<CheckReport: {self._counts()}{'; ' if failures else ''}{listing(failures, 3)}>"
+
+
+def check(
+    program: str | Graph | None = None,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    expect: Mapping[str, object] | None = None,
+    expect_grad: Mapping[str, object] | None = None,
+    expect_hessian: Mapping[str | tuple[str, str], float] | None = None,
+    of: str | None = None,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    spec: str | Path | None = None,
+) -> CheckReport:
+    """Assertions on a program's values (``expect``), gradients (``expect_grad``, by input)
+    and second derivatives (``expect_hessian``, by pair: ``"x,y"`` or ``("x", "y")``;
+    elements of tensor inputs as ``"W[0, 1],x[2]"``), as ``cgraph check``: each holds when
+    |actual - expected| <= atol + rtol·|expected|. Or, with ``spec``, every case of a TOML
+    checks file (a case that cannot run is reported as such, not raised).
+
+    >>> check("y = x^3", {"x": 2}, expect={"y": 8}, expect_hessian={"x,x": 12}).ok
+    True
+    """
+    if spec is not None:
+        if program is not None or expect or expect_grad or expect_hessian:
+            raise UsageError("a spec file holds its own programs and expectations: give no more")
+        return CheckReport(run_cases(load_spec(str(spec))))
+    if program is None:
+        raise UsageError("nothing to check: give a program, or a spec file")
+    if not expect and not expect_grad and not expect_hessian:
+        raise UsageError(
+            "nothing to check", hints=["give expect=, expect_grad= or expect_hessian= (a dict)"]
+        )
+    from ..parse import parse
+
+    case = Case(
+        "",
+        program if isinstance(program, Graph) else parse(program),
+        dict(bindings or {}),
+        dict(expect or {}),
+        dict(expect_grad or {}),
+        of,
+        rtol,
+        atol,
+        expect_hessian={
+            pair if isinstance(pair, str) else ",".join(pair): value
+            for pair, value in (expect_hessian or {}).items()
+        },
+    )
+    return CheckReport([CaseRun("", run_case(case))])
+
+
+# --- reports -------------------------------------------------------------------------------------
+def report(runs: list[CaseRun]) -> dict:
+    """The JSON report: counts and one entry per assertion, and one per case that could not run.
+
+    >>> from cgraph_cli import parse
+    >>> r = report(run_cases([Case("c", parse("y = x"), {"x": 2}, {"y": 2, "z": 1})]))
+    >>> r["passed"], r["failed"], r["errors"], r["checks"]
+    (0, 0, 1, [{'case': 'c', 'error': "the program has no name 'z'"}])
+    """
+    results = [r for run in runs for r in run.results]
+    checks: list[dict[str, object]] = []
+    for run in runs:
+        checks.extend(
+            {
+                "case": r.case,
+                "kind": r.kind,
+                "name": r.name,
+                "output": r.output,
+                "expected": r.expected,
+                "actual": r.actual,
+                "difference": None if math.isinf(r.difference) else r.difference,
+                "ok": r.ok,
+            }
+            for r in run.results
+        )
+        if run.error is not None:
+            checks.append({"case": run.case, "error": error_text(run.error)})
+    return {
+        "passed": sum(r.ok for r in results),
+        "failed": sum(not r.ok for r in results),
+        "errors": sum(run.error is not None for run in runs),
+        "checks": checks,
+    }
+
+
+def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
+    """JUnit XML, UTF-8 encoded: one testcase per assertion, failures with expected, actual and
+    difference; a case that could not run is a testcase with an ``<error>``.
+
+    >>> from cgraph_cli import parse
+    >>> print(junit_xml([CaseRun("c", [], UsageError("no such file: a.cg"))]).decode())
+    <?xml version='1.0' encoding='utf-8'?>
+    <testsuites>
+      <testsuite name="cgraph" tests="1" failures="0" errors="1">
+        <testcase classname="c" name="c">
+          <error message="no such file: a.cg">error: no such file: a.cg</error>
+        </testcase>
+      </testsuite>
+    </testsuites>
+    """
+    import xml.etree.ElementTree as ET
+
+    from ..core.numfmt import plain_value as f
+
+    results = [r for run in runs for r in run.results]
+    root = ET.Element("testsuites")
+    node = ET.SubElement(
+        root,
+        "testsuite",
+        name=_xml(suite),
+        tests=str(len(results) + sum(run.error is not None for run in runs)),
+        failures=str(sum(not r.ok for r in results)),
+        errors=str(sum(run.error is not None for run in runs)),
+    )
+    for run in runs:
+        for r in run.results:
+            case = ET.SubElement(
+                node,
+                "testcase",
+                classname=_xml(r.case or suite),
+                name=_xml(f"{r.label} = {f(r.expected)}"),
+            )
+            if not r.ok:
+                ET.SubElement(
+                    case,
+                    "failure",
+                    message=_xml(
+                        f"{r.label} = {f(r.actual)} (expected {f(r.expected)}, "
+                        f"difference {f(r.difference)})"
+                    ),
+                )
+        if run.error is not None:
+            case = ET.SubElement(
+                node, "testcase", classname=_xml(run.case or suite), name=_xml(run.case or suite)
+            )
+            error = ET.SubElement(case, "error", message=_xml(error_text(run.error)))
+            error.text = _xml(run.error.render())
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _xml(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (control characters, lone
+    surrogates), each replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

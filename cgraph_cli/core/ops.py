@@ -1,0 +1,810 @@
+"""The op table: the only place an operation is defined.
+
+Each :class:`OpSpec` holds, for one op: its arity and static parameters; its value as a Python
+expression (``py``, on floats, using :mod:`math`) and a NumPy one (``np``); its derivative,
+written **once** over an interpretation ``e`` that speaks the op vocabulary
+(``e.mul(g, e.cos(x))``); its shape rule; its spellings (source, glyph, LaTeX); and an example.
+
+Derivatives come in two forms:
+
+- an elementwise op gives ``partials``: one rule per argument, ``(e, *args, out) -> ∂out/∂arg``
+  (``None`` for an argument that has no gradient). The passes multiply by the incoming
+  gradient and sum a broadcast operand back to its shape, in one place.
+- any other op gives ``vjp``: ``(e, g, args, out, params) -> cotangent per argument`` and
+  ``jvp``: ``(e, tangents, args, out, params) -> tangent`` (a tangent of ``None`` is zero).
+
+The same rule runs under every interpretation: Python source for floats (compiled into the
+fast scalar loop), NumPy arrays, a graph builder (derivative programs, Hessians), and the
+formula and LaTeX printers (explanations, diagram edges). Conventions at kinks are ops too
+(``where``), never special code in a pass: relu'(0) = 0, abs'(0) = 0, max/min ties split ½.
+
+>>> OPS["mul"].arity, OPS["mul"].py, OPS["sin"].np
+(2, '{0} * {1}', 'np.sin({0})')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from . import arrays as A
+
+# Printing precedence, loosest first. Leaves and calls never need parentheses.
+PREC_SELECT, PREC_OR, PREC_AND, PREC_NOT = -4, -3, -2, -1  # a if c else b; or; and; not
+PREC_COMPARE, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 0, 1, 2, 3, 4, 5
+
+INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
+
+
+class OpSpec:
+    """Everything cgraph knows about one operation (one object per op, compared and hashed
+    by identity, read-only once made)."""
+
+    __slots__ = (
+        "name",
+        "arity",
+        "py",
+        "np",
+        "partials",
+        "vjp",
+        "jvp",
+        "shape",
+        "symbol",
+        "glyph",
+        "latex",
+        "style",
+        "precedence",
+        "right_assoc",
+        "function",
+        "params",
+        "required",
+        "domain",
+        "example",
+        "kink",
+        "differentiable",
+    )
+
+    name: str  # the grammar alias / function name; stable: JSON, golden files, `e.<name>`
+    arity: int
+    # Values: a Python expression over {0}, {1}... on floats (math, and the helpers of
+    # cgraph_cli.core.runtime), and the same over NumPy arrays; params follow the arguments.
+    py: str | None
+    np: str | None
+    # Derivatives, written over an interpretation `e` (see the module docstring).
+    partials: tuple[Callable | None, ...] | None
+    vjp: Callable | None
+    jvp: Callable | None
+    shape: Callable  # (argument shapes, params) -> shape
+    # Spellings. `symbol`: in source; `glyph`: in tables and diagrams; `latex`: a template.
+    symbol: str
+    glyph: str
+    latex: str
+    style: str
+    precedence: int
+    right_assoc: bool
+    function: bool  # callable as NAME(args) in programs
+    # Static parameters written after the arguments (`sum(x, 0)`: "axis"); the first
+    # `required` must be given.
+    params: tuple[str, ...]
+    required: int
+    domain: str  # what the value needs, said when it fails
+    example: str  # a program whose output node is this op
+    # For ops with a kink: a signed quantity, over `e`, whose sign says which smooth piece
+    # the arguments are on (relu: x; max: x - y); 0 at the kink. gradcheck skips points
+    # where a finite-difference step crosses it.
+    kink: Callable | None
+    differentiable: bool  # a derivative rule exists: vjp, or a partial for some argument
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        arity: int,
+        py: str | None = None,
+        np: str | None = None,
+        partials: tuple[Callable | None, ...] | None = None,
+        vjp: Callable | None = None,
+        jvp: Callable | None = None,
+        shape: Callable = A.elementwise_shape,
+        symbol: str = "",
+        glyph: str = "",
+        latex: str = "",
+        style: str = CALL,
+        precedence: int = PREC_ATOM,
+        right_assoc: bool = False,
+        function: bool = False,
+        params: tuple[str, ...] = (),
+        required: int = 0,
+        domain: str = "",
+        example: str = "",
+        kink: Callable | None = None,
+    ) -> None:
+        put = object.__setattr__
+        put(self, "name", name)
+        put(self, "arity", arity)
+        put(self, "py", py)
+        put(self, "np", np)
+        put(self, "partials", partials)
+        put(self, "vjp", vjp)
+        put(self, "jvp", jvp)
+        put(self, "shape", shape)
+        put(self, "symbol", symbol)
+        put(self, "glyph", glyph)
+        put(self, "latex", latex)
+        put(self, "style", style)
+        put(self, "precedence", precedence)
+        put(self, "right_assoc", right_assoc)
+        put(self, "function", function)
+        put(self, "params", params)
+        put(self, "required", required)
+        put(self, "domain", domain)
+        put(self, "example", example)
+        put(self, "kink", kink)
+        # Whether its value has a derivative (comparisons' do not): read once a node in every
+        # pass that differentiates, so kept rather than worked out each time.
+        put(self, "differentiable", vjp is not None or any(p is not None for p in partials or ()))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"an op is read-only: cannot set {name}")
+
+    @property
+    def elementwise(self) -> bool:
+        return self.vjp is None and self.style != LEAF
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+# --- constructors ---------------------------------------------------------------------------
+def _infix(name, symbol, glyph, precedence, latex, partials, example, *, py=None, np=None, **kw):
+    expr = f"{{0}} {symbol} {{1}}"
+    return OpSpec(
+        name=name,
+        arity=2,
+        py=py or expr,
+        np=np or expr,
+        partials=partials,
+        symbol=symbol,
+        glyph=glyph,
+        latex=latex,
+        style=INFIX,
+        precedence=precedence,
+        example=example,
+        **kw,
+    )
+
+
+def _call_latex(name: str, arity: int) -> str:
+    slots = ", ".join(f"{{{k}}}" for k in range(arity))
+    return rf"\operatorname{{{{{name}}}}}\left({slots}\right)"  # a format template
+
+
+def _fn(name, arity, py, np, partials, *, latex=None, example=None, **kw):
+    args = ", ".join("xyz"[:arity])
+    return OpSpec(
+        name=name,
+        arity=arity,
+        py=py,
+        np=np,
+        partials=partials,
+        symbol=name,
+        glyph=name,
+        latex=latex or _call_latex(name, arity),
+        function=True,
+        example=example or f"{name}({args})",
+        **kw,
+    )
+
+
+def _compare(name, symbol, latex, py_op):
+    """A comparison: 1 where it holds, else 0; no gradient (a step function is flat)."""
+    return OpSpec(
+        name=name,
+        arity=2,
+        py=f"(1.0 if {{0}} {py_op} {{1}} else 0.0)",
+        np=f"np.asarray({{0}} {py_op} {{1}}, dtype=float)",
+        partials=(None, None),
+        symbol=symbol,
+        glyph=symbol,
+        latex=latex,
+        style=INFIX,
+        precedence=PREC_COMPARE,
+        example=f"x {symbol} y",
+    )
+
+
+def _logical(name, symbol, latex, py, np, precedence, arity=2):
+    """``and``, ``or``, ``not``: 1 where the truth holds, else 0 (any nonzero number is
+    true, as in Python); no gradient."""
+    return OpSpec(
+        name=name,
+        arity=arity,
+        py=py,
+        np=np,
+        partials=(None,) * arity,
+        symbol=symbol,
+        glyph=symbol.strip(),
+        latex=latex,
+        style=INFIX if arity == 2 else PREFIX,
+        precedence=precedence,
+        example=f"x {symbol} y" if arity == 2 else f"{symbol}x",
+    )
+
+
+def _tensor(
+    name,
+    np,
+    vjp,
+    jvp,
+    shape,
+    *,
+    arity=1,
+    params=(),
+    required=0,
+    symbol=None,
+    example=None,
+    latex=None,
+    **kw,
+):
+    symbol = symbol or name
+    return OpSpec(
+        name=name,
+        arity=arity,
+        np=np,
+        vjp=vjp,
+        jvp=jvp,
+        shape=shape,
+        symbol=symbol,
+        glyph=symbol,
+        latex=latex or _call_latex(symbol, arity),
+        function=True,
+        params=params,
+        required=required,
+        example=example or f"{symbol}(x)",
+        **kw,
+    )
+
+
+# --- tensor rules, over e ---------------------------------------------------------------------
+def _matmul_vjp(e, g, args, out, params):
+    a, b = args
+    ra, rb = len(e.shape(a)), len(e.shape(b))
+    if ra == 1 and rb == 1:
+        return e.mul(g, b), e.mul(g, a)
+    if ra == 1:
+        return e.matmul(b, g), e.outer(a, g)
+    if rb == 1:
+        return e.outer(g, b), e.matmul(e.transpose(a), g)
+    return e.matmul(g, e.transpose(b)), e.matmul(e.transpose(a), g)
+
+
+def _matmul_jvp(e, tangents, args, out, params):
+    (a, b), (ta, tb) = args, tangents
+    return e.add_tangents(
+        None if ta is None else e.matmul(ta, b), None if tb is None else e.matmul(a, tb)
+    )
+
+
+def _keepdims(e, x, axis):
+    """The shape of ``x`` reduced over ``axis`` with that axis kept as 1 (all axes if None)."""
+    shape = e.shape(x)
+    if axis is None:
+        return (1,) * len(shape)
+    axis %= len(shape)
+    return shape[:axis] + (1,) + shape[axis + 1 :]
+
+
+def _spread(e, g, x, axis):
+    """``g``, the reduction of ``x`` over ``axis``, broadcast back to the shape of ``x``."""
+    return e.broadcast_to(e.reshape(g, _keepdims(e, x, axis)), e.shape(x))
+
+
+def _axis(params):
+    return params[0] if params else None
+
+
+def _count(e, x, axis) -> int:
+    shape = e.shape(x)
+    return math.prod(shape) if axis is None else shape[axis]
+
+
+def _sum_vjp(e, g, args, out, params):
+    return (_spread(e, g, args[0], _axis(params)),)
+
+
+def _sum_jvp(e, tangents, args, out, params):
+    return e.sum(tangents[0], *params)
+
+
+def _mean_vjp(e, g, args, out, params):
+    axis = _axis(params)
+    return (_spread(e, e.div(g, float(_count(e, args[0], axis))), args[0], axis),)
+
+
+def _mean_jvp(e, tangents, args, out, params):
+    return e.mean(tangents[0], *params)
+
+
+def _softmax_vjp(e, g, args, out, params):
+    axis = _axis(params)
+    total = e.reshape(e.sum(e.mul(g, out), *params), _keepdims(e, out, axis))
+    return (e.mul(out, e.sub(g, total)),)
+
+
+def _softmax_jvp(e, tangents, args, out, params):
+    axis = _axis(params)
+    total = e.reshape(e.sum(e.mul(out, tangents[0]), *params), _keepdims(e, out, axis))
+    return e.mul(out, e.sub(tangents[0], total))
+
+
+def _log_softmax_vjp(e, g, args, out, params):
+    total = e.reshape(e.sum(g, *params), _keepdims(e, out, _axis(params)))
+    return (e.sub(g, e.mul(e.exp(out), total)),)
+
+
+def _log_softmax_jvp(e, tangents, args, out, params):
+    total = e.sum(e.mul(e.exp(out), tangents[0]), *params)
+    return e.sub(tangents[0], e.reshape(total, _keepdims(e, out, _axis(params))))
+
+
+def _logsumexp_vjp(e, g, args, out, params):
+    x, axis = args[0], _axis(params)
+    return (e.mul(e.softmax(x, *params), e.reshape(g, _keepdims(e, x, axis))),)
+
+
+def _logsumexp_jvp(e, tangents, args, out, params):
+    return e.sum(e.mul(e.softmax(args[0], *params), tangents[0]), *params)
+
+
+def _extreme_vjp(e, g, args, out, params):
+    hit = e.eq(args[0], out)  # ties share the gradient equally, as torch.amax does
+    return (e.where(hit, e.div(g, e.sum(hit)), 0.0),)
+
+
+def _extreme_jvp(e, tangents, args, out, params):
+    hit = e.eq(args[0], out)
+    return e.div(e.sum(e.where(hit, tangents[0], 0.0)), e.sum(hit))
+
+
+def _transpose_vjp(e, g, args, out, params):
+    return (e.transpose(g),)
+
+
+def _transpose_jvp(e, tangents, args, out, params):
+    return e.transpose(tangents[0])
+
+
+def _reshape_vjp(e, g, args, out, params):
+    return (e.reshape(g, e.shape(args[0])),)
+
+
+def _reshape_jvp(e, tangents, args, out, params):
+    return e.reshape(tangents[0], *params)
+
+
+def _index_vjp(e, g, args, out, params):
+    return (e.place(g, e.shape(args[0]), *params),)
+
+
+def _index_jvp(e, tangents, args, out, params):
+    return e.index(tangents[0], *params)
+
+
+def _place_vjp(e, g, args, out, params):
+    return (e.index(g, params[1]),)
+
+
+def _place_jvp(e, tangents, args, out, params):
+    return e.place(tangents[0], *params)
+
+
+def _broadcast_vjp(e, g, args, out, params):
+    return (e.sum_to(g, e.shape(args[0])),)
+
+
+def _broadcast_jvp(e, tangents, args, out, params):
+    return e.broadcast_to(tangents[0], *params)
+
+
+def _sum_to_vjp(e, g, args, out, params):
+    return (e.broadcast_to(g, e.shape(args[0])),)
+
+
+def _sum_to_jvp(e, tangents, args, out, params):
+    return e.sum_to(tangents[0], *params)
+
+
+def _outer_vjp(e, g, args, out, params):
+    a, b = args
+    return e.matmul(g, b), e.matmul(e.transpose(g), a)
+
+
+def _outer_jvp(e, tangents, args, out, params):
+    (a, b), (ta, tb) = args, tangents
+    return e.add_tangents(
+        None if ta is None else e.outer(ta, b), None if tb is None else e.outer(a, tb)
+    )
+
+
+# --- the table --------------------------------------------------------------------------------
+_TABLE = (
+    OpSpec(name="input", arity=0, style=LEAF),
+    OpSpec(name="const", arity=0, style=LEAF),
+    _infix(
+        "add",
+        "+",
+        "+",
+        PREC_SUM,
+        "{0} + {1}",
+        (lambda e, x, y, o: 1.0, lambda e, x, y, o: 1.0),
+        "x + y",
+    ),
+    _infix(
+        "sub",
+        "-",
+        "−",
+        PREC_SUM,
+        "{0} - {1}",
+        (lambda e, x, y, o: 1.0, lambda e, x, y, o: -1.0),
+        "x - y",
+    ),
+    _infix(
+        "mul",
+        "*",
+        "×",
+        PREC_PRODUCT,
+        r"{0} \cdot {1}",
+        (lambda e, x, y, o: y, lambda e, x, y, o: x),
+        "x * y",
+    ),
+    _infix(
+        "div",
+        "/",
+        "÷",
+        PREC_PRODUCT,
+        r"\frac{{{0}}}{{{1}}}",
+        (lambda e, x, y, o: e.div(1.0, y), lambda e, x, y, o: e.neg(e.div(o, y))),
+        "x / y",
+        domain="the divisor must not be 0",
+    ),
+    _infix(
+        "pow",
+        "^",
+        "^",
+        PREC_POWER,
+        "{0}^{{{1}}}",
+        # x^y: y·x^(y-1), and 0 for x = y = 0 (pow at 0, as PyTorch); ∂/∂y = x^y·log(x), 0 at
+        # x = 0 (xlogy), undefined for x < 0. Only 0^0 is masked: a mask on y = 0 alone
+        # would make the derivative of this rule in y wrong there (∂²(x^y)/∂y∂x = 1/x at y = 0).
+        (
+            lambda e, x, y, o: e.where(
+                e.eq(y, 0.0),
+                e.where(e.eq(x, 0.0), 0.0, e.mul(y, e.pow(x, e.sub(y, 1.0)))),
+                e.mul(y, e.pow(x, e.sub(y, 1.0))),
+            ),
+            lambda e, x, y, o: e.xlogy(o, x),
+        ),
+        "x ^ y",
+        py="math.pow({0}, {1})",
+        np="np.power({0}, {1})",
+        right_assoc=True,
+        function=True,
+        domain="a negative base needs a whole exponent, and 0 has no negative powers",
+    ),
+    OpSpec(
+        name="matmul",
+        arity=2,
+        np="{0} @ {1}",
+        vjp=_matmul_vjp,
+        jvp=_matmul_jvp,
+        shape=A.matmul_shape,
+        symbol="@",
+        glyph="@",
+        latex="{0} {1}",
+        style=INFIX,
+        precedence=PREC_PRODUCT,
+        example="a @ b",
+    ),
+    OpSpec(
+        name="neg",
+        arity=1,
+        py="-{0}",
+        np="-{0}",
+        partials=(lambda e, x, o: -1.0,),
+        symbol="-",
+        glyph="−",
+        latex="-{0}",
+        style=PREFIX,
+        precedence=PREC_UNARY,
+        example="-x",
+    ),
+    _compare("lt", "<", "{0} < {1}", "<"),
+    _compare("le", "<=", r"{0} \le {1}", "<="),
+    _compare("gt", ">", "{0} > {1}", ">"),
+    _compare("ge", ">=", r"{0} \ge {1}", ">="),
+    _compare("eq", "==", "{0} = {1}", "=="),
+    _compare("ne", "!=", r"{0} \ne {1}", "!="),
+    _logical(
+        "logical_and",
+        "and",
+        r"{0} \land {1}",
+        "(1.0 if {0} != 0.0 and {1} != 0.0 else 0.0)",
+        "np.asarray(np.logical_and({0}, {1}), dtype=float)",
+        PREC_AND,
+    ),
+    _logical(
+        "logical_or",
+        "or",
+        r"{0} \lor {1}",
+        "(1.0 if {0} != 0.0 or {1} != 0.0 else 0.0)",
+        "np.asarray(np.logical_or({0}, {1}), dtype=float)",
+        PREC_OR,
+    ),
+    _logical(
+        "logical_not",
+        "not ",
+        r"\lnot {0}",
+        "(1.0 if {0} == 0.0 else 0.0)",
+        "np.asarray(np.logical_not({0}), dtype=float)",
+        PREC_NOT,
+        arity=1,
+    ),
+    _fn(
+        "sin",
+        1,
+        "math.sin({0})",
+        "np.sin({0})",
+        (lambda e, x, o: e.cos(x),),
+        latex=r"\sin\left({0}\right)",
+    ),
+    _fn(
+        "cos",
+        1,
+        "math.cos({0})",
+        "np.cos({0})",
+        (lambda e, x, o: e.neg(e.sin(x)),),
+        latex=r"\cos\left({0}\right)",
+    ),
+    _fn(
+        "tan",
+        1,
+        "math.tan({0})",
+        "np.tan({0})",
+        (lambda e, x, o: e.add(1.0, e.pow(o, 2.0)),),
+        latex=r"\tan\left({0}\right)",
+    ),
+    _fn("exp", 1, "math.exp({0})", "np.exp({0})", (lambda e, x, o: o,), latex=r"e^{{{0}}}"),
+    _fn(
+        "log",
+        1,
+        "math.log({0})",
+        "np.log({0})",
+        (lambda e, x, o: e.div(1.0, x),),
+        latex=r"\log\left({0}\right)",
+        domain="log needs a positive argument",
+    ),
+    _fn(
+        "sqrt",
+        1,
+        "math.sqrt({0})",
+        "np.sqrt({0})",
+        (lambda e, x, o: e.div(1.0, e.mul(2.0, o)),),
+        latex=r"\sqrt{{{0}}}",
+        domain="sqrt needs a non-negative argument, and its slope is infinite at 0",
+    ),
+    _fn(
+        "tanh",
+        1,
+        "math.tanh({0})",
+        "np.tanh({0})",
+        (lambda e, x, o: e.sub(1.0, e.pow(o, 2.0)),),
+        latex=r"\tanh\left({0}\right)",
+    ),
+    _fn(
+        "sigmoid",
+        1,
+        "rt.sigmoid({0})",
+        "rt.np_sigmoid({0})",
+        (lambda e, x, o: e.mul(o, e.sub(1.0, o)),),
+        latex=r"\sigma\left({0}\right)",
+    ),
+    _fn(
+        "softplus",
+        1,
+        "rt.softplus({0})",
+        "rt.np_softplus({0})",
+        (lambda e, x, o: e.sigmoid(x),),
+        latex=r"\log\left(1 + e^{{{0}}}\right)",
+    ),
+    _fn(
+        "relu",
+        1,
+        "rt.relu({0})",
+        "np.maximum({0}, 0.0)",
+        (lambda e, x, o: e.where(e.gt(x, 0.0), 1.0, 0.0),),
+        kink=lambda e, x: x,
+    ),
+    _fn(
+        "abs",
+        1,
+        "math.fabs({0})",
+        "np.abs({0})",
+        (lambda e, x, o: e.sign(x),),
+        latex=r"\left|{0}\right|",
+        kink=lambda e, x: x,
+    ),
+    _fn(
+        "sign",
+        1,
+        "rt.sign({0})",
+        "np.sign({0})",
+        (None,),
+        latex=r"\operatorname{{sign}}\left({0}\right)",
+    ),
+    _fn(
+        "min",
+        2,
+        "min({0}, {1})",
+        "np.minimum({0}, {1})",
+        (
+            lambda e, x, y, o: e.where(e.lt(x, y), 1.0, e.where(e.gt(x, y), 0.0, 0.5)),
+            lambda e, x, y, o: e.where(e.lt(y, x), 1.0, e.where(e.gt(y, x), 0.0, 0.5)),
+        ),
+        kink=lambda e, x, y: e.sub(x, y),
+    ),
+    _fn(
+        "max",
+        2,
+        "max({0}, {1})",
+        "np.maximum({0}, {1})",
+        (
+            lambda e, x, y, o: e.where(e.gt(x, y), 1.0, e.where(e.lt(x, y), 0.0, 0.5)),
+            lambda e, x, y, o: e.where(e.gt(y, x), 1.0, e.where(e.lt(y, x), 0.0, 0.5)),
+        ),
+        kink=lambda e, x, y: e.sub(x, y),
+    ),
+    _fn(
+        "where",
+        3,
+        "({1} if {0} else {2})",
+        "np.where({0}, {1}, {2})",
+        (
+            None,
+            lambda e, c, x, y, o: e.where(c, 1.0, 0.0),
+            lambda e, c, x, y, o: e.where(c, 0.0, 1.0),
+        ),
+        example="where(c, x, y)",
+    ),
+    _fn(
+        "xlogy",
+        2,
+        "rt.xlogy({0}, {1})",
+        "rt.np_xlogy({0}, {1})",
+        (lambda e, x, y, o: e.log(y), lambda e, x, y, o: e.div(x, y)),
+        domain="log needs a positive argument",
+    ),
+    # Tensor ops ------------------------------------------------------------------------------
+    _tensor("sum", "rt.np_sum({0}, {1})", _sum_vjp, _sum_jvp, A.reduce_shape, params=("axis",)),
+    _tensor(
+        "mean", "rt.np_mean({0}, {1})", _mean_vjp, _mean_jvp, A.average_shape, params=("axis",)
+    ),
+    _tensor("transpose", "np.transpose({0})", _transpose_vjp, _transpose_jvp, A.transpose_shape),
+    _tensor(
+        "reshape",
+        "np.reshape({0}, {1})",
+        _reshape_vjp,
+        _reshape_jvp,
+        A.reshape_shape,
+        params=("shape",),
+        required=1,
+        example="reshape(x, [2, 3])",
+    ),
+    _tensor(
+        "softmax",
+        "rt.np_softmax({0}, {1})",
+        _softmax_vjp,
+        _softmax_jvp,
+        A.keep_shape,
+        params=("axis",),
+    ),
+    _tensor(
+        "log_softmax",
+        "rt.np_log_softmax({0}, {1})",
+        _log_softmax_vjp,
+        _log_softmax_jvp,
+        A.keep_shape,
+        params=("axis",),
+        latex=r"\log\operatorname{{softmax}}\left({0}\right)",
+    ),
+    _tensor(
+        "logsumexp",
+        "rt.np_logsumexp({0}, {1})",
+        _logsumexp_vjp,
+        _logsumexp_jvp,
+        A.average_shape,
+        params=("axis",),
+    ),
+    _tensor(
+        "amax",
+        "np.max({0})",
+        _extreme_vjp,
+        _extreme_jvp,
+        A.all_shape,
+        symbol="max",
+        example="max(x)",
+    ),
+    _tensor(
+        "amin",
+        "np.min({0})",
+        _extreme_vjp,
+        _extreme_jvp,
+        A.all_shape,
+        symbol="min",
+        example="min(x)",
+    ),
+    _tensor(
+        "broadcast_to",
+        "np.broadcast_to({0}, {1})",
+        _broadcast_vjp,
+        _broadcast_jvp,
+        A.broadcast_to_shape,
+        params=("shape",),
+        required=1,
+        example="broadcast_to(x, [2, 3])",
+    ),
+    _tensor(
+        "sum_to",
+        "rt.np_sum_to({0}, {1})",
+        _sum_to_vjp,
+        _sum_to_jvp,
+        A.sum_to_shape,
+        params=("shape",),
+        required=1,
+        example="sum_to(x, [3])",
+    ),
+    _tensor(
+        "outer",
+        "np.outer({0}, {1})",
+        _outer_vjp,
+        _outer_jvp,
+        A.outer_shape,
+        arity=2,
+        example="outer(x, y)",
+    ),
+    _tensor(
+        "place",
+        "rt.np_place({0}, {1}, {2})",
+        _place_vjp,
+        _place_jvp,
+        A.place_shape,
+        params=("shape", "indices"),
+        required=2,
+        example="place(x, [4], 1:3)",
+    ),
+    OpSpec(
+        name="index",
+        arity=1,
+        np="{0}[{1}]",
+        vjp=_index_vjp,
+        jvp=_index_jvp,
+        shape=A.index_shape,
+        symbol="[]",
+        glyph="[]",
+        latex="{0}_{{{1}}}",
+        style=POSTFIX,
+        params=("indices",),
+        required=1,
+        example="x[0]",
+    ),
+)
+
+#: Every op by name.
+OPS: dict[str, OpSpec] = {op.name: op for op in _TABLE}
+#: The ops a program may call as ``NAME(args)``, by name: one op per number of arguments
+#: (``max(x, y)`` is elementwise, ``max(x)`` the largest element).
+FUNCTIONS: dict[str, dict[int, OpSpec]] = {}
+for _op in _TABLE:
+    if _op.function:
+        FUNCTIONS.setdefault(_op.symbol if _op.style == CALL else _op.name, {})[_op.arity] = _op
+
+INPUT, CONST = OPS["input"], OPS["const"]

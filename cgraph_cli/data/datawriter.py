@@ -1,0 +1,216 @@
+"""Rows out to a data file, chunk by chunk: CSV and TSV (without quotes where none is needed),
+Parquet through pyarrow (the ``data`` extra), JSON Lines, and NumPy's ``.npz`` (held to the
+end). The reading side is :mod:`cgraph_cli.data.datafiles`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from ..core.arrays import np
+from ..core.errors import UsageError, cannot_write
+from .datafiles import pyarrow
+
+#: Rows a writer holds while a column has no value yet (its type unknown).
+_HOLD = 1_000_000
+
+
+class RowWriter:
+    """Rows out, chunk by chunk. ``write`` takes a dict of columns, each a float64 array (nan:
+    an empty cell), a list of Python values (None: empty; lists for tensors, text), or a
+    column read from the input (kept as it was); ``close`` finishes the file. ``path`` None
+    or ``-``: standard output.
+
+    >>> import os, tempfile, numpy as np
+    >>> path = os.path.join(tempfile.mkdtemp(), "out.csv")
+    >>> writer = RowWriter(path, "csv")
+    >>> writer.write({"y": np.array([1.5, np.nan]), "error": [None, "row 2: log(-1), ..."]})
+    >>> writer.close()
+    >>> print(open(path).read().strip())
+    "y","error"
+    1.5,
+    ,"row 2: log(-1), ..."
+    """
+
+    def __init__(self, path: str | None, fmt: str, text: tuple[str, ...] = ("error",)) -> None:
+        self.path = None if path in (None, "-") else path
+        self.text = text  # columns of text, even when every cell is empty
+        self.fmt = fmt
+        self._writer: Any = None
+        self._types: dict = {}
+        self._pending: list[dict] = []
+        self._held = 0
+        self._npz: dict[str, list] = {}
+        self._file: Any = None
+        if fmt not in ("jsonl", "npz"):
+            pyarrow(fmt)  # before any work: a missing extra is said first
+
+    def _sink(self):
+        if self._file is None:
+            if self.path is None:
+                self._file = sys.stdout.buffer
+            else:
+                try:
+                    self._file = open(self.path, "wb")
+                except OSError as e:
+                    raise cannot_write(self.path, e) from None
+        return self._file
+
+    def write(self, columns: dict) -> None:
+        if self.fmt == "npz":
+            for k, v in columns.items():
+                if not isinstance(v, np.ndarray):
+                    v = _plain_cells(v, numbers=True)
+                self._npz.setdefault(k, []).append(v)
+            return
+        if self.fmt == "jsonl":
+            names = list(columns)
+            cells = [_plain_cells(v) for v in columns.values()]
+            text = "".join(
+                json.dumps(dict(zip(names, row)), allow_nan=False) + "\n" for row in zip(*cells)
+            )
+            self._sink().write(text.encode())
+            return
+        import pyarrow as pa
+
+        as_text = self.fmt in ("csv", "tsv")  # CSV has no lists: a tensor is its JSON text
+        arrays = {
+            k: _text(pa, v) if k in self.text else _arrow(pa, v, as_text)
+            for k, v in columns.items()
+        }
+        if self._writer is None:
+            # The types come from the first rows that have a value in every column: until
+            # then (a column whose rows all failed so far), batches wait here.
+            for k, a in arrays.items():
+                if not pa.types.is_null(a.type):
+                    self._types.setdefault(k, a.type)
+            self._pending.append(arrays)
+            self._held += len(next(iter(arrays.values()), ()))
+            if len(self._types) == len(arrays) or self._held >= _HOLD:
+                self._start(pa)
+            return
+        self._write(pa, arrays)
+
+    def _start(self, pa) -> None:
+        """Settle the types (a column with no value yet: text or numbers) and write what
+        waited."""
+        pending, self._pending = self._pending, []
+        for k in pending[0]:
+            self._types.setdefault(k, pa.string() if k in self.text else pa.float64())
+        for arrays in pending:
+            self._write(pa, arrays)
+
+    def _write(self, pa, arrays: dict) -> None:
+        csv = self.fmt in ("csv", "tsv")
+        for k, a in arrays.items():
+            if a.type != self._types[k]:
+                try:
+                    arrays[k] = a.cast(self._types[k])
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    if csv:  # CSV has no types: written as it comes
+                        continue
+                    raise UsageError(
+                        f"column {k} holds {self._types[k]} in the first rows and {a.type} "
+                        f"later: {self.fmt} needs one type per column",
+                        hints=["write JSON Lines (-o out.jsonl), which has no types"],
+                    ) from None
+        batch = pa.RecordBatch.from_pydict(arrays)
+        if csv:  # a batch at a time, the header first: each batch may have its own types
+            import pyarrow.csv as pc
+
+            delimiter = "\t" if self.fmt == "tsv" else ","
+            header = self._writer is None
+            try:  # no quotes where none is needed (pyarrow's "needed" quotes all text)
+                text = _csv_text(pc, batch, header, delimiter, "none")
+            except pa.ArrowInvalid:  # a comma, a quote or a line break in some cell
+                text = _csv_text(pc, batch, header, delimiter, "needed")
+            self._sink().write(text)
+            self._writer = self._writer or "started"
+            return
+        if self._writer is None:
+            self._writer = self._open(batch.schema)
+        self._writer.write_batch(batch)
+
+    def _open(self, schema):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(self._sink(), schema)
+
+    def close(self) -> None:
+        if self.fmt == "npz":
+            arrays = {k: _npz_array(k, v, k in self.text) for k, v in self._npz.items()}
+            np.savez(self._sink(), **arrays)
+        else:
+            if self._pending:
+                import pyarrow as pa
+
+                self._start(pa)
+            if self._writer is not None and self.fmt == "parquet":
+                self._writer.close()
+        if self._file is not None:
+            if self.path is not None:
+                self._file.close()
+            else:
+                self._file.flush()
+
+
+def _csv_text(pc, batch, header: bool, delimiter: str, quoting: str) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    options = pc.WriteOptions(include_header=header, delimiter=delimiter, quoting_style=quoting)
+    pc.write_csv(batch, buffer, write_options=options)
+    return buffer.getvalue()
+
+
+def _text(pa, cells: list):
+    """A column of text or empty cells (``error``): all empty in one step."""
+    if cells.count(None) == len(cells):
+        return pa.nulls(len(cells), pa.string())
+    return pa.array(cells, type=pa.string())
+
+
+def _arrow(pa, column, text: bool):
+    """A column as a pyarrow array (for CSV, a list cell as JSON text)."""
+    if isinstance(column, np.ndarray):
+        return pa.array(column, mask=np.isnan(column), type=pa.float64())
+    if hasattr(column, "type"):  # read from the input
+        if text and (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+            return pa.array([None if c is None else json.dumps(c) for c in column.to_pylist()])
+        return column
+    if text and any(isinstance(c, list) for c in column):
+        return pa.array([None if c is None else json.dumps(c) for c in column], type=pa.string())
+    return pa.array(column)
+
+
+def _plain_cells(column, numbers: bool = False) -> list:
+    """A column as Python values (None: an empty cell; nan too unless ``numbers``)."""
+    if hasattr(column, "to_pylist"):
+        column = column.to_pylist()
+    elif isinstance(column, np.ndarray):
+        if numbers:
+            return list(column)
+        column = column.tolist()
+    if numbers:
+        return list(column)
+    return [None if isinstance(c, float) and c != c else c for c in column]
+
+
+def _npz_array(name: str, parts: list, text: bool):
+    """A column as one array of the rows (nan for an empty cell; text: "")."""
+    if all(isinstance(p, np.ndarray) for p in parts):
+        return np.concatenate(parts) if parts else np.zeros(0)
+    cells = [c for part in parts for c in part]
+    sample = [c for c in cells if c is not None]
+    if text or (sample and all(isinstance(c, str) for c in sample)):
+        return np.array(["" if c is None else str(c) for c in cells])
+    shapes = {np.shape(c) for c in sample}
+    if len(shapes) > 1:
+        raise UsageError(
+            f"the rows of {name} have different shapes: an .npz array needs one",
+            hints=["write Parquet or JSON Lines (-o out.parquet), whose cells are lists"],
+        )
+    shape = shapes.pop() if shapes else ()
+    return np.array([np.full(shape, np.nan) if c is None else c for c in cells], dtype=float)

@@ -1,0 +1,174 @@
+"""Optimizers, learning-rate schedules and gradient clipping for ``cgraph train``: the update
+rules as PyTorch documents them for ``torch.optim.SGD``, ``Adam`` and ``AdamW``, with their
+hyper-parameters named and defaulted as there, so that a run matches ``torch.optim`` step for
+step. Parameters and their state are NumPy float64 arrays, updated in place.
+
+>>> import numpy as np
+>>> p = {"w": np.array(1.0)}
+>>> opt = optimizer("sgd", p, lr=0.1, momentum=0.9)
+>>> norms = [opt.step({"w": np.array(2.0)}) for _ in range(2)]
+>>> round(float(p["w"]), 12)
+0.42
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ..core.arrays import np
+from ..core.errors import UsageError
+
+#: Each optimizer's hyper-parameters and their defaults, as torch.optim has them.
+DEFAULTS: dict[str, dict[str, object]] = {
+    "sgd": {"momentum": 0.0, "dampening": 0.0, "nesterov": False, "weight_decay": 0.0},
+    "adam": {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False},
+    "adamw": {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False},
+}
+SCHEDULES = ("constant", "step", "cosine")
+
+
+class Optimizer:
+    """Updates ``params`` (name -> float64 array) from gradients, one step at a time; ``lr``
+    may change between steps (a schedule sets it), ``steps`` counts them.
+
+    The parameters live in one flat buffer: each value in ``params`` is replaced by a view of
+    its part of it, so that one step is a dozen NumPy operations over every parameter at once
+    (as torch.optim's ``foreach`` implementations group them), not a dozen per parameter.
+    ``state`` holds what the rule carries between steps (momentum buffers, moments), flat too.
+    """
+
+    def __init__(self, name: str, params: dict, lr: float, **options) -> None:
+        self.name, self.params, self.lr = name, params, lr
+        self.options = {**DEFAULTS[name], **{k: v for k, v in options.items() if v is not None}}
+        self.shapes = {k: np.shape(v) for k, v in params.items()}
+        self.flat = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in params.values()])
+        offset = 0
+        self.slices: dict[str, slice] = {}
+        for k, shape in self.shapes.items():
+            size = int(np.prod(shape))
+            self.slices[k] = slice(offset, offset + size)
+            params[k] = self.flat[offset : offset + size].reshape(shape)  # a view
+            offset += size
+        self.state: dict[str, object] = {}
+        self.steps = 0
+        self._rule = getattr(self, f"_{name}")
+
+    def step(self, grads: Mapping[str, object], clip_norm: float | None = None) -> float:
+        """One update from ``grads``, first scaled down to a total norm of ``clip_norm`` when
+        above it (as ``clip_grad_norm_``); the norm before scaling. Nothing is updated when the
+        norm is not finite."""
+        g = np.concatenate([np.ravel(grads[k]) for k in self.params]).astype(float, copy=False)
+        norm = math.sqrt(float(np.dot(g, g)))
+        if not math.isfinite(norm):
+            return norm
+        if clip_norm is not None and norm > clip_norm:
+            g = g * (clip_norm / (norm + 1e-6))
+        self.steps += 1
+        self._rule(self.flat, g, self.state)
+        return norm
+
+    def _sgd(self, p, g, state) -> None:
+        o = self.options
+        if o["weight_decay"]:
+            g = g + o["weight_decay"] * p
+        if o["momentum"]:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.copy()
+            else:
+                buf *= o["momentum"]
+                buf += (1 - o["dampening"]) * g
+            g = g + o["momentum"] * buf if o["nesterov"] else buf
+        p -= self.lr * g
+
+    def _adam(self, p, g, state, decoupled: bool = False) -> None:
+        o = self.options
+        beta1, beta2 = o["betas"]
+        if o["weight_decay"]:
+            if decoupled:  # AdamW: the weights decay apart from the gradient
+                p *= 1 - self.lr * o["weight_decay"]
+            else:
+                g = g + o["weight_decay"] * p
+        if not state:
+            state["exp_avg"], state["exp_avg_sq"] = np.zeros_like(p), np.zeros_like(p)
+            if o["amsgrad"]:
+                state["max_exp_avg_sq"] = np.zeros_like(p)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * (g * g)
+        t = self.steps
+        bias1, bias2 = 1 - beta1**t, 1 - beta2**t
+        if o["amsgrad"]:
+            np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
+            v = state["max_exp_avg_sq"]
+        denominator = np.sqrt(v)
+        denominator /= math.sqrt(bias2)
+        denominator += o["eps"]
+        p -= (self.lr / bias1) * m / denominator
+
+    def _adamw(self, p, g, state) -> None:
+        self._adam(p, g, state, decoupled=True)
+
+    # --- saving and resuming --------------------------------------------------------------
+    def state_arrays(self) -> dict[str, object]:
+        """The state as named arrays (for an .npz file): ``name/key`` per parameter."""
+        out: dict[str, object] = {"steps": np.array(self.steps)}
+        for key, flat in self.state.items():
+            for name, part in self.slices.items():
+                out[f"{name}/{key}"] = flat[part].reshape(self.shapes[name])  # type: ignore[index]
+        return out
+
+    def load_state(self, arrays: Mapping[str, object]) -> None:
+        """The state :meth:`state_arrays` gave, back."""
+        self.steps = int(arrays["steps"])  # type: ignore[call-overload]
+        keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key}
+        for key in keys:
+            flat = np.zeros_like(self.flat)
+            for name, part in self.slices.items():
+                saved = arrays.get(f"{name}/{key}")
+                if saved is not None:
+                    flat[part] = np.ravel(saved)
+            self.state[key] = flat
+
+
+def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
+    """An optimizer by its torch.optim name: sgd, adam or adamw. ``options`` are its
+    hyper-parameters (momentum, dampening, nesterov, betas, eps, weight_decay, amsgrad); None
+    takes the default, one the optimizer does not have is a :class:`UsageError`."""
+    if name not in DEFAULTS:
+        raise UsageError(f"the optimizer is one of {', '.join(DEFAULTS)}, not {name!r}")
+    given = {k for k, v in options.items() if v is not None and v is not False}
+    foreign = sorted(given - set(DEFAULTS[name]))
+    if foreign:
+        flags = ", ".join("--" + f.replace("_", "-") for f in foreign)
+        raise UsageError(
+            f"{flags} {'is not an option' if len(foreign) == 1 else 'are not options'} of {name}",
+            hints=[f"{name} takes: " + ", ".join(DEFAULTS[name])],
+        )
+    if name == "sgd" and options.get("nesterov") and not options.get("momentum"):
+        raise UsageError("Nesterov momentum needs a momentum above 0 (as in torch.optim.SGD)")
+    if not lr > 0:
+        raise UsageError(f"the learning rate must be above 0, got {lr}")
+    return Optimizer(name, params, lr, **options)
+
+
+def learning_rate(
+    base: float, step: int, total: int, schedule: str, step_size: int, gamma: float
+) -> float:
+    """The learning rate for step ``step`` (0-based) of ``total``: constant; ``step`` (times
+    ``gamma`` every ``step_size`` steps, as StepLR); ``cosine`` (from ``base`` down to 0 over
+    ``total`` steps, as CosineAnnealingLR with eta_min 0).
+
+    >>> learning_rate(0.1, 5, 10, "cosine", 1, 0.1)
+    0.05
+    """
+    if schedule == "constant":
+        return base
+    if schedule == "step":
+        return base * gamma ** (step // step_size)
+    if schedule == "cosine":
+        return base * (1 + math.cos(math.pi * step / max(total, 1))) / 2
+    raise UsageError(f"the schedule is one of {', '.join(SCHEDULES)}, not {schedule!r}")

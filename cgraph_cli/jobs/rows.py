@@ -1,0 +1,472 @@
+"""A program run once per row of a data file (``--rows``): the static graph defined once and
+fed many times, as TensorFlow 1's ``Session.run`` with a ``feed_dict``. Each column named as an
+input binds it per row; the other inputs are shared by every row (bindings, defaults).
+
+Rows go through the compiled engine (:mod:`cgraph_cli.run.engine`) a chunk at a time, as whole
+columns. A row the engine flags (a value on the way not finite, a cell it cannot take) is run
+again by the interpreter, which gives its values or says why it fails: such a row gets an
+``error`` cell and empty values, and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..core.arrays import np
+from ..core.errors import BindingError, CgraphError, UsageError
+from ..core.ir import Graph, resolve_name
+from ..data.datafiles import Column, to_column
+
+MODES = ("eval", "grad")
+REDUCE = ("sum", "mean")
+#: Rows per chunk unless --chunk-rows says otherwise: large enough that NumPy's work dwarfs
+#: Python's per chunk, small enough that a 100-value program's columns stay near 100 MB.
+CHUNK_ROWS = 65_536
+
+
+class RowsResult:
+    """What a run over rows gives: ``tables`` (each chunk's output columns, when not
+    reduced), ``rows``, ``errors`` (rows that failed), ``seconds``, ``ignored`` (columns that
+    are not inputs); with ``reduce``, ``value`` and ``gradients``: the sum or mean over the
+    rows that did not fail.
+
+    >>> from cgraph_cli import parse
+    >>> result = run_rows(parse("y = 2 * x"), [("-", 0, {"x": [1.0, 2.0]})])
+    >>> result.tables[0]["y"].tolist(), result.summary().split(" in ")[0]
+    ([2.0, 4.0], '2 rows')
+    """
+
+    __slots__ = (
+        *("tables", "rows", "errors", "seconds", "ignored", "value", "gradients", "output"),
+        *("count", "engine", "samples"),
+    )
+
+    def __init__(self) -> None:
+        self.tables: list[dict] = []
+        self.rows = self.errors = 0
+        self.seconds = 0.0
+        self.ignored: list[str] = []
+        self.value: float | None = None
+        self.gradients: dict[str, object] = {}
+        self.output = ""
+        self.count = 0  # with reduce: the rows summed
+        self.engine: Any = None  # the compiled engine that ran (None: no row)
+        self.samples: list[str] = []  # the first few error messages
+
+    def summary(self) -> str:
+        """``1,000 rows in 0.21 s (4,761 rows/s), 0 errors``."""
+        rate = self.rows / self.seconds if self.seconds > 0 else float("inf")
+        errors = f"{self.errors:,} error{'s' if self.errors != 1 else ''}"
+        rows = f"{self.rows:,} row{'s' if self.rows != 1 else ''}"
+        return f"{rows} in {self.seconds:.2f} s ({rate:,.0f} rows/s), {errors}"
+
+
+def run_rows(
+    graph: Graph,
+    chunks: Iterable[tuple[str, int, Mapping]],
+    *,
+    mode: str = "eval",
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    show_all: bool = False,
+    keep: list[str] | tuple[str, ...] = (),
+    reduce: str | None = None,
+    strict: bool = False,
+    write: Callable[[dict], None] | None = None,
+    tick: Callable[[int], None] | None = None,
+    note: Callable[[str], None] | None = None,
+    engine: Any = None,
+    expected: list[str] | tuple[str, ...] = (),
+) -> RowsResult:
+    """Run ``graph`` on every row of ``chunks`` (``(file, first row, columns)`` triples, as
+    :func:`cgraph_cli.data.datafiles.read_chunks` gives them); ``mode`` eval or grad. Each chunk's
+    output columns go to ``write`` when given, else into ``result.tables``; with ``reduce``
+    (grad only) nothing is written: the result holds the sum or mean. ``engine``: a compiled
+    engine to run (one built from its source elsewhere: the Dask workers), else compiled here.
+    ``expected``: columns that hold expected values (``check --rows``), not ignored.
+
+    >>> from cgraph_cli import parse
+    >>> chunks = [("data.csv", 0, {"x": [1.0, -1.0, 4.0]})]
+    >>> result = run_rows(parse("y = sqrt(x) * w"), chunks, mode="grad", bindings={"w": 3.0})
+    >>> [(t["y"].tolist(), t["dy_dw"].tolist(), t["error"]) for t in result.tables][0][1]
+    [1.0, nan, 2.0]
+    >>> result.errors, result.tables[0]["error"][1][:32]
+    (1, 'row 2: sqrt(-1) is undefined: sq')
+    """
+    from ..run.control import refuse
+
+    refuse(graph, "--rows")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    if reduce is not None and (mode != "grad" or reduce not in REDUCE):
+        raise UsageError("--reduce is sum or mean, with grad")
+    started = time.perf_counter()
+    result = RowsResult()
+    plan = _Plan(graph, mode, bindings or {}, of, keep, reduce, show_all, expected, engine)
+    path = None
+    for path_, start, columns in chunks:
+        if path_ != path:
+            path = path_
+            plan.start_file(path, list(columns), wrt, strict, note)
+            result.ignored = plan.ignored
+        table, good = plan.chunk(path, start, columns)
+        n = len(table["error"])
+        result.rows += n
+        result.errors += n - int(good.sum())
+        if len(result.samples) < SAMPLES and not good.all():
+            result.samples += [e for e in table["error"] if e is not None][
+                : SAMPLES - len(result.samples)
+            ]
+        if reduce is not None:
+            plan.accumulate(table, good)
+        elif write is not None:
+            write(table)
+        else:
+            result.tables.append(table)
+        if tick is not None:
+            tick(n)
+    result.output = plan.out_name
+    result.engine = plan.engine or None
+    if reduce is not None:
+        result.value, result.gradients = plan.reduced(reduce)
+        result.count = plan.count
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def check_headers(
+    graph: Graph,
+    headers: list[tuple[str, list[str]]],
+    *,
+    mode: str = "eval",
+    bindings: Mapping[str, object] | None = None,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    keep: list[str] | tuple[str, ...] = (),
+    reduce: str | None = None,
+    show_all: bool = False,
+    strict: bool = False,
+    expected: list[str] | tuple[str, ...] = (),
+) -> None:
+    """The checks :func:`run_rows` makes of each file's columns, made of every file's before
+    any row runs (``headers``: each file with its column names), so that a file that does not
+    fit stops the run before any output.
+
+    >>> from cgraph_cli import parse
+    >>> check_headers(parse("y = x * w"), [("a.csv", ["x"]), ("b.csv", ["w"])], bindings={"w": 1})
+    Traceback (most recent call last):
+    cgraph_cli.core.errors.UsageError: error: b.csv has no column x, which a.csv binds per row
+    help: every file of --rows has the same input columns
+    """
+    plan = _Plan(graph, mode, bindings or {}, of, keep, reduce, show_all, expected, None)
+    for path, columns in headers:
+        plan.start_file(path, columns, wrt, strict, None)
+
+
+def check_files(graph: Graph, paths: list[str], fmt: str, **options: Any) -> None:
+    """:func:`check_headers` of the files ``paths`` names (their column names read from
+    each), when there are several: one file is checked by its first chunk."""
+    if len(paths) > 1:
+        from ..data.datafiles import column_names
+
+        check_headers(graph, [(p, column_names(p, fmt)) for p in paths], **options)
+
+
+#: Error messages a result keeps as examples (--reduce shows them).
+SAMPLES = 5
+_NO_ENGINE = False  # the engine, when compiling it failed: every row to the interpreter
+
+
+class _Plan:
+    """How the files' columns bind the program: worked out from the first file, checked
+    against each later one."""
+
+    def __init__(self, graph, mode, bindings, of, keep, reduce, show_all, expected, engine):
+        from ..data.bindings import check_bindings
+
+        self.graph, self.mode, self.of, self.reduce = graph, mode, of, reduce
+        out = graph.output if of is None else resolve_name(graph, of)
+        self.out_name = graph.display_name(out)
+        self.base = self.out_name if self.out_name.isidentifier() else "out"
+        self.named = list(graph.named_nodes())
+        self.bindings = check_bindings(graph, bindings)
+        self.keep, self.show_all, self.expected = list(keep), show_all, list(expected)
+        self.engine: Any = engine
+        self.path = ""
+        self.per_row: list[str] = []
+        self.ignored: list[str] = []
+        self.shared: dict[str, object] = {}
+        self.wrt: list[str] = []
+        self.results: list[str] = []
+        self.row_shapes: dict[str, tuple[int, ...]] = {}
+        self.totals: dict[str, Any] = {}
+        self.count = 0
+
+    def start_file(self, path: str, columns: list[str], wrt, strict: bool, note) -> None:
+        """Bind the columns of a file: the first decides which inputs are per row; every
+        later one must have the same."""
+        graph = self.graph
+        per_row = [c for c in columns if c in graph.inputs]
+        first = not self.path
+        if not first and set(per_row) != set(self.per_row):
+            missing = [c for c in self.per_row if c not in per_row]
+            what = (
+                f"has no column {missing[0]}, which {self.path} binds per row"
+                if missing
+                else f"has a column {[c for c in per_row if c not in self.per_row][0]}, "
+                f"an input {self.path} does not bind per row"
+            )
+            raise UsageError(
+                f"{path} {what}", hints=["every file of --rows has the same input columns"]
+            )
+        self.path = path
+        known = set(graph.inputs) | set(self.keep) | set(self.expected)
+        self.ignored = [c for c in columns if c not in known]
+        for name in self.keep + self.expected:
+            if name not in columns:
+                raise UsageError(f"{path} has no column {name}")
+        if strict and self.ignored:
+            raise UsageError(
+                f"{path} has columns that are not inputs: {', '.join(self.ignored)}",
+                hints=["--keep them, or leave out --strict to ignore them"],
+            )
+        if self.ignored and note is not None:
+            note(f"note: ignored columns of {path} that are not inputs: {', '.join(self.ignored)}")
+        if first:
+            self.per_row = per_row
+            self._bind(path)
+            self.wrt = self._wrt(wrt)
+            self._choose()
+
+    def _bind(self, path: str) -> None:
+        if not self.per_row:
+            raise UsageError(
+                f"no column of {path} is an input of the program",
+                hints=[f"inputs: {', '.join(self.graph.inputs)}"],
+            )
+        twice = [c for c in self.per_row if c in self.bindings]
+        if twice:
+            raise UsageError(
+                f"'{twice[0]}' is a column of {path} and bound as well",
+                hints=["a column binds its input per row: drop the binding, or the column"],
+            )
+        shared = dict(self.bindings)
+        for name in self.graph.inputs:
+            if name not in self.per_row and name not in shared:
+                if name not in self.graph.defaults:
+                    raise BindingError(
+                        f"input '{name}' has no value: no column of {path} and no binding",
+                        hints=[f"bind it: {name}=VALUE, or add a column {name}"],
+                    )
+                shared[name] = self.graph.defaults[name]
+        self.shared = shared
+
+    def _wrt(self, wrt) -> list[str]:
+        if self.mode != "grad":
+            return []
+        for name in wrt or ():
+            resolve_name(self.graph, name)
+        names = list(wrt or self.graph.inputs)
+        if self.reduce is not None:
+            per_row = [n for n in names if n not in self.graph.inputs or n in self.per_row]
+            if wrt and per_row:
+                raise UsageError(
+                    f"--reduce sums gradients of the inputs every row shares; '{per_row[0]}' "
+                    "has a value per row, and so a gradient per row",
+                    hints=["drop it from --wrt, or leave out --reduce for a gradient per row"],
+                )
+            names = [n for n in names if n not in self.per_row]
+            if not names:
+                raise UsageError(
+                    "--reduce: every input is a column; nothing is shared by the rows",
+                    hints=["bind the weights (--bindings weights.npz) or drop their columns"],
+                )
+        return names
+
+    def _choose(self) -> None:
+        """The results written: every named value (``show_all``) or the output's; for grad,
+        the output and a gradient per ``wrt`` name. No column may take another's name."""
+        if self.mode == "grad":
+            self.results = [self.out_name, *self.wrt]
+        else:
+            self.results = self.named if self.show_all else [self.out_name]
+        taken = {self.column_name(k) for k in self.results}
+        if "error" in taken or "error" in self.keep:
+            raise UsageError(
+                "'error' names the column that says why a row failed",
+                hints=["rename the value or the column called error"],
+            )
+        clash = [k for k in self.keep if k in taken and k not in self.per_row]
+        if clash:
+            raise UsageError(
+                f"--keep {clash[0]}: a result is written in a column of that name too",
+                hints=[f"rename the column of {self.path}, or do not keep it"],
+            )
+        self.keep = [k for k in self.keep if k not in taken]  # an input shown: written once
+
+    def column_name(self, k: str) -> str:
+        """A result's column: a value's name, or ``do_dw1`` for ∂o/∂w1 (as diff names it)."""
+        if self.mode == "grad" and k != self.out_name:
+            from ..passes.derivatives import derivative_name
+
+            return derivative_name(self.base, (k,))
+        return k
+
+    def _engine(self, columns: dict[str, Column]):
+        """The compiled engine, for the first chunk's shapes (or the given engine's); or
+        ``_NO_ENGINE`` when those shapes do not fit the program (each row then goes to the
+        interpreter, which says so for the rows they do not fit)."""
+        if not self.row_shapes:
+            given = self.engine.shapes if self.engine else {}
+            self.row_shapes = {
+                c: tuple(given[c]) if c in given else col.values.shape[1:]
+                for c, col in columns.items()
+            }
+        if self.engine is None:
+            from ..passes.grad_graph import NotANumber
+            from ..run.engine import engine
+
+            one_row = {c: np.zeros(s) if s else 0.0 for c, s in self.row_shapes.items()}
+            try:
+                self.engine = engine(
+                    self.graph,
+                    of=self.of,
+                    wrt=self.wrt if self.mode == "grad" else None,
+                    bindings={**self.shared, **one_row},
+                    gradient=self.mode == "grad",
+                )
+            except NotANumber:  # the program's own error: once, not once per row
+                raise
+            except CgraphError:
+                self.engine = _NO_ENGINE
+        return self.engine
+
+    def chunk(self, path: str, start: int, raw: Mapping) -> tuple[dict, Any]:
+        """The chunk's output columns (``error`` last) and which rows succeeded."""
+        columns = {c: to_column(c, raw[c]) for c in self.per_row}
+        n = len(next(iter(columns.values())).values)
+        run = self._engine(columns)
+        problems: dict[int, str] = {}
+        odd = np.zeros(n, dtype=bool)
+        fits = bool(run)
+        for c, col in columns.items():
+            for r, why in col.problems.items():
+                problems.setdefault(r, why)
+            odd[list(col.odd)] = True
+            fits = fits and col.values.shape[1:] == self.row_shapes[c]
+        odd[list(problems)] = True
+        results: dict[str, Any] = {}
+        if fits:
+            for col in columns.values() if n else ():  # a cell not finite: refused
+                values = col.values.reshape(n, -1)
+                with np.errstate(all="ignore"):
+                    odd |= ~np.isfinite(values).all(axis=1)
+            inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}
+            if self.mode == "eval":
+                named, ok = run.evaluate_rows(inputs, n, self.results)
+                results = {k: named[k] for k in self.results if k in named}
+            else:
+                value, grads, ok = run.grad_rows(inputs, n)
+                results = {self.out_name: value, **{w: grads[w] for w in self.wrt if w in grads}}
+            ok &= ~odd
+        else:  # shapes the engine was not compiled for: the interpreter takes every row
+            ok = np.zeros(n, dtype=bool)
+        errors: list[str | None] = [None] * n
+        flagged = np.flatnonzero(~ok).tolist()
+        good = ok
+        if flagged:  # rows to patch: the columns become writable copies
+            results = {k: np.array(v, dtype=float) for k, v in results.items()}
+        for r in flagged:
+            where = f"row {start + r + 1}"
+            if r in problems:
+                errors[r] = f"{where}: {problems[r]} ({path})"
+                continue
+            row = {**self.shared, **{c: col.cell(r) for c, col in columns.items()}}
+            try:
+                found = self._interpret(row)
+            except CgraphError as e:
+                place = e.where()
+                errors[r] = f"{where}: {e.message} ({path}{', ' + place if place else ''})"
+                continue
+            for k, v in found.items():
+                _put(results, k, r, v, n)
+            good[r] = True
+        return self._table(raw, results, errors, good, n), good
+
+    def _interpret(self, row: Mapping) -> dict[str, object]:
+        from ..app import api
+
+        if self.mode == "eval":
+            named = api.evaluate(self.graph, row, of=self.of).named
+            return {k: named[k] for k in self.results}
+        g = api.grad(self.graph, row, of=self.of)
+        return {self.out_name: g.value, **{w: g.wrt(w) for w in self.wrt}}
+
+    def _table(self, raw, results, errors, good, n) -> dict:
+        table: dict = {c: raw[c] for c in self.keep}
+        failed = not good.all()
+        for k in self.results:
+            values = results.get(k)
+            if values is None:
+                values = np.full(n, np.nan)
+            if isinstance(values, list):  # rows of different shapes
+                cells = [_cell(v) if ok else None for v, ok in zip(values, good)]
+                if any(isinstance(c, list) for c in cells) and any(
+                    isinstance(c, float) for c in cells
+                ):  # numbers and lists in one column: each as its JSON text
+                    cells = [None if c is None else json.dumps(c) for c in cells]
+                table[self.column_name(k)] = cells
+            elif values.ndim == 1:
+                if failed:
+                    values[~good] = np.nan  # a copy already (rows were patched)
+                table[self.column_name(k)] = values
+            else:  # a tensor per row: a list cell
+                table[self.column_name(k)] = [
+                    v.tolist() if ok else None for v, ok in zip(values, good)
+                ]
+        table["error"] = errors
+        return table
+
+    def accumulate(self, table: dict, good) -> None:
+        """Add the chunk's rows that succeeded to the sums --reduce takes."""
+        self.count += int(good.sum())
+        for k in [self.out_name, *self.wrt]:
+            values = table[self.column_name(k)]
+            if isinstance(values, list):
+                rows = np.asarray([v for v, ok in zip(values, good) if ok], dtype=float)
+            else:
+                rows = values[good]
+            total = rows.sum(axis=0) if len(rows) else 0.0
+            self.totals[k] = self.totals.get(k, 0.0) + total
+
+    def reduced(self, how: str) -> tuple[float | None, dict[str, object]]:
+        if not self.count:
+            return None, {}
+        scale = 1.0 / self.count if how == "mean" else 1.0
+        sums = {k: _plain(v * scale) for k, v in self.totals.items()}
+        return sums.pop(self.out_name), sums
+
+
+def _put(results: dict, k: str, r: int, v, n: int) -> None:
+    """Row ``r`` of result ``k`` set to ``v``: in its column of arrays when ``v`` has its
+    rows' shape, else the column becomes a list of rows (rows of different shapes)."""
+    column = results.get(k)
+    shape = np.shape(v)
+    if column is None:
+        column = results[k] = np.full((n, *shape), np.nan)
+    if isinstance(column, np.ndarray) and column.shape[1:] != shape:
+        column = results[k] = list(column)
+    column[r] = v
+
+
+def _cell(v):
+    """A row's value as a cell: a float, or nested lists."""
+    return float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()
+
+
+def _plain(v):
+    return float(v) if np.ndim(v) == 0 else np.asarray(v)

@@ -1,0 +1,262 @@
+"""Graph -> program text that parses back to the same graph.
+
+The statements are written in program order; the nodes a statement created are written inline
+with the fewest parentheses the precedence rules need, and earlier nodes by a name that still
+refers to them. Strings are built in node order, so depth costs no recursion.
+
+>>> from cgraph_cli import parse
+>>> print(to_source(parse("input x = 1\\np = x+y\\ng = -p^2 * (z - 1)")), end="")
+input x = 1
+p = x + y
+g = -p ^ 2 * (z - 1)
+"""
+
+from __future__ import annotations
+
+from ..core.ir import Graph, fresh, last_readers, show_subscript
+from ..core.numfmt import format_number, is_tensor, nested
+from ..core.ops import (
+    CONST,
+    INFIX,
+    INPUT,
+    POSTFIX,
+    PREC_ATOM,
+    PREC_COMPARE,
+    PREC_UNARY,
+    PREFIX,
+    OpSpec,
+)
+
+Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
+
+
+def to_source(graph: Graph) -> str:
+    """Program text for ``graph``, statement by statement; it parses back to the same graph.
+
+    >>> from cgraph_cli import parse
+    >>> print(to_source(parse("g = (x+y)*  z")), end="")
+    g = (x + y) * z
+    """
+    exprs: list[Text] = [("", PREC_ATOM)] * len(graph.ops)
+    scope: dict[str, int] = {}  # name -> node it refers to at this point of the program
+    names_of: dict[int, list[str]] = {}  # node -> the names given to it, first first
+
+    def ref(node: int, last: bool = False) -> Text:
+        """The first name still in scope for ``node`` (the last one for a statement that
+        only aliases it: ``b = a`` is written as the program wrote it), else its expression."""
+        names = names_of.get(node, ())
+        for name in reversed(names) if last else names:
+            if scope.get(name) == node:
+                return name, PREC_ATOM
+        return exprs[node]
+
+    lines = []
+    done = 0  # nodes written so far
+    last, says = _last_reads(graph)
+    taken = {*graph.stmt_names, *graph.inputs}
+    # Names given more than once: a text written inline that says one goes stale when the
+    # name is given again, and is written again (`mentions`: per node, which it says).
+    counts: dict[str, int] = {}
+    for _, name, _, _ in graph.statements():
+        counts[name] = counts.get(name, 0) + 1
+    rebound = {n for n, c in counts.items() if c > 1 or (n in graph.inputs and c > 0)}
+    mentions: list[frozenset] = [frozenset()] * len(graph.ops)
+    saying: dict[str, list[int]] = {}  # name -> nodes whose text says it (since last given)
+    read_last = _last_readers(graph) if rebound else []
+
+    def write(i: int) -> None:
+        exprs[i] = _node_text(graph, i, ref, exprs)
+        if rebound:
+            said: set = set()
+            for a in graph.args[i]:
+                text = ref(a)[0]
+                said |= {text} & rebound if scope.get(text) == a else mentions[a]
+            if graph.ops[i] is INPUT and graph.labels[i] in rebound:
+                said.add(graph.labels[i])
+            mentions[i] = frozenset(said)
+            for n in said:
+                saying.setdefault(n, []).append(i)
+
+    for kind, name, node, end in graph.statements():
+        for i in range(done, end):
+            write(i)
+            label = graph.labels[i]
+            if graph.ops[i] is INPUT and label is not None:  # an input's own name is its first
+                if scope.get(label, i) == i:  # unless a statement gave it away already
+                    scope[label] = i
+                names_of.setdefault(i, [label])
+        shadowed = graph.inputs.get(name)
+        shadows = (
+            kind == "="
+            and shadowed is not None
+            and shadowed != node
+            and scope.get(name, shadowed) == shadowed
+        )
+        rewrite: list[int] = []
+        if shadows and shadowed is not None:
+            if last.get(shadowed, -1) >= end and not any(
+                scope.get(n) == shadowed for n in names_of.get(shadowed, ()) if n != name
+            ):
+                # The input is read after this statement gives its name to another value:
+                # keep a name for it first (x_0 = x), so that later statements can say it.
+                alias = fresh(f"{name}_0", taken)
+                lines.append(f"{alias} = {name}")
+                scope[alias] = shadowed
+                names_of.setdefault(shadowed, [name]).append(alias)
+            rewrite = [j for j in range(end) if shadowed in says[j]]  # texts saying the input
+        text = exprs[node][0] if node >= done else ref(node, last=True)[0]
+        done = end
+        if kind == "input":
+            default = graph.defaults.get(name)
+            lines.append(f"input {name}" + ("" if default is None else f" = {literal(default)}"))
+        elif kind == "bare":
+            lines.append(text)
+        else:
+            lines.append(f"{name} = {text}")
+        scope[name] = node
+        names_of.setdefault(node, []).append(name)
+        if name in rebound:  # texts still to be read that said the name: write them again
+            stale = [j for j in saying.pop(name, ()) if read_last[j] >= end]
+            rewrite = sorted({*rewrite, *stale})
+        for j in rewrite:
+            if graph.ops[j] is not INPUT:
+                write(j)
+    return "\n".join(lines) + "\n"
+
+
+def _last_reads(graph: Graph) -> tuple[dict[int, int], list[frozenset]]:
+    """For each input whose name a statement gives to another value: the last node whose
+    text may say the input's name (it reads the input, or an expression written inline that
+    does); a statement that only names the input reads it at the end of its nodes."""
+    inputs = graph.inputs
+    taken = {
+        inputs[name]
+        for kind, name, node, _ in graph.statements()
+        if kind == "=" and name in inputs and node != inputs[name]
+    }
+    last: dict[int, int] = {}
+    says: list[frozenset] = []  # per node: the inputs of `taken` its text may say
+    if not taken:
+        return last, says
+    empty: frozenset = frozenset()
+    for i, args in enumerate(graph.args):
+        here = empty.union(*(says[a] for a in args)) if args else empty
+        if i in taken:
+            here = frozenset((i,))
+        for a in args:
+            for j in says[a]:
+                last[j] = i
+        says.append(here)
+    for kind, _, node, end in graph.statements():
+        if kind != "input":
+            for j in says[node]:
+                last[j] = max(last.get(j, -1), end)
+    return last, says
+
+
+def _last_readers(graph: Graph) -> list[int]:
+    """For each node, the last node that reads it, or the end of the last statement that
+    names it (-1: nothing reads it)."""
+    last = last_readers(graph)
+    for _, _, node, end in graph.statements():
+        last[node] = max(last[node], end)
+    return last
+
+
+def expression(graph: Graph, node: int, limit: int = 24) -> str:
+    """Node ``node``'s expression as program text, other named nodes by their names; past
+    ``limit`` nodes deep, an argument is written ``…`` (a report line stays short however deep
+    the graph is). Without recursion.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("p = x + y; g = p * sin(z) ^ 2")
+    >>> expression(g, g.output), expression(g, 2)
+    ('p * sin(z) ^ 2', 'x + y')
+    """
+    texts = _Unwritten()
+    order: list[int] = []
+    stack = [node]
+    while stack and len(order) < limit:
+        i = stack.pop()
+        if i in texts:
+            continue
+        texts[i] = ("…", PREC_ATOM)  # until written below
+        order.append(i)
+        if i == node or graph.labels[i] is None or graph.ops[i] is CONST:
+            stack.extend(graph.args[i])
+    for i in sorted(order):  # node numbers are a topological order
+        label = graph.labels[i]
+        if i != node and label is not None and graph.ops[i] is not CONST:
+            texts[i] = (label, PREC_ATOM)
+        else:
+            texts[i] = _node_text(graph, i, texts.__getitem__, texts)
+    return texts[node][0]
+
+
+class _Unwritten(dict):
+    """Texts by node; a node not written (past the depth limit) reads as ``…``."""
+
+    def __missing__(self, node: int) -> Text:
+        return ("…", PREC_ATOM)
+
+
+def _node_text(graph: Graph, i: int, ref, exprs) -> Text:
+    op = graph.ops[i]
+    if op is INPUT:
+        return graph.labels[i] or "", PREC_ATOM  # an input always has its name
+    if op is CONST:
+        value = graph.consts[i]
+        if is_tensor(value):
+            return literal(value), PREC_ATOM
+        return format_number(value), PREC_UNARY if value < 0 else PREC_ATOM
+    args = [ref(a) for a in graph.args[i]]
+    first = graph.args[i][0]
+    if op.style == PREFIX and graph.ops[first] is CONST and args[0] == exprs[first]:
+        args = [(f"({args[0][0]})", PREC_ATOM)]  # -3 would read back as one constant
+    return combine(op, args, params=graph.params.get(i, ()))
+
+
+def literal(value) -> str:
+    """A number or an array as program text: ``-3``, ``[[1, 2], [3, 4]]``."""
+    return nested(value) if is_tensor(value) else format_number(value)
+
+
+def _param(value, what: str = "") -> str:
+    if what == "indices":  # place(g, [4], 1:3): the index as written in brackets, without them
+        return ", ".join(show_subscript(k) for k in value)
+    return "[" + ", ".join(map(str, value)) + "]" if isinstance(value, tuple) else str(value)
+
+
+def combine(op: OpSpec, args: list[Text], symbol: str | None = None, params: tuple = ()) -> Text:
+    """The text of ``op`` applied to argument texts, parenthesized as the grammar needs.
+    ``symbol`` replaces the operator's source symbol (``op.glyph`` for display); ``params`` are
+    the numbers written after a call's arguments (``sum(x, 0)``) or an index's subscripts.
+
+    >>> from cgraph_cli.core.ops import OPS
+    >>> combine(OPS["sub"], [("a", 5), ("b - c", 1)])
+    ('a - (b - c)', 1)
+    >>> combine(OPS["index"], [("a + b", 1)], params=((0, slice(1, None)),))
+    ('(a + b)[0, 1:]', 5)
+    """
+    if op.style == POSTFIX:
+        ((arg, ap),) = args
+        items = ", ".join(show_subscript(k) for k in params[0])
+        return (arg if ap >= PREC_ATOM else f"({arg})") + f"[{items}]", PREC_ATOM
+    if op.style == INFIX:
+        (left, lp), (right, rp) = args
+        p = op.precedence
+        # Parenthesize whatever the parser would group differently: an equal precedence on the
+        # right of a left-associative op, or on the left of a right-associative one.
+        if lp < p or (lp == p and (op.right_assoc or p == PREC_COMPARE)):
+            left = f"({left})"  # comparisons do not chain: (a < b) < c
+        if (rp < p or (rp == p and not op.right_assoc)) and not (
+            op.right_assoc and rp == PREC_UNARY
+        ):
+            right = f"({right})"  # but 2 ^ -1 needs none
+        return f"{left} {symbol or op.symbol} {right}", p
+    if op.style == PREFIX:
+        ((arg, ap),) = args
+        p = op.precedence  # -x, and not x
+        return (symbol or op.symbol) + (arg if ap >= p else f"({arg})"), p
+    texts = [a for a, _ in args] + [_param(p, w) for p, w in zip(params, op.params)]
+    return f"{op.symbol}({', '.join(texts)})", PREC_ATOM

@@ -1,0 +1,110 @@
+"""How a compiled NumPy module takes a leading batch axis (rows of data), and what its rows
+mode watches: the helpers :mod:`cgraph_cli.run.compile` writes into a module, and the facts
+about ops and graphs it decides by.
+
+Rows of numbers broadcast through the code of a program whose ops are all elementwise
+(:func:`elementwise`); rows of tensors go one at a time (``_per_row``). In rows mode a module
+adds to a running sum every argument of an op that can turn a value that is not finite into a
+finite one (:func:`absorbs`), and every value no result reads (:func:`unread`), so that a row
+is flagged wherever the interpreter would stop.
+
+>>> from cgraph_cli import parse
+>>> elementwise(parse("y = tanh(x) * 2"), {}), elementwise(parse("y = sum(x)"), {})
+(True, False)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ..core.ir import Graph
+
+# How a NumPy module takes a leading batch axis: rows of numbers broadcast through the code of
+# an elementwise program; rows of tensors go one at a time.
+ROWS = [
+    "def _rows(*values):",
+    '    """The shape of a batch of rows: () for one row (every input a number)."""',
+    "    shapes = [v.shape for v in values if v.__class__ is np.ndarray]",
+    "    return np.broadcast_shapes(*shapes) if shapes else ()",
+    "",
+    "",
+]
+PER_ROW = [
+    "def _per_row(fn, inputs):",
+    '    """fn on each row of the inputs that carry a leading batch axis (one more than',
+    '    SHAPES says), the others shared by every row; its results stacked row by row."""',
+    "    batched = {k: v for k, v in inputs.items() if np.ndim(v) > len(SHAPES[k])}",
+    "    sizes = sorted({len(v) for v in batched.values()})",
+    "    if len(sizes) != 1 or sizes[0] == 0:",
+    "        raise ValueError(f'inputs with a batch axis of {sizes} rows: one number > 0 needed')",
+    "    return _stack([fn(**{**inputs, **{k: v[r] for k, v in batched.items()}}) for r in range(sizes[0])])",
+    "",
+    "",
+    "def _stack(results):",
+    '    """Results of the same structure (dicts, tuples, values) as one, row by row."""',
+    "    first = results[0]",
+    "    if isinstance(first, dict):",
+    "        return {k: _stack([r[k] for r in results]) for k in first}",
+    "    if isinstance(first, tuple):",
+    "        return tuple(_stack(list(column)) for column in zip(*results))",
+    "    return np.array(results, dtype=float)",
+    "",
+    "",
+]
+
+
+def absorbs(op) -> bool:
+    """Whether ``op`` can turn a value that is not finite into a finite one (``1 / inf``,
+    ``tanh(inf)``, ``inf > 0``): derived from its array rule over infinities, nan and a few
+    numbers, and assumed of every op that is not elementwise. The rows mode watches such an
+    op's arguments, so that a row is flagged wherever the interpreter would stop.
+
+    >>> from cgraph_cli.core.ops import OPS
+    >>> absorbs(OPS["tanh"]), absorbs(OPS["add"]), absorbs(OPS["log"])
+    (True, False, False)
+    """
+    found = _ABSORBS.get(op.name)
+    if found is None:
+        found = _ABSORBS[op.name] = not op.elementwise or _finite_from_special(op)
+    return found
+
+
+_ABSORBS: dict[str, bool] = {}
+
+
+def _finite_from_special(op) -> bool:
+    from itertools import product
+
+    from ..core.arrays import np
+    from ..core.interpret import value_function
+
+    fn = value_function(op, "np")
+    values = [math.inf, -math.inf, math.nan, 0.0, 1.0, -1.0, 2.0, 0.5]
+    with np.errstate(all="ignore"):
+        for args in product(values, repeat=op.arity):
+            if not all(map(math.isfinite, args)):
+                if np.all(np.isfinite(fn(*map(np.float64, args)))):
+                    return True
+    return False
+
+
+def elementwise(graph: Graph, known: Mapping) -> bool:
+    """Every op of ``graph`` elementwise, every constant and input shape a number."""
+    return (
+        all(op.py is not None for op in graph.ops if op.arity)
+        and all(v.__class__ is float for v in graph.consts.values())
+        and all(known.get(n, ()) == () for n in graph.inputs)
+    )
+
+
+def unread(graph: Graph, returned: list[int]) -> set[int]:
+    """The operation nodes from which no node of ``returned`` can be reached."""
+    live = [False] * len(graph.ops)
+    for i in returned:
+        live[i] = True
+    for i in range(len(graph.ops) - 1, -1, -1):
+        if live[i]:
+            for a in graph.args[i]:
+                live[a] = True
+    return {i for i, op in enumerate(graph.ops) if op.arity and not live[i]}

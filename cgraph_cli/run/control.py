@@ -1,0 +1,434 @@
+"""Conditionals and loops: a program's static graph and the graph that runs for given bindings.
+
+The parser reads a program with control flow in one of two ways (see ``parse/reader.py``):
+
+- **static** (:func:`cgraph_cli.parse`): the structure, independent of the data, as
+  ``tf.cond``/``lax.scan`` hold it. ``a if c else b`` is a select node ``where(c, a, b)`` over
+  both branches; a loop's body is read once, its variable an input-like node, and the values it
+  carries from one step to the next are back edges. ``graph.control`` is a :class:`Static`.
+- **run** (:func:`run_graph`): the graph that actually runs, as PyTorch records it. The parser
+  asks a :class:`Tracer` for the value of each condition and loop bound as it reads them: the
+  branch taken is kept (the other is never evaluated), the loop is unrolled to its real length,
+  and every name assigned in a body gets its step (``h_1``, ``h_2``). ``graph.control`` is a
+  :class:`Run`: the guards the graph depends on and the nodes of each step.
+
+Everything that computes (evaluation, gradients, explanations) works on the graph that runs: a
+straight-line graph like any other.
+
+>>> from cgraph_cli import parse
+>>> g = parse("y = log(x) if x > 0 else 0")
+>>> run = run_graph(g, {"x": -1})
+>>> [str(n) for n in run], [str(guard) for guard in run.control.guards]
+(['%0 = input x', '%1 = const 0.0 (y)'], ['x > 0 was false'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..core.arrays import np
+from ..core.errors import BindingError, EvalError, Span
+from ..core.ir import Graph, GraphBuilder
+from ..core.ops import CONST, INPUT
+
+#: Loop steps listed one by one in explanations at most; longer loops are summarised.
+SHOWN_STEPS = 6
+
+
+class Loop:
+    """A loop of the static graph: its variable, its bound as written, its header's span,
+    the ids of its body's nodes (``lo`` to ``hi``) and its back edges ``(last node of a name in
+    the body, the node it replaces at the next step, name)``."""
+
+    __slots__ = ("var", "bound", "start", "end", "lo", "hi", "back", "depth", "_before")
+
+    def __init__(self, var: str, bound: str, start: int, end: int, lo: int, depth: int) -> None:
+        self.var, self.bound, self.start, self.end = var, bound, start, end
+        self.lo, self.hi, self.depth = lo, lo, depth
+        self.back: list[tuple[int, int, str]] = []
+        self._before: dict[str, int] = {}
+
+    @property
+    def trips(self) -> str:
+        """The number of steps as a label: ``× len(xs)``."""
+        return f"× {self.bound}"
+
+
+class Static:
+    """The structure of a program with control flow (``graph.control`` of a parsed program):
+    its loops and its conditionals (select node -> the condition's span)."""
+
+    __slots__ = ("loops", "conds", "_open")
+
+    def __init__(self) -> None:
+        self.loops: list[Loop] = []
+        self.conds: dict[int, tuple[int, int]] = {}
+        self._open: list[Loop] = []
+
+    def begin_loop(self, reader, var: str, bound, start: int, end: int) -> None:
+        text = str(bound) if isinstance(bound, int) else reader.text[bound[3] : bound[4]]
+        loop = Loop(var, text, start, end, len(reader.b.graph.ops), len(self._open))
+        loop._before = dict(reader.scope)
+        self.loops.append(loop)
+        self._open.append(loop)
+
+    def end_loop(self, reader) -> None:
+        loop = self._open.pop()
+        loop.hi = len(reader.b.graph.ops)
+        for name, node in reader.scope.items():
+            before = loop._before.get(name)
+            if before is not None and before != node and node >= loop.lo:
+                loop.back.append((node, before, name))
+        loop._before = {}
+
+
+class Guard:
+    """A fact the graph that ran depends on: a condition's truth, or a loop's number of steps.
+    Other bindings that change it give another graph."""
+
+    __slots__ = ("text", "value", "start", "end", "kind", "step", "detail", "branch")
+
+    def __init__(
+        self,
+        text: str,
+        value,
+        start: int,
+        end: int,
+        kind: str,
+        step: str,
+        detail: str = "",
+        branch: str = "",
+    ) -> None:
+        self.text, self.value, self.start, self.end = text, value, start, end
+        self.kind = kind  # "if" or "loop"
+        self.step = step  # the loop variables when it was met: "t = 2", or ""
+        self.detail = detail  # the condition with its operands' values: 3 <= 1
+        self.branch = branch  # the text of the branch that ran
+
+    def sentence(self) -> str:
+        """The guard as ``explain`` says it: which branch ran and why."""
+        where = f" at {self.step}" if self.step else ""
+        why = f" ({self.detail})" if self.detail and self.detail != self.text else ""
+        which = "the branch before `if`" if self.value else "the `else` branch"
+        return f"{self}{why}{where}, so {which} ran: {self.branch}"
+
+    def __str__(self) -> str:
+        if self.kind == "loop":
+            return f"{self.text} == {self.value}"
+        return f"{self.text} was {'true' if self.value else 'false'}"
+
+    def as_json(self) -> dict:
+        return {
+            "kind": self.kind,
+            "guard": self.text,
+            "value": self.value,
+            "step": self.step or None,
+            "text": str(self),
+        }
+
+
+class Run:
+    """What the graph that ran depends on (``graph.control`` of :func:`run_graph`'s result):
+    its guards; for each name assigned in a loop, its node at each step; which of those names
+    carry a value from one step to the next (an RNN's ``h``); and the static graph."""
+
+    __slots__ = ("guards", "steps", "carried", "static", "notes")
+
+    def __init__(self, guards, steps, carried, static, notes) -> None:
+        self.notes: list[str] = notes  # what ran, as sentences: branches and loops, in order
+        self.guards: list[Guard] = guards
+        self.steps: dict[str, list[int | None]] = steps  # [step 0 (or None), step 1, ...]
+        self.carried: list[str] = carried
+        self.static: Graph = static
+
+
+class Tracer:
+    """The run-mode parser's view of the values: it evaluates, on demand, just what a
+    condition or a loop bound needs (never a branch not taken), and records the guards."""
+
+    def __init__(self, static: Graph, bindings: Mapping[str, object]) -> None:
+        self.static = static
+        self.bindings = bindings
+        self.values: dict[int, object] = {}
+        self.guards: list[Guard] = []
+        self.steps: dict[str, list[int]] = {}
+        self.notes: list[str] = []  # what ran, for explain: branches and loops, in order
+
+    def value(self, graph: Graph, node: int):
+        """Node ``node``'s value, computing those of its ancestors not yet known, in order."""
+        values = self.values
+        if node in values:
+            return values[node]
+        todo, stack = set(), [node]
+        while stack:
+            i = stack.pop()
+            if i not in values and i not in todo:
+                todo.add(i)
+                stack.extend(graph.args[i])
+        from ..core.interpret import ARRAYS
+        from ..data.bindings import finite
+        from .evaluate import _bad_element, domain_error
+
+        for i in sorted(todo):
+            op = graph.ops[i]
+            if op is INPUT:
+                values[i] = self._input(graph, i)
+                continue
+            if op is CONST:
+                values[i] = graph.consts[i]
+                continue
+            args = [values[a] for a in graph.args[i]]
+            try:
+                with np.errstate(all="ignore"):
+                    out = ARRAYS.apply(op, args, graph.params.get(i, ()))
+            except (ArithmeticError, ValueError) as exc:
+                raise domain_error(graph, i, values, exc) from None  # type: ignore[arg-type]
+            if not finite(out):
+                raise _bad_element(graph, i, values, out)  # type: ignore[arg-type]
+            values[i] = float(out) if np.ndim(out) == 0 else out
+        return values[node]
+
+    def _input(self, graph: Graph, node: int):
+        name = graph.labels[node] or ""
+        if name in self.bindings:
+            return self.bindings[name]
+        if name in graph.defaults:
+            return graph.defaults[name]
+        raise graph.error(
+            BindingError,
+            f"no value for input '{name}', which the program's control flow needs",
+            node,
+            hints=[f"bind it: {name}=VALUE  (or declare a default: input {name} = 1)"],
+        )
+
+    def condition(
+        self, graph: Graph, node: int, span: tuple[int, int], branches: tuple, step: str
+    ) -> bool:
+        """Whether the condition ``node`` (at ``span``) holds; a guard. ``branches``: the
+        spans of the two branches; ``step``: the loop variables now (``t = 2``)."""
+        start, end = span
+        value = self.value(graph, node)
+        text = " ".join(graph.source.text[start:end].split())
+        if value.__class__ is not float:
+            raise EvalError(
+                f"the condition {text} is a {np.shape(value)} tensor; `a if c else b` needs a "
+                "number",
+                Span(start, end),
+                graph.source,
+                hints=["to choose element by element, write where(c, a, b) (both sides run)"],
+            )
+        holds = value != 0.0
+        detail = ""
+        if graph.ops[node].arity:
+            from .evaluate import describe
+
+            detail = describe(graph, node, self.values)  # type: ignore[arg-type]
+        taken = branches[0] if holds else branches[1]
+        branch = " ".join(graph.source.text[taken[0] : taken[1]].split())
+        self.guards.append(Guard(text, holds, start, end, "if", step, detail, branch))
+        self.notes.append(self.guards[-1].sentence())
+        return holds
+
+    def trip_count(self, graph: Graph, bound, node: int | None, text: str, header: str) -> int:
+        """A loop's number of steps, from its bound: a number, or ``len``/``shape`` of the
+        value of node ``node``, or that value itself. ``header``: the loop's header, for
+        explanations."""
+        n = self._trip_count(graph, bound, node, text)
+        data = f" ({self.guards[-1]})" if not isinstance(bound, int) else ""
+        self.notes.append(f"`{header}` ran {n} step{'s' * (n != 1)}{data}")
+        return n
+
+    def _trip_count(self, graph: Graph, bound, node: int | None, text: str) -> int:
+        if isinstance(bound, int):
+            return bound
+        fn, tok, axis, bstart, bend = bound
+        name = tok[1]
+        assert node is not None
+        value = self.value(graph, node)
+        written = " ".join(text[bstart:bend].split())
+        if fn == "value":
+            if value.__class__ is not float or not value.is_integer() or value < 0:
+                shown = f"a {np.shape(value)} tensor" if value.__class__ is not float else value
+                raise EvalError(
+                    f"a loop's number of steps is a whole number, but {name} is {shown:g}"
+                    if value.__class__ is float
+                    else f"a loop's number of steps is a whole number, but {name} is {shown}",
+                    Span(bstart, bend),
+                    graph.source,
+                    hints=[f"bind {name} to 0, 1, 2, ..."],
+                )
+            self.guards.append(Guard(written, int(value), bstart, bend, "loop", ""))
+            return int(value)
+        shape = np.shape(value)
+        if not -len(shape) <= axis < len(shape):
+            what = "a number" if not shape else f"a {shape} tensor"
+            raise EvalError(
+                f"{written} needs axis {axis} of '{name}', which is {what}",
+                Span(bstart, bend),
+                graph.source,
+                hints=["a loop over a sequence: bind it as an array, xs='[[1, 2], [3, 4]]'"],
+            )
+        n = int(shape[axis])
+        self.guards.append(Guard(written, n, bstart, bend, "loop", ""))
+        return n
+
+    def check_index(self, graph: Graph, node: int, axis: int, tok, step: int) -> None:
+        """Refuse the loop variable ``tok`` (at ``step``) as an index past the end of axis
+        ``axis`` of node ``node``'s value."""
+        shape = np.shape(self.value(graph, node))
+        if axis < len(shape) and step < shape[axis]:
+            return
+        what = graph.display_name(node) if graph.labels[node] else graph.text(node)
+        length = f"has {shape[axis]} along axis {axis}" if axis < len(shape) else "is smaller"
+        raise EvalError(
+            f"index {tok[1]} = {step} is past the end of {what}, which {length}",
+            Span(tok[2], tok[3]),
+            graph.source,
+            hints=["make the loop's number of steps the length it reads: range(len(xs))"],
+        )
+
+    def assigned(self, name: str, node: int) -> None:
+        self.steps.setdefault(name, []).append(node)
+
+
+def middle_steps(graph: Graph, keep: int = SHOWN_STEPS // 2) -> tuple[set[int], str]:
+    """For an explanation of a long loop: the nodes of its middle steps (all but the first and
+    last ``keep``) and a sentence saying they are left out; nothing for short loops. The steps
+    are those of the name assigned in loops most often (the outermost loop's)."""
+    run = graph.control
+    if not isinstance(run, Run) or not run.steps:
+        return set(), ""
+    name = max(run.steps, key=lambda n: len(run.steps[n]))
+    nodes = [n for n in run.steps[name][1:] if n is not None]
+    if len(nodes) <= 2 * keep:
+        return set(), ""
+    first, last = nodes[keep - 1], nodes[-keep - 1]  # the middle: after step keep, to n - keep
+    hidden = set(range(first + 1, last + 1))
+    shown = f"steps {keep + 1} to {len(nodes) - keep} of {len(nodes)}"
+    return hidden, f"{shown} (of {name}) are left out below: the same statements, other numbers"
+
+
+def refuse(graph: Graph, what: str) -> None:
+    """Refuse ``what`` (a command's work) on a program with conditionals or loops, saying so."""
+    if isinstance(graph.control, Static):
+        from ..core.errors import UsageError
+
+        raise UsageError(
+            f"{what} does not take programs with if/else or loops yet",
+            hints=[
+                "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
+                "them, on the graph that runs for the bindings"
+            ],
+        )
+
+
+def run_graph(graph: Graph, bindings: Mapping[str, object] | None = None) -> Graph:
+    """The graph that runs for ``bindings``: ``graph`` itself for straight-line code; for a
+    program with control flow, the branches taken and the loops unrolled (see the module's
+    docstring), with ``control`` a :class:`Run`.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("input xs = [1, 2, 3]\\nh = 0\\nfor t in range(len(xs)):\\n    h = h + xs[t]")
+    >>> run = run_graph(g)
+    >>> run.output_label, run.control.steps["h"], [str(x) for x in run.control.guards]
+    ('h_3', [None, 3, 5, 7], ['len(xs) == 3'])
+    """
+    if not isinstance(graph.control, Static):
+        return graph
+    from ..data.bindings import check_bindings
+
+    checked = check_bindings(graph, bindings)
+    from ..parse.driver import parse_source
+
+    tracer = Tracer(graph, checked)
+    ran = parse_source(graph.source, tracer)
+    initial = _name_steps(ran, tracer.steps)
+    out = _prune(ran, graph)
+    carried = [
+        name for loop in graph.control.loops for _, _, name in loop.back if name in tracer.steps
+    ]
+    remap = out.memo.pop("remap")
+    steps = {
+        # Step 0 is the value before the loop: None if there is none, or a constant.
+        name: [remap[initial[name]] if _varies(ran, initial, name) else None]
+        + [remap[n] for n in nodes]
+        for name, nodes in tracer.steps.items()
+    }
+    out.control = Run(tracer.guards, steps, list(dict.fromkeys(carried)), graph, tracer.notes)
+    return out
+
+
+def _varies(ran: Graph, initial: dict[str, int], name: str) -> bool:
+    return name in initial and ran.ops[initial[name]] is not CONST
+
+
+def _name_steps(ran: Graph, steps: dict[str, list[int]]) -> dict[str, int]:
+    """After the run: a name assigned in a loop refers to its last step's value; the value it
+    had before the loop becomes ``name_0`` (an input keeps its name). Returns, per such name,
+    the node of its value before the loop (step 0)."""
+    initial: dict[str, int] = {}
+    for name, nodes in steps.items():
+        last = nodes[-1]
+        before = ran.names.get(name, ran.inputs.get(name))
+        if before is None or before > last:
+            continue
+        initial[name] = before
+        if name in ran.inputs:
+            continue
+        zero = f"{name}_0"
+        for k, stmt in enumerate(ran.stmt_names):
+            if stmt == name and ran.stmt_nodes[2 * k] == before:
+                ran.stmt_names[k] = zero
+        if ran.labels[before] == name:
+            ran.labels[before] = zero
+        ran.names = {(zero if k == name else k): v for k, v in ran.names.items()}
+        ran.names[name] = last
+    return initial
+
+
+def _prune(ran: Graph, static: Graph) -> Graph:
+    """``ran`` without the nodes nothing needs (a branch not taken, a condition): every input
+    of the static graph stays, so the same bindings apply."""
+    n = len(ran.ops)
+    needed = [False] * n
+    for node in ran.inputs.values():
+        needed[node] = True
+    statements = list(ran.statements())
+    for _, _, node, _ in statements:
+        needed[node] = True
+    needed[ran.output] = True
+    for i in range(n - 1, -1, -1):
+        if needed[i]:
+            for a in ran.args[i]:
+                needed[a] = True
+    b = GraphBuilder(ran.source)
+    g = b.graph
+    remap: dict[int, int] = {}
+    done = 0
+
+    def copy_until(end: int) -> None:
+        for i in range(done, end):
+            if needed[i]:
+                remap[i] = b.copy(ran, i, tuple(remap[a] for a in ran.args[i]))
+                if ran.labels[i] is not None:
+                    g.labels[remap[i]] = ran.labels[i]
+
+    for kind, name, node, so_far in statements:
+        copy_until(so_far)
+        done = max(done, so_far)
+        b.statement(kind, name, remap[node])
+    copy_until(n)
+    g.names = {name: remap[node] for name, node in ran.names.items()}
+    g.defaults = dict(ran.defaults)
+    g.memo["remap"] = remap
+    return b.finish(remap[ran.output], ran.output_label)
+
+
+def step_of(label: str) -> str:
+    """The step part of a name assigned in a loop (``h_3`` -> ``3``; nested: ``3_2``)."""
+    parts = label.split("_")
+    digits = [p for p in reversed(parts) if p.isdigit()]
+    return "_".join(reversed(digits))
+
+
+__all__ = ["Guard", "Loop", "Run", "Static", "Tracer", "run_graph"]
