@@ -67,11 +67,11 @@ def once(fn) -> float:
 def cgraph_strategies(graph, point: dict, wrt: str):
     """Closures computing the Hessian with respect to input ``wrt`` both ways, and one that
     builds the derivative program (the transform alone)."""
+    from cgraph_cli.core.autodiff import reverse
     from cgraph_cli.core.interpret import ARRAYS
     from cgraph_cli.passes.grad_graph import grad_graph
     from cgraph_cli.run.evaluate import forward
     from cgraph_cli.run.jvp import jvp
-    from cgraph_cli.run.vjp import reverse
 
     values = forward(graph, point)
     shapes = {n: tuple(np.shape(values[i])) for n, i in graph.inputs.items()}
@@ -201,9 +201,10 @@ def tensor_row(n: int) -> dict:
 def scalar_row(n: int) -> dict:
     """One size of the scalar case: times in seconds."""
     from cgraph_cli import parse
-    from cgraph_cli.passes.derivatives import derivative_program, hessian
+    from cgraph_cli.passes.derivatives import derivative_program
     from cgraph_cli.passes.grad_graph import grad_graph
     from cgraph_cli.run.evaluate import forward
+    from cgraph_cli.run.higher import hessian
     from cgraph_cli.run.jvp import jvp
     from cgraph_cli.run.vjp import vjp
 

@@ -13,8 +13,9 @@ import pytest
 
 from cgraph_cli import evaluate, grad, gradcheck, parse, validate
 from cgraph_cli.core.errors import CgraphError, EvalError, ParseError
+from cgraph_cli.core.ir_control import Static
 from cgraph_cli.parse.unparse import to_source
-from cgraph_cli.run.control import Static, run_graph
+from cgraph_cli.run.control import run_graph
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 HUBER = "loss = 0.5 * e^2 if abs(e) <= d else d * (abs(e) - 0.5 * d)"

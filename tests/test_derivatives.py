@@ -34,15 +34,24 @@ from strategies import (
 )
 from test_properties import _at_kink, _evaluate, _to_sympy
 
-from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
+from cgraph_cli import (
+    DomainError,
+    derivative_program,
+    grad,
+    jvp,
+    parse,
+    tangent_program,
+    to_source,
+    validate,
+)
+from cgraph_cli.core.autodiff import reverse
 from cgraph_cli.core.interpret import ARRAYS
-from cgraph_cli.core.ir import depends_on_input
 from cgraph_cli.core.ops import OPS
-from cgraph_cli.passes.derivatives import derivative_program, hessian, jacobian, tangent_program
+from cgraph_cli.core.walks import depends_on_input
 from cgraph_cli.passes.grad_graph import grad_graph
 from cgraph_cli.passes.jvp_graph import jvp_graph
 from cgraph_cli.run.evaluate import forward
-from cgraph_cli.run.vjp import reverse
+from cgraph_cli.run.higher import hessian, jacobian
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cg"))
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -703,7 +712,7 @@ def test_second_derivatives_match_differences_of_the_gradient(program, point):
 
 
 def test_hessian_columns_are_the_hessians_columns():
-    from cgraph_cli.passes.derivatives import hessian_columns
+    from cgraph_cli.run.higher import hessian_columns
 
     graph = parse("y = logsumexp(tanh(transpose(A) @ A)[0] * r) + sum(c * A) * s ^ 2")
     point = _tensor_point(graph, 3)

@@ -119,7 +119,7 @@ def test_every_rule_prints_as_a_formula_and_as_latex(op):
         "index": ((0,),),
         "place": ((4,), (1,)),
     }.get(op.name, ())
-    from cgraph_cli.run.vjp import rule_pullback
+    from cgraph_cli.core.autodiff import rule_pullback
 
     for printer in (Formula(), Latex()):
         pulled = rule_pullback(

@@ -303,9 +303,9 @@ def _label_sources() -> list[str]:
 def _rule_formulas() -> list[str]:
     """Every op's derivative rules as diagrams print them (edge labels): local partials of the
     elementwise ops, reverse rules of the others, over a gradient named like the diagrams'."""
+    from cgraph_cli.core.autodiff import rule_pullback
     from cgraph_cli.core.ops import OPS
     from cgraph_cli.render.formulas import Formula
-    from cgraph_cli.run.vjp import rule_pullback
 
     texts = []
     for op in OPS.values():

@@ -292,8 +292,8 @@ def explain(
 def _leave_out_middle_steps(steps: dict, graph: Graph) -> None:
     """A long loop is explained by its first and last steps; the control-flow notes say which
     steps are left out."""
+    from ..core.ir_control import middle_steps
     from ..core.names import node_names
-    from ..run.control import middle_steps
 
     hidden, note = middle_steps(graph)
     if not hidden:
@@ -431,7 +431,7 @@ def hessian(
     >>> hessian("f = x^2 * y", {"x": 1, "y": 2}, vector={"x": 1, "y": 0})["hvp"]
     {'x': 4.0, 'y': 2.0}
     """
-    from ..passes.derivatives import hessian as build
+    from ..run.higher import hessian as build
 
     return build(_graph(program, bindings), bindings, of, wrt, vector)
 
@@ -454,6 +454,6 @@ def jacobian(
     (array([[2., 0.],
            [0., 4.]]), 'reverse')
     """
-    from ..passes.derivatives import jacobian as build
+    from ..run.higher import jacobian as build
 
     return build(_graph(program, bindings), bindings, of, wrt, mode)

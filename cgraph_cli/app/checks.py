@@ -123,7 +123,7 @@ def run_case(case: Case) -> list[Result]:
 def _second_derivatives(graph: Graph, case: Case, values: list) -> list[tuple[str, float, float]]:
     """Each of ``case.expect_hessian`` as (the pair as the report names it, expected, actual):
     one forward-mode pass over the derivative program per element differentiated last."""
-    from ..passes.derivatives import hessian_columns
+    from ..run.higher import hessian_columns
     from .gradcheck import element_label
 
     shapes = {n: _shape(values[i]) for n, i in graph.inputs.items()}

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..core.arrays import Value
 from ..core.errors import CgraphError, UsageError, cannot_write
-from ..core.ir import Graph, ancestors
+from ..core.ir import Graph
+from ..core.walks import ancestors
 from ..parse import parse
 from ..render.dot import DiagramOptions
 from ..render.dot import diagram as dot_diagram
@@ -502,10 +503,11 @@ def derivative_view(
     """
     from ..passes.derivatives import derivative_program
     from ..render.derivative_dot import DerivativeView
+    from ..run.control import ran_graph
     from .explain import derivative_targets, first_derivative_statement, program_values
 
     out, forward_values, adjoints, note = evaluate_for_drawing(graph, bindings, of, values)
-    program = derivative_program(graph, bindings, of)
+    program = derivative_program(ran_graph(graph, bindings), bindings, of)
     p = program.graph
     first = first_derivative_statement(p, graph)
     statements = list(p.statements())

@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.arrays import np
-from ..core.ir import Graph, ancestors, resolve_name
+from ..core.ir import Graph, resolve_name
 from ..core.names import node_names
 from ..core.ops import CONST, PREC_ATOM
+from ..core.walks import ancestors
 from ..parse.unparse import combine
 from ..render.formulas import Expr, Formula, Latex
 from ..run.evaluate import is_tensor_run, local_partials
@@ -99,8 +100,8 @@ def _args(graph: Graph, i: int, names: list[str]) -> list:
 
 
 def _partials(graph, values, adjoints, i, names, gradient, shapes) -> list[dict]:
+    from ..core.autodiff import pullback, rule_pullback
     from ..core.interpret import ARRAYS
-    from ..run.vjp import pullback, rule_pullback
 
     op, args = graph.ops[i], graph.args[i]
     needs = [graph.ops[a] is not CONST for a in range(len(graph.ops))]
@@ -209,7 +210,7 @@ def reverse_rule(
 ) -> str:
     """The rule that gives argument ``k`` of node ``i`` its gradient, as a formula over the
     node's gradient ``gradient``: ``∂y/∂t1 @ xᵀ``, ``∂y/∂t2·[t1 > 0]``."""
-    from ..run.vjp import rule_pullback
+    from ..core.autodiff import rule_pullback
 
     formula = Formula(shapes)
     xs = _args(graph, i, names)
@@ -241,8 +242,9 @@ def derivative_steps(graph: Graph, bindings=None, of: str | None = None) -> dict
     """
     from ..parse.unparse import to_source
     from ..passes.derivatives import derivative_program
+    from ..run.control import ran_graph
 
-    program = derivative_program(graph, bindings, of)
+    program = derivative_program(ran_graph(graph, bindings), bindings, of)
     derived = program.graph
     values = program_values(derived, bindings)
     text = to_source(derived)

@@ -191,7 +191,7 @@ def second_derivatives(
     >>> [(c.label, c.status) for c in gradcheck(g, {"x": 2, "z": 1}, order=2)]
     [('∂²/∂x²', 'ok'), ('∂²/∂x∂z', 'ok'), ('∂²/∂z²', 'ok')]
     """
-    from ..passes.derivatives import hessian_columns
+    from ..run.higher import hessian_columns
 
     pairs = [(a, b) for k, a in enumerate(chosen) for b in chosen[k:]]
     try:

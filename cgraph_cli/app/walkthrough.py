@@ -27,10 +27,11 @@ from typing import Any
 
 from ..core.arrays import np
 from ..core.interpret import commutative
-from ..core.ir import Graph, ancestors
+from ..core.ir import Graph
 from ..core.names import node_names
 from ..core.numfmt import format_number, format_value, is_tensor, nested, shape_text
 from ..core.ops import CONST, INPUT
+from ..core.walks import ancestors
 
 #: A tensor with at most this many elements is written in full inside its node.
 IN_NODE = 6

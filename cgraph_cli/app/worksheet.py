@@ -155,9 +155,9 @@ def _finite(xs) -> bool:
 
 
 def _rows(graph: Graph, result, steps: dict) -> list[dict[str, Any]]:
-    from ..core.ir import ancestors
     from ..core.names import node_names
     from ..core.ops import CONST
+    from ..core.walks import ancestors
 
     names = node_names(graph)
     reach = ancestors(graph, result.output)

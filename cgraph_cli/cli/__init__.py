@@ -8,7 +8,7 @@ registered explicitly in :mod:`.app`.
 
 import gc
 
-from .. import PAUSED_FOR_COMMAND
+from ..core.startup import PAUSED_FOR_COMMAND
 
 # Importing click and the app makes many objects and no garbage: the cyclic collector would
 # only rescan them (a few milliseconds of every command's start). Paused while importing; in

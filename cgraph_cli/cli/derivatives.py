@@ -110,7 +110,7 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, 
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if graph.control is not None:  # if/else or loops: the graph that runs for the bindings
-        from ..passes.derivatives import ran_graph
+        from ..run.control import ran_graph
 
         graph = ran_graph(graph, bindings)
         guards = "; ".join(str(g) for g in graph.control.guards) or "the loops' fixed steps"
@@ -170,7 +170,7 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
       cgraph hessian sample:rosenbrock --format json
       cgraph hessian sample:mlp --wrt b2 --vector b2='[1, 0]'
     """
-    from ..passes.derivatives import hessian
+    from ..run.higher import hessian
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     directions = _directions(vector, graph) if vector else None
@@ -219,7 +219,7 @@ def jvp_command(args, expr, file_, binds, bindings_file, tangents, fmt, precisio
       cgraph jvp sample:neuron --tangent x1=1            # ∂o/∂x1, by forward mode
       cgraph jvp 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]' -t x='[1,0]'
     """
-    from ..passes.derivatives import tangents_report
+    from ..run.higher import tangents_report
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     report = tangents_report(graph, bindings, _directions(tangents, graph))
@@ -258,7 +258,7 @@ def jacobian_command(args, expr, file_, binds, bindings_file, of, wrt, mode, fmt
       cgraph jacobian 'y = softmax(z)' z='[1, 2, 3]'
       cgraph jacobian sample:mlp --of Y --wrt b2
     """
-    from ..passes.derivatives import jacobian
+    from ..run.higher import jacobian
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     report = jacobian(graph, bindings, of, names(wrt) or None, mode)

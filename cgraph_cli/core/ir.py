@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import gc
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from .arrays import Value
 from .errors import CgraphError, Source, Span
 from .ops import CONST, INPUT, OPS, OpSpec
+from .startup import PAUSED_FOR_COMMAND
+from .walks import show_subscript
 
 
 class Node(NamedTuple):
@@ -62,14 +64,6 @@ def _show_param(value) -> str:
     if isinstance(value, tuple) and any(isinstance(v, slice) for v in value):
         return "[" + ", ".join(show_subscript(v) for v in value) + "]"
     return repr(list(value)) if isinstance(value, tuple) else repr(value)
-
-
-def show_subscript(item) -> str:
-    """An index as written: ``1``, ``:``, ``1:3``, ``::2``."""
-    if not isinstance(item, slice):
-        return str(item)
-    parts = ["" if p is None else str(p) for p in (item.start, item.stop, item.step)]
-    return ":".join(parts[:2] if item.step is None else parts)
 
 
 _KINDS = ("=", "input", "bare")
@@ -217,15 +211,16 @@ class GraphBuilder:
     """Builds a :class:`Graph` node by node; it knows nothing of parsing (the parser keeps its
     own name scope and calls :meth:`add`).
 
-    With ``simplify``, :meth:`apply` hash-conses (an op applied to the same arguments and
-    params twice is one node) and simplifies as it builds
-    (:func:`cgraph_cli.passes.smart.rewrite`): derived graphs read as a textbook would
-    write them. With ``shapes`` (each input's shape, by name), every node's shape is kept as it
+    With ``simplify`` (a rewrite rule: ``simplify(builder, op, args, params)`` returns a node
+    equal to ``op(*args, *params)`` or None), :meth:`apply` hash-conses (an op applied to the
+    same arguments and params twice is one node) and asks the rule before it adds a node: the
+    derivative passes give :func:`cgraph_cli.passes.smart.rewrite`, so that derived graphs
+    read as a textbook would write them. With ``shapes`` (each input's shape, by name), every node's shape is kept as it
     is built, for the rules that need one. ``span`` is the source span new nodes get.
 
-    >>> b = GraphBuilder(simplify=True)
+    >>> b = GraphBuilder(simplify=lambda b, op, args, params: None)
     >>> x = b.input("x")
-    >>> b.apply(OPS["mul"], (b.const(1.0), x)) == x
+    >>> b.apply(OPS["mul"], (x, x)) == b.apply(OPS["mul"], (x, x))
     True
     """
 
@@ -235,7 +230,7 @@ class GraphBuilder:
         self,
         source: Source | None = None,
         *,
-        simplify: bool = False,
+        simplify: Callable[..., int | None] | None = None,
         shapes: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         self.graph = Graph(source or Source(""))
@@ -304,9 +299,7 @@ class GraphBuilder:
             found = self._memo.get(key)
             if found is not None:
                 return found
-            from ..passes.smart import rewrite
-
-            found = rewrite(self, op, args, params)
+            found = self.simplify(self, op, args, params)
             if found is not None:
                 self._memo[key] = found
                 return found
@@ -432,55 +425,6 @@ def relayout(
     return b.finish(new[output], output_label)
 
 
-def last_readers(graph: Graph) -> list[int]:
-    """For each node, the last node that reads it (-1: none does).
-
-    >>> last_readers(GraphBuilder().graph)
-    []
-    """
-    last = [-1] * len(graph.ops)
-    for i, args in enumerate(graph.args):
-        for a in args:
-            last[a] = i
-    return last
-
-
-def fresh(name: str, taken: set[str], first: int = 1, counts: dict[str, int] | None = None) -> str:
-    """``name``, or else ``name_<first>``, ``name_<first + 1>``...: the first that is not in
-    ``taken`` (then added to it). ``counts`` remembers where each name's numbering got to, so
-    that a name asked for again and again costs no search from the start.
-
-    >>> taken = {"x", "x_2"}
-    >>> fresh("x", taken, first=2), fresh("y", taken), sorted(taken)
-    ('x_3', 'y', ['x', 'x_2', 'x_3', 'y'])
-    """
-    k = (first - 1) if counts is None else counts.get(name, first - 1)
-    var = name
-    while var in taken:
-        k += 1
-        var = f"{name}_{k}"
-    if counts is not None:
-        counts[name] = k
-    taken.add(var)
-    return var
-
-
-def ancestors(graph: Graph, node: int) -> list[bool]:
-    """Which nodes lead to ``node`` (itself included), by one backwards sweep.
-
-    >>> from cgraph_cli import parse
-    >>> ancestors(parse("a = x + 1; b = y * 2"), 2)
-    [True, True, True, False, False, False]
-    """
-    keep = [False] * len(graph.ops)
-    keep[node] = True
-    for i in range(node, -1, -1):
-        if keep[i]:
-            for a in graph.args[i]:
-                keep[a] = True
-    return keep
-
-
 _LISTED = 30  # names listed in an unknown name's message at most
 
 
@@ -536,8 +480,6 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            from .. import PAUSED_FOR_COMMAND
-
             if PAUSED_FOR_COMMAND:
                 gc.freeze()
             gc.enable()
@@ -573,29 +515,3 @@ def validate(graph: Graph) -> Graph:
     assert all(0 <= v < n for v in graph.names.values()), "a name refers to no node"
     assert 0 <= graph.output < n, "output out of range"
     return graph
-
-
-def depends_on_input(graph: Graph) -> list[bool]:
-    """Which nodes depend on an input through ops that have derivatives: only they have
-    gradients (a comparison's value is a constant to differentiation: 0 or 1).
-
-    >>> from cgraph_cli import parse
-    >>> depends_on_input(parse("y = abs(1) * x + (x > 0)"))
-    [False, False, True, True, False, False, True]
-    """
-    from .ops import INPUT
-
-    depends: list[bool] = []
-    add = depends.append
-    for op, args in zip(graph.ops, graph.args):
-        if op is INPUT:
-            add(True)
-        elif not op.differentiable:
-            add(False)
-        elif len(args) == 2:  # most ops: no generator for any()
-            add(depends[args[0]] or depends[args[1]])
-        elif len(args) == 1:
-            add(depends[args[0]])
-        else:
-            add(any([depends[a] for a in args]))
-    return depends

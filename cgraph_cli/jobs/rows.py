@@ -97,7 +97,7 @@ def run_rows(
     >>> result.errors, result.tables[0]["error"][1][:32]
     (1, 'row 2: sqrt(-1) is undefined: sq')
     """
-    from ..run.control import refuse
+    from ..core.ir_control import refuse
 
     refuse(graph, "--rows")
     if mode not in MODES:

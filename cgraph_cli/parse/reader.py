@@ -77,7 +77,9 @@ class Reader:
         loop unrolled, each step's names suffixed with the step (``h_1``, ``h_2``)."""
         self.b = GraphBuilder(source)
         self.tracer: Any = tracer
-        self.flow: Any = None  # the static structure (cgraph_cli.run.control.Static), once needed
+        self.flow: Any = (
+            None  # the static structure (cgraph_cli.core.ir_control.Static), once needed
+        )
         self.loops: list = []  # the loops being read, outermost first: [var, step, header]
         self.steps: dict[str, int] = {}  # a loop variable -> its step now (the run only)
         self.suffix = ""  # _step added to every name assigned in a loop's body (the run only)
@@ -190,7 +192,7 @@ class Reader:
 
     def _flow(self):
         if self.flow is None:
-            from ..run.control import Static
+            from ..core.ir_control import Static
 
             self.flow = Static()
         return self.flow

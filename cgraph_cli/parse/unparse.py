@@ -13,7 +13,6 @@ g = -p ^ 2 * (z - 1)
 
 from __future__ import annotations
 
-from ..core.ir import Graph, fresh, last_readers, show_subscript
 from ..core.numfmt import format_number, is_tensor, nested
 from ..core.ops import (
     CONST,
@@ -26,11 +25,12 @@ from ..core.ops import (
     PREFIX,
     OpSpec,
 )
+from ..core.walks import GraphLike, fresh, last_readers, show_subscript
 
 Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
 
-def to_source(graph: Graph) -> str:
+def to_source(graph: GraphLike) -> str:
     """Program text for ``graph``, statement by statement; it parses back to the same graph.
 
     >>> from cgraph_cli import parse
@@ -124,7 +124,7 @@ def to_source(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _last_reads(graph: Graph) -> tuple[dict[int, int], list[frozenset]]:
+def _last_reads(graph: GraphLike) -> tuple[dict[int, int], list[frozenset]]:
     """For each input whose name a statement gives to another value: the last node whose
     text may say the input's name (it reads the input, or an expression written inline that
     does); a statement that only names the input reads it at the end of its nodes."""
@@ -154,7 +154,7 @@ def _last_reads(graph: Graph) -> tuple[dict[int, int], list[frozenset]]:
     return last, says
 
 
-def _last_readers(graph: Graph) -> list[int]:
+def _last_readers(graph: GraphLike) -> list[int]:
     """For each node, the last node that reads it, or the end of the last statement that
     names it (-1: nothing reads it)."""
     last = last_readers(graph)
@@ -163,7 +163,7 @@ def _last_readers(graph: Graph) -> list[int]:
     return last
 
 
-def expression(graph: Graph, node: int, limit: int = 24) -> str:
+def expression(graph: GraphLike, node: int, limit: int = 24) -> str:
     """Node ``node``'s expression as program text, other named nodes by their names; past
     ``limit`` nodes deep, an argument is written ``…`` (a report line stays short however deep
     the graph is). Without recursion.
@@ -200,7 +200,7 @@ class _Unwritten(dict):
         return ("…", PREC_ATOM)
 
 
-def _node_text(graph: Graph, i: int, ref, exprs) -> Text:
+def _node_text(graph: GraphLike, i: int, ref, exprs) -> Text:
     op = graph.ops[i]
     if op is INPUT:
         return graph.labels[i] or "", PREC_ATOM  # an input always has its name

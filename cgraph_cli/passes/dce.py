@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..core.ir import Graph, ancestors, relayout
+from ..core.ir import Graph, relayout
+from ..core.walks import ancestors
 from .rewrite import Rewrite, has_budget, spend
 
 

@@ -30,8 +30,10 @@ from typing import cast
 
 from ..core.errors import EvalError
 from ..core.interpret import Interpretation
-from ..core.ir import Graph, GraphBuilder, fresh, relayout, wrt_node
+from ..core.ir import Graph, GraphBuilder, relayout, wrt_node
 from ..core.ops import CONST, INPUT
+from ..core.walks import fresh
+from .smart import rewrite
 
 
 class Recorder(Interpretation):
@@ -76,7 +78,7 @@ def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
     from ..core.arrays import ShapeMismatch
     from .shapes import ShapeError
 
-    b = GraphBuilder(graph.source, simplify=True, shapes=shapes)
+    b = GraphBuilder(graph.source, simplify=rewrite, shapes=shapes)
     g = b.graph
     for i, op in enumerate(graph.ops):
         start, end = graph.starts[i], graph.ends[i]
@@ -100,7 +102,7 @@ def _copy(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> GraphBuilder:
 def _reaching(graph: Graph, out: int) -> tuple[list[bool], list[bool]]:
     """Which nodes lead to ``out``, and which depend on an input through ops with
     derivatives (only those have derivatives; as the interpreter's reverse pass decides)."""
-    from ..core.ir import ancestors, depends_on_input
+    from ..core.walks import ancestors, depends_on_input
 
     return ancestors(graph, out), depends_on_input(graph)
 
@@ -122,8 +124,8 @@ def grad_graph(
     statement too (``dg_dp``; with ``wrt`` given, each one the asked derivatives read);
     without, only those read more than once are. The name of an
     input means the input, though the program assigns it again (``x = x * 3``)."""
+    from ..core.autodiff import reverse
     from ..core.names import node_names
-    from ..run.vjp import reverse
 
     out = graph.output if output is None else output
     every = wrt is None  # else only the gradients the asked derivatives read are statements

@@ -31,8 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import BindingError
-from ..core.ir import Graph, ancestors, relayout
+from ..core.ir import Graph, relayout
 from ..core.ops import CONST, INPUT
+from ..core.walks import ancestors
 from .grad_graph import (
     Recorder,
     _copy,
@@ -70,8 +71,8 @@ def jvp_graph(
     ``shapes`` (each input's, by name; default: as :func:`input_shapes` finds them)
     specialise the rules that need one. An input the program does not have is a
     :class:`~cgraph_cli.core.errors.BindingError`."""
+    from ..core.autodiff import push
     from ..core.names import node_names
-    from ..run.jvp import push
 
     out = graph.output if output is None else output
     given: Mapping[str, float | None] = (

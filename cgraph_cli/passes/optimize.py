@@ -104,7 +104,7 @@ def optimize(
     >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
     y = softplus(x)
     """
-    from ..run.control import refuse
+    from ..core.ir_control import refuse
 
     refuse(graph, "optimize")
     token = BUDGET.set(None if budget is None else [budget])

@@ -21,7 +21,14 @@ WHERE, SUM, SUM_TO, BROADCAST, RESHAPE, TRANSPOSE = (
 
 def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
     """A node equal to ``op(*args, *params)`` that ``b`` (a GraphBuilder) already has or can
-    make more simply, or None."""
+    make more simply, or None.
+
+    >>> from cgraph_cli.core.ir import GraphBuilder
+    >>> b = GraphBuilder(simplify=rewrite)
+    >>> x = b.input("x")
+    >>> b.apply(OPS["mul"], (b.const(1.0), x)) == x
+    True
+    """
     value = b.const_value
     if (
         args

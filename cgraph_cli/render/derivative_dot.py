@@ -28,10 +28,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.ir import Graph, ancestors
+from ..core.ir import Graph
 from ..core.names import node_names
 from ..core.numfmt import format_number, is_tensor, shape_text
 from ..core.ops import CONST, INPUT
+from ..core.walks import ancestors
 from .dot import THEMES, DiagramOptions, Theme, _magnitude, _mix, _row, _tensor_html, _tint, diagram
 
 

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.arrays import Value
-from ..core.ir import Graph, ancestors
+from ..core.ir import Graph
 from ..core.names import node_names
 from ..core.numfmt import format_number, is_tensor, mean, shape_text
 from ..core.ops import CONST, INPUT
+from ..core.walks import ancestors
 from ..run.evaluate import local_partials
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ step, and frames around the two branches of each conditional.
 
 Frames nest as the program does; they are written as DOT text with an explicit stack (no
 recursion). Used by :func:`cgraph_cli.render.dot.diagram` when ``graph.control`` is a
-:class:`cgraph_cli.run.control.Static`.
+:class:`cgraph_cli.core.ir_control.Static`.
 """
 
 from __future__ import annotations

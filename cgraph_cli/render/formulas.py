@@ -170,7 +170,7 @@ class Formula(_Printer):
             a, b = args
             return f"{_wrap(a, PREC_PRODUCT)} @ {_wrap(b, PREC_ATOM)}ᵀ", PREC_PRODUCT
         if name == "index":
-            from ..core.ir import show_subscript
+            from ..core.walks import show_subscript
 
             items = ", ".join(show_subscript(k) for k in params[0])
             return f"{_wrap(args[0], PREC_ATOM)}[{items}]", PREC_ATOM
@@ -189,7 +189,7 @@ class Formula(_Printer):
 
 def _param(value) -> str:
     if isinstance(value, tuple) and any(isinstance(v, slice) for v in value):
-        from ..core.ir import show_subscript
+        from ..core.walks import show_subscript
 
         return "[" + ", ".join(show_subscript(v) for v in value) + "]"
     return _shape_text(value) if isinstance(value, tuple) else str(value)
@@ -258,7 +258,7 @@ class Latex(_Printer):
         if op.name == "transpose":
             return f"{texts[0]}^\\top", PREC_ATOM
         if op.name == "index":
-            from ..core.ir import show_subscript
+            from ..core.walks import show_subscript
 
             items = ", ".join(show_subscript(k) for k in params[0])
             return f"{texts[0]}_{{[{items}]}}", PREC_ATOM

@@ -4,7 +4,7 @@ Pure: they return rich renderables; the CLI prints them.
 >>> import io
 >>> from rich.console import Console
 >>> from cgraph_cli import parse
->>> from cgraph_cli.passes.derivatives import hessian
+>>> from cgraph_cli.run.higher import hessian
 >>> out = io.StringIO()
 >>> report = hessian(parse("f = x^2 * y + sin(y)"), {"x": 1, "y": 2})
 >>> Console(file=out, width=60, color_system=None).print(hessian_table(report))

@@ -32,8 +32,9 @@ from collections.abc import Mapping
 from ..core import runtime
 from ..core.errors import UsageError, visible
 from ..core.interpret import Source
-from ..core.ir import Graph, fresh, last_readers, resolve_name
+from ..core.ir import Graph, resolve_name
 from ..core.ops import CONST, INPUT
+from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
 from .batch import PER_ROW, ROWS, absorbs, elementwise, unread
 
@@ -77,9 +78,9 @@ def compile_module(
     >>> value, grads["x"].tolist()
     (11.0, [1.0, 2.0])
     """
+    from ..core.ir_control import refuse
     from ..passes.derivatives import derivative_program
     from ..passes.optimize import optimize
-    from .control import refuse
 
     refuse(graph, "compile")
 

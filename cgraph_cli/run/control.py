@@ -27,119 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.arrays import np
-from ..core.errors import BindingError, EvalError, Span
+from ..core.errors import BindingError, EvalError, Span, UsageError
 from ..core.ir import Graph, GraphBuilder
+from ..core.ir_control import Guard, Run, Static
 from ..core.ops import CONST, INPUT
-
-#: Loop steps listed one by one in explanations at most; longer loops are summarised.
-SHOWN_STEPS = 6
-
-
-class Loop:
-    """A loop of the static graph: its variable, its bound as written, its header's span,
-    the ids of its body's nodes (``lo`` to ``hi``) and its back edges ``(last node of a name in
-    the body, the node it replaces at the next step, name)``."""
-
-    __slots__ = ("var", "bound", "start", "end", "lo", "hi", "back", "depth", "_before")
-
-    def __init__(self, var: str, bound: str, start: int, end: int, lo: int, depth: int) -> None:
-        self.var, self.bound, self.start, self.end = var, bound, start, end
-        self.lo, self.hi, self.depth = lo, lo, depth
-        self.back: list[tuple[int, int, str]] = []
-        self._before: dict[str, int] = {}
-
-    @property
-    def trips(self) -> str:
-        """The number of steps as a label: ``× len(xs)``."""
-        return f"× {self.bound}"
-
-
-class Static:
-    """The structure of a program with control flow (``graph.control`` of a parsed program):
-    its loops and its conditionals (select node -> the condition's span)."""
-
-    __slots__ = ("loops", "conds", "_open")
-
-    def __init__(self) -> None:
-        self.loops: list[Loop] = []
-        self.conds: dict[int, tuple[int, int]] = {}
-        self._open: list[Loop] = []
-
-    def begin_loop(self, reader, var: str, bound, start: int, end: int) -> None:
-        text = str(bound) if isinstance(bound, int) else reader.text[bound[3] : bound[4]]
-        loop = Loop(var, text, start, end, len(reader.b.graph.ops), len(self._open))
-        loop._before = dict(reader.scope)
-        self.loops.append(loop)
-        self._open.append(loop)
-
-    def end_loop(self, reader) -> None:
-        loop = self._open.pop()
-        loop.hi = len(reader.b.graph.ops)
-        for name, node in reader.scope.items():
-            before = loop._before.get(name)
-            if before is not None and before != node and node >= loop.lo:
-                loop.back.append((node, before, name))
-        loop._before = {}
-
-
-class Guard:
-    """A fact the graph that ran depends on: a condition's truth, or a loop's number of steps.
-    Other bindings that change it give another graph."""
-
-    __slots__ = ("text", "value", "start", "end", "kind", "step", "detail", "branch")
-
-    def __init__(
-        self,
-        text: str,
-        value,
-        start: int,
-        end: int,
-        kind: str,
-        step: str,
-        detail: str = "",
-        branch: str = "",
-    ) -> None:
-        self.text, self.value, self.start, self.end = text, value, start, end
-        self.kind = kind  # "if" or "loop"
-        self.step = step  # the loop variables when it was met: "t = 2", or ""
-        self.detail = detail  # the condition with its operands' values: 3 <= 1
-        self.branch = branch  # the text of the branch that ran
-
-    def sentence(self) -> str:
-        """The guard as ``explain`` says it: which branch ran and why."""
-        where = f" at {self.step}" if self.step else ""
-        why = f" ({self.detail})" if self.detail and self.detail != self.text else ""
-        which = "the branch before `if`" if self.value else "the `else` branch"
-        return f"{self}{why}{where}, so {which} ran: {self.branch}"
-
-    def __str__(self) -> str:
-        if self.kind == "loop":
-            return f"{self.text} == {self.value}"
-        return f"{self.text} was {'true' if self.value else 'false'}"
-
-    def as_json(self) -> dict:
-        return {
-            "kind": self.kind,
-            "guard": self.text,
-            "value": self.value,
-            "step": self.step or None,
-            "text": str(self),
-        }
-
-
-class Run:
-    """What the graph that ran depends on (``graph.control`` of :func:`run_graph`'s result):
-    its guards; for each name assigned in a loop, its node at each step; which of those names
-    carry a value from one step to the next (an RNN's ``h``); and the static graph."""
-
-    __slots__ = ("guards", "steps", "carried", "static", "notes")
-
-    def __init__(self, guards, steps, carried, static, notes) -> None:
-        self.notes: list[str] = notes  # what ran, as sentences: branches and loops, in order
-        self.guards: list[Guard] = guards
-        self.steps: dict[str, list[int | None]] = steps  # [step 0 (or None), step 1, ...]
-        self.carried: list[str] = carried
-        self.static: Graph = static
 
 
 class Tracer:
@@ -291,37 +182,6 @@ class Tracer:
         self.steps.setdefault(name, []).append(node)
 
 
-def middle_steps(graph: Graph, keep: int = SHOWN_STEPS // 2) -> tuple[set[int], str]:
-    """For an explanation of a long loop: the nodes of its middle steps (all but the first and
-    last ``keep``) and a sentence saying they are left out; nothing for short loops. The steps
-    are those of the name assigned in loops most often (the outermost loop's)."""
-    run = graph.control
-    if not isinstance(run, Run) or not run.steps:
-        return set(), ""
-    name = max(run.steps, key=lambda n: len(run.steps[n]))
-    nodes = [n for n in run.steps[name][1:] if n is not None]
-    if len(nodes) <= 2 * keep:
-        return set(), ""
-    first, last = nodes[keep - 1], nodes[-keep - 1]  # the middle: after step keep, to n - keep
-    hidden = set(range(first + 1, last + 1))
-    shown = f"steps {keep + 1} to {len(nodes) - keep} of {len(nodes)}"
-    return hidden, f"{shown} (of {name}) are left out below: the same statements, other numbers"
-
-
-def refuse(graph: Graph, what: str) -> None:
-    """Refuse ``what`` (a command's work) on a program with conditionals or loops, saying so."""
-    if isinstance(graph.control, Static):
-        from ..core.errors import UsageError
-
-        raise UsageError(
-            f"{what} does not take programs with if/else or loops yet",
-            hints=[
-                "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
-                "them, on the graph that runs for the bindings"
-            ],
-        )
-
-
 def run_graph(graph: Graph, bindings: Mapping[str, object] | None = None) -> Graph:
     """The graph that runs for ``bindings``: ``graph`` itself for straight-line code; for a
     program with control flow, the branches taken and the loops unrolled (see the module's
@@ -424,11 +284,20 @@ def _prune(ran: Graph, static: Graph) -> Graph:
     return b.finish(remap[ran.output], ran.output_label)
 
 
-def step_of(label: str) -> str:
-    """The step part of a name assigned in a loop (``h_3`` -> ``3``; nested: ``3_2``)."""
-    parts = label.split("_")
-    digits = [p for p in reversed(parts) if p.isdigit()]
-    return "_".join(reversed(digits))
+__all__ = ["Tracer", "run_graph"]
 
 
-__all__ = ["Guard", "Loop", "Run", "Static", "Tracer", "run_graph"]
+def ran_graph(graph: Graph, bindings: Mapping | None) -> Graph:
+    """The graph that runs for ``bindings`` (a program with if/else or loops is differentiated
+    as it runs: one branch, the loops unrolled); straight-line code as it is."""
+    if graph.control is None or not hasattr(graph.control, "loops"):
+        return graph
+    try:
+        return run_graph(graph, bindings)
+    except BindingError as e:
+        raise UsageError(
+            "this program has if/else or a loop: its derivatives are those of the graph that "
+            "runs for given bindings (a derivative program with its own branches and loops "
+            "is not built yet)",
+            hints=[*e.hints, "give every input a value, e.g. cgraph diff samples/huber.cg e=3"],
+        ) from None

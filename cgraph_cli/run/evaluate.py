@@ -25,9 +25,10 @@ from ..core.interpret import (
     swaps_arguments,
     value_function,
 )
-from ..core.ir import Graph, depends_on_input, gc_paused
+from ..core.ir import Graph, gc_paused
 from ..core.numfmt import format_number
 from ..core.ops import CALL, CONST, INFIX, POSTFIX
+from ..core.walks import depends_on_input
 from ..data.bindings import check_bindings, finite
 
 #: The reverse loop's marker for a two-argument op whose partials are its arguments swapped.

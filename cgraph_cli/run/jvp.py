@@ -19,51 +19,12 @@ import math
 from collections.abc import Mapping
 
 from ..core.arrays import np, shape_of, show_shape
+from ..core.autodiff import elementwise_tangent, push
 from ..core.errors import BindingError, DomainError
-from ..core.interpret import ARRAYS, Interpretation
+from ..core.interpret import ARRAYS
 from ..core.ir import Graph
 from ..data.bindings import as_array, check_number, finite, unknown_binding
 from .evaluate import SWAPPED, compile_program, element, is_tensor_run, slope_error
-
-
-def push(
-    graph: Graph, values: list, e: Interpretation, tan: list, checked: bool = False, on_node=None
-) -> list:
-    """Tangents of every node under interpretation ``e``, given ``tan`` with the inputs'
-    tangents filled in (``None`` is zero). ``checked``: a zero tangent contributes nothing even
-    where a local derivative is infinite. ``on_node(i, tangent, arg tangents)`` checks."""
-    ops, params = graph.ops, graph.params
-    for i, (op, args) in enumerate(zip(ops, graph.args)):
-        ts = [tan[a] for a in args]
-        if not op.arity or all(t is None for t in ts):
-            continue
-        xs = [values[a] for a in args]
-        if op.jvp is not None:
-            tan[i] = op.jvp(e, ts, xs, values[i], params.get(i, ()))
-        else:
-            tan[i] = _elementwise(e, op, xs, values[i], ts, checked)
-        if on_node is not None:
-            on_node(i, ts)
-    return tan
-
-
-def _elementwise(e, op, xs, out, ts, checked: bool):
-    total = None
-    for rule, t in zip(op.partials or (), ts):
-        if t is None or rule is None:
-            continue
-        partial = rule(e, *xs, out)
-        if partial.__class__ is float and partial in (1.0, -1.0):
-            c = t if partial == 1.0 else e.neg(t)
-        else:
-            c = e.mul(partial, t)
-            if checked:
-                c = e.where(e.eq(t, 0.0), 0.0, c)
-        total = e.add_tangents(total, c)
-    if total is None:
-        return None
-    shape = e.shape(out)
-    return total if e.shape(total) == shape else e.broadcast_to(total, shape)
 
 
 def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
@@ -111,7 +72,7 @@ def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
             failed.append((i, overflow))
     result = out[graph.output]
     if failed and result - result != 0.0:  # the output's tangent is not finite: say where
-        from ..core.ir import ancestors
+        from ..core.walks import ancestors
 
         reach = ancestors(graph, graph.output)
         i, overflow = next(f for f in failed if reach[f[0]])
@@ -135,7 +96,7 @@ def _jvp_arrays(graph: Graph, values: list, tangents: Mapping[str, object]) -> l
             return
         if graph.ops[i].vjp is None:  # a zero tangent meets an infinite partial?
             xs = [values[a] for a in graph.args[i]]
-            tan[i] = _elementwise(ARRAYS, graph.ops[i], xs, values[i], ts, checked=True)
+            tan[i] = elementwise_tangent(ARRAYS, graph.ops[i], xs, values[i], ts, checked=True)
             if finite(tan[i]):
                 return
         raise _tangent_error(graph, values, i, ts)

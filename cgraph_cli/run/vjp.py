@@ -23,20 +23,14 @@ from itertools import islice
 from operator import itemgetter
 
 from ..core.arrays import np, show_shape
+from ..core.autodiff import reverse
 from ..core.errors import DomainError, EvalError
-from ..core.interpret import ARRAYS, Interpretation
-from ..core.ir import Graph, depends_on_input, gc_paused
+from ..core.interpret import ARRAYS
+from ..core.ir import Graph, gc_paused
 from ..core.ops import CONST
+from ..core.walks import depends_on_input
 from ..data.bindings import all_finite, finite
-from .evaluate import (
-    SWAPPED,
-    at,
-    compile_program,
-    element,
-    is_tensor_run,
-    no_memory,
-    slope_error,
-)
+from .evaluate import SWAPPED, at, compile_program, element, is_tensor_run, no_memory, slope_error
 
 
 def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) -> list:
@@ -137,101 +131,6 @@ def _first_undefined(graph: Graph, values, out: int, seed: float) -> DomainError
                     )
                 return slope_error(graph, i, values)
     return graph.error(DomainError, "a gradient is not a finite number", out)  # pragma: no cover
-
-
-# --- the one reverse loop ----------------------------------------------------------------------
-def reverse(
-    graph: Graph,
-    values: list,
-    e: Interpretation,
-    out: int,
-    seed,
-    needs: list[bool],
-    checked: bool = False,
-    on_sum=None,
-    before=None,
-) -> list:
-    """Adjoints of ``out`` under interpretation ``e``: ``values[i]`` is node i's value there
-    (an array, or a node of the graph being built), ``needs[i]`` whether node i wants a
-    gradient. A node that gets none has ``None``. ``checked``: a zero gradient contributes
-    nothing even where a local derivative is infinite. ``on_sum(i, a, total, g)`` is called
-    after each addition to ``adj[a]`` (error checks); ``before(i)`` before node i passes its
-    gradient back."""
-    adj: list = [None] * len(graph.ops)
-    adj[out] = seed
-    ops, all_args = graph.ops, graph.args
-    for i in range(out, -1, -1):
-        g = adj[i]
-        if g is None or not ops[i].arity:
-            continue
-        if before is not None:
-            before(i)
-        for a, c in zip(all_args[i], pullback(e, graph, values, i, g, needs, checked)):
-            if c is None:
-                continue
-            adj[a] = c if adj[a] is None else e.add(adj[a], c)
-            if on_sum is not None:
-                on_sum(i, a, adj[a], g)
-    return adj
-
-
-def pullback(
-    e: Interpretation,
-    graph: Graph,
-    values: list,
-    i: int,
-    g,
-    needs: list[bool],
-    checked: bool = False,
-) -> list:
-    """What node ``i`` passes back to each argument, given its adjoint ``g`` (``None`` for an
-    argument that needs no gradient)."""
-    args = graph.args[i]
-    return rule_pullback(
-        e,
-        graph.ops[i],
-        [values[a] for a in args],
-        values[i],
-        graph.params.get(i, ()),
-        g,
-        [needs[a] for a in args],
-        checked,
-    )
-
-
-def rule_pullback(
-    e: Interpretation,
-    op,
-    xs: list,
-    out,
-    params: tuple,
-    g,
-    wanted: list[bool],
-    checked: bool = False,
-    summed: bool = True,
-) -> list:
-    """An op's cotangents for arguments ``xs`` and result ``out`` given the gradient ``g``:
-    its vjp rule, or for an elementwise op each local partial times ``g``, summed back to the
-    argument's shape (unless ``summed`` is false: explanations say so in words);
-    ``None`` where ``wanted`` says no."""
-    if op.vjp is not None:
-        pulled = op.vjp(e, g, xs, out, params)
-        return [c if want else None for want, c in zip(wanted, pulled)]
-    cotangents: list = []
-    for k, want in enumerate(wanted):
-        rule = op.partials[k] if op.partials else None
-        if rule is None or not want:
-            cotangents.append(None)
-            continue
-        partial = rule(e, *xs, out)
-        if partial.__class__ is float and partial in (1.0, -1.0):
-            c = g if partial == 1.0 else e.neg(g)
-        else:
-            c = e.mul(g, partial)
-            if checked:
-                c = e.where(e.eq(g, 0.0), 0.0, c)
-        cotangents.append(e.sum_to(c, e.shape(xs[k])) if summed else c)
-    return cotangents
 
 
 # --- arrays ------------------------------------------------------------------------------------
