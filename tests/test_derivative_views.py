@@ -19,9 +19,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from cgraph_cli import parse, schemas
-from cgraph_cli.app.diagrams import MAX_NODES, derivative_diagram_of, diagram_of
+from cgraph_cli.app.diagrams import derivative_diagram_of, diagram_of
 from cgraph_cli.render import image
 from cgraph_cli.render.dot import DiagramOptions
+from cgraph_cli.render.layout import MAX_NODES
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden_dot"

@@ -238,7 +238,7 @@ def test_an_unknown_wrt_comes_before_a_missing_binding(cli):
 
 def test_the_list_of_names_is_bounded():
     with pytest.raises(UnknownNameError) as err:
-        from cgraph_cli.app.api import resolve_name
+        from cgraph_cli.core.ir import resolve_name
 
         resolve_name(chain_graph(5_000), "x4999x")
     assert err.value.exit_code == 2

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from cgraph_cli import grad, parse
-from cgraph_cli.app.diagrams import MAX_NODES, diagram_of
+from cgraph_cli.app.diagrams import diagram_of
 from cgraph_cli.render import image
 from cgraph_cli.render.dot import DiagramOptions
+from cgraph_cli.render.layout import MAX_NODES
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden_dot"

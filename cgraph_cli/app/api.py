@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.arrays import Value
-from ..core.ir import Graph, resolve_name, wrt_node
+from ..core.ir import Graph, wrt_node
 from ..parse import parse
-from ..run.evaluate import forward
 
 if TYPE_CHECKING:
     from ..passes.derivatives import Program
@@ -158,6 +157,10 @@ def listing(parts: list[str], shown: int = SHOWN) -> str:
     return ", ".join(parts[:shown] + ([f"… ({more} more)"] if more > 0 else []))
 
 
+def _parsed(program: str | Graph) -> Graph:
+    return program if isinstance(program, Graph) else parse(program)
+
+
 def _graph(program: str | Graph, bindings: Mapping[str, object] | None = None) -> Graph:
     """The program's graph; for a program with conditionals or loops, the graph that runs for
     ``bindings`` (:func:`cgraph_cli.run.control.run_graph`): all computing is done on it."""
@@ -181,9 +184,9 @@ def evaluate(
     >>> evaluate("h = W @ x", {"W": [[1, 2], [3, 4]], "x": [1, 1]}).value
     array([3., 7.])
     """
-    graph = _graph(program, bindings)
-    out = graph.output if of is None else resolve_name(graph, of)
-    return Evaluation(graph, forward(graph, bindings), out)
+    from ..run.program import evaluated
+
+    return Evaluation(*evaluated(_parsed(program), bindings, of))
 
 
 def grad(
@@ -196,10 +199,10 @@ def grad(
     >>> grad("y = x * x", {"x": 3}).gradients
     {'x': 6.0}
     """
-    e = evaluate(program, bindings, of)
-    from ..run.vjp import vjp
+    from ..run.program import differentiated
 
-    return Gradients(e.graph, e.values, e.output, vjp(e.graph, e.values, of=e.output))
+    graph, values, adjoints, out = differentiated(_parsed(program), bindings, of)
+    return Gradients(graph, values, out, adjoints)
 
 
 # --- explanations ---------------------------------------------------------------------------------

@@ -16,30 +16,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.arrays import Value
 from ..core.errors import CgraphError, UsageError
-from ..core.ir import Graph, wrt_node
-from .api import Evaluation, Gradients, evaluate, grad, resolve_name
-
-RTOL, ATOL = 1e-9, 1e-12
-
-
-@dataclass
-class Case:
-    name: str
-    graph: Graph | None  # None when the program could not be read or parsed: see ``error``
-    bindings: dict[str, object]
-    # name -> the value expected: a number, or a tensor (nested lists or a NumPy array)
-    expect: dict[str, object] = field(default_factory=dict)
-    expect_grad: dict[str, object] = field(default_factory=dict)
-    of: str | None = None
-    rtol: float = RTOL
-    atol: float = ATOL
-    error: CgraphError | None = None  # why the case cannot run, reported as its result
-    expect_hessian: dict[str, float] = field(default_factory=dict)  # "x,y" -> ∂²out/∂x∂y
+from ..core.ir import Graph, resolve_name, wrt_node
+from .api import Evaluation, Gradients, evaluate, grad
+from .cases import ATOL, RTOL, Case, close, expected_value, parse_pair, value_shape
 
 
 @dataclass(frozen=True)
@@ -54,14 +38,14 @@ class Result:
 
     @property
     def shapes_differ(self) -> bool:
-        return _shape(self.actual) != _shape(self.expected)
+        return value_shape(self.actual) != value_shape(self.expected)
 
     @property
     def difference(self) -> float:
         """The largest elementwise difference (infinite when the shapes differ)."""
         if self.shapes_differ:
             return math.inf
-        if _shape(self.actual):
+        if value_shape(self.actual):
             from ..core.arrays import np
 
             with np.errstate(all="ignore"):  # 1e308 - -1e308: inf, without a NumPy warning
@@ -110,7 +94,7 @@ def run_case(case: Case) -> list[Result]:
             else:  # an input's name is the input, as in cgraph grad
                 assert isinstance(result, Gradients), "expect_grad asks for the reverse pass"
                 actual = result.adjoints[wrt_node(graph, name)]
-            expected = _expected_value(name, given)
+            expected = expected_value(name, given)
             ok = close(actual, expected, case.rtol, case.atol)
             results.append(Result(case.name, kind, name, out, expected, actual, ok))
     if case.expect_hessian:
@@ -126,7 +110,7 @@ def _second_derivatives(graph: Graph, case: Case, values: list) -> list[tuple[st
     from ..run.higher import hessian_columns
     from .gradcheck import element_label
 
-    shapes = {n: _shape(values[i]) for n, i in graph.inputs.items()}
+    shapes = {n: value_shape(values[i]) for n, i in graph.inputs.items()}
     pairs = {
         text: tuple(_element(graph, shapes, *e) for e in parse_pair(text))
         for text in case.expect_hessian
@@ -167,28 +151,6 @@ def _element(graph: Graph, shapes: dict, name: str, index: tuple[int, ...]):
     return name, tuple(i % n for i, n in zip(index, shape))
 
 
-_LABEL = r"\s*([^\W\d]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*\])?\s*"
-_PAIR = re.compile(rf"{_LABEL},{_LABEL}")
-
-
-def parse_pair(text: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """The two inputs (each with an element, ``()`` for a number) of a second derivative:
-    ``x,y`` or ``W[0, 1],x[2]``; a :class:`UsageError` for anything else.
-
-    >>> parse_pair("W[0,1], x")
-    (('W', (0, 1)), ('x', ()))
-    """
-    m = _PAIR.fullmatch(text)
-    if m is None:
-        raise UsageError(
-            f"a second derivative is named NAME,NAME, got {text[:60]!r}",
-            hints=["for example: x,y or, for elements of tensor inputs, W[0, 1],x[2]"],
-        )
-    a, ia, b, ib = m.groups()
-    index = [tuple(int(k) for k in i.split(",")) if i else () for i in (ia, ib)]
-    return (a, index[0]), (b, index[1])
-
-
 def run_cases(cases: list[Case]) -> list[CaseRun]:
     """Every case, each on its own: a case that cannot run does not stop the others.
 
@@ -211,86 +173,6 @@ def error_text(error: CgraphError) -> str:
     """``FILE:LINE:COL: message``, or the message alone when the error has no place."""
     where = error.where()
     return f"{where}: {error.message}" if where else error.message
-
-
-def _shape(value) -> tuple:
-    return tuple(getattr(value, "shape", ()))
-
-
-def _expected_value(name: str, value):
-    from ..core.errors import BindingError
-    from ..data.bindings import as_array, check_number
-
-    try:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return check_number(name, value)  # a TOML integer past float64's range
-        if isinstance(value, float):
-            return value
-        return as_array(name, value)
-    except BindingError as e:
-        raise UsageError(f"the expected {e.message.removeprefix('the ')}") from None
-    except OverflowError:  # a whole number too large for a float, in JSON
-        raise UsageError(f"the expected value of '{name}' holds a number too large") from None
-
-
-def close(actual, expected, rtol: float, atol: float) -> bool:
-    """|actual - expected| <= atol + rtol·|expected|, elementwise, shapes equal."""
-    if _shape(actual) != _shape(expected):
-        return False
-    if not _shape(actual):
-        return abs(actual - expected) <= atol + rtol * abs(expected)
-    from ..core.arrays import np
-
-    with np.errstate(all="ignore"):  # a difference that overflows is not close: no warning
-        return bool(np.all(np.abs(actual - expected) <= atol + rtol * np.abs(expected)))
-
-
-def parse_hessian_expectation(text: str) -> tuple[str, float]:
-    """``NAME,NAME=NUMBER`` for --expect-hessian: ``x,y=2``, ``W[0, 1],x[2]=-0.5``.
-
-    >>> parse_hessian_expectation("x, y = 2")
-    ('x,y', 2.0)
-    """
-    pair, eq, value = text.partition("=")
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not eq or not math.isfinite(number):
-        raise UsageError(
-            f"a second derivative's expectation is NAME,NAME=NUMBER, got "
-            f"{text[:40] + '...' if len(text) > 60 else text!r}",
-            hints=["for example: x,y=2 or, for elements of tensor inputs, 'W[0, 1],x[2]=-0.5'"],
-        )
-    from .gradcheck import element_label
-
-    return ",".join(element_label(*e) for e in parse_pair(pair)), number
-
-
-def parse_expectation(text: str) -> tuple[str, object]:
-    """``NAME=VALUE`` with a number, or a tensor as JSON (``W=[[1, 2], [3, 4]]``), for --expect
-    and --expect-grad."""
-    name, eq, value = text.partition("=")
-    if value.strip().startswith("[") and eq and name.strip().isidentifier():
-        return name.strip(), _expected_value(name.strip(), value.strip())
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not eq or not name.strip().isidentifier() or not math.isfinite(number):
-        raise UsageError(
-            f"an expectation is NAME=NUMBER or NAME=[ARRAY], got "
-            f"{text[:40] + '...' if len(text) > 60 else text!r}",
-            hints=["for example: g=-12 or W='[[1, 2], [3, 4]]'"],
-        )
-    return name.strip(), number
-
-
-def load_spec(path: str) -> list[Case]:
-    """The cases of a TOML spec file (see :mod:`cgraph_cli.app.checks_spec`)."""
-    from .checks_spec import load_spec as load
-
-    return load(path)
 
 
 # --- the library's entry point -------------------------------------------------------------------
@@ -383,6 +265,8 @@ def check(
     if spec is not None:
         if program is not None or expect or expect_grad or expect_hessian:
             raise UsageError("a spec file holds its own programs and expectations: give no more")
+        from .checks_spec import load_spec
+
         return CheckReport(run_cases(load_spec(str(spec))))
     if program is None:
         raise UsageError("nothing to check: give a program, or a spec file")

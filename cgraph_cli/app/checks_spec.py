@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import BindingError, CgraphError, Source, Span, UsageError
-from .checks import ATOL, RTOL, Case
+from .cases import ATOL, RTOL, Case
 
 _CASE_KEYS = (
     "name",
@@ -269,7 +269,7 @@ class _Locator:
     def second_derivatives(self, table: dict, case: int) -> dict[str, float]:
         """``expect_hessian = { "x,y" = 2, "W[0, 1],x[2]" = -0.5 }``: pairs of inputs, each a
         number."""
-        from .checks import parse_hessian_expectation
+        from .cases import parse_hessian_expectation
 
         value = table.get("expect_hessian", {})
         kind = f"'expect_hessian' in case {case + 1} must be a table of \"NAME,NAME\" = number"

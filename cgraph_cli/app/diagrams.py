@@ -16,16 +16,13 @@ from typing import Any
 
 from ..core.arrays import Value
 from ..core.errors import CgraphError, UsageError, cannot_write
-from ..core.ir import Graph
+from ..core.ir import Graph, resolve_name
 from ..core.walks import ancestors
 from ..parse import parse
 from ..render.dot import DiagramOptions
-from ..render.dot import diagram as dot_diagram
+from ..render.dot import diagram as render_dot
+from ..render.layout import check_size, diagram_size
 from ..run.vjp import vjp
-from .api import evaluate, resolve_name
-
-#: Beyond this many nodes a diagram is slow to lay out and unreadable; --force draws anyway.
-MAX_NODES = 500
 
 
 @dataclass(frozen=True, repr=False)
@@ -317,8 +314,9 @@ def slides(
     ('flowchart LR', 5, None)
     """
     from ..core.names import node_names
+    from ..render.layout import layout_source, place
     from ..render.slides import mermaid, tikz
-    from .walkthrough import figure, layout_source, place
+    from .walkthrough import figure
 
     graph = program if isinstance(program, Graph) else parse(program)
     graph, view_note = viewed(graph, bindings, view)
@@ -338,6 +336,24 @@ def slides(
     source = layout_source(fig, rankdir, char=5.2, line=11, pad=6)
     plain = render(source, "plain", choose("plain", renderer))
     return tikz(place(fig, plain.decode()), theme, command), count, note or view_note or None
+
+
+def backward_labels(graph: Graph, values, options: DiagramOptions, output: int | None = None):
+    """The text of the backward edges the diagram draws (none unless ``options.backward``):
+    the explanations' formulas (:func:`cgraph_cli.app.explain.edge_labels`)."""
+    if not options.backward:
+        return None
+    from .explain import edge_labels
+
+    out = graph.output if output is None else output
+    shown = ancestors(graph, options.focus if options.focus is not None else out)
+    return edge_labels(graph, values if options.values else None, out, options.precision, shown)
+
+
+def dot_diagram(graph: Graph, values, adjoints, options: DiagramOptions, output=None, prefix="n"):
+    """:func:`cgraph_cli.render.dot.diagram` with its backward edges labelled."""
+    labels = backward_labels(graph, values, options, output)
+    return render_dot(graph, values, adjoints, options, output, prefix, labels)
 
 
 def diagram_options(**options: Any) -> DiagramOptions:
@@ -448,7 +464,7 @@ def compare_diagram(
 
     out = before.output if of is None else resolve_name(before, of)
     count = diagram_size(before, out, force) + diagram_size(after, after.output, force)
-    _check_size(count, force, "the two diagrams", "--of NAME")
+    check_size(count, force, "the two diagrams", "--of NAME")
     theme = THEMES[options.theme]
     # Each graph top to bottom, so that the two frames stand side by side, before on the left.
     options = replace(options, rankdir="TB")
@@ -567,42 +583,10 @@ def derivative_diagram_of(
     diagram_size(graph, out, force)
     view, note = derivative_view(graph, bindings, of=of, values=options.values)
     count = sum(ancestors(graph, out)) + view.nodes
-    _check_size(count, force, "the diagram with its derivative program", "--of NAME")
-    return Diagram(derivative_diagram(graph, view, options).source, count, note)
-
-
-def diagram_size(
-    graph: Graph,
-    node: int,
-    force: bool = False,
-    *,
-    what: str = "the diagram",
-    narrow: str = "--focus NAME",
-) -> int:
-    """The nodes a diagram of ``node`` draws; a :class:`UsageError` above :data:`MAX_NODES`
-    unless ``force``. ``what`` and ``narrow`` word the message for frames (``--of NAME``) and
-    pages (nothing narrows them: ``""``).
-
-    >>> from cgraph_cli import parse
-    >>> diagram_size(parse("g = (x + y) * z"), 4)
-    5
-    """
-    count = sum(ancestors(graph, node))
-    _check_size(count, force, what, narrow)
-    return count
-
-
-def _check_size(count: int, force: bool, what: str, narrow: str) -> None:
-    if count > MAX_NODES and not force:
-        raise UsageError(
-            f"{what} would have {count:,} nodes; more than {MAX_NODES} are slow to lay out "
-            "and hard to read",
-            hints=[
-                f"draw the part that leads to one value with {narrow}, or all of it with --force"
-                if narrow
-                else "draw it all the same with --force"
-            ],
-        )
+    check_size(count, force, "the diagram with its derivative program", "--of NAME")
+    shown_values = view.forward_values if options.values and view.values is not None else None
+    labels = backward_labels(graph, shown_values, options, view.output)
+    return Diagram(derivative_diagram(graph, view, options, labels).source, count, note)
 
 
 VIEWS = ("auto", "static", "run")
@@ -675,15 +659,16 @@ def evaluate_for_drawing(
         )
         return out, None, None, note
     from ..core.numfmt import is_tensor, shape_text
+    from ..run.program import evaluated
 
-    ev = evaluate(graph, bindings, of=of)
-    if is_tensor(ev.value):
+    ran, values, node = evaluated(graph, bindings, of)
+    if is_tensor(values[node]):
         note = (
-            f"{ev.output_name} is a {shape_text(ev.value)} tensor: gradients need a single "
-            "number (sum(...) or an element); drawing values only"
+            f"{ran.display_name(node)} is a {shape_text(values[node])} tensor: gradients need "
+            "a single number (sum(...) or an element); drawing values only"
         )
-        return out, ev.values, None, note
-    return out, ev.values, vjp(graph, ev.values, of=out), None
+        return out, values, None, note
+    return out, values, vjp(graph, values, of=out), None
 
 
 SLIDES = {"16:9": (1920, 1080), "4:3": (1440, 1080), "16:10": (1920, 1200)}

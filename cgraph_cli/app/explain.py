@@ -221,6 +221,59 @@ def reverse_rule(
     return formula.write(rules[k]) if rules[k] is not None else "0"
 
 
+def edge_labels(
+    graph: Graph,
+    values: Sequence | None,
+    out: int,
+    precision: int | None = 4,
+    shown: Sequence[bool] | None = None,
+) -> dict[tuple[int, int], str]:
+    """The text of each edge of the backward pass a diagram draws (``(node, argument)`` ->
+    text) for the nodes ``shown`` (default: those leading to ``out``): an elementwise op's
+    local partial with its number at ``values`` (``∂p/∂x = 1``); a tensor's, or an op with a
+    reverse rule, that rule applied to the node's gradient (``∂y/∂t1 @ xᵀ``).
+
+    >>> from cgraph_cli import grad
+    >>> r = grad("p = x + y; g = p * z", {"x": 1, "y": 3, "z": -3})
+    >>> edge_labels(r.graph, r.values, r.output)[(4, 0)]
+    '∂g/∂p = z = -3'
+    """
+    from ..core.numfmt import format_number, is_tensor
+
+    names = node_names(graph)
+    values = None if values is None else list(values)
+    shown = ancestors(graph, out) if shown is None else shown
+    who = names[out] if names[out].isidentifier() else "out"
+    labels: dict[tuple[int, int], str] = {}
+    for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        if not shown[i] or not op.arity or not op.differentiable:
+            continue
+        tensors = values is not None and any(is_tensor(values[a]) for a in (*args, i))
+        numbers = None
+        for k, a in enumerate(args):
+            rule = op.partials[k] if op.partials is not None else None
+            if graph.ops[a] is CONST or (op.vjp is None and rule is None):
+                continue  # no gradient flows back along this edge (where's condition)
+            if tensors or op.vjp is not None:
+                shapes = None
+                if values is not None:
+                    shapes = {names[x]: tuple(getattr(values[x], "shape", ())) for x in (*args, i)}
+                    shapes[f"∂{who}/∂{names[i]}"] = shapes[names[i]]
+                labels[i, k] = reverse_rule(graph, i, k, f"∂{who}/∂{names[i]}", names, shapes)
+                continue
+            formula_e = Formula()
+            assert rule is not None, "an elementwise op's partial"
+            formula = formula_e.write(rule(formula_e, *_args(graph, i, names), names[i]))
+            text = f"∂{names[i]}/∂{names[a]} = {formula}"
+            if values is not None:
+                numbers = numbers or local_partials(graph, values, i)
+                number = format_number(numbers[k], precision)
+                if number != formula:
+                    text += f" = {number}"
+            labels[i, k] = text
+    return labels
+
+
 def frame_order(graph: Graph, output: int | None = None) -> list[int]:
     """The nodes in the order the backward pass finalises their gradients: the output, then
     every node that leads to it, closest first (constants have none)."""

@@ -489,7 +489,7 @@ def check_gradients(
     over [low, high] for each input not bound; there an undefined point is skipped).
     ``on_point()`` is called after each point (a progress bar)."""
     from ..data.bindings import check_bindings
-    from .api import grad
+    from ..run.program import differentiated
 
     out = None if of is None else resolve_name(graph, of)
     static = graph.control is not None  # each point runs its own graph: its branches, steps
@@ -497,8 +497,8 @@ def check_gradients(
         fixed = check_bindings(graph, bindings)
         places = random_points(graph, points, seed, fixed, low, high)
     else:
-        result = grad(graph, bindings, of=of)
-        places = [{n: result.values[i] for n, i in result.graph.inputs.items()}]
+        ran, values, _, _ = differentiated(graph, bindings, of)
+        places = [{n: values[i] for n, i in ran.inputs.items()}]
     checks: list[tuple[int, Check]] = []
     batched = (
         _batched(graph, places, of, eps, rtol, atol)

@@ -21,7 +21,6 @@ its own SVG from it, so every node, edge and label has an id the script can addr
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,12 +31,10 @@ from ..core.names import node_names
 from ..core.numfmt import format_number, format_value, is_tensor, nested, shape_text
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
+from ..render.layout import layout_source, place
 
 #: A tensor with at most this many elements is written in full inside its node.
 IN_NODE = 6
-CHAR = 8.2  # the width of a character at the page's 14 px font, generously (digits: ~7.8)
-LINE = 20  # the height of a line of text in a node
-PAD = 12
 
 
 def _short(x, precision: int | None) -> str:
@@ -123,16 +120,15 @@ def steps(
     force: bool = True,
 ) -> dict[str, Any]:
     """The page's data without a layout: nodes, edges and events (see the module's text).
-    Unless ``force``, more than :data:`cgraph_cli.app.diagrams.MAX_NODES` nodes in the graph that ran
+    Unless ``force``, more than :data:`cgraph_cli.render.layout.MAX_NODES` nodes in the graph that ran
     (a loop's steps count) is a :class:`UsageError`, before any of the page is made."""
     from ..render.prose import scalar_lines, tensor_lines
-    from .api import grad
+    from ..run.program import differentiated
     from .explain import explain
 
-    result = grad(graph, bindings, of=of)
-    g, values, adjoints, out = result.graph, result.values, result.adjoints, result.output
+    g, values, adjoints, out = differentiated(graph, bindings, of)
     if not force:
-        from .diagrams import diagram_size
+        from ..render.layout import diagram_size
 
         diagram_size(g, out, what="the page", narrow="")  # nothing narrows a page
     data = explain(g, values, adjoints, out)
@@ -284,142 +280,6 @@ def _sign(x) -> int:
         x = x.ravel()[np.argmax(abs(x))] if x.size else 0.0
     x = float(x)
     return 0 if x == 0 or math.isnan(x) else (1 if x > 0 else -1)
-
-
-# --- the layout -------------------------------------------------------------------------------
-def node_lines(node: dict[str, Any], output: str, gap: str = "  ") -> list[str]:
-    """The lines of text a node holds when everything is known (which sets its size); ``gap``
-    between an op's glyph and its name."""
-    head = f"{node['glyph']}{gap}{node['name']}" if node["kind"] == "op" else node["name"]
-    lines = [head]
-    if node["value"] is not None and not (
-        node["kind"] == "const" and node["value"] == node["name"]
-    ):
-        lines.append(f"= {node['value']}")
-    if node["grad"] is not None:
-        lines.append(f"∂{output}/∂{node['name']} = {node['grad']}")
-    return lines
-
-
-#: Pages of more nodes than this are laid out with fewer of dot's passes (see layout_source).
-FAST_PAGE_LAYOUT_ABOVE = 60
-
-
-def layout_source(
-    page: dict[str, Any],
-    rankdir: str = "LR",
-    char: float = CHAR,
-    line: float = LINE,
-    pad: float = PAD,
-) -> str:
-    """The DOT text Graphviz lays the page out from: nodes of the size their text needs (at
-    ``char`` points a character and ``line`` points a line, ``pad`` around), edges with room
-    for the label they will carry."""
-    lines = [
-        "digraph page {",
-        f'  graph [rankdir={rankdir}, nodesep=0.3, ranksep=0.45, fontname="Helvetica"];',
-        '  node [shape=box, fixedsize=true, label="", fontname="Helvetica"];',
-        '  edge [fontname="Helvetica", fontsize=12];',
-    ]
-    if len(page["nodes"]) > FAST_PAGE_LAYOUT_ABOVE:
-        # Fewer crossing-minimisation and ranking passes: labelled edges that span many
-        # ranks (an input read at every step of a loop) take dot minutes otherwise.
-        lines.append("  mclimit=0.1; nslimit=1;")
-    for node in page["nodes"]:
-        text = node_lines(node, page["output"])
-        width = max(len(t) for t in text) * char + 2 * pad
-        height = len(text) * line + pad
-        lines.append(f"  {node['id']} [width={width / 72:.3f}, height={height / 72:.3f}];")
-    for edge in page["edges"]:
-        label = max([edge.get("local") or "", edge.get("shape") or ""], key=len)
-        attrs = f' [label="{_dot_escape(label)}"]' if label else ""
-        lines.append(f"  {edge['from']} -> {edge['to']}{attrs};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def _dot_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def place(page: dict[str, Any], plain: str) -> dict[str, Any]:
-    """Add Graphviz's positions (``-Tplain`` output) to the page: each node's box and each
-    edge's path in pixels, y downwards, with a margin.
-
-    >>> p = {"nodes": [{"id": "n0"}, {"id": "n1"}], "edges": [{"from": "n0", "to": "n1"}]}
-    >>> out = place(p, '''graph 1 2 1
-    ... node n0 0.5 0.5 1 0.5 "" solid box black lightgrey
-    ... node n1 1.5 0.5 1 0.5 "" solid box black lightgrey
-    ... edge n0 n1 4 1 0.5 1.1 0.5 1.2 0.5 1.3 0.5 solid black
-    ... stop''')
-    >>> out["width"], out["height"], out["nodes"][0]["box"], out["edges"][0]["path"]
-    (176, 104, [16, 34, 72, 36], 'M88 52C95.2 52 102.4 52 109.6 52')
-    """
-    margin, pt = 16, 72.0
-    height = 0.0
-    boxes: dict[str, list[float]] = {}
-    paths: list[tuple[str, str, list[float], list[float] | None]] = []
-    for line in plain.splitlines():
-        fields = shlex.split(line)
-        if not fields:
-            continue
-        if fields[0] == "graph":
-            width, height = float(fields[2]), float(fields[3])
-        elif fields[0] == "node":
-            x, y, w, h = map(float, fields[2:6])
-            boxes[fields[1]] = [x - w / 2, y + h / 2, w, h]
-        elif fields[0] == "edge":
-            n = int(fields[3])
-            coords = list(map(float, fields[4 : 4 + 2 * n]))
-            rest = fields[4 + 2 * n :]
-            label = [float(rest[1]), float(rest[2])] if len(rest) > 3 else None
-            paths.append((fields[1], fields[2], coords, label))
-
-    def px(x: float) -> float:
-        return round(x * pt + margin, 1)
-
-    def py(y: float) -> float:
-        return round((height - y) * pt + margin, 1)
-
-    for node in page["nodes"]:
-        x, top, w, h = boxes[node["id"]]
-        node["box"] = [_n(px(x)), _n(py(top)), _n(round(w * pt, 1)), _n(round(h * pt, 1))]
-    # Graphviz lists the edges in the order they were declared: a pair drawn twice (x * x)
-    # takes its paths in turn.
-    queue: dict[tuple[str, str], list[tuple[list[float], list[float] | None]]] = {}
-    for a, b, coords, label in paths:
-        queue.setdefault((a, b), []).append((coords, label))
-    for edge in page["edges"]:
-        coords, label = queue[(edge["from"], edge["to"])].pop(0)
-        points = [(px(coords[k]), py(coords[k + 1])) for k in range(0, len(coords), 2)]
-        d = f"M{_n(points[0][0])} {_n(points[0][1])}"
-        for k in range(1, len(points) - 2, 3):
-            d += "C" + " ".join(f"{_n(x)} {_n(y)}" for x, y in points[k : k + 3])
-        edge["path"] = d
-        edge["points"] = [[_n(x), _n(y)] for x, y in points]
-        edge["label_at"] = [_n(px(label[0])), _n(py(label[1]))] if label else _middle(points)
-        (x1, y1), (x2, y2) = points[-2], points[-1]
-        run = math.hypot(x2 - x1, y2 - y1) or 1.0
-        back = 16 / run  # the operand's badge sits on the edge, just before the arrowhead
-        edge["port_at"] = [_n(round(x2 - (x2 - x1) * back, 1)), _n(round(y2 - (y2 - y1) * back, 1))]
-    page["width"] = _n(round(width * pt + 2 * margin))
-    page["height"] = _n(round(height * pt + 2 * margin))
-    return page
-
-
-def _middle(points: Sequence[tuple[float, float]]) -> list[float]:
-    """The point halfway along the middle Bézier segment of a path."""
-    segments = (len(points) - 1) // 3
-    k = 3 * (segments // 2)
-    p0, p1, p2, p3 = points[k : k + 4]
-    x = (p0[0] + 3 * p1[0] + 3 * p2[0] + p3[0]) / 8
-    y = (p0[1] + 3 * p1[1] + 3 * p2[1] + p3[1]) / 8
-    return [_n(round(x, 1)), _n(round(y, 1))]
-
-
-def _n(x: float) -> float:
-    """A coordinate as it prints shortest: 16 not 16.0."""
-    return int(x) if float(x).is_integer() else x
 
 
 def walkthrough(

@@ -14,17 +14,7 @@ import click
 from .. import __version__
 from ..core.errors import CgraphError, visible
 from . import output
-
-EXIT_CODES = """\b
-Exit codes:
-  0  success
-  1  a check failed (check, gradcheck)
-  2  usage error: bad option, missing or unreadable file, a name the
-     program lacks (--of, --wrt, --focus), an unwritable output
-  3  invalid program: syntax, unknown function, wrong argument count
-  4  cannot evaluate: missing or unknown binding, shapes that do not fit,
-     log(-1), 1/0, overflow; with --rows, rows that failed
-  130  interrupted (Ctrl-C)"""
+from .options import EXIT_CODES
 
 
 def print_error(text: str, located: bool = False) -> None:

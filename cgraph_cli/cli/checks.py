@@ -10,8 +10,8 @@ import click
 
 from ..core.errors import UsageError, visible
 from . import output
-from .app import EXIT_CODES
 from .options import (
+    EXIT_CODES,
     FiniteFloat,
     Interval,
     common_options,
@@ -131,7 +131,8 @@ def check_command(
     the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
     is reported as an error of that case, and the exit code is 1.
     """
-    from ..app.checks import check, parse_expectation, parse_hessian_expectation
+    from ..app.cases import parse_expectation, parse_hessian_expectation
+    from ..app.checks import check
 
     if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
         raise UsageError(
@@ -192,8 +193,8 @@ def _check_rows(
     chunk_rows, expect_column, more,
 ):  # fmt: skip
     """check --rows FILE --expect-column NAME[=COLUMN]: every row a case."""
+    from ..app.rowchecks import check_rows
     from ..data.datafiles import data_format, expand, read_chunks
-    from ..jobs.rowchecks import check_rows
     from ..jobs.rows import CHUNK_ROWS, check_files
 
     if rows_file is None or not expect_column:

@@ -20,8 +20,7 @@ import os
 import click
 from click import shell_completion as sc
 
-from .app import EXIT_CODES
-from .options import common_options, output_option
+from .options import EXIT_CODES, common_options, output_option
 
 SHELLS = ["bash", "zsh", "fish"]
 COMPLETE_VAR = "_CGRAPH_COMPLETE"
@@ -199,20 +198,19 @@ def _guess_shell() -> str:
     return name
 
 
-def script(shell: str, prog_name: str = "cgraph") -> str:
-    """The completion script for ``shell``.
+def script(shell: str, command: click.Command, prog_name: str = "cgraph") -> str:
+    """The completion script for ``shell``, completing ``command`` (cgraph's group).
 
-    >>> "complete -o nosort -F _cgraph_completion cgraph" in script("bash")
+    >>> from cgraph_cli.cli import main
+    >>> "complete -o nosort -F _cgraph_completion cgraph" in script("bash", main)
     True
     """
-    from .app import main
-
     completer = sc.get_completion_class(shell)
     if completer is None:  # the command checks the name first (see SHELLS)
         from ..core.errors import UsageError
 
         raise UsageError(f"cannot complete for the shell '{shell}'")
-    return completer(main, {}, prog_name, COMPLETE_VAR).source()
+    return completer(command, {}, prog_name, COMPLETE_VAR).source()
 
 
 @click.command("completion", short_help="Print the shell completion script.", epilog=EXIT_CODES)
@@ -232,7 +230,8 @@ def completion_command(shell):
     """
     from . import output
 
-    output.write_text(script(shell or _guess_shell()), nl=False)
+    root = click.get_current_context().find_root().command
+    output.write_text(script(shell or _guess_shell(), root), nl=False)
 
 
 COMMANDS = [completion_command]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from . import output
-from .app import EXIT_CODES
 from .options import (
+    EXIT_CODES,
     common_options,
     format_option,
     full_option,
@@ -142,8 +142,9 @@ def grad_command(
       cgraph grad sample:huber e=3                      # the branch taken: the linear tail
       cgraph grad sample:rnn --per-step                 # ∂loss/∂h_t for every step t
     """
-    from ..app.api import grad, resolve_name
+    from ..app.api import grad
     from ..app.report import grad_report
+    from ..core.ir import resolve_name
 
     refuse_without_rows(rows)
     graph, bindings = load(args, expr, file_, binds, bindings_file, rows["rows_file"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from . import output
-from .app import EXIT_CODES
 from .options import (
+    EXIT_CODES,
     common_options,
     format_option,
     full_option,

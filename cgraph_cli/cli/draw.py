@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from . import output
-from .app import EXIT_CODES
 from .options import (
+    EXIT_CODES,
     common_options,
     no_grads_option,
     no_values_option,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from . import output
-from .app import EXIT_CODES
-from .options import common_options, output_option
+from .options import EXIT_CODES, common_options, output_option
 
 
 def _complete_command(ctx, param, incomplete):

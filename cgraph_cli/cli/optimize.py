@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from . import output
-from .app import EXIT_CODES
 from .options import (
+    EXIT_CODES,
     also_written,
     check_gif,
     common_options,

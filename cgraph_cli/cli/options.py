@@ -11,6 +11,17 @@ from . import output
 
 SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 OF_HELP = "The named value to report or differentiate (default: the program's last statement)."
+#: Every command's help ends with the exit codes.
+EXIT_CODES = """\b
+Exit codes:
+  0  success
+  1  a check failed (check, gradcheck)
+  2  usage error: bad option, missing or unreadable file, a name the
+     program lacks (--of, --wrt, --focus), an unwritable output
+  3  invalid program: syntax, unknown function, wrong argument count
+  4  cannot evaluate: missing or unknown binding, shapes that do not fit,
+     log(-1), 1/0, overflow; with --rows, rows that failed
+  130  interrupted (Ctrl-C)"""
 WRT_HELP = (
     "Only these names (inputs or named values), comma-separated; repeatable (default: every "
     "input; train: the inputs it learns, required)."

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from . import output
-from .app import EXIT_CODES
-from .options import common_options, output_option, sample_summaries
+from .options import EXIT_CODES, common_options, output_option, sample_summaries
 
 
 def _complete_sample(ctx, param, incomplete):

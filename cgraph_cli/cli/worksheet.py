@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from . import output
-from .app import EXIT_CODES
 from .options import (
+    EXIT_CODES,
     common_options,
     format_option,
     load,

@@ -398,13 +398,15 @@ class _Plan:
         return self._table(raw, results, errors, good, n), good
 
     def _interpret(self, row: Mapping) -> dict[str, object]:
-        from ..app import api
+        from ..core.ir import wrt_node
+        from ..run.program import differentiated, evaluated
 
         if self.mode == "eval":
-            named = api.evaluate(self.graph, row, of=self.of).named
-            return {k: named[k] for k in self.results}
-        g = api.grad(self.graph, row, of=self.of)
-        return {self.out_name: g.value, **{w: g.wrt(w) for w in self.wrt}}
+            ran, values, _ = evaluated(self.graph, row, self.of)
+            named = ran.named_nodes()
+            return {k: values[named[k]] for k in self.results}
+        ran, values, adjoints, out = differentiated(self.graph, row, self.of)
+        return {self.out_name: values[out], **{w: adjoints[wrt_node(ran, w)] for w in self.wrt}}
 
     def _table(self, raw, results, errors, good, n) -> dict:
         table: dict = {c: raw[c] for c in self.keep}

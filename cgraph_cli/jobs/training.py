@@ -91,21 +91,21 @@ class Objective:
         return float(value), grads
 
     def _compile(self, inputs: Mapping[str, object], rows: int | None, key: tuple) -> Callable:
-        from ..app.api import evaluate
+        from ..run.program import evaluated
 
         if self.graph.control is not None:  # if/else or loops: the interpreter, step by step
             return lambda **values: self._interpret(values)
-        out = evaluate(self.graph, inputs, of=self.of)  # shapes checked, errors placed
+        ran, values, out = evaluated(self.graph, inputs, self.of)  # shapes checked, errors placed
         graph, of = self.graph, self.of
-        shape = np.shape(out.value)
+        shape = np.shape(values[out])
         if shape:
             if rows is None or shape[0] != rows:
                 raise UsageError(
-                    f"the loss {out.output_name} is a {shape} tensor: it must be a number, or "
-                    "one number per row of the batch",
+                    f"the loss {ran.display_name(out)} is a {shape} tensor: it must be a number, "
+                    "or one number per row of the batch",
                     hints=["reduce it in the program: loss = mean(...)"],
                 )
-            graph, of = reduced(self.graph, out.output, self.reduce)
+            graph, of = reduced(self.graph, out, self.reduce)
         self.losses[key] = (graph, of)
         from ..run.compile import compile_module
 
@@ -115,21 +115,22 @@ class Objective:
         return namespace["grad"]
 
     def _interpret(self, values: dict) -> tuple[float, dict]:
-        from ..app.api import grad
+        from ..core.ir import wrt_node
+        from ..run.program import differentiated
 
-        result = grad(self.graph, values, of=self.of)
-        if np.shape(result.value):
-            raise UsageError(f"the loss {result.output_name} must be a number")
-        return float(result.value), {w: result.wrt(w) for w in self.wrt}
+        ran, computed, adjoints, out = differentiated(self.graph, values, self.of)
+        if np.shape(computed[out]):
+            raise UsageError(f"the loss {ran.display_name(out)} must be a number")
+        return float(computed[out]), {w: adjoints[wrt_node(ran, w)] for w in self.wrt}
 
     def _why(self, inputs: Mapping[str, object], key: tuple) -> EvalError:
         """The interpreter's error for ``inputs``: the node that failed (and the element, in
         a batch)."""
-        from ..app.api import grad
+        from ..run.program import differentiated
 
         graph, of = self.losses.get(key, (self.graph, self.of))
         try:
-            grad(graph, inputs, of=of)
+            differentiated(graph, inputs, of)
         except EvalError as e:
             return e
         return EvalError(
@@ -138,9 +139,10 @@ class Objective:
 
 
 def evaluate_value(graph: Graph, bindings: Mapping, of: str | None):
-    from ..app.api import evaluate
+    from ..run.program import evaluated
 
-    return evaluate(graph, bindings, of=of).value
+    _, values, out = evaluated(graph, bindings, of)
+    return values[out]
 
 
 def reduced(graph: Graph, output: int, how: str) -> tuple[Graph, str]:
@@ -281,11 +283,12 @@ def train(
     >>> round(r.params["w"], 2), round(r.params["b"], 2)
     (3.02, -1.05)
     """
-    from ..app.api import _graph
+    from ..parse import parse
+    from ..run.control import run_graph
     from .optim import learning_rate
     from .optim import optimizer as make_optimizer
 
-    graph = program if isinstance(program, Graph) else _graph(program)
+    graph = program if isinstance(program, Graph) else run_graph(parse(program))
     if not wrt:
         raise UsageError("name the parameters to learn: --wrt W1,b1")
     for name in wrt:

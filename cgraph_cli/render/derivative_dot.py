@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.ir import Graph
@@ -60,8 +60,14 @@ class DerivativeView:
         return len(self.program.ops) - self.first_node + len(_aliases(self)) + len(_reads(self))
 
 
-def derivative_diagram(graph: Graph, view: DerivativeView, options: DiagramOptions | None = None):
-    """The forward diagram of ``graph`` with the derivative program of ``view`` beside it."""
+def derivative_diagram(
+    graph: Graph,
+    view: DerivativeView,
+    options: DiagramOptions | None = None,
+    edge_labels: Mapping[tuple[int, int], str] | None = None,
+):
+    """The forward diagram of ``graph`` with the derivative program of ``view`` beside it
+    (``edge_labels``: as :func:`cgraph_cli.render.dot.diagram` takes them)."""
     options = options or DiagramOptions()
     show_values = options.values and view.values is not None
     dot = diagram(
@@ -70,6 +76,7 @@ def derivative_diagram(graph: Graph, view: DerivativeView, options: DiagramOptio
         view.adjoints if show_values else None,
         options,
         output=view.output,
+        edge_labels=edge_labels,
     )
     band = _Band(THEMES[options.theme])
     cluster = _cluster(graph, view, band, view.values if show_values else None, options)

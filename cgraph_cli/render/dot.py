@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,6 @@ from ..core.names import node_names
 from ..core.numfmt import format_number, is_tensor, mean, shape_text
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
-from ..run.evaluate import local_partials
 
 if TYPE_CHECKING:
     import graphviz
@@ -119,10 +118,12 @@ def diagram(
     options: DiagramOptions | None = None,
     output: int | None = None,
     prefix: str = "n",
+    edge_labels: Mapping[tuple[int, int], str] | None = None,
 ) -> graphviz.Digraph:
     """The DOT diagram of ``graph``; values and adjoints (∂output/∂node) label the nodes when
     given and asked for. ``prefix`` begins each node's DOT name (``n0``, ``n1``...): two
-    diagrams drawn side by side need different ones."""
+    diagrams drawn side by side need different ones. ``edge_labels``: the text of each
+    backward edge ``(node, argument)`` when ``options.backward`` draws it."""
     import graphviz
 
     options = options or DiagramOptions()
@@ -201,7 +202,7 @@ def diagram(
                 tail = f"{prefix}{a}_{i}_{k}"
                 label, attrs = labels[a]
                 dot.node(tail, f"<{label}>", **{**attrs, "style": attrs["style"] + ",dashed"})
-            attrs = _edge_attrs(graph, i, k, names, theme, fmt, values, options, names[out])
+            attrs = _edge_attrs(graph, i, k, theme, options, edge_labels)
             if (
                 tensors and values is not None and is_tensor(values[a])
             ):  # the shape of the value the edge carries
@@ -363,7 +364,11 @@ def _mix(a: str, b: str, t: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(ca, cb))
 
 
-def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out"):
+def _edge_attrs(graph, i, k, theme, options, edge_labels) -> dict[str, str]:
+    """Edge ``k`` of node ``i``: drawn as the backward pass runs it (against the arrow, in the
+    backward colour) where a gradient flows along it, labelled with what ``edge_labels`` holds
+    for it (the local partial with its number, or the reverse rule: see
+    :func:`cgraph_cli.app.explain.edge_labels`)."""
     if not options.backward:
         return {}
     op = graph.ops[i]
@@ -373,49 +378,10 @@ def _edge_attrs(graph, i, k, names, theme, fmt, values, options, out_name="out")
     if op.vjp is None and op.partials is not None and op.partials[k] is None:  # where's c
         return {}
     attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward, "penwidth": "1.4"}
-    tensors = values is not None and any(is_tensor(values[a]) for a in (*args, i))
-    if tensors or op.vjp is not None:
-        # A tensor edge carries the op's reverse rule applied to the node's gradient.
-        from ..app.explain import reverse_rule
-
-        who = out_name if out_name.isidentifier() else "out"
-        shapes = None
-        if values is not None:
-            shapes = {names[a]: tuple(getattr(values[a], "shape", ())) for a in (*args, i)}
-            shapes[f"∂{who}/∂{names[i]}"] = shapes[names[i]]
-        attrs["label"] = reverse_rule(graph, i, k, f"∂{who}/∂{names[i]}", names, shapes)
-        return attrs
-    from .formulas import Formula
-
-    formula_e = Formula()
-    xs = [
-        graph.consts[a]
-        if graph.ops[a] is CONST and graph.consts[a].__class__ is float
-        else names[a]
-        for a in args
-    ]
-    formula = formula_e.write(op.partials[k](formula_e, *xs, names[i]))
-    text = f"∂{names[i]}/∂{names[args[k]]} = {formula}"
-    if values is not None:
-        number = fmt(partials_at(graph, values, i)[k])
-        if number != formula:
-            text += f" = {number}"
-    attrs["label"] = text  # a plain label: Graphviz's own quoting escapes it
+    label = edge_labels.get((i, k)) if edge_labels else None
+    if label:
+        attrs["label"] = label  # a plain label: Graphviz's own quoting escapes it
     return attrs
-
-
-def partials_at(graph: Graph, values: list[float], i: int) -> tuple[float, ...]:
-    """Node ``i``'s local partials, for showing: ``inf`` where one overflows and ``nan`` where
-    one is undefined, instead of the error the reverse pass raises where it needs that
-    partial (a diagram and an explanation also show partials no gradient flows through).
-
-    >>> from cgraph_cli import parse
-    >>> from cgraph_cli.run.evaluate import forward
-    >>> g = parse("y = 0 * x ^ -1")
-    >>> partials_at(g, forward(g, {"x": 1e-300}), 3)  # ∂/∂x = -1·x^-2 overflows
-    (-inf, 0.0)
-    """
-    return local_partials(graph, values, i)
 
 
 def _legend(theme: Theme, out: str) -> str:

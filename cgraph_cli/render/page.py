@@ -26,8 +26,8 @@ from importlib.resources import files
 from pathlib import PurePath
 from typing import Any
 
-from ..app.walkthrough import LINE, PAD
 from .dot import THEMES, Theme
+from .layout import LINE, PAD
 
 FONT = '"Liberation Sans", Arial, Helvetica, sans-serif'
 TOP = PAD + 14  # the padding above a node's first line, plus the font's ascent

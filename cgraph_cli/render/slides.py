@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..app.walkthrough import node_lines
 from .dot import THEMES
+from .layout import node_lines
 
 # Characters with a meaning to TeX, and the non-ASCII ones cgraph writes, as pdfLaTeX sets them
 # without any package beyond TikZ.

@@ -14,7 +14,7 @@ from ..core.arrays import np
 from ..core.errors import EvalError, UsageError
 from ..core.ir import Graph, resolve_name
 from ..data.datafiles import to_column
-from .rows import run_rows
+from ..jobs.rows import run_rows
 
 
 def check_rows(
@@ -38,7 +38,8 @@ def check_rows(
     >>> check_rows(parse("y = 2 * x"), chunks, expect={"y": "y"})
     <CheckReport: 1 passed, 1 failed; FAIL y = 4 (expected 5)>
     """
-    from ..app.checks import CaseRun, CheckReport, Result, close
+    from .cases import close
+    from .checks import CaseRun, CheckReport, Result
 
     columns = list(dict.fromkeys(expect.values()))
     program_names = graph.named_nodes()
