@@ -55,12 +55,14 @@ man: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python docs/gen_api.py
 
-# ruff's rules and its formatting, and mypy's type check of the package (configured in
-# pyproject.toml); CI runs this.
+# ruff's rules and its formatting, mypy's type check of the package, and import-linter's
+# contracts (each layer imports only those below it); all configured in pyproject.toml. CI
+# runs this.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
