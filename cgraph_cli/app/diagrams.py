@@ -18,6 +18,7 @@ from ..core.arrays import Value
 from ..core.errors import CgraphError, UsageError, cannot_write
 from ..core.ir import Graph, resolve_name
 from ..core.walks import ancestors
+from ..data.bindings import input_values
 from ..parse import parse
 from ..render.dot import DiagramOptions
 from ..render.dot import diagram as render_dot
@@ -608,7 +609,7 @@ def viewed(graph: Graph, bindings, view: str = "auto") -> tuple[Graph, str | Non
         return graph, None
     if view == "static":
         return graph, ""
-    missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
+    missing = input_values(graph, bindings)[1]
     if missing:
         binds = " ".join(f"{m}=VALUE" for m in missing)
         if view == "run":
@@ -650,7 +651,7 @@ def evaluate_for_drawing(
     out = graph.output if of is None else resolve_name(graph, of)
     if not wanted or (graph.control is not None and hasattr(graph.control, "loops")):
         return out, None, None, None
-    missing = [n for n in graph.inputs if n not in graph.defaults and n not in (bindings or {})]
+    missing = input_values(graph, bindings)[1]
     if missing:
         note = (
             "values need bindings: "

@@ -334,22 +334,9 @@ def program_values(program: Graph, bindings=None) -> list:
     >>> program_values(parse("y = w * (0.5 / x)"), {"w": 0, "x": 0})[-1]
     nan
     """
-    import math
+    from ..run.evaluate import apply_arrays, initial_values
 
-    from ..core.interpret import ARRAYS
-    from ..run.evaluate import initial_values
-
-    values = initial_values(program, bindings)
-    with np.errstate(all="ignore"):
-        for i, (op, args) in enumerate(zip(program.ops, program.args)):
-            if op.arity:
-                try:
-                    values[i] = ARRAYS.apply(
-                        op, [values[a] for a in args], program.params.get(i, ())
-                    )
-                except (ArithmeticError, ValueError):  # the float rules of a few ops raise
-                    values[i] = math.nan
-    return values
+    return apply_arrays(program, initial_values(program, bindings), undefined="nan")
 
 
 def first_derivative_statement(derived: Graph, graph: Graph) -> int:

@@ -70,6 +70,29 @@ def check_bindings(graph: Graph, bindings: Mapping[str, object] | None) -> dict[
     return {name: check_value(name, value) for name, value in bindings.items()}
 
 
+def input_values(
+    graph: Graph, bindings: Mapping[str, object] | None
+) -> tuple[dict[str, object], list[str]]:
+    """Each input's value, its binding over the program's default (``input a = 1``), and the
+    inputs that have neither, in order of first use.
+
+    >>> from cgraph_cli import parse
+    >>> input_values(parse("input a = 1; y = a * b * c"), {"b": 2.0})
+    ({'a': 1.0, 'b': 2.0}, ['c'])
+    """
+    bindings = bindings or {}
+    values: dict[str, object] = {}
+    missing: list[str] = []
+    for name in graph.inputs:
+        if name in bindings:
+            values[name] = bindings[name]
+        elif name in graph.defaults:
+            values[name] = graph.defaults[name]
+        else:
+            missing.append(name)
+    return values, missing
+
+
 def unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
     name = unknown[0]
     if name in graph.names:

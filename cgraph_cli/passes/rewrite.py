@@ -83,9 +83,6 @@ class Walk:
             sigs.append(_sig(self.b.graph, len(sigs), sigs, self.known))
         return sigs[node]
 
-    def same_shape(self, a: int, b: int) -> bool:
-        return self.shape(a) == self.shape(b)
-
     def is_number(self, node: int) -> bool:
         """Whether ``node`` is a single number, whatever the inputs' shapes."""
         return not self.shape(node)

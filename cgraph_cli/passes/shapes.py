@@ -2,9 +2,10 @@
 anything is computed, so that shapes that do not fit are reported at their place in the
 program, and a result too large to hold is refused before it is allocated.
 
+>>> import numpy as np
 >>> from cgraph_cli import parse
 >>> g = parse("y = sum(W @ x)")
->>> infer_shapes(g, {"W": (2, 3), "x": (3,)})
+>>> shapes_of_values(g, [np.ones((2, 3)), np.ones(3), None, None])
 [(2, 3), (3,), (2,), ()]
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 
 from ..core import arrays as A
-from ..core.arrays import MAX_AXES, NoValue, ShapeMismatch, np, shape_of, show_shape, size_text
+from ..core.arrays import MAX_AXES, NoValue, ShapeMismatch, shape_of, show_shape, size_text
 from ..core.errors import EvalError
 from ..core.ir import Graph
 from ..core.ops import CONST, INPUT, POSTFIX
@@ -21,16 +22,6 @@ from ..core.ops import CONST, INPUT, POSTFIX
 
 class ShapeError(EvalError):
     """Shapes that do not fit together (exit code 4, like every error found before running)."""
-
-
-def infer_shapes(graph: Graph, inputs: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Every node's shape, given each input's (a number's shape is ``()``)."""
-    leaves: list[tuple[int, ...]] = [()] * len(graph.ops)
-    for name, node in graph.inputs.items():
-        leaves[node] = tuple(inputs.get(name, ()))
-    for node, value in graph.consts.items():
-        leaves[node] = shape_of(value)
-    return _infer(graph, leaves)
 
 
 def shapes_of_values(graph: Graph, values: list) -> list[tuple[int, ...]]:
@@ -86,26 +77,4 @@ def _too_large(graph: Graph, i: int, shapes: list) -> ShapeError:
         f"({size_text(A.MAX_ELEMENTS)}) per value",
         i,
         hints=hints,
-    )
-
-
-def require_scalar(graph: Graph, values: list, node: int) -> None:
-    """A gradient is of one number: say how to get one from a tensor ``node``."""
-    value = values[node]
-    if value.__class__ is float or np.ndim(value) == 0:
-        return
-    name = graph.display_name(node)
-    shown = name if name.isidentifier() else f"({name})"
-    first = ", ".join("0" for _ in np.shape(value))
-    hint = (
-        f"reduce it, as a loss does: sum({name}) or mean({name}); "
-        f"or pick one element: {shown}[{first}]"
-    )
-    if np.size(value) == 0:
-        hint = f"it is empty, so it has no element to pick; sum({name}) is 0"
-    raise graph.error(
-        EvalError,
-        f"{name} is a {show_shape(np.shape(value))} tensor; gradients need a single number",
-        node,
-        hints=[hint],
     )

@@ -31,6 +31,7 @@ from ..core.errors import BindingError, EvalError, Span, UsageError
 from ..core.ir import Graph, GraphBuilder
 from ..core.ir_control import Guard, Run, Static
 from ..core.ops import CONST, INPUT
+from ..data.bindings import input_values
 
 
 class Tracer:
@@ -39,7 +40,7 @@ class Tracer:
 
     def __init__(self, static: Graph, bindings: Mapping[str, object]) -> None:
         self.static = static
-        self.bindings = bindings
+        self.inputs = input_values(static, bindings)[0]  # bindings over defaults
         self.values: dict[int, object] = {}
         self.guards: list[Guard] = []
         self.steps: dict[str, list[int]] = {}
@@ -56,35 +57,21 @@ class Tracer:
             if i not in values and i not in todo:
                 todo.add(i)
                 stack.extend(graph.args[i])
-        from ..core.interpret import ARRAYS
-        from ..data.bindings import finite
-        from .evaluate import _bad_element, domain_error
+        from .evaluate import apply_arrays
 
-        for i in sorted(todo):
-            op = graph.ops[i]
-            if op is INPUT:
+        order = sorted(todo)
+        for i in order:  # the leaves first: every operation's arguments are then known
+            if graph.ops[i] is INPUT:
                 values[i] = self._input(graph, i)
-                continue
-            if op is CONST:
+            elif graph.ops[i] is CONST:
                 values[i] = graph.consts[i]
-                continue
-            args = [values[a] for a in graph.args[i]]
-            try:
-                with np.errstate(all="ignore"):
-                    out = ARRAYS.apply(op, args, graph.params.get(i, ()))
-            except (ArithmeticError, ValueError) as exc:
-                raise domain_error(graph, i, values, exc) from None  # type: ignore[arg-type]
-            if not finite(out):
-                raise _bad_element(graph, i, values, out)  # type: ignore[arg-type]
-            values[i] = float(out) if np.ndim(out) == 0 else out
+        apply_arrays(graph, values, order)
         return values[node]
 
     def _input(self, graph: Graph, node: int):
         name = graph.labels[node] or ""
-        if name in self.bindings:
-            return self.bindings[name]
-        if name in graph.defaults:
-            return graph.defaults[name]
+        if name in self.inputs:
+            return self.inputs[name]
         raise graph.error(
             BindingError,
             f"no value for input '{name}', which the program's control flow needs",

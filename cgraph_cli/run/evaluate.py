@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from ..core.arrays import np, show_shape, size_text
 from ..core.errors import BindingError, DomainError, EvalError
@@ -29,7 +30,7 @@ from ..core.ir import Graph, gc_paused
 from ..core.numfmt import format_number
 from ..core.ops import CALL, CONST, INFIX, POSTFIX
 from ..core.walks import depends_on_input
-from ..data.bindings import check_bindings, finite
+from ..data.bindings import check_bindings, finite, input_values
 
 #: The reverse loop's marker for a two-argument op whose partials are its arguments swapped.
 SWAPPED = "swapped"
@@ -129,6 +130,21 @@ def _derive_partials(op, needs: tuple[bool, ...]):
     return partials_function(op, needs)
 
 
+def step_partials(p, values: list, args, node: int) -> tuple:
+    """A step's local partials at ``values``: what its ``partials`` entry (:class:`FloatProgram`)
+    stands for, one per argument of ``args``. (The reverse loop for ops of one or two
+    arguments reads the entry inline instead: that loop is the hot one.)
+
+    >>> step_partials(SWAPPED, [3.0, 4.0, 12.0], (0, 1), 2)
+    (4.0, 3.0)
+    """
+    if p is SWAPPED:
+        return (values[args[1]], values[args[0]])
+    if p.__class__ is tuple:
+        return p
+    return p(*[values[x] for x in args], values[node])
+
+
 def compile_program(graph: Graph) -> FloatProgram:
     """The graph's :class:`FloatProgram`, compiled on first use."""
     program = graph.memo.get("program")
@@ -139,16 +155,10 @@ def compile_program(graph: Graph) -> FloatProgram:
 
 def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -> list:
     """A value list with inputs (bindings over source defaults) and constants filled in."""
-    bindings = check_bindings(graph, bindings)
+    given, missing = input_values(graph, check_bindings(graph, bindings))
     values = list(compile_program(graph).template)
-    missing = []
-    for name, node in graph.inputs.items():
-        if name in bindings:
-            values[node] = bindings[name]
-        elif name in graph.defaults:
-            values[node] = graph.defaults[name]
-        else:
-            missing.append(name)
+    for name, value in given.items():
+        values[graph.inputs[name]] = value
     if missing:
         plural = "s" if len(missing) > 1 else ""
         shown = missing if len(missing) <= 8 else [*missing[:8], f"… ({len(missing) - 8} more)"]
@@ -296,18 +306,37 @@ def forward_arrays(graph: Graph, values: list) -> list:
     from ..passes.shapes import shapes_of_values
 
     shapes_of_values(graph, values)
-    params = graph.params
+    return apply_arrays(graph, values)
+
+
+def apply_arrays(graph: Graph, values: Any, nodes=None, undefined: str = "raise") -> Any:
+    """The one NumPy forward loop: fill in the operation nodes ``nodes`` (default: every one,
+    in order; their arguments' values must be there) of ``values`` (a list, or a dict by
+    node) with the op table's array rules. ``undefined``: ``"raise"`` the error at the node
+    where a rule fails or a value is not finite; ``"nan"`` a NaN there and on, for showing
+    (explanations of a derivative program).
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = log(x) + 1")
+    >>> apply_arrays(g, [-1.0, None, 1.0, None], undefined="nan")
+    [-1.0, nan, 1.0, nan]
+    """
+    ops, all_args, params = graph.ops, graph.args, graph.params
+    raising = undefined == "raise"
     with np.errstate(all="ignore"):
-        for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
+        for i in range(len(ops)) if nodes is None else nodes:
+            op = ops[i]
             if not op.arity:
                 continue
             try:
-                out = ARRAYS.apply(op, [values[a] for a in args], params.get(i, ()))
+                out = ARRAYS.apply(op, [values[a] for a in all_args[i]], params.get(i, ()))
             except (ArithmeticError, ValueError) as exc:  # float rules raise
-                raise domain_error(graph, i, values, exc) from None
+                if raising:
+                    raise domain_error(graph, i, values, exc) from None
+                out = math.nan
             except MemoryError:
                 raise no_memory(graph, i, values) from None
-            if not finite(out):
+            if raising and not finite(out):
                 raise _bad_element(graph, i, values, out)
             values[i] = out
     return values

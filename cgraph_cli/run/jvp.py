@@ -24,7 +24,7 @@ from ..core.errors import BindingError, DomainError
 from ..core.interpret import ARRAYS
 from ..core.ir import Graph
 from ..data.bindings import as_array, check_number, finite, unknown_binding
-from .evaluate import SWAPPED, compile_program, element, is_tensor_run, slope_error
+from .evaluate import compile_program, element, is_tensor_run, slope_error, step_partials
 
 
 def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
@@ -50,12 +50,7 @@ def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
         if not any(ts):
             continue
         try:
-            if p is SWAPPED:
-                partials = (values[b], values[a])
-            elif p.__class__ is tuple:
-                partials = p
-            else:
-                partials = p(*[values[x] for x in args], values[i])
+            partials = step_partials(p, values, args, i)
         except (ArithmeticError, ValueError):
             partials = None
         if partials is not None:

@@ -30,7 +30,16 @@ from ..core.ir import Graph, gc_paused
 from ..core.ops import CONST
 from ..core.walks import depends_on_input
 from ..data.bindings import all_finite, finite
-from .evaluate import SWAPPED, at, compile_program, element, is_tensor_run, no_memory, slope_error
+from .evaluate import (
+    SWAPPED,
+    at,
+    compile_program,
+    element,
+    is_tensor_run,
+    no_memory,
+    slope_error,
+    step_partials,
+)
 
 
 def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) -> list:
@@ -60,6 +69,9 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
 
 
 def _float_reverse(graph: Graph, values: list, steps, adj: list) -> None:
+    """The hot loop: each step's partials read inline, by its number of arguments, rather than
+    through :func:`~cgraph_cli.run.evaluate.step_partials`, which would add a call and a
+    list per node to the commonest loop (``bench/bench_core.py`` times it)."""
     i = -1
     try:
         with gc_paused():  # the partials' tuples would otherwise wake the collector
@@ -91,13 +103,7 @@ def _float_reverse_wide(graph: Graph, values: list, steps, adj: list) -> None:
             if g == 0.0:
                 continue
             args = graph.args[i]
-            if p is SWAPPED:
-                partials = (values[args[1]], values[args[0]])
-            elif p.__class__ is tuple:
-                partials = p
-            else:
-                partials = p(*[values[x] for x in args], values[i])
-            for a, pa in zip(args, partials):
+            for a, pa in zip(args, step_partials(p, values, args, i)):
                 adj[a] += pa * g
     except (ArithmeticError, ValueError):
         raise slope_error(graph, i, values) from None
