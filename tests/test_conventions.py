@@ -502,9 +502,9 @@ def test_the_command_pauses_the_collector_while_it_imports_and_a_library_user_is
 
 def test_the_lazy_tables_name_every_command_and_public_name():
     import cgraph_cli
-    from cgraph_cli.cli import app
+    from cgraph_cli.cli import group
 
-    loaded = {name: main.commands[name] for name in app.LAZY_COMMANDS}
+    loaded = {name: main.commands[name] for name in group.LAZY_COMMANDS}
     families = [
         "compute",
         "derivatives",
@@ -529,6 +529,6 @@ def test_loading_a_command_keeps_the_entry_point():
     modules = _imported(
         "import cgraph_cli.cli as cli\n"
         "cli.main(['eval', 'x + 1', 'x=2'], standalone_mode=False)\n"
-        "assert cli.run is cli.app.run, cli.run"
+        "assert cli.run is cli.group.run, cli.run"
     )
     assert "cgraph_cli.cli.compute" in modules

@@ -1,9 +1,9 @@
 """The ``cgraph`` command: a thin click layer over the library.
 
 Each command reads the program, calls the library, renders, prints (:mod:`.output` decides
-where and how). Errors become messages and exit codes in one place, :class:`.app.Group`. The
+where and how). Errors become messages and exit codes in one place, :class:`.group.Group`. The
 commands live in one module per family (run, draw, checks, explain, samples) and are
-registered explicitly in :mod:`.app`.
+registered explicitly in :mod:`.group`.
 """
 
 import gc
@@ -17,7 +17,7 @@ from ..core.startup import PAUSED_FOR_COMMAND
 _collecting = gc.isenabled()
 gc.disable()
 try:
-    from .app import main, run
+    from .group import main, run
 finally:
     if PAUSED_FOR_COMMAND:
         gc.freeze()

@@ -181,7 +181,7 @@ def page_name(command: str | None) -> str:
 
 
 def _root_context() -> tuple[click.Context, click.Group]:
-    from .app import main
+    from .group import main
 
     return click.Context(main, info_name="cgraph", **main.context_settings), main
 

@@ -6,7 +6,8 @@ Without its script the page shows the finished graph (every value and gradient);
 hides what a step has not computed yet and replays the events up to the current step.
 
 >>> from cgraph_cli import parse
->>> from cgraph_cli.app.walkthrough import steps, place
+>>> from cgraph_cli.app.walkthrough import steps
+>>> from cgraph_cli.render.layout import place
 >>> data = steps(parse("y = 2 * x"), {"x": 3})
 >>> plain = "graph 1 3 1\\n" + "".join(
 ...     f"node {n['id']} {k + 0.5} 0.5 1 0.5 \\"\\" solid box black white\\n"
