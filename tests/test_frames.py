@@ -232,9 +232,9 @@ def test_fit_does_not_wrap_the_backward_view():
 
     chain = "\n".join(f"x{k + 1} = x{k} * 1.1" for k in range(10))
     d = diagram(chain, {"x0": 1}, backward=True)
-    from cgraph_cli.app.diagrams import _best_fit
+    from cgraph_cli.render.fit import best_fit
 
-    _, dot = _best_fit(d.dot, (1920, 1080), "auto")
+    _, dot = best_fit(d.dot, (1920, 1080), "auto")
     assert "layout=neato" not in dot  # neato would set the derivatives on the lines
 
 

@@ -136,7 +136,7 @@ def test_explain_frames_of_a_1000_node_program_is_refused_unless_forced(cli, tmp
 
 
 def test_explain_force_passes_the_frame_limit(tmp_path):
-    from cgraph_cli.app.diagrams import frames_folder
+    from cgraph_cli.app.frames import frames_folder
 
     graph = chain_graph(600)
     with pytest.raises(UsageError, match="601 nodes"):

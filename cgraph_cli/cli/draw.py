@@ -242,7 +242,7 @@ def render_command(
     d<output>_d<name> in the column of the value it differentiates against, joined to it by
     a dashed line; the forward values it reads appear in the band as dashed copies.
     """
-    from ..app.diagrams import output_format
+    from ..render.image import output_format
 
     kind = output_format(target, kind or kind_old)
     if fit is not None and kind != "png":
@@ -288,7 +288,7 @@ def render_command(
     )
     text_px = None
     if fit is not None:
-        from ..app.diagrams import fit_size
+        from ..render.fit import fit_size
 
         data, text_px = diagram.fitted(fit_size(fit), renderer=renderer)
     elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:

@@ -79,7 +79,7 @@ def explain_command(
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
     if frames:  # refuse before any work: too large, or nowhere to write
-        from ..app.diagrams import frames_folder
+        from ..app.frames import frames_folder
 
         frames = frames_folder(graph, of, frames, force)
     explanation = explain(graph, bindings, of=of, derivative=program)
@@ -94,8 +94,8 @@ def explain_command(
     else:
         output.write_text(explanation.text(digits))
     if frames:
-        from ..app.diagrams import write_frames
         from ..app.explain import frame_order
+        from ..app.frames import write_frames
 
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:

@@ -72,7 +72,7 @@ def optimize_command(
     chosen = parse_passes(passes)
     steps: list = []
     if frames:
-        from ..app.diagrams import frames_folder
+        from ..app.frames import frames_folder
 
         folder = frames_folder(graph, of, frames)
         steps.append(("original", graph, []))
@@ -103,7 +103,8 @@ def optimize_command(
 def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> int:
     """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
     pass and its rewrites, on one canvas."""
-    from ..app.diagrams import STALE_FRAME, diagram_of, diagram_options, save_frames
+    from ..app.diagrams import diagram_of, diagram_options
+    from ..app.frames import STALE_FRAME, save_frames
     from ..render.dot import THEMES
 
     options = diagram_options(theme=theme)

@@ -143,3 +143,21 @@ def render(source: str, fmt: str, renderer: Renderer, dpi: int | None = None) ->
             f"{renderer.name} failed: {why}", hints=["try SVG, or draw less with --focus NAME"]
         )
     return done.stdout
+
+
+def output_format(path: str | None, fmt: str | None) -> str:
+    """The image type: ``-T``, else the file's extension, else PNG."""
+    from ..render.image import FORMATS
+
+    if fmt:
+        return fmt
+    if path and path != "-" and "." in path.rsplit("/", 1)[-1]:
+        ext = path.rsplit(".", 1)[-1].lower()
+        ext = "html" if ext == "htm" else ext
+        if ext not in FORMATS | {"html", "tex", "mmd"}:
+            raise UsageError(
+                f"cannot tell the format of {path!r} from its extension",
+                hints=["use .png, .svg, .pdf, .html, .tex, .mmd, .dot or .gv, or say -T TYPE"],
+            )
+        return ext
+    return "png"

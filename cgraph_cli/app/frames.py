@@ -1,0 +1,170 @@
+"""Frames: the backward pass drawn one step at a time (``explain --frames``) and the
+optimizer's passes (``optimize --frames``), as numbered images in a folder, an animated GIF or
+an H.264 video. Only the frames an earlier run wrote are replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..core.errors import UsageError, cannot_write
+from ..core.ir import Graph, resolve_name
+from ..core.walks import ancestors
+from ..render.dot import DiagramOptions
+from ..render.fit import png_bytes, same_canvas
+from ..render.layout import diagram_size
+from .diagrams import dot_diagram
+
+
+def frames_folder(graph: Graph, of: str | None, folder, force: bool = False):
+    """Check, before any work, that frames of ``of`` (default: the output) are small enough to
+    draw and that ``folder`` can be made; returns it as a ``Path``.
+
+    >>> import tempfile
+    >>> from cgraph_cli import parse
+    >>> with tempfile.TemporaryDirectory() as where:
+    ...     frames_folder(parse("g = x + y"), None, f"{where}/frames").is_dir()
+    True
+    """
+    from pathlib import Path
+
+    out = graph.output if of is None else resolve_name(graph, of)
+    diagram_size(graph, out, force, what="each frame", narrow="--of NAME")
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise cannot_write(folder, e) from None
+    return folder
+
+
+def write_frames(
+    graph: Graph,
+    result,
+    folder,
+    fmt: str = "png",
+    precision: int = 4,
+    on_frame=None,
+    theme: str = "light",
+    dpi: int = 110,
+    gif: str | None = None,
+    mp4: str | None = None,
+) -> list:
+    """One diagram per step of the backward pass: frame k shows the gradients of the first k
+    nodes the pass reaches (the output first); the others show "?". Every frame tints by the
+    same scale (the largest gradient of the last frame) and, as PNG, has the same canvas; the
+    frames an earlier run left in ``folder`` go first. ``gif``, ``mp4``: also an animation, a
+    video. Returns the paths. ``on_frame()`` is called after each frame (a progress bar)."""
+    import math
+
+    from ..render.dot import THEMES, _magnitude
+    from ..render.image import choose, render
+    from .explain import frame_order
+
+    order = frame_order(graph, result.output)
+    renderer = choose(fmt)
+    reach = ancestors(graph, result.output)
+    scale = max((_magnitude(result.adjoints[i]) for i in order if reach[i]), default=0.0)
+    options = DiagramOptions(precision=precision, backward=True, theme=theme, scale=scale)
+    width = len(str(len(order)))
+    frames = []
+    for k in range(1, len(order) + 1):
+        known = set(order[:k])
+        adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
+        dot = dot_diagram(graph, result.values, adjoints, options, output=result.output)
+        frames.append((f"frame-{k:0{width}d}.{fmt}", render(dot.source, fmt, renderer, dpi)))
+        if on_frame is not None:
+            on_frame()
+    return save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif, mp4)
+
+
+#: The names of the frames cgraph writes (explain's, optimize's): those an earlier run left
+#: in the folder are removed before new ones are written, and nothing else is.
+STALE_FRAME = r"^(frame-\d+|\d{2}-[a-z_]+)\.(png|svg)$"
+
+
+def save_frames(
+    frames: list,
+    folder,
+    stale: str,
+    background: str,
+    gif: str | None = None,
+    mp4: str | None = None,
+):
+    """Write ``frames`` (name, bytes) into ``folder`` after removing the files an earlier run
+    left there (names matching ``stale``); PNG frames are padded to one canvas (the largest,
+    centred, on ``background``: Pillow, the plot extra); ``gif``: the frames as an animated GIF,
+    1.2 s each and 3 s on the last; ``mp4``: the same as an H.264 video (PyAV, the video extra).
+    Returns the paths written."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.iterdir():
+            if re.match(stale, old.name) and old.is_file():
+                old.unlink()
+    except OSError as e:
+        raise cannot_write(folder, e) from None
+    pngs = all(name.endswith(".png") for name, _ in frames)
+    images = None
+    if pngs and frames:
+        wanted = gif is not None or mp4 is not None
+        images = same_canvas([data for _, data in frames], background, required=wanted)
+        if images is not None:
+            frames = [(name, png_bytes(image)) for (name, _), image in zip(frames, images)]
+    paths = []
+    for name, data in frames:
+        path = folder / name
+        try:
+            path.write_bytes(data)
+        except OSError as e:
+            raise cannot_write(path, e) from None
+        paths.append(path)
+    if gif is not None and images:
+        durations = [1200] * (len(images) - 1) + [3000]
+        try:
+            images[0].save(gif, save_all=True, append_images=images[1:], duration=durations, loop=0)
+        except OSError as e:
+            raise cannot_write(gif, e) from None
+    if mp4 is not None and images:
+        save_video(images, mp4, background)
+    return paths
+
+
+#: Frames a second in a video of frames; each frame is shown 1.2 s (6 frames), the last 3 s.
+VIDEO_RATE = 5
+
+
+def save_video(images: list, path, background: str) -> None:
+    """The Pillow ``images`` (one size) as an H.264 MP4 that plays everywhere (yuv420p, so the
+    canvas is padded to even sides): 1.2 s each, 3 s on the last."""
+    from PIL import Image
+
+    try:
+        import av
+    except ImportError:
+        raise UsageError(
+            "--mp4 needs PyAV",
+            hints=["pip install 'cgraph-cli[video]' (or: pip install av)"],
+        ) from None
+    width, height = images[0].size
+    even = (width + width % 2, height + height % 2)
+    counts = [6] * (len(images) - 1) + [15]
+    try:
+        with av.open(str(path), "w", format="mp4") as video:
+            stream = video.add_stream("libx264", rate=VIDEO_RATE, options={"crf": "18"})
+            stream.width, stream.height = even
+            stream.pix_fmt = "yuv420p"
+            for image, count in zip(images, counts):
+                canvas = Image.new("RGB", even, background)
+                canvas.paste(image, (0, 0))
+                frame = av.VideoFrame.from_image(canvas)
+                for _ in range(count):
+                    video.mux(stream.encode(frame))
+            video.mux(stream.encode())
+    except OSError as e:  # PyAV's errors of files are OSErrors too
+        raise cannot_write(Path(path), e) from None
+    except av.error.FFmpegError as e:  # an FFmpeg without x264, say
+        raise UsageError(f"cannot make the video {path}: {e}") from None
