@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.ir import Graph, resolve_name
-from .control import run_graph
 from .evaluate import forward
 
 
@@ -23,7 +22,11 @@ def evaluated(
 ) -> tuple[Graph, list, int]:
     """``(the graph that ran, every node's value, the node of ``of``)`` (default: the
     output)."""
-    ran = run_graph(graph, bindings) if graph.control is not None else graph
+    ran = graph
+    if graph.control is not None:  # straight-line code (most) needs no tracer imported
+        from .control import run_graph
+
+        ran = run_graph(graph, bindings)
     out = ran.output if of is None else resolve_name(ran, of)
     return ran, forward(ran, bindings), out
 
