@@ -7,6 +7,7 @@ moment it is added."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -167,6 +168,20 @@ def test_function_table_is_the_set_the_language_promises():
     ).split()
     assert sorted(FUNCTIONS) == sorted(promised)
     assert sorted(FUNCTIONS["max"]) == [1, 2]  # max(x): largest element; max(x, y): elementwise
+
+
+@pytest.mark.parametrize("op", [op for op in OPS.values() if op.positive], ids=lambda op: op.name)
+def test_an_op_marked_positive_is_above_zero_wherever_it_is_defined(op):
+    """simplify turns x / x into 1 for such an op: a wrong mark would change values. (SymPy
+    proves the mark, and that no other op earns it, in tests/test_properties.py.)"""
+    assert op.py is not None, f"{op.name}: positive is checked on the float rule; add a check"
+    grid = [k / 4 for k in range(-120, 121)]  # -30 to 30: nothing underflows to 0 yet
+    points = [p for p in itertools.product(grid, repeat=op.arity) if _defined(op, p)]
+    assert len(points) >= len(grid), f"{op.name}: too few points in its domain"
+    low = min(points, key=lambda p: _value(op, p))
+    assert _value(op, low) > 0.0, (op.name, low)
+    on_arrays = ARRAYS.apply(op, [np.array([p[k] for p in points]) for k in range(op.arity)], ())
+    assert np.all(np.asarray(on_arrays) > 0.0), op.name
 
 
 def test_the_fast_loops_hints_are_derived_from_the_rules():
