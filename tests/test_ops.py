@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from op_cases import cases, example
 from test_readme import readme_functions
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
@@ -114,13 +115,7 @@ def test_derivative_programs_of_each_op_evaluate_to_the_gradients(op):
 @pytest.mark.parametrize("op", [op for op in OPS.values() if op.arity], ids=lambda op: op.name)
 def test_every_rule_prints_as_a_formula_and_as_latex(op):
     names = ["x", "y", "z"][: op.arity]
-    params = {
-        "reshape": ((2, 3),),
-        "broadcast_to": ((2, 3),),
-        "sum_to": ((3,),),
-        "index": ((0,),),
-        "place": ((4,), (1,)),
-    }.get(op.name, ())
+    params = example(op)[1]  # reshape(x, [2, 3]): ((2, 3),)
     from cgraph_cli.core.autodiff import rule_pullback
 
     for printer in (Formula(), Latex()):
@@ -242,37 +237,23 @@ def test_pow_of_a_negative_base():
 
 @pytest.mark.parametrize("op", TENSOR, ids=lambda op: op.name)
 def test_tensor_rules_pair_vjp_with_jvp(op):
-    """⟨v, J u⟩ computed by the jvp rule equals ⟨Jᵀ v, u⟩ computed by the vjp rule."""
+    """⟨v, J u⟩ computed by the jvp rule equals ⟨Jᵀ v, u⟩ computed by the vjp rule, at every
+    argument shape and parameter of tests/op_cases.py that the op's shape rule accepts."""
     rng = np.random.default_rng(0)
-    cases = {
-        "matmul": [(rng.normal(size=(2, 3)), rng.normal(size=(3, 4)))],
-        "outer": [(rng.normal(size=3), rng.normal(size=2))],
-        "place": [(rng.normal(size=2),)],
-        "reshape": [(rng.normal(size=(2, 3)),)],
-        "broadcast_to": [(rng.normal(size=(3,)),)],
-        "sum_to": [(rng.normal(size=(2, 3)),)],
-    }
-    params = {
-        "reshape": ((3, 2),),
-        "broadcast_to": ((2, 3),),
-        "sum_to": ((3,),),
-        "index": ((0, slice(1, None)),),
-        "place": ((4,), (slice(1, 3),)),
-        "sum": (0,),
-        "mean": (1,),
-        "softmax": (1,),
-        "logsumexp": (0,),
-    }.get(op.name, ())
-    for xs in cases.get(op.name, [(rng.normal(size=(2, 3)),)]):
-        out = ARRAYS.apply(op, list(xs), params)
+    found = cases(op)
+    assert found, f"{op.name}: no argument shapes of tests/op_cases.py SHAPES fit its shape rule"
+    for shapes, params in found:
+        xs = [rng.normal(size=s) for s in shapes]
+        out = ARRAYS.apply(op, xs, params)
+        assert np.shape(out) == op.shape(list(shapes), params), (op.name, shapes, params)
         us = [rng.normal(size=np.shape(x)) for x in xs]
         v = rng.normal(size=np.shape(out))
-        forward_ = op.jvp(ARRAYS, us, list(xs), out, params)
-        backward_ = op.vjp(ARRAYS, v, list(xs), out, params)
+        forward_ = op.jvp(ARRAYS, us, xs, out, params)
+        backward_ = op.vjp(ARRAYS, v, xs, out, params)
         assert len(backward_) == op.arity, f"{op.name}: one gradient per argument"
         lhs = float(np.sum(v * forward_))
         rhs = sum(float(np.sum(c * u)) for c, u in zip(backward_, us))
-        assert lhs == pytest.approx(rhs, rel=1e-10), op.name
+        assert lhs == pytest.approx(rhs, rel=1e-10), (op.name, shapes, params)
 
 
 @pytest.mark.parametrize("op", [o for o in OPS.values() if o.arity], ids=lambda op: op.name)
