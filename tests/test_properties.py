@@ -117,6 +117,7 @@ def test_sympy_table_covers_every_op():
 def test_the_positive_mark_is_what_sympy_proves(op):
     """`positive` on an entry (simplify's x / x = 1) is set by hand: SymPy proves each mark,
     and an op it proves positive must carry the mark."""
+    assert op.name in _SYMPY, f"{op.name}: no SymPy translation (see the test above)"
     expr = _SYMPY[op.name](*sympy.symbols("x y z", real=True)[: op.arity])
     proved = expr.is_positive is True
     assert op.positive == proved, (
