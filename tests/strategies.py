@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
+import re
 
-from cgraph_cli.core.ops import OPS
+from hypothesis import strategies as st
+from op_cases import cases, example, value_range
+
+from cgraph_cli import parse
+from cgraph_cli.core.arrays import ShapeMismatch, broadcast
+from cgraph_cli.core.ops import INFIX as INFIX_STYLE
+from cgraph_cli.core.ops import OPS, PREC_AND, PREC_COMPARE, PREC_OR
 
 INPUTS = ("x", "y", "z")
 # The scalar functions (tensor ops get their own tests in test_tensors.py).
 SCALAR = [op for op in OPS.values() if op.function and op.elementwise]
 UNARY = sorted(op.name for op in SCALAR if op.arity == 1)
 BINARY_FUNCTIONS = sorted(op.name for op in SCALAR if op.arity == 2)
-INFIX = ("+", "-", "*", "/", "^", "**")
-COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-LOGICAL = ("and", "or")
+# Functions of three arguments or more that take no condition (where does: it is drawn with the
+# conditions below), each argument an expression.
+MORE_FUNCTIONS = sorted(
+    op.name for op in SCALAR if op.arity > 2 and all(p is not None for p in op.partials or ())
+)
+# The operators between two values, by their precedence in the op table; ** is ^ spelled again.
+_OPERATORS = [op for op in OPS.values() if op.style == INFIX_STYLE and op.py is not None]
+COMPARISONS = tuple(op.symbol for op in _OPERATORS if op.precedence == PREC_COMPARE)
+LOGICAL = tuple(op.symbol for op in _OPERATORS if op.precedence in (PREC_AND, PREC_OR))
+INFIX = (*(op.symbol for op in _OPERATORS if op.symbol not in COMPARISONS + LOGICAL), "**")
 
 numbers = st.sampled_from(["0.5", "1", "2", "3", "1.5", ".25", "2e-1", "1E1"])
 
@@ -44,6 +57,12 @@ def expressions(names=INPUTS, max_leaves: int = 8, conditions: bool = False):
             st.tuples(st.sampled_from(UNARY), inner).map(lambda t: f"{t[0]}({t[1]})"),
             st.tuples(st.sampled_from(BINARY_FUNCTIONS), inner, inner).map(
                 lambda t: f"{t[0]}({t[1]}, {t[2]})"
+            ),
+            *(
+                st.tuples(*[inner] * OPS[name].arity).map(
+                    lambda t, name=name: f"{name}({', '.join(t)})"
+                )
+                for name in MORE_FUNCTIONS
             ),
             inner.map(lambda e: f"-{e}"),
             inner.map(lambda e: f"({e})"),
@@ -147,6 +166,70 @@ TENSOR_TERNARY = [
     "where({0} <= {1}, {2}, {3})",
     "where({0} != {1}, 1, {3})",
 ]
+
+
+# How a derived template brings an expression of shape (2, 3) to a shape a tensor op takes.
+_REACH = {
+    (2, 3): "{0}",
+    (3, 2): "transpose({0})",
+    (3,): "({0})[0]",
+    (2,): "({0})[:, 0]",
+    (6,): "reshape({0}, [6])",
+    (): "sum({0})",
+}
+
+
+def tensor_template(op) -> str | None:
+    """A template for ``op`` made from its table entry, for an op no template above writes:
+    its example with each argument a drawn expression squashed into the range
+    tests/op_cases.py finds for the op (by tanh, so no value leaves it) and, for a tensor op,
+    brought to a shape the op takes; summed where its value does not broadcast to (2, 3).
+    None where no shape fits.
+
+    >>> tensor_template(OPS["log"])
+    '(log((0.7 + 0.5 * tanh({0}))))'
+    >>> tensor_template(OPS["place"])
+    'sum(place(((broadcast_to(2 * tanh({0}), [2, 3]))[:, 0]), [4], 1:3))'
+    """
+    names, params = example(op)
+    low, high = value_range(op)
+    middle, half = (low + high) / 2, (high - low) / 2
+    squashed = [
+        f"{half:g} * tanh({{{k}}})" if middle == 0 else f"{middle:g} + {half:g} * tanh({{{k}}})"
+        for k in range(op.arity)
+    ]
+    args, out = squashed, (2, 3)
+    if not op.elementwise:
+        fits = [shapes for shapes, _ in cases(op, [params]) if all(s in _REACH for s in shapes)]
+        if not fits:
+            return None
+        args = [_REACH[s].format(_FULL.format(a)) for s, a in zip(fits[0], squashed)]
+        out = op.shape(list(fits[0]), params)
+    spelled = re.sub(
+        r"\b(" + "|".join(names) + r")\b", lambda m: f"({args[names.index(m[1])]})", op.example
+    )
+    return f"({spelled})" if _broadcasts(out) else f"sum({spelled})"
+
+
+def _broadcasts(shape) -> bool:
+    """A value of ``shape`` combines with one of (2, 3) into (2, 3)."""
+    try:
+        return broadcast(shape, (2, 3)) == (2, 3)
+    except ShapeMismatch:
+        return False
+
+
+# Every op the templates above write; an op of the table that none writes (a new one) joins the
+# random programs with the template its entry gives, so that the properties cover it.
+_WRITTEN = {
+    op.name
+    for t in TENSOR_LEAVES + TENSOR_UNARY + TENSOR_BINARY + TENSOR_TERNARY
+    for op in parse("y = " + t.format("A", "r", "c", "s")).ops
+}
+for _op in OPS.values():
+    if _op.arity and _op.name not in _WRITTEN and (_template := tensor_template(_op)):
+        assert _op.arity <= 4, f"{_op.name}: the templates take four expressions at most"
+        (TENSOR_UNARY, TENSOR_BINARY, TENSOR_TERNARY)[min(_op.arity, 3) - 1].append(_template)
 
 
 def tensor_expressions(max_leaves: int = 6, names=tuple(TENSOR_SHAPES)):

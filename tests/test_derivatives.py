@@ -21,6 +21,7 @@ from strategies import (
     INFIX,
     INPUTS,
     LOGICAL,
+    MORE_FUNCTIONS,
     TENSOR_BINARY,
     TENSOR_LEAVES,
     TENSOR_SHAPES,
@@ -31,6 +32,7 @@ from strategies import (
     points,
     programs,
     tensor_expressions,
+    tensor_template,
 )
 from test_properties import _at_kink, _evaluate, _to_sympy
 
@@ -124,10 +126,13 @@ def test_tensor_derivative_programs_read_back_and_evaluate_to_the_gradient(
 
 
 def test_the_random_programs_hold_every_op_of_the_table():
-    """A new op must join tests/strategies.py, so that the properties here cover it."""
+    """tests/strategies.py draws every op, so that the properties here cover it: the scalar
+    functions and operators from the table, tensor ops from its templates (a new op's made
+    from its entry, see the next test)."""
     scalar = (
         [f"y = {f}(x)" for f in UNARY]
         + [f"y = {f}(x, y)" for f in BINARY_FUNCTIONS]
+        + [f"y = {f}({', '.join(['x'] * OPS[f].arity)})" for f in MORE_FUNCTIONS]
         + [f"y = x {o} y" for o in INFIX + COMPARISONS + LOGICAL]
         + [
             "y = -x",
@@ -139,10 +144,30 @@ def test_the_random_programs_hold_every_op_of_the_table():
         "y = " + t.format("A", "r", "c", "s") for t in TENSOR_UNARY + TENSOR_BINARY + TENSOR_TERNARY
     ]
     every = {op.name for op in OPS.values() if op.arity}
-    assert {op.name for p in scalar for op in parse(p).ops} >= {
-        n for n in every if OPS[n].py is not None
-    }
-    assert {op.name for p in tensor for op in parse(p).ops} >= every
+    drawn = {op.name for p in scalar for op in parse(p).ops}
+    assert drawn >= {n for n in every if OPS[n].py is not None}, sorted(
+        {n for n in every if OPS[n].py is not None} - drawn
+    )
+    drawn = {op.name for p in tensor for op in parse(p).ops}
+    assert drawn >= every, sorted(every - drawn)
+
+
+@pytest.mark.parametrize("op", [op for op in OPS.values() if op.arity], ids=lambda op: op.name)
+def test_the_template_an_entry_gives_is_sound_in_random_programs(op):
+    """An op that no template of tests/strategies.py writes (a new one) joins the random tensor
+    programs with the template its entry gives: tried here for every op, as for a new one."""
+    template = tensor_template(op)
+    assert template is not None, f"{op.name}: write a template for it in tests/strategies.py"
+    first, second = template.format("A", "r", "c", "s"), template.format("c", "s", "A", "r")
+    graph = parse(f"h = {first}\ny = sum({second} * h)")
+    assert op in graph.ops, (op.name, template)
+    for seed in range(3):
+        bindings = _tensor_point(graph, seed)
+        expected = grad(graph, bindings).gradients  # no DomainError: the arguments are squashed
+        got = _round_trip(graph, bindings, {n: TENSOR_SHAPES[n] for n in graph.inputs})
+        assert got is not None, (op.name, template)
+        for name, value in expected.items():
+            np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12, err_msg=op.name)
 
 
 def test_the_output_itself_an_input_has_derivative_1():

@@ -7,10 +7,13 @@ moment it is added."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
+from op_cases import cases, example
+from test_readme import readme_functions
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
 from cgraph_cli.core.interpret import ARRAYS, constant_partials, partials_function, value_function
@@ -112,13 +115,7 @@ def test_derivative_programs_of_each_op_evaluate_to_the_gradients(op):
 @pytest.mark.parametrize("op", [op for op in OPS.values() if op.arity], ids=lambda op: op.name)
 def test_every_rule_prints_as_a_formula_and_as_latex(op):
     names = ["x", "y", "z"][: op.arity]
-    params = {
-        "reshape": ((2, 3),),
-        "broadcast_to": ((2, 3),),
-        "sum_to": ((3,),),
-        "index": ((0,),),
-        "place": ((4,), (1,)),
-    }.get(op.name, ())
+    params = example(op)[1]  # reshape(x, [2, 3]): ((2, 3),)
     from cgraph_cli.core.autodiff import rule_pullback
 
     for printer in (Formula(), Latex()):
@@ -161,12 +158,24 @@ def test_example_parses_to_the_op(op):
 
 
 def test_function_table_is_the_set_the_language_promises():
-    promised = (
-        "sin cos tan exp log sqrt tanh sigmoid softplus relu abs sign pow min max where xlogy "
-        "sum mean transpose reshape softmax log_softmax logsumexp broadcast_to sum_to outer place"
-    ).split()
-    assert sorted(FUNCTIONS) == sorted(promised)
+    """The promise is README.md's list of functions (a human writes a new function's line)."""
+    promised = readme_functions()
+    assert sorted(FUNCTIONS) == sorted(promised), set(FUNCTIONS) ^ promised
     assert sorted(FUNCTIONS["max"]) == [1, 2]  # max(x): largest element; max(x, y): elementwise
+
+
+@pytest.mark.parametrize("op", [op for op in OPS.values() if op.positive], ids=lambda op: op.name)
+def test_an_op_marked_positive_is_above_zero_wherever_it_is_defined(op):
+    """simplify turns x / x into 1 for such an op: a wrong mark would change values. (SymPy
+    proves the mark, and that no other op earns it, in tests/test_properties.py.)"""
+    assert op.py is not None, f"{op.name}: positive is checked on the float rule; add a check"
+    grid = [k / 4 for k in range(-120, 121)]  # -30 to 30: nothing underflows to 0 yet
+    points = [p for p in itertools.product(grid, repeat=op.arity) if _defined(op, p)]
+    assert len(points) >= len(grid), f"{op.name}: too few points in its domain"
+    low = min(points, key=lambda p: _value(op, p))
+    assert _value(op, low) > 0.0, (op.name, low)
+    on_arrays = ARRAYS.apply(op, [np.array([p[k] for p in points]) for k in range(op.arity)], ())
+    assert np.all(np.asarray(on_arrays) > 0.0), op.name
 
 
 def test_the_fast_loops_hints_are_derived_from_the_rules():
@@ -228,37 +237,23 @@ def test_pow_of_a_negative_base():
 
 @pytest.mark.parametrize("op", TENSOR, ids=lambda op: op.name)
 def test_tensor_rules_pair_vjp_with_jvp(op):
-    """⟨v, J u⟩ computed by the jvp rule equals ⟨Jᵀ v, u⟩ computed by the vjp rule."""
+    """⟨v, J u⟩ computed by the jvp rule equals ⟨Jᵀ v, u⟩ computed by the vjp rule, at every
+    argument shape and parameter of tests/op_cases.py that the op's shape rule accepts."""
     rng = np.random.default_rng(0)
-    cases = {
-        "matmul": [(rng.normal(size=(2, 3)), rng.normal(size=(3, 4)))],
-        "outer": [(rng.normal(size=3), rng.normal(size=2))],
-        "place": [(rng.normal(size=2),)],
-        "reshape": [(rng.normal(size=(2, 3)),)],
-        "broadcast_to": [(rng.normal(size=(3,)),)],
-        "sum_to": [(rng.normal(size=(2, 3)),)],
-    }
-    params = {
-        "reshape": ((3, 2),),
-        "broadcast_to": ((2, 3),),
-        "sum_to": ((3,),),
-        "index": ((0, slice(1, None)),),
-        "place": ((4,), (slice(1, 3),)),
-        "sum": (0,),
-        "mean": (1,),
-        "softmax": (1,),
-        "logsumexp": (0,),
-    }.get(op.name, ())
-    for xs in cases.get(op.name, [(rng.normal(size=(2, 3)),)]):
-        out = ARRAYS.apply(op, list(xs), params)
+    found = cases(op)
+    assert found, f"{op.name}: no argument shapes of tests/op_cases.py SHAPES fit its shape rule"
+    for shapes, params in found:
+        xs = [rng.normal(size=s) for s in shapes]
+        out = ARRAYS.apply(op, xs, params)
+        assert np.shape(out) == op.shape(list(shapes), params), (op.name, shapes, params)
         us = [rng.normal(size=np.shape(x)) for x in xs]
         v = rng.normal(size=np.shape(out))
-        forward_ = op.jvp(ARRAYS, us, list(xs), out, params)
-        backward_ = op.vjp(ARRAYS, v, list(xs), out, params)
+        forward_ = op.jvp(ARRAYS, us, xs, out, params)
+        backward_ = op.vjp(ARRAYS, v, xs, out, params)
         assert len(backward_) == op.arity, f"{op.name}: one gradient per argument"
         lhs = float(np.sum(v * forward_))
         rhs = sum(float(np.sum(c * u)) for c, u in zip(backward_, us))
-        assert lhs == pytest.approx(rhs, rel=1e-10), op.name
+        assert lhs == pytest.approx(rhs, rel=1e-10), (op.name, shapes, params)
 
 
 @pytest.mark.parametrize("op", [o for o in OPS.values() if o.arity], ids=lambda op: op.name)

@@ -17,7 +17,9 @@ from strategies import INPUTS, TENSOR_SHAPES, expressions, points, tensor_expres
 from test_properties import _evaluate
 
 from cgraph_cli import DomainError, EvalError, parse, to_source, validate
+from cgraph_cli.core.ops import OPS
 from cgraph_cli.passes.optimize import PASSES, optimize
+from cgraph_cli.passes.simplify import simplify
 from cgraph_cli.run.evaluate import forward
 from cgraph_cli.run.vjp import vjp
 
@@ -48,7 +50,8 @@ IDENTITIES = [
     "({0}) / 1",
     "({0}) ^ 1",
     "(({0}) ^ 2) ^ 3",
-    "exp({0}) / exp({0})",
+    # x / x is 1 where the table marks x's op positive (exp, sigmoid...)
+    *(f"{op.name}({{0}}) / {op.name}({{0}})" for op in OPS.values() if op.positive),
     "(2 + 3) * ({0})",
     "sin({0}) * cos({1}) + sin({0}) * cos({1})",
     "log(1 + exp({0}))",
@@ -160,6 +163,15 @@ def test_the_issue_example():
     counts = {p.name: len(p.rewrites) for p in result.passes}
     assert counts["stabilize"] == 1 and counts["cse"] == 1
     assert len(result.graph.ops) < len(result.original.ops)
+
+
+@pytest.mark.parametrize(
+    "op", [op for op in OPS.values() if op.arity == 1 and op.py is not None], ids=lambda op: op.name
+)
+def test_x_over_x_is_1_where_the_op_table_marks_x_positive(op):
+    """simplify reads the mark from the table: no list of ops of its own."""
+    graph, _ = simplify(parse(f"p = {op.example}; y = p / p"), {"x": ()})
+    assert to_source(graph).endswith("y = 1\n") == op.positive, (op.name, to_source(graph))
 
 
 def test_stabilization_turns_an_overflow_into_the_right_answer():

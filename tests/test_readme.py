@@ -12,7 +12,8 @@ SOURCE's stem with the type's extension, or graph.png for program text).
 
 Every ```python block runs too: with `>>>` as a doctest, otherwise as a script; a ```toml block
 is a checks file and must pass `cgraph check --spec`. The options table must list every option
-of every command, and the JSON table every schema.
+of every command, the JSON table every schema, and the language's list of functions every
+function of the op table (and nothing else).
 """
 
 from __future__ import annotations
@@ -413,6 +414,52 @@ def test_the_json_table_lists_every_schema_with_its_version():
     assert set(rows) == set(schemas.VERSIONS), set(rows) ^ set(schemas.VERSIONS)
     for name, version in schemas.VERSIONS.items():
         assert rows[name] == str(version), name
+
+
+def function_list(text: str) -> tuple[set[str], set[str]]:
+    """The functions the **Functions** item of ``text`` names: the elementwise ones, and those
+    after "On tensors also". A name counts inside backticks, alone or in a run of names, or as
+    the head of a call (`where(c, a, b)`).
+
+    >>> item = "- **Functions**: `sin cos\\n  exp` (one; `log` is ln), `where(c, a, b)`. On "
+    >>> [sorted(names) for names in function_list(item + "tensors also `sum`.\\n- **More**: `x`")]
+    [['cos', 'exp', 'log', 'sin', 'where'], ['sum']]
+    """
+    assert "\n- **Functions**" in "\n" + text, "README.md: no '- **Functions**' item"
+    item = ("\n" + text).split("\n- **Functions**", 1)[1].split("\n- **", 1)[0]
+    elementwise, _, tensors = " ".join(item.split()).partition("On tensors also")
+
+    def names(part: str) -> set[str]:
+        found: set[str] = set()
+        for span in re.findall(r"`([^`]+)`", part):
+            call = re.match(r"(\w+)\(", span)
+            if call:
+                found.add(call[1])
+            elif re.fullmatch(r"\w+( \w+)*", span):
+                found.update(span.split())
+        return found
+
+    return names(elementwise), names(tensors)
+
+
+def readme_functions() -> set[str]:
+    """Every function README.md's language section names: the language's promise."""
+    return set().union(*function_list(_section("The language")))
+
+
+def test_the_function_list_names_every_function_of_the_op_table():
+    """Adding a function to the op table fails here until its README line is written."""
+    from cgraph_cli.core.ops import FUNCTIONS
+
+    elementwise, tensors = function_list(_section("The language"))
+    for kind, listed, wanted in (
+        ("elementwise", elementwise, lambda op: op.elementwise),
+        ("tensor (after 'On tensors also')", tensors, lambda op: not op.elementwise),
+    ):
+        table = {name for name, ops in FUNCTIONS.items() if any(map(wanted, ops.values()))}
+        missing, stray = sorted(table - listed), sorted(listed - table)
+        assert not missing, f"README.md's **Functions** item lacks the {kind} functions {missing}"
+        assert not stray, f"README.md lists {stray} as {kind} functions; the op table does not"
 
 
 def test_the_table_of_contents_links_to_headings():

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from op_cases import cases, example
 
 from cgraph_cli import grad, parse
 from cgraph_cli.app.diagrams import diagram_of
@@ -313,18 +314,18 @@ def _rule_formulas() -> list[str]:
         if not op.arity:
             continue
         args = ["x", "y", "z"][: op.arity]
-        params = {
-            "reshape": ((2, 3),),
-            "broadcast_to": ((2, 3),),
-            "sum_to": ((3,),),
-            "index": ((0, slice(1, None)),),
-            "place": ((4,), (slice(1, 3),)),
-        }.get(op.name, ())
-        formula = Formula({"x": (2, 3), "y": (3,), "g": (2, 3)} if op.name != "matmul" else None)
-        pulled = rule_pullback(
-            formula, op, args, "o", params, "∂loss/∂o", [True] * op.arity, summed=False
-        )
-        texts += [formula.write(c) for c in pulled if c is not None]
+        # At the example's parameters, with no shapes known and with some; then at every
+        # argument shape and parameter of tests/op_cases.py that the op takes.
+        params = example(op)[1]
+        runs = [(Formula(), params), (Formula({"x": (2, 3), "y": (3,), "g": (2, 3)}), params)]
+        for shapes, params in cases(op):
+            out = op.shape(list(shapes), params)
+            runs.append((Formula({**dict(zip(args, shapes)), "o": out, "∂loss/∂o": out}), params))
+        for formula, params in runs:
+            pulled = rule_pullback(
+                formula, op, args, "o", params, "∂loss/∂o", [True] * op.arity, summed=False
+            )
+            texts += [formula.write(c) for c in pulled if c is not None]
     return texts
 
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from op_cases import cases, example, value_range
 
 from cgraph_cli import EvalError, ParseError, grad, jvp, parse, to_source, validate
 from cgraph_cli.app.gradcheck import gradcheck
+from cgraph_cli.core.ops import OPS
 from cgraph_cli.passes.shapes import ShapeError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -55,12 +57,25 @@ BROADCASTS = [
 ]
 
 
-@pytest.mark.parametrize("op", ["+", "-", "*", "/", "max", "min"])
+#: Every elementwise op with a float rule, from the op table: each is gradchecked here on tensors
+#: at its example (`x + y`, `sin(x)`, `where(c, x, y)`), its arguments drawn from the range
+#: tests/op_cases.py finds for it (log, sqrt, tan, /, ^ and xlogy: 0.2 to 1.2).
+ELEMENTWISE = [op for op in OPS.values() if op.arity and op.elementwise and op.py is not None]
+#: Every other op: each is gradchecked at its example, at every argument shape it takes.
+TENSOR = [op for op in OPS.values() if op.vjp is not None]
+
+
+def _name(op) -> str:
+    return op.name
+
+
+@pytest.mark.parametrize("op", [op for op in ELEMENTWISE if op.arity > 1], ids=_name)
 @pytest.mark.parametrize("shapes", BROADCASTS, ids=str)
 def test_binary_elementwise_ops_broadcast(op, shapes):
-    text = f"{op}(a, b)" if op.isalpha() else f"a {op} b"
-    low = 0.5 if op == "/" else -2.0  # keep divisors off 0
-    _check(f"y = sum(sin({text}))", dict(zip("ab", shapes)), low=low)
+    """Two arguments, or three (where: the condition shaped as the second branch)."""
+    names, _ = example(op)
+    bindings = {name: shapes[k % 2] for k, name in enumerate(names)}
+    _check(f"y = sum(sin({op.example}))", bindings, *value_range(op))
 
 
 @pytest.mark.parametrize("shapes", BROADCASTS[:4], ids=str)
@@ -68,27 +83,11 @@ def test_pow_broadcasts(shapes):
     _check("y = sum(sin(a ^ b))", dict(zip("ab", shapes)), low=0.5, high=2.0)
 
 
-UNARY = [
-    "sin",
-    "cos",
-    "tan",
-    "exp",
-    "log",
-    "sqrt",
-    "tanh",
-    "sigmoid",
-    "softplus",
-    "relu",
-    "abs",
-    "-",
-]
-
-
-@pytest.mark.parametrize("fn", UNARY)
+@pytest.mark.parametrize("op", [op for op in ELEMENTWISE if op.arity == 1], ids=_name)
 @pytest.mark.parametrize("shape", [(3,), (2, 3)], ids=str)
-def test_unary_elementwise_ops_on_tensors(fn, shape):
-    low, high = (0.2, 1.2) if fn in ("log", "sqrt", "tan") else (-2.0, 2.0)
-    _check(f"y = sum(sin({fn}(x)))" if fn != "-" else "y = sum(sin(-x))", {"x": shape}, low, high)
+def test_unary_elementwise_ops_on_tensors(op, shape):
+    (name,), _ = example(op)
+    _check(f"y = sum(sin({op.example}))", {name: shape}, *value_range(op))
 
 
 @pytest.mark.parametrize(
@@ -152,6 +151,15 @@ def test_tensor_ops(call, shape):
 @pytest.mark.parametrize("call", VECTOR_CALLS)
 def test_tensor_ops_on_vectors(call):
     _check(f"y = sum(sin({call}))", {"v": (4,)})
+
+
+@pytest.mark.parametrize("op", TENSOR, ids=_name)
+def test_each_tensor_op_at_its_example_on_every_shape_it_takes(op):
+    names, params = example(op)
+    found = cases(op, [params])
+    assert found, f"{op.name}: its example takes no argument shapes of tests/op_cases.py SHAPES"
+    for shapes, _ in found:
+        _check(f"y = sum(sin({op.example}))", dict(zip(names, shapes)), *value_range(op))
 
 
 def test_ties_share_the_gradient_of_max_and_min():
@@ -570,32 +578,10 @@ def test_a_layer_with_softmax_against_sympy():
 
 
 def test_every_op_of_the_table_is_gradchecked_on_tensors_here():
-    """A new op must join the lists above: each op's tensor rules have a finite-difference test."""
-    from cgraph_cli.core.ops import OPS
-
-    programs = (
-        [f"y = {c}" for c in TENSOR_CALLS + VECTOR_CALLS]
-        + [f"y = {fn}(x)" for fn in UNARY if fn != "-"]
-        + [
-            "y = -x",
-            "y = a + b",
-            "y = a - b",
-            "y = a * b",
-            "y = a / b",
-            "y = a ^ b",
-            "y = max(a, b)",
-            "y = min(a, b)",
-            "y = a @ b",
-            "y = where(a > b, a, b)",
-            "y = (a < b) + (a <= b) + (a >= b) + (a == b) + (a != b) + sign(a)",
-            "y = a * ((a > b) and (b > 0) or not (a > 1))",  # test_control.py
-            "y = xlogy(a, b)",
-            "y = broadcast_to(v, [2, 3])",
-            "y = sum_to(x, [3])",
-            "y = outer(v, v)",
-            "y = place(v, [6], 1:5)",
-        ]
-    )
+    """Each op's tensor rules have a finite-difference test above: the ops of the table at their
+    examples, and the calls written out."""
+    examples = [f"y = {op.example}" for op in ELEMENTWISE + TENSOR]
+    programs = examples + [f"y = {c}" for c in TENSOR_CALLS + VECTOR_CALLS] + ["y = a @ b"]
     covered = {op.name for p in programs for op in parse(p).ops}
     assert covered >= {op.name for op in OPS.values() if op.style != "leaf"}
 

@@ -61,6 +61,7 @@ class OpSpec:
         "domain",
         "example",
         "kink",
+        "positive",
         "differentiable",
     )
 
@@ -93,6 +94,10 @@ class OpSpec:
     # the arguments are on (relu: x; max: x - y); 0 at the kink. gradcheck skips points
     # where a finite-difference step crosses it.
     kink: Callable | None
+    # Its value is above 0 wherever it is defined (a float may still underflow to 0, as
+    # exp(-1000) does): so x / x is 1 for such an x (passes/simplify). Set by hand, as a range
+    # fact is; tests/test_ops.py checks it at points and tests/test_properties.py against SymPy.
+    positive: bool
     differentiable: bool  # a derivative rule exists: vjp, or a partial for some argument
 
     def __init__(
@@ -118,6 +123,7 @@ class OpSpec:
         domain: str = "",
         example: str = "",
         kink: Callable | None = None,
+        positive: bool = False,
     ) -> None:
         put = object.__setattr__
         put(self, "name", name)
@@ -140,6 +146,7 @@ class OpSpec:
         put(self, "domain", domain)
         put(self, "example", example)
         put(self, "kink", kink)
+        put(self, "positive", positive)
         # Whether its value has a derivative (comparisons' do not): read once a node in every
         # pass that differentiates, so kept rather than worked out each time.
         put(self, "differentiable", vjp is not None or any(p is not None for p in partials or ()))
@@ -573,7 +580,15 @@ _TABLE = (
         (lambda e, x, o: e.add(1.0, e.pow(o, 2.0)),),
         latex=r"\tan\left({0}\right)",
     ),
-    _fn("exp", 1, "math.exp({0})", "np.exp({0})", (lambda e, x, o: o,), latex=r"e^{{{0}}}"),
+    _fn(
+        "exp",
+        1,
+        "math.exp({0})",
+        "np.exp({0})",
+        (lambda e, x, o: o,),
+        latex=r"e^{{{0}}}",
+        positive=True,
+    ),
     _fn(
         "log",
         1,
@@ -607,6 +622,7 @@ _TABLE = (
         "rt.np_sigmoid({0})",
         (lambda e, x, o: e.mul(o, e.sub(1.0, o)),),
         latex=r"\sigma\left({0}\right)",
+        positive=True,
     ),
     _fn(
         "softplus",
@@ -615,6 +631,7 @@ _TABLE = (
         "rt.np_softplus({0})",
         (lambda e, x, o: e.sigmoid(x),),
         latex=r"\log\left(1 + e^{{{0}}}\right)",
+        positive=True,
     ),
     _fn(
         "relu",

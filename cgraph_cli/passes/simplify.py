@@ -3,8 +3,9 @@ where it is safe, constants gathered (``2 * (3 * x)`` is ``6 * x``), powers of p
 
 Every rule keeps the value (beyond rounding) wherever the original evaluates, where every
 value is finite: so ``0 * x`` is 0 and ``x - x`` is 0. ``x / x`` becomes 1 only where ``x``
-cannot be 0 (an exponential, a sigmoid, a constant). A rule that drops an operand applies only
-where the result has that operand's shape, whatever shapes the inputs turn out to have (see
+cannot be 0: a nonzero constant, or a number made by an op the table marks ``positive`` (an
+exponential, a sigmoid). A rule that drops an operand applies only where the result has that
+operand's shape, whatever shapes the inputs turn out to have (see
 :mod:`cgraph_cli.passes.rewrite`): a zero of a vector's shape stays ``0 * v`` until an
 addition absorbs it.
 
@@ -13,6 +14,11 @@ addition absorbs it.
 >>> graph, rewrites = simplify(parse("y = sin(x) * 2 * 3 + sin(x) * 0 - -z"))
 >>> print(to_source(graph), end="")
 y = 6 * sin(x) + z
+>>> graph, _ = simplify(parse("p = exp(x); q = sin(x); y = p / p + q / q"), {"x": ()})
+>>> print(to_source(graph), end="")
+p = exp(x)
+q = sin(x)
+y = 1 + q / q
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from ..core.ops import OPS
 from .rewrite import Rewrite, Walk, walk
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
-_POSITIVE = {OPS[n] for n in ("exp", "sigmoid", "softplus")}  # never 0 where finite
 
 
 def simplify(
@@ -111,7 +116,7 @@ def _div(w: Walk, x: int, y: int) -> int | None:
     g, value = w.b.graph, w.const_value
     if value(y) == 1.0 and _keeps(w, x, y):
         return x
-    if x == y and w.is_number(x) and (g.ops[x] in _POSITIVE or value(x) not in (None, 0.0)):
+    if x == y and w.is_number(x) and (g.ops[x].positive or value(x) not in (None, 0.0)):
         return w.b.const(1.0)
     return None
 
