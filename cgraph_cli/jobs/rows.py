@@ -325,11 +325,10 @@ class _Plan:
             return derivative_name(self.base, (k,))
         return k
 
-    def _module(self, columns: dict[str, Column]):
+    def _module(self, driver: Driver, columns: dict[str, Column]):
         """The compiled module, for the first chunk's shapes (or the given module's); None
         when those shapes do not fit the program (each row then goes to the interpreter,
         which says so for the rows they do not fit)."""
-        assert self.driver is not None, "start_file binds the columns first"
         if not self.row_shapes:
             given = self.given.shapes if self.given else {}
             self.row_shapes = {
@@ -337,14 +336,15 @@ class _Plan:
                 for c, col in columns.items()
             }
             one_row = {c: np.zeros(s) if s else 0.0 for c, s in self.row_shapes.items()}
-            return self.driver.module({**self.shared, **one_row})
-        return self.driver.compiled
+            return driver.module({**self.shared, **one_row})
+        return driver.compiled
 
     def chunk(self, path: str, start: int, raw: Mapping) -> tuple[dict, Any]:
         """The chunk's output columns (``error`` last) and which rows succeeded."""
+        assert self.driver is not None, "start_file binds the columns first"
         columns = {c: to_column(c, raw[c]) for c in self.per_row}
         n = len(next(iter(columns.values())).values)
-        fits = self._module(columns) is not None
+        fits = self._module(self.driver, columns) is not None
         problems: dict[int, str] = {}
         odd = np.zeros(n, dtype=bool)
         for c, col in columns.items():
@@ -364,7 +364,6 @@ class _Plan:
         def row(r: int) -> dict:
             return {**self.shared, **{c: col.cell(r) for c, col in columns.items()}}
 
-        assert self.driver is not None
         results, failures, good = self.driver.rows(inputs, n, row, doubtful=odd, skip=problems)
         errors: list[str | None] = [None] * n
         for r, why in problems.items():
@@ -372,7 +371,7 @@ class _Plan:
         for r, e in failures.items():
             place = e.where()
             errors[r] = f"row {start + r + 1}: {e.message} ({path}{', ' + place if place else ''})"
-        if VALUE in results:  # the output's value under its name, before the gradients
+        if VALUE in results:  # the table names the output's value by the output's name
             results = {self.out_name: results.pop(VALUE), **results}
         return self._table(raw, results, errors, good, n), good
 

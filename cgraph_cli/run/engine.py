@@ -32,7 +32,9 @@ _FILENAME = "<cgraph compiled>"
 class Engine:
     """``forward(**inputs) -> (named values, flags)`` and ``grad(**inputs) -> (value,
     gradients, flags)``, each input a value for every row (a leading axis) or one value shared
-    by all rows; ``shapes``: one row's shape of each input; ``source``: the module's text."""
+    by all rows; ``shapes``: one row's shape of each input; ``source``: the module's text. A
+    module not in rows mode (a batch's) returns no flags: it raises where a value is not
+    finite."""
 
     __slots__ = ("forward", "grad", "shapes", "source")
 
@@ -157,7 +159,9 @@ class Driver:
     >>> drive = Driver(parse("y = sqrt(x) * w"), wrt=["w"])
     >>> x = [4.0, -1.0, 9.0]
     >>> _ = drive.module({"x": 1.0, "w": 3.0})  # compiled for one row's shapes
-    >>> results, errors, good = drive.rows({"x": np.array(x), "w": 3.0}, 3, lambda r: {"x": x[r], "w": 3.0})
+    >>> def row(r):  # one row's bindings, for the interpreter
+    ...     return {"x": x[r], "w": 3.0}
+    >>> results, errors, good = drive.rows({"x": np.array(x), "w": 3.0}, 3, row)
     >>> results[VALUE].tolist(), results["w"].tolist(), good.tolist()
     ([6.0, nan, 9.0], [2.0, nan, 3.0], [True, False, True])
     >>> type(errors[1]).__name__, errors[1].where()  # the node that failed, in the program
@@ -242,7 +246,7 @@ class Driver:
         ``row(r)``, except the rows of ``skip`` (the caller says why they fail). Gives the
         results (a column each; a list of rows where rows differ in shape), the interpreter's
         error for each row it refused, and which rows have results (see the class's example)."""
-        module = self._modules.get(True) if inputs is not None else None
+        module = self._modules.get(True)
         if module is None or inputs is None:
             results: dict[str, Any] = {}
             good = np.zeros(n, dtype=bool)
