@@ -4,7 +4,8 @@ evaluated and reduced by a worker with the code the single-machine engine runs.
 The client reads the first row to learn the columns' shapes, compiles the program's NumPy
 module once (:mod:`cgraph_cli.run.engine`) and ships its *source text*, with the program's text,
 as plain data: each worker ``exec``'s the module once and keeps it (no closure is pickled).
-A worker runs :func:`cgraph_cli.jobs.rows.run_rows` over its file chunk by chunk, so its rows get
+A worker runs :func:`cgraph_cli.jobs.rows.run_rows` over its file chunk by chunk, with the
+shipped module in the same driver (:class:`cgraph_cli.run.engine.Driver`), so its rows get
 exactly what the local engine gives them, errors included. ``--reduce`` sums per file, then
 once on the client. Workers need cgraph installed and the files at the same paths.
 

@@ -2,10 +2,10 @@
 fed many times, as TensorFlow 1's ``Session.run`` with a ``feed_dict``. Each column named as an
 input binds it per row; the other inputs are shared by every row (bindings, defaults).
 
-Rows go through the compiled engine (:mod:`cgraph_cli.run.engine`) a chunk at a time, as whole
-columns. A row the engine flags (a value on the way not finite, a cell it cannot take) is run
-again by the interpreter, which gives its values or says why it fails: such a row gets an
-``error`` cell and empty values, and does not stop the others.
+Rows go through the compiled engine's driver (:class:`cgraph_cli.run.engine.Driver`) a chunk
+at a time, as whole columns. A row the engine flags (a value on the way not finite, a cell it
+cannot take) is run again by the interpreter, which gives its values or says why it fails: such
+a row gets an ``error`` cell and empty values, and does not stop the others.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.arrays import np
-from ..core.errors import BindingError, CgraphError, UsageError
+from ..core.errors import BindingError, UsageError
 from ..core.ir import Graph, resolve_name
 from ..data.datafiles import Column, to_column
+from ..run.engine import VALUE, Driver
 
 MODES = ("eval", "grad")
 REDUCE = ("sum", "mean")
@@ -130,7 +131,7 @@ def run_rows(
         if tick is not None:
             tick(n)
     result.output = plan.out_name
-    result.engine = plan.engine or None
+    result.engine = plan.driver.compiled if plan.driver is not None else plan.given
     if reduce is not None:
         result.value, result.gradients = plan.reduced(reduce)
         result.count = plan.count
@@ -178,7 +179,6 @@ def check_files(graph: Graph, paths: list[str], fmt: str, **options: Any) -> Non
 
 #: Error messages a result keeps as examples (--reduce shows them).
 SAMPLES = 5
-_NO_ENGINE = False  # the engine, when compiling it failed: every row to the interpreter
 
 
 class _Plan:
@@ -195,7 +195,8 @@ class _Plan:
         self.named = list(graph.named_nodes())
         self.bindings = check_bindings(graph, bindings)
         self.keep, self.show_all, self.expected = list(keep), show_all, list(expected)
-        self.engine: Any = engine
+        self.given: Any = engine
+        self.driver: Driver | None = None  # once the first file has bound the columns
         self.path = ""
         self.per_row: list[str] = []
         self.ignored: list[str] = []
@@ -241,6 +242,14 @@ class _Plan:
             self._bind(path)
             self.wrt = self._wrt(wrt)
             self._choose()
+            grad = self.mode == "grad"
+            self.driver = Driver(
+                graph,
+                of=self.of,
+                wrt=self.wrt if grad else None,
+                names=None if grad else self.results,
+                module=self.given,
+            )
 
     def _bind(self, path: str) -> None:
         if not self.per_row:
@@ -316,97 +325,55 @@ class _Plan:
             return derivative_name(self.base, (k,))
         return k
 
-    def _engine(self, columns: dict[str, Column]):
-        """The compiled engine, for the first chunk's shapes (or the given engine's); or
-        ``_NO_ENGINE`` when those shapes do not fit the program (each row then goes to the
-        interpreter, which says so for the rows they do not fit)."""
+    def _module(self, driver: Driver, columns: dict[str, Column]):
+        """The compiled module, for the first chunk's shapes (or the given module's); None
+        when those shapes do not fit the program (each row then goes to the interpreter,
+        which says so for the rows they do not fit)."""
         if not self.row_shapes:
-            given = self.engine.shapes if self.engine else {}
+            given = self.given.shapes if self.given else {}
             self.row_shapes = {
                 c: tuple(given[c]) if c in given else col.values.shape[1:]
                 for c, col in columns.items()
             }
-        if self.engine is None:
-            from ..passes.grad_graph import NotANumber
-            from ..run.engine import engine
-
             one_row = {c: np.zeros(s) if s else 0.0 for c, s in self.row_shapes.items()}
-            try:
-                self.engine = engine(
-                    self.graph,
-                    of=self.of,
-                    wrt=self.wrt if self.mode == "grad" else None,
-                    bindings={**self.shared, **one_row},
-                    gradient=self.mode == "grad",
-                )
-            except NotANumber:  # the program's own error: once, not once per row
-                raise
-            except CgraphError:
-                self.engine = _NO_ENGINE
-        return self.engine
+            return driver.module({**self.shared, **one_row})
+        return driver.compiled
 
     def chunk(self, path: str, start: int, raw: Mapping) -> tuple[dict, Any]:
         """The chunk's output columns (``error`` last) and which rows succeeded."""
+        assert self.driver is not None, "start_file binds the columns first"
         columns = {c: to_column(c, raw[c]) for c in self.per_row}
         n = len(next(iter(columns.values())).values)
-        run = self._engine(columns)
+        fits = self._module(self.driver, columns) is not None
         problems: dict[int, str] = {}
         odd = np.zeros(n, dtype=bool)
-        fits = bool(run)
         for c, col in columns.items():
             for r, why in col.problems.items():
                 problems.setdefault(r, why)
             odd[list(col.odd)] = True
             fits = fits and col.values.shape[1:] == self.row_shapes[c]
         odd[list(problems)] = True
-        results: dict[str, Any] = {}
+        inputs = None  # shapes the engine was not compiled for: the interpreter takes every row
         if fits:
             for col in columns.values() if n else ():  # a cell not finite: refused
                 values = col.values.reshape(n, -1)
                 with np.errstate(all="ignore"):
                     odd |= ~np.isfinite(values).all(axis=1)
             inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}
-            if self.mode == "eval":
-                named, ok = run.evaluate_rows(inputs, n, self.results)
-                results = {k: named[k] for k in self.results if k in named}
-            else:
-                value, grads, ok = run.grad_rows(inputs, n)
-                results = {self.out_name: value, **{w: grads[w] for w in self.wrt if w in grads}}
-            ok &= ~odd
-        else:  # shapes the engine was not compiled for: the interpreter takes every row
-            ok = np.zeros(n, dtype=bool)
+
+        def row(r: int) -> dict:
+            return {**self.shared, **{c: col.cell(r) for c, col in columns.items()}}
+
+        results, failures, good = self.driver.rows(inputs, n, row, doubtful=odd, skip=problems)
         errors: list[str | None] = [None] * n
-        flagged = np.flatnonzero(~ok).tolist()
-        good = ok
-        if flagged:  # rows to patch: the columns become writable copies
-            results = {k: np.array(v, dtype=float) for k, v in results.items()}
-        for r in flagged:
-            where = f"row {start + r + 1}"
-            if r in problems:
-                errors[r] = f"{where}: {problems[r]} ({path})"
-                continue
-            row = {**self.shared, **{c: col.cell(r) for c, col in columns.items()}}
-            try:
-                found = self._interpret(row)
-            except CgraphError as e:
-                place = e.where()
-                errors[r] = f"{where}: {e.message} ({path}{', ' + place if place else ''})"
-                continue
-            for k, v in found.items():
-                _put(results, k, r, v, n)
-            good[r] = True
+        for r, why in problems.items():
+            errors[r] = f"row {start + r + 1}: {why} ({path})"
+        for r, e in failures.items():
+            place = e.where()
+            errors[r] = f"row {start + r + 1}: {e.message} ({path}{', ' + place if place else ''})"
+        if VALUE in results:  # the table names the output's value by the output's name
+            results = {self.out_name: results.pop(VALUE), **results}
         return self._table(raw, results, errors, good, n), good
-
-    def _interpret(self, row: Mapping) -> dict[str, object]:
-        from ..core.ir import wrt_node
-        from ..run.program import differentiated, evaluated
-
-        if self.mode == "eval":
-            ran, values, _ = evaluated(self.graph, row, self.of)
-            named = ran.named_nodes()
-            return {k: values[named[k]] for k in self.results}
-        ran, values, adjoints, out = differentiated(self.graph, row, self.of)
-        return {self.out_name: values[out], **{w: adjoints[wrt_node(ran, w)] for w in self.wrt}}
 
     def _table(self, raw, results, errors, good, n) -> dict:
         table: dict = {c: raw[c] for c in self.keep}
@@ -451,18 +418,6 @@ class _Plan:
         scale = 1.0 / self.count if how == "mean" else 1.0
         sums = {k: _plain(v * scale) for k, v in self.totals.items()}
         return sums.pop(self.out_name), sums
-
-
-def _put(results: dict, k: str, r: int, v, n: int) -> None:
-    """Row ``r`` of result ``k`` set to ``v``: in its column of arrays when ``v`` has its
-    rows' shape, else the column becomes a list of rows (rows of different shapes)."""
-    column = results.get(k)
-    shape = np.shape(v)
-    if column is None:
-        column = results[k] = np.full((n, *shape), np.nan)
-    if isinstance(column, np.ndarray) and column.shape[1:] != shape:
-        column = results[k] = list(column)
-    column[r] = v
 
 
 def _cell(v):

@@ -26,6 +26,7 @@ from ..core.arrays import np
 from ..core.errors import EvalError, UsageError
 from ..core.ir import Graph, GraphBuilder, resolve_name
 from ..core.ops import OPS
+from ..run.engine import VALUE, Driver
 
 #: Keys of a weights file that hold the training state (--resume), not parameters.
 STATE_PREFIX = "__train__/"
@@ -72,29 +73,31 @@ class TrainResult:
 class Objective:
     """The loss and its gradients with respect to the parameters, for given inputs: the
     program's NumPy module, compiled once per set of input shapes (a last, smaller batch
-    gets its own)."""
+    gets its own), run by a :class:`~cgraph_cli.run.engine.Driver`, whose interpreter names
+    the node where the module raises."""
 
     def __init__(self, graph: Graph, of: str | None, wrt: list[str], reduce: str) -> None:
         self.graph, self.of, self.wrt, self.reduce = graph, of, wrt, reduce
-        self.compiled: dict[tuple, Callable] = {}
-        self.losses: dict[tuple, tuple[Graph, str | None]] = {}  # the graph each differentiates
+        self.drivers: dict[tuple, Driver] = {}
 
     def __call__(self, inputs: Mapping[str, object], rows: int | None) -> tuple[float, dict]:
         key = (rows,)  # only the batch's size changes the shapes (parameters keep theirs)
-        fn = self.compiled.get(key)
-        if fn is None:
-            fn = self.compiled[key] = self._compile(inputs, rows, key)
-        try:
-            value, grads = fn(**inputs)
-        except ArithmeticError:  # the module's DomainError: the interpreter says where
-            raise self._why(inputs, key) from None
+        driver = self.drivers.get(key)
+        if driver is None:
+            driver = self.drivers[key] = self._driver(inputs, rows)
+        grads = driver.batch(inputs)
+        value = grads.pop(VALUE)
+        if np.ndim(value):  # the interpreter's answer (if/else or loops): no reduction here
+            raise UsageError(f"the loss {driver.out_name} must be a number")
         return float(value), grads
 
-    def _compile(self, inputs: Mapping[str, object], rows: int | None, key: tuple) -> Callable:
+    def _driver(self, inputs: Mapping[str, object], rows: int | None) -> Driver:
+        """The driver of the program, or, for a loss with one value per row, of the program
+        with its mean (or sum) as the output."""
         from ..run.program import evaluated
 
         if self.graph.control is not None:  # if/else or loops: the interpreter, step by step
-            return lambda **values: self._interpret(values)
+            return Driver(self.graph, of=self.of, wrt=self.wrt)
         ran, values, out = evaluated(self.graph, inputs, self.of)  # shapes checked, errors placed
         graph, of = self.graph, self.of
         shape = np.shape(values[out])
@@ -106,36 +109,7 @@ class Objective:
                     hints=["reduce it in the program: loss = mean(...)"],
                 )
             graph, of = reduced(self.graph, out, self.reduce)
-        self.losses[key] = (graph, of)
-        from ..run.compile import compile_module
-
-        source = compile_module(graph, "numpy", of=of, wrt=self.wrt, bindings=inputs)
-        namespace: dict = {"__name__": "cgraph_train"}
-        exec(compile(source, "<cgraph train>", "exec"), namespace)  # our own generated code
-        return namespace["grad"]
-
-    def _interpret(self, values: dict) -> tuple[float, dict]:
-        from ..core.ir import wrt_node
-        from ..run.program import differentiated
-
-        ran, computed, adjoints, out = differentiated(self.graph, values, self.of)
-        if np.shape(computed[out]):
-            raise UsageError(f"the loss {ran.display_name(out)} must be a number")
-        return float(computed[out]), {w: adjoints[wrt_node(ran, w)] for w in self.wrt}
-
-    def _why(self, inputs: Mapping[str, object], key: tuple) -> EvalError:
-        """The interpreter's error for ``inputs``: the node that failed (and the element, in
-        a batch)."""
-        from ..run.program import differentiated
-
-        graph, of = self.losses.get(key, (self.graph, self.of))
-        try:
-            differentiated(graph, inputs, of)
-        except EvalError as e:
-            return e
-        return EvalError(
-            "a result is not finite: the sum of the gradients over the batch overflows"
-        )
+        return Driver(graph, of=of, wrt=self.wrt)
 
 
 def evaluate_value(graph: Graph, bindings: Mapping, of: str | None):

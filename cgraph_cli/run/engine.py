@@ -1,11 +1,13 @@
-"""The compiled engine: a graph's NumPy module (``cgraph compile --target numpy``, in rows
-mode) executed in-process once and kept on the graph, for work that runs a graph many times
-(the rows of a data file). Rows of numbers go through the generated code as whole columns;
-rows of tensors one at a time (see :mod:`cgraph_cli.run.compile`).
+"""The compiled engine: a graph's NumPy module (``cgraph compile --target numpy``) executed
+in-process once and kept on the graph, for work that runs a graph many times (the rows of a
+data file, the batches of training), and :class:`Driver`, which runs it with the interpreter
+behind it. Rows of numbers go through the generated code as whole columns; rows of tensors one
+at a time (see :mod:`cgraph_cli.run.compile`).
 
 Rows mode raises nothing for a value that is not finite: each call also returns, per row, a
 number that is not finite where some value on the way was not, so that the caller can give
-those rows to the interpreter, which says what went wrong where.
+those rows to the interpreter, which says what went wrong where. A module compiled for a
+batch (not rows mode) raises instead, and the interpreter names the node.
 
 >>> import numpy as np
 >>> from cgraph_cli import parse
@@ -17,10 +19,12 @@ those rows to the interpreter, which says what went wrong where.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Mapping
+from typing import Any
 
 from ..core.arrays import np
-from ..core.ir import Graph
+from ..core.errors import CgraphError, EvalError
+from ..core.ir import Graph, resolve_name, wrt_node
 
 _FILENAME = "<cgraph compiled>"
 
@@ -28,7 +32,9 @@ _FILENAME = "<cgraph compiled>"
 class Engine:
     """``forward(**inputs) -> (named values, flags)`` and ``grad(**inputs) -> (value,
     gradients, flags)``, each input a value for every row (a leading axis) or one value shared
-    by all rows; ``shapes``: one row's shape of each input; ``source``: the module's text."""
+    by all rows; ``shapes``: one row's shape of each input; ``source``: the module's text. A
+    module not in rows mode (a batch's) returns no flags: it raises where a value is not
+    finite."""
 
     __slots__ = ("forward", "grad", "shapes", "source")
 
@@ -104,11 +110,14 @@ def engine(
     bindings: Mapping | None = None,
     gradient: bool = True,
     kinks: bool = False,
+    rows: bool = True,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
-    ``bindings`` (one row's values) give its inputs; compiled once per graph and shapes.
-    ``gradient`` False: ``forward`` only (the derivative program is not built). ``kinks``:
-    :meth:`Engine.evaluate_rows` also gives the kink quantities, under ``" kinks"``.
+    ``bindings`` (one row's values; with ``rows`` False, a whole batch's) give its inputs;
+    compiled once per graph and shapes. ``gradient`` False: ``forward`` only (the derivative
+    program is not built). ``kinks``: :meth:`Engine.evaluate_rows` also gives the kink
+    quantities, under ``" kinks"``. ``rows`` False: the module as ``cgraph compile`` writes it,
+    which raises ``DomainError`` (an ``ArithmeticError``) where a value is not finite.
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -118,14 +127,203 @@ def engine(
     from ..passes.optimize import known_shapes
 
     shapes = known_shapes(graph, bindings or {})
-    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks))
+    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks, rows))
     found = graph.memo.get(key)
     if found is None:
         from .compile import compile_module
 
         source = compile_module(
-            graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=True, gradient=gradient,
+            graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=rows, gradient=gradient,
             kinks=kinks,
         )  # fmt: skip
         found = graph.memo[key] = Engine(source)
     return found
+
+
+#: The key of the output's value among a gradient's results, beside each gradient under its
+#: input's name: no name is empty, and the output may take an input's name (``x = sin(x)``).
+VALUE = ""
+
+
+class Driver:
+    """``graph`` run many times, at the compiled module's speed and with the interpreter's
+    answers: the module runs first; where it flags a row (:meth:`rows`) or raises
+    (:meth:`batch`), the interpreter runs those bindings again and gives their results, or its
+    error, placed at the node that failed. Without ``wrt``, a run gives the values ``names``
+    (default: the output's, or that of ``of``); with ``wrt``, the output's value under
+    :data:`VALUE` and its gradient with respect to each name of ``wrt``. ``module``: a rows
+    module to run (one built from its source elsewhere: the Dask workers), else compiled here.
+
+    >>> import numpy as np
+    >>> from cgraph_cli import parse
+    >>> drive = Driver(parse("y = sqrt(x) * w"), wrt=["w"])
+    >>> x = [4.0, -1.0, 9.0]
+    >>> _ = drive.module({"x": 1.0, "w": 3.0})  # compiled for one row's shapes
+    >>> def row(r):  # one row's bindings, for the interpreter
+    ...     return {"x": x[r], "w": 3.0}
+    >>> results, errors, good = drive.rows({"x": np.array(x), "w": 3.0}, 3, row)
+    >>> results[VALUE].tolist(), results["w"].tolist(), good.tolist()
+    ([6.0, nan, 9.0], [2.0, nan, 3.0], [True, False, True])
+    >>> type(errors[1]).__name__, errors[1].where()  # the node that failed, in the program
+    ('DomainError', '<expr>:1:5')
+    """
+
+    __slots__ = ("graph", "of", "wrt", "names", "out_name", "_modules")
+
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        of: str | None = None,
+        wrt: list[str] | None = None,
+        names: list[str] | None = None,
+        module: Engine | None = None,
+    ) -> None:
+        self.graph, self.of, self.wrt = graph, of, wrt
+        self.out_name = graph.display_name(graph.output if of is None else resolve_name(graph, of))
+        self.names = list(names) if names is not None else [self.out_name]
+        # Rows mode (True) and batch (False): the module, or None where none compiles.
+        self._modules: dict[bool, Engine | None] = {} if module is None else {True: module}
+
+    @property
+    def compiled(self) -> Engine | None:
+        """The rows module that runs: given, or compiled by :meth:`module` (None: not yet,
+        or none compiles)."""
+        return self._modules.get(True)
+
+    def module(self, bindings: Mapping) -> Engine | None:
+        """The rows module (the one given, else compiled at the first call for the shapes of
+        ``bindings``, one row's values, and kept), or None when the program does not compile
+        for those shapes: the interpreter then answers for every row, and says why for the
+        rows those shapes do not fit. A gradient asked of a tensor output is raised, once
+        rather than once a row."""
+        if True not in self._modules:
+            from ..passes.grad_graph import NotANumber
+
+            try:
+                self._modules[True] = self._compile(bindings, rows=True)
+            except NotANumber:
+                raise
+            except CgraphError:
+                self._modules[True] = None
+        return self._modules[True]
+
+    def _compile(self, bindings: Mapping, *, rows: bool) -> Engine:
+        grad = self.wrt is not None
+        return engine(
+            self.graph, of=self.of, wrt=self.wrt, bindings=bindings, gradient=grad, rows=rows
+        )
+
+    def interpret(self, bindings: Mapping) -> dict[str, Any]:
+        """The interpreter's results for one set of bindings; its error, placed at the node
+        that failed, where they fail.
+
+        >>> from cgraph_cli import parse
+        >>> Driver(parse("y = x * w"), wrt=["w"]).interpret({"x": 3.0, "w": 2.0})
+        {'': 6.0, 'w': 3.0}
+        """
+        from .program import differentiated, evaluated
+
+        if self.wrt is None:
+            ran, values, _ = evaluated(self.graph, bindings, self.of)
+            named = ran.named_nodes()
+            return {k: values[named[k]] for k in self.names}
+        ran, values, adjoints, out = differentiated(self.graph, bindings, self.of)
+        return {VALUE: values[out], **{w: adjoints[wrt_node(ran, w)] for w in self.wrt}}
+
+    def rows(
+        self,
+        inputs: Mapping | None,
+        n: int,
+        row: Callable[[int], Mapping],
+        *,
+        doubtful: Any = None,
+        skip: Container[int] = (),
+    ) -> tuple[dict[str, Any], dict[int, CgraphError], Any]:
+        """``n`` rows' results: the module that :meth:`module` gave run once over ``inputs``
+        (whole columns, and the values every row shares; None: no module takes them), then
+        each row it flags, and each row of the mask ``doubtful``, run by the interpreter on
+        ``row(r)``, except the rows of ``skip`` (the caller says why they fail). Gives the
+        results (a column each; a list of rows where rows differ in shape), the interpreter's
+        error for each row it refused, and which rows have results (see the class's example)."""
+        module = self._modules.get(True)
+        if module is None or inputs is None:
+            results: dict[str, Any] = {}
+            good = np.zeros(n, dtype=bool)
+        else:
+            results, good = self._module_rows(module, inputs, n)
+            if doubtful is not None:
+                good &= ~doubtful
+        failures: dict[int, CgraphError] = {}
+        flagged = np.flatnonzero(~good).tolist()
+        if flagged:  # rows to patch: the columns become writable copies
+            results = {k: np.array(v, dtype=float) for k, v in results.items()}
+        for r in flagged:
+            if r in skip:
+                continue
+            try:
+                found = self.interpret(row(r))
+            except CgraphError as e:
+                failures[r] = e
+                continue
+            for k, v in found.items():
+                _put(results, k, r, v, n)
+            good[r] = True
+        return results, failures, good
+
+    def _module_rows(self, module: Engine, inputs: Mapping, n: int) -> tuple[dict, Any]:
+        if self.wrt is None:
+            named, ok = module.evaluate_rows(inputs, n, self.names)
+            return {k: named[k] for k in self.names if k in named}, ok
+        value, grads, ok = module.grad_rows(inputs, n)
+        return {VALUE: value, **{w: grads[w] for w in self.wrt if w in grads}}, ok
+
+    def batch(self, inputs: Mapping) -> dict[str, Any]:
+        """The value and gradients (a driver with ``wrt``) for one set of bindings, a batch
+        along the program's own axes: the module's, compiled for their shapes at the first
+        call; where it raises (a value not finite, a domain left), the interpreter's error,
+        which names the node (and the element). A program with if/else or loops compiles to
+        no module: the interpreter answers.
+
+        >>> from cgraph_cli import parse
+        >>> drive = Driver(parse("y = sum(log(x) * w)"), wrt=["w"])
+        >>> drive.batch({"x": [1.0, 1.0], "w": 2.0})
+        {'': 0.0, 'w': 0.0}
+        >>> try:
+        ...     drive.batch({"x": [1.0, -1.0], "w": 2.0})
+        ... except EvalError as e:
+        ...     print(type(e).__name__, e.where())
+        DomainError <expr>:1:9
+        """
+        assert self.wrt is not None, "a batch gives gradients: the driver needs wrt"
+        module = self._modules.get(False)
+        if module is None:
+            if self.graph.control is not None:
+                return self.interpret(inputs)
+            module = self._modules[False] = self._compile(inputs, rows=False)
+        try:
+            value, grads = module.grad(**inputs)
+        except ArithmeticError:  # the module's DomainError: the interpreter says where
+            raise self._placed(inputs) from None
+        return {VALUE: value, **grads}
+
+    def _placed(self, inputs: Mapping) -> EvalError:
+        try:
+            self.interpret(inputs)
+        except EvalError as e:
+            return e
+        return EvalError(
+            "a result is not finite: the sum of the gradients over the batch overflows"
+        )
+
+
+def _put(results: dict, k: str, r: int, v, n: int) -> None:
+    """Row ``r`` of result ``k`` set to ``v``: in its column of arrays when ``v`` has its
+    rows' shape, else the column becomes a list of rows (rows of different shapes)."""
+    column = results.get(k)
+    shape = np.shape(v)
+    if column is None:
+        column = results[k] = np.full((n, *shape), np.nan)
+    if isinstance(column, np.ndarray) and column.shape[1:] != shape:
+        column = results[k] = list(column)
+    column[r] = v
