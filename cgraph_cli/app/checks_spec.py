@@ -1,4 +1,4 @@
-"""Checks files: TOML ``[[case]]`` tables read into :class:`~cgraph_cli.app.checks.Case`.
+"""Checks files: TOML ``[[case]]`` tables read into :class:`~cgraph_cli.app.cases.Case`.
 
 Every mistake in the file itself (TOML syntax, an unknown key, a value of the wrong type, a
 program file outside the checks file's folder) is a :class:`UsageError` (exit 2) at its line,

@@ -71,7 +71,7 @@ class Check:
 
 
 def element_label(name: str, element: tuple[int, ...]) -> str:
-    """``x``, or ``W[0, 1]``: as :func:`cgraph_cli.passes.derivatives.hessian` labels them.
+    """``x``, or ``W[0, 1]``: as :func:`cgraph_cli.run.higher.hessian` labels them.
 
     >>> element_label("W", (0, 1))
     'W[0, 1]'

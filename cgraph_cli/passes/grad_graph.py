@@ -2,8 +2,8 @@
 derivatives, as Theano, TensorFlow 1 and JAX's ``grad`` of a jaxpr do.
 
 The forward program is copied as written; then the one reverse loop
-(:func:`cgraph_cli.run.vjp.reverse`) or the one forward-mode loop
-(:func:`cgraph_cli.run.jvp.push`) runs over it with the op table's rules interpreted by a
+(:func:`cgraph_cli.core.autodiff.reverse`) or the one forward-mode loop
+(:func:`cgraph_cli.core.autodiff.push`) runs over it with the op table's rules interpreted by a
 :class:`Recorder`, which builds nodes instead of computing numbers. Nothing numeric happens but
 constant folding, and the builder simplifies as it goes, so the result reads as a textbook
 writes it. The result is an ordinary Graph: it prints with ``to_source``, reads back,

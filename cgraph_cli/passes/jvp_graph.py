@@ -1,7 +1,7 @@
 """Forward mode as a graph transform: a program -> the program that also computes every named
 value's tangent along a direction, as JAX's ``jvp`` of a jaxpr does.
 
-The one forward-mode loop (:func:`cgraph_cli.run.jvp.push`) runs over the program with the
+The one forward-mode loop (:func:`cgraph_cli.core.autodiff.push`) runs over the program with the
 op table's rules interpreted by the :class:`~cgraph_cli.passes.grad_graph.Recorder`, so each
 tangent is a node built from cgraph's own ops, simplified as it is built. A direction is either
 symbolic, a new input per input (``x_dot``, bound when the program runs, as JAX's tangent
