@@ -32,6 +32,9 @@ class Settings:
         self.color = "auto"  # auto, always, never
         self.quiet = False
         self.output: str | None = None  # -o FILE; None or "-": standard output
+        from ..data.outputs import forget_all
+
+        forget_all()
 
 
 settings = Settings()
@@ -82,13 +85,9 @@ def write_bytes(data: bytes, target: str | None = None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    from ..core.errors import cannot_write
+    from ..data.outputs import write_file
 
-    try:
-        with open(target, "wb") as f:
-            f.write(data)
-    except OSError as e:
-        raise cannot_write(target, e) from None
+    write_file(target, data)
 
 
 def write_rich(renderable, min_width: int = 0) -> None:

@@ -313,6 +313,10 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
 
     delimiter = "\t" if fmt == "tsv" else ","
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    if path != "-":
+        from .outputs import remember
+
+        remember(stream.fileno())
     with stream if path != "-" else nullcontext():
         header = stream.readline()
         names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
@@ -358,6 +362,10 @@ def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
     """A JSON Lines file's rows: one object per line (blank lines skipped), a key per column;
     a key missing from a line is an empty cell."""
     stream = sys.stdin.buffer if path == "-" else open(path, "rb")
+    if path != "-":
+        from .outputs import remember
+
+        remember(stream.fileno())
     with stream if path != "-" else nullcontext():
         records: list[dict] = []
         seen = False
@@ -405,6 +413,9 @@ def _npz(path: str) -> dict:
 
     try:
         with open(path, "rb") as f:
+            from .outputs import remember
+
+            remember(f.fileno())
             data = f.read()
         arrays = read_npz(data)
     except (OSError, Unreadable) as e:

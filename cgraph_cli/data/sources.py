@@ -67,6 +67,9 @@ def read_limited(path: str, limit: int, what: str = "a file") -> bytes:
                 raise UsageError(f"{path} is a directory, not {what}")
             if stat.S_ISREG(info.st_mode) and info.st_size > limit:
                 raise _too_large(path, limit, what)
+            from .outputs import remember
+
+            remember(f.fileno())
             return read_stream(f, limit, path, what)
         except OSError as e:
             raise UsageError(f"cannot read {path}: {(e.strerror or str(e)).lower()}") from None
