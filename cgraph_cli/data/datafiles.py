@@ -20,9 +20,11 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
+from typing import BinaryIO
 
 from ..core.arrays import np
 from ..core.errors import UsageError
+from .outputs import remember
 
 #: Formats by file extension; anything else needs --rows-format.
 EXTENSIONS = {
@@ -312,11 +314,7 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     import pyarrow.csv as pc
 
     delimiter = "\t" if fmt == "tsv" else ","
-    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
-    if path != "-":
-        from .outputs import remember
-
-        remember(stream.fileno())
+    stream = sys.stdin.buffer if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = stream.readline()
         names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
@@ -361,11 +359,7 @@ class _Prepended:
 def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
     """A JSON Lines file's rows: one object per line (blank lines skipped), a key per column;
     a key missing from a line is an empty cell."""
-    stream = sys.stdin.buffer if path == "-" else open(path, "rb")
-    if path != "-":
-        from .outputs import remember
-
-        remember(stream.fileno())
+    stream = sys.stdin.buffer if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         records: list[dict] = []
         seen = False
@@ -412,10 +406,7 @@ def _npz(path: str) -> dict:
     from .arrayfiles import Unreadable, read_npz
 
     try:
-        with open(path, "rb") as f:
-            from .outputs import remember
-
-            remember(f.fileno())
+        with _open(path) as f:
             data = f.read()
         arrays = read_npz(data)
     except (OSError, Unreadable) as e:
@@ -481,3 +472,11 @@ def _concat(arrays: list):
     if len({a.type for a in arrays}) > 1:  # a CSV column read as numbers, then as text
         arrays = [a.cast(pa.string()) for a in arrays]
     return pa.concat_arrays(arrays)
+
+
+def _open(path: str) -> BinaryIO:
+    """The data file at ``path``, opened for reading and remembered as this command's input,
+    so that no output of the command can overwrite it."""
+    f = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    remember(f.fileno())
+    return f

@@ -38,35 +38,24 @@ def remember(path_or_fd: str | int) -> None:
         _read.add((info.st_dev, info.st_ino))
 
 
-def refuse_input(path: str) -> None:
-    """A :class:`UsageError` (exit 2) if ``path`` is a file this command has read."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return
-    if (info.st_dev, info.st_ino) in _read:
-        raise UsageError(f"{path} is an input of this command: refusing to overwrite it")
-
-
 def write_file(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path``: a regular file (or a new one) is replaced atomically through a
-    temporary file beside it, keeping the old file's permissions; anything else (a FIFO,
-    ``/dev/null``, a terminal) is written through, never replaced."""
-    refuse_input(path)
+    """Write ``data`` to ``path``, refusing (exit 2) a file this command has read: a regular file
+    (or a new one) is replaced atomically through a temporary file beside it, keeping the old
+    file's permissions; anything else (a FIFO, ``/dev/null``, a terminal) is written through,
+    never replaced."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        info = None
-    except OSError as e:
-        raise cannot_write(path, e) from None
-    try:
-        if info is not None and not stat.S_ISREG(info.st_mode):
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(21, "Is a directory")
-            with open(path, "wb") as f:
-                f.write(data)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            _replace(path, data, None)
             return
-        _replace(path, data, None if info is None else stat.S_IMODE(info.st_mode))
+        if (info.st_dev, info.st_ino) in _read:
+            raise UsageError(f"{path} is an input of this command: refusing to overwrite it")
+        if stat.S_ISREG(info.st_mode):
+            _replace(path, data, stat.S_IMODE(info.st_mode))
+            return
+        with open(path, "wb") as f:  # a folder raises IsADirectoryError here
+            f.write(data)
     except OSError as e:
         raise cannot_write(path, e) from None
 

@@ -28,6 +28,7 @@ from .arrayfiles import (
     json_int,
     size_text,
 )
+from .outputs import remember
 
 TEXT_LIMIT = 16 * MiB  # the most bytes read from a program, a JSON file or a checks file
 _CHUNK = MiB
@@ -67,8 +68,6 @@ def read_limited(path: str, limit: int, what: str = "a file") -> bytes:
                 raise UsageError(f"{path} is a directory, not {what}")
             if stat.S_ISREG(info.st_mode) and info.st_size > limit:
                 raise _too_large(path, limit, what)
-            from .outputs import remember
-
             remember(f.fileno())
             return read_stream(f, limit, path, what)
         except OSError as e:
