@@ -18,13 +18,42 @@ def sizes(folder) -> set:
 def test_explain_frames_share_one_canvas_and_replace_an_earlier_runs(cli, tmp_path):
     folder = tmp_path / "frames"
     folder.mkdir()
-    (folder / "frame-99.png").write_bytes(b"old")
-    (folder / "notes.txt").write_text("mine")
+    mine = {"frame-99.png": b"old", "01-intro.png": b"my slide", "notes.txt": b"mine"}
+    for name, data in mine.items():
+        (folder / name).write_bytes(data)
     r = cli("explain", "sample:neuron", "--frames", str(folder), "-q")
     assert r.exit_code == 0, r.stderr
-    names = sorted(p.name for p in folder.iterdir())
-    assert names == [f"frame-{k:02d}.png" for k in range(1, 11)] + ["notes.txt"]
-    assert len(sizes(folder)) == 1
+    drawn = [f"frame-{k:02d}.png" for k in range(1, 11)]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [*drawn, *mine, ".cgraph-frames-explain"]
+    )
+    assert len({Image.open(folder / name).size for name in drawn}) == 1
+    r = cli("explain", "sample:seed", "--frames", str(folder), "-q")  # 5 frames replace the 10
+    assert r.exit_code == 0, r.stderr
+    drawn = [f"frame-{k}.png" for k in range(1, 6)]
+    assert sorted(p.name for p in folder.glob("frame-*")) == sorted([*drawn, "frame-99.png"])
+    assert all((folder / name).read_bytes() == data for name, data in mine.items())
+
+
+def test_explain_and_optimize_keep_each_others_frames(cli, tmp_path):
+    folder = tmp_path / "slides"
+    assert cli("explain", "sample:seed", "--frames", str(folder), "-q").exit_code == 0
+    assert cli("optimize", "sample:rewrites", "--frames", str(folder), "-q").exit_code == 0
+    assert cli("explain", "sample:seed", "--frames", str(folder), "-q").exit_code == 0
+    names = {p.name for p in folder.iterdir()}
+    assert {f"frame-{k}.png" for k in range(1, 6)} <= names
+    assert "00-original.png" in names
+
+
+def test_frames_never_overwrite_a_file_cgraph_did_not_write(cli, tmp_path):
+    folder = tmp_path / "slides"
+    folder.mkdir()
+    (folder / "frame-1.png").write_bytes(b"my own slide")
+    r = cli("explain", "sample:seed", "--frames", str(folder), "-q")
+    assert r.exit_code == 2
+    assert "frame-1.png was not written by explain --frames: refusing to overwrite it" in r.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["frame-1.png"]
+    assert (folder / "frame-1.png").read_bytes() == b"my own slide"
 
 
 def test_the_tint_of_a_gradient_is_the_same_in_every_frame():
@@ -120,7 +149,7 @@ def test_an_animation_is_named_for_its_type(cli, tmp_path, option, target, messa
 def test_an_animation_and_the_report_cannot_share_a_file(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = cli("explain", "sample:seed", "--frames", "f", "--gif", "same.gif", "-o", "same.gif")
-    assert r.exit_code == 2 and "-o and --gif both name same.gif" in r.stderr
+    assert r.exit_code == 2 and "--gif same.gif and -o same.gif are the same file" in r.stderr
 
 
 def test_fit_to_a_tall_box_stands_a_chain_up_straight():

@@ -20,31 +20,79 @@ def run(*args):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+#: (command, the file it reads, given as {in}, and written as {out}): each output option of each
+#: command against each kind of input: SOURCE, NAME=@FILE, --bindings, --rows, --spec, --resume,
+#: --config; and two outputs of one command.
+CLASHES = [
+    ["compile", "{in}", "-o", "{out}"],
+    ["eval", "{in}", "x=1", "-o", "{out}"],
+    ["diff", "{in}", "-o", "{out}"],
+    ["render", "{in}", "-T", "svg", "-o", "{out}"],
+    ["explain", "{in}", "x=1", "-o", "{out}"],
+    ["worksheet", "{in}", "-o", "{out}"],
+    ["eval", "p.cg", "x=@{in}", "-o", "{out}", "#w.npy"],
+    ["eval", "p.cg", "--bindings", "{in}", "-o", "{out}", "#w.json"],
+    ["eval", "p.cg", "--rows", "{in}", "-o", "{out}", "#d.csv"],
+    ["grad", "p.cg", "--rows", "{in}", "-o", "{out}", "#d.csv"],
+    ["eval", "p.cg", "--rows", "*.csv", "-o", "{out}", "#d.csv"],
+    ["train", "p.cg", "--wrt", "x", "--rows", "{in}", "--log", "{out}", "#d.csv"],
+    ["train", "p.cg", "--wrt", "x", "--rows", "{in}", "-o", "{out}", "#d.csv"],
+    ["train", "p.cg", "--wrt", "x", "--config", "{in}", "--plot", "{out}", "#c.toml"],
+    ["train", "p.cg", "--wrt", "x", "--resume", "{in}", "-o", "{out}", "#w.npz"],
+    ["check", "--spec", "{in}", "--junit", "{out}", "#a.toml"],
+    ["worksheet", "p.cg", "-o", "{in}", "--answers", "{out}", "#a.md"],
+]
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and not p.is_symlink()}
+
+
 @pytest.mark.parametrize("how", ["same", "dot", "symlink", "hardlink"])
-@pytest.mark.parametrize(
-    "command", [["compile", "p.cg", "-o"], ["eval", "p.cg", "x=1", "-o"], ["diff", "p.cg", "-o"]]
-)
-def test_output_that_is_the_program_is_refused(tmp_path, monkeypatch, how, command):
+@pytest.mark.parametrize("command", CLASHES, ids=lambda c: " ".join(c))
+def test_an_output_that_is_an_input_is_refused_before_anything_runs(
+    tmp_path, monkeypatch, how, command
+):
+    import numpy as np
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.cg").write_text(PROGRAM)
-    target = {"same": "p.cg", "dot": "./p.cg", "symlink": "s.cg", "hardlink": "h.cg"}[how]
+    (tmp_path / "d.csv").write_text("x\n1\n2\n")
+    (tmp_path / "w.json").write_text('{"x": 1}')
+    (tmp_path / "c.toml").write_text("[train]\nsteps = 3\n")
+    (tmp_path / "a.toml").write_text(
+        '[[case]]\nprogram = "y = 2 * x"\nbindings = {x = 1}\nexpect = {y = 4}\n'
+    )
+    (tmp_path / "a.md").write_text("my notes\n")
+    np.save(tmp_path / "w.npy", np.array(1.0))
+    np.savez(tmp_path / "w.npz", x=np.array(1.0))
+    *args, name = command if command[-1].startswith("#") else [*command, "#p.cg"]
+    name = name[1:]
+    target = {"same": name, "dot": f"./{name}", "symlink": "s.lnk", "hardlink": "h.lnk"}[how]
     if how == "symlink":
-        os.symlink("p.cg", "s.cg")
+        os.symlink(name, "s.lnk")
     if how == "hardlink":
-        os.link("p.cg", "h.cg")
-    result = run(*command, target)
-    assert result.exit_code == 2
-    assert "is an input of this command" in result.output
-    assert (tmp_path / "p.cg").read_text() == PROGRAM
+        os.link(name, "h.lnk")
+    before = _files(tmp_path)
+    result = run(*[a.replace("{in}", name).replace("{out}", target) for a in args])
+    assert result.exit_code == 2, result.output
+    assert "refusing to overwrite" in result.output or "overwrite the other" in result.output
+    assert _files(tmp_path) == before
 
 
-def test_check_junit_over_its_spec_is_refused(tmp_path, monkeypatch):
+def test_a_file_read_some_other_way_is_refused_when_written(tmp_path, monkeypatch):
+    """A program a checks file names is read while the cases run: the JUnit report over it is
+    refused then, and the program stays as it was."""
     monkeypatch.chdir(tmp_path)
-    spec = '[[case]]\nprogram = "y = 2 * x"\nbindings = {x = 1}\nexpect = {y = 2}\n'
-    (tmp_path / "a.toml").write_text(spec)
-    result = run("check", "--spec", "a.toml", "--junit", "a.toml")
+    (tmp_path / "p.cg").write_text(PROGRAM)
+    (tmp_path / "a.toml").write_text(
+        '[[case]]\nfile = "p.cg"\nbindings = {x = 1}\nexpect = {y = 4}\n'
+    )
+    result = run("check", "--spec", "a.toml", "--junit", "p.cg")
     assert result.exit_code == 2
-    assert (tmp_path / "a.toml").read_text() == spec
+    assert "is the file case 1 of a.toml reads" in result.output
+    assert "case 1" not in result.output.split("error")[0]  # refused before any case ran
+    assert (tmp_path / "p.cg").read_text() == PROGRAM
 
 
 def test_output_replaces_atomically_and_keeps_mode(tmp_path, monkeypatch):

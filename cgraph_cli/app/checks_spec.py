@@ -319,7 +319,11 @@ class _Locator:
                     "folder or below; use 'program' for inline text"
                 ],
             )
-        return str(folder / text)
+        path = str(folder / text)
+        from ..data.outputs import claim
+
+        claim(path, "input", f"case {case + 1} of {self.source.filename}")  # before any case runs
+        return path
 
 
 _CASE_HEADER = re.compile(r"\s*\[\[\s*case\s*\]\]")

@@ -1,6 +1,6 @@
 """Frames: the backward pass drawn one step at a time (``explain --frames``) and the
 optimizer's passes (``optimize --frames``), as numbered images in a folder, an animated GIF or
-an H.264 video. Only the frames an earlier run wrote are replaced.
+an H.264 video. Only the frames an earlier run of the same command wrote are replaced.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 from ..core.errors import UsageError, cannot_write
 from ..core.ir import Graph, resolve_name
 from ..core.walks import ancestors
+from ..data.outputs import write_file
 from ..render.dot import DiagramOptions
 from ..render.fit import png_bytes, same_canvas
 from ..render.layout import diagram_size
@@ -27,7 +28,6 @@ def frames_folder(graph: Graph, of: str | None, folder, force: bool = False):
     ...     frames_folder(parse("g = x + y"), None, f"{where}/frames").is_dir()
     True
     """
-    from pathlib import Path
 
     out = graph.output if of is None else resolve_name(graph, of)
     diagram_size(graph, out, force, what="each frame", narrow="--of NAME")
@@ -76,37 +76,50 @@ def write_frames(
         frames.append((f"frame-{k:0{width}d}.{fmt}", render(dot.source, fmt, renderer, dpi)))
         if on_frame is not None:
             on_frame()
-    return save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif, mp4)
+    return save_frames(frames, folder, "explain", THEMES[theme].background, gif, mp4)
 
 
-#: The names of the frames cgraph writes (explain's, optimize's): those an earlier run left
-#: in the folder are removed before new ones are written, and nothing else is.
-STALE_FRAME = r"^(frame-\d+|\d{2}-[a-z_]+)\.(png|svg)$"
+#: The list of the frames a command wrote in a folder, one name a line, beside them: a new
+#: run of the same command removes exactly those, and refuses to write over anything else.
+MANIFEST = ".cgraph-frames-{kind}"
+_FRAME_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 
 
 def save_frames(
     frames: list,
     folder,
-    stale: str,
+    kind: str,
     background: str,
     gif: str | None = None,
     mp4: str | None = None,
 ):
-    """Write ``frames`` (name, bytes) into ``folder`` after removing the files an earlier run
-    left there (names matching ``stale``); PNG frames are padded to one canvas (the largest,
-    centred, on ``background``: Pillow, the plot extra); ``gif``: the frames as an animated GIF,
-    1.2 s each and 3 s on the last; ``mp4``: the same as an H.264 video (PyAV, the video extra).
-    Returns the paths written."""
-    from pathlib import Path
+    """Write ``frames`` (name, bytes) into ``folder``, the frames of ``kind`` ("explain",
+    "optimize"): those its earlier run left there (its manifest names them) go first, and
+    nothing else there is removed or overwritten (exit 2 before any is written). PNG frames
+    are padded to one canvas (the largest, centred, on ``background``: Pillow, the plot
+    extra); ``gif``: the frames as an animated GIF, 1.2 s each and 3 s on the last; ``mp4``:
+    the same as an H.264 video (PyAV, the video extra). Returns the paths written."""
 
     folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.iterdir():
-            if re.match(stale, old.name) and old.is_file():
-                old.unlink()
     except OSError as e:
         raise cannot_write(folder, e) from None
+    manifest = folder / MANIFEST.format(kind=kind)
+    earlier = _listed(manifest)
+    for name, _ in frames:
+        if name not in earlier and (folder / name).exists():
+            raise UsageError(
+                f"{folder / name} was not written by {kind} --frames: refusing to overwrite it",
+                hints=["draw the frames into another folder (or an empty one)"],
+            )
+    names = [name for name, _ in frames]
+    write_file(str(manifest), "".join(f"{n}\n" for n in sorted({*earlier, *names})).encode())
+    for old in earlier - set(names):
+        try:
+            (folder / old).unlink(missing_ok=True)
+        except OSError as e:
+            raise cannot_write(folder / old, e) from None
     pngs = all(name.endswith(".png") for name, _ in frames)
     images = None
     if pngs and frames:
@@ -116,21 +129,32 @@ def save_frames(
             frames = [(name, png_bytes(image)) for (name, _), image in zip(frames, images)]
     paths = []
     for name, data in frames:
-        path = folder / name
-        try:
-            path.write_bytes(data)
-        except OSError as e:
-            raise cannot_write(path, e) from None
-        paths.append(path)
+        write_file(str(folder / name), data)
+        paths.append(folder / name)
+    write_file(str(manifest), "".join(f"{n}\n" for n in names).encode())
     if gif is not None and images:
+        import io
+
         durations = [1200] * (len(images) - 1) + [3000]
-        try:
-            images[0].save(gif, save_all=True, append_images=images[1:], duration=durations, loop=0)
-        except OSError as e:
-            raise cannot_write(gif, e) from None
+        buffer = io.BytesIO()
+        images[0].save(
+            buffer, "GIF", save_all=True, append_images=images[1:], duration=durations, loop=0
+        )
+        write_file(gif, buffer.getvalue())
     if mp4 is not None and images:
         save_video(images, mp4, background)
     return paths
+
+
+def _listed(manifest) -> set[str]:
+    """The frames a manifest names (only plain frame names: never a path)."""
+    try:
+        text = manifest.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return set()
+    except OSError as e:
+        raise cannot_write(manifest, e) from None
+    return {line for line in text.splitlines() if _FRAME_NAME.match(line)}
 
 
 #: Frames a second in a video of frames; each frame is shown 1.2 s (6 frames), the last 3 s.
@@ -152,8 +176,11 @@ def save_video(images: list, path, background: str) -> None:
     width, height = images[0].size
     even = (width + width % 2, height + height % 2)
     counts = [6] * (len(images) - 1) + [15]
+    import io
+
+    buffer = io.BytesIO()
     try:
-        with av.open(str(path), "w", format="mp4") as video:
+        with av.open(buffer, "w", format="mp4") as video:
             stream = video.add_stream("libx264", rate=VIDEO_RATE, options={"crf": "18"})
             stream.width, stream.height = even
             stream.pix_fmt = "yuv420p"
@@ -164,7 +191,6 @@ def save_video(images: list, path, background: str) -> None:
                 for _ in range(count):
                     video.mux(stream.encode(frame))
             video.mux(stream.encode())
-    except OSError as e:  # PyAV's errors of files are OSErrors too
-        raise cannot_write(Path(path), e) from None
     except av.error.FFmpegError as e:  # an FFmpeg without x264, say
         raise UsageError(f"cannot make the video {path}: {e}") from None
+    write_file(str(path), buffer.getvalue())

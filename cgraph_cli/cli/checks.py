@@ -12,6 +12,7 @@ from ..core.errors import UsageError, visible
 from . import output
 from .options import (
     EXIT_CODES,
+    FilePath,
     FiniteFloat,
     Interval,
     common_options,
@@ -69,14 +70,17 @@ ROWS = 20  # gradcheck's table without --all-rows
     "--atol", type=FiniteFloat(0), default=1e-12, show_default=True, help="Absolute tolerance."
 )
 @click.option(
-    "--spec", metavar="FILE.toml", type=click.Path(), help="Run the cases of a checks file instead."
+    "--spec",
+    metavar="FILE.toml",
+    type=FilePath("input"),
+    help="Run the cases of a checks file instead.",
 )
 @format_option(["text", "json"], "text")
 @precision_option("text output; default: exact, to read a failure digit by digit")
 @click.option(
     "--junit",
     metavar="FILE",
-    type=click.Path(allow_dash=True),
+    type=FilePath("output", allow_dash=True),
     help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
     "report to standard error).",
 )

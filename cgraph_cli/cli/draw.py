@@ -9,6 +9,7 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    FilePath,
     common_options,
     no_grads_option,
     no_values_option,
@@ -156,7 +157,7 @@ RENDER_EXIT = EXIT_CODES.replace(
     "--output",
     "target",
     metavar="FILE",
-    type=click.Path(allow_dash=True),
+    type=FilePath("output", allow_dash=True),
     help="Where to write ('-': standard output). Default: SOURCE's name with the "
     "type's extension (seed.png for seed.cg), or graph.png for program text.",
 )

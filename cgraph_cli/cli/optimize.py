@@ -104,7 +104,7 @@ def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> i
     """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
     pass and its rewrites, on one canvas."""
     from ..app.diagrams import diagram_of, diagram_options
-    from ..app.frames import STALE_FRAME, save_frames
+    from ..app.frames import save_frames
     from ..render.dot import THEMES
 
     options = diagram_options(theme=theme)
@@ -121,7 +121,7 @@ def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> i
                 title = f"after {name}: {count} nodes. {shown}{more}"
             frames.append((f"{k:02d}-{name}.{kind}", d.titled(title).render(kind)))
             advance()
-    save_frames(frames, folder, STALE_FRAME, THEMES[theme].background, gif, mp4)
+    save_frames(frames, folder, "optimize", THEMES[theme].background, gif, mp4)
     return len(steps)
 
 

@@ -74,6 +74,50 @@ class Interval(click.ParamType):
         return low, high
 
 
+class FilePath(click.Path):
+    """A file the command reads (``role`` "input"; "source": SOURCE and NAME=@FILE, whose
+    words may be other things) or writes ("output"; "rows": a data file or a pattern of them).
+    Each is claimed as click reads it, so an output that is the same file as an input or as
+    another output is refused (exit 2) before anything runs."""
+
+    def __init__(self, role: str, **kw) -> None:
+        super().__init__(**kw)
+        self.role = role
+
+    def convert(self, value, param, ctx):
+        value = super().convert(value, param, ctx)
+        if ctx is not None and ctx.resilient_parsing or not isinstance(value, str):
+            return value
+        from ..data.outputs import claim
+
+        option = (param.opts or [param.human_readable_name])[0] if param is not None else "FILE"
+        for path, role in named_files(value, self.role):
+            claim(path, role, "SOURCE" if self.role == "source" else option)
+        return value
+
+
+def named_files(value: str, role: str) -> list[tuple[str, str]]:
+    """The files a value names, each with its role.
+
+    >>> named_files("W=@w.npy", "source"), named_files("-", "input"), named_files("sample:iris", "rows")
+    ([('w.npy', 'input')], [], [])
+    """
+    if value == "-" or value.startswith("sample:"):
+        return []
+    if role == "source":
+        name, equals, rest = value.partition("=")
+        if equals:
+            return [(rest[1:], "input")] if rest.startswith("@") else []
+        return [(value, "input")]
+    if role == "rows":
+        import glob
+
+        if glob.has_magic(value):
+            return [(path, "input") for path in sorted(glob.glob(value))]
+        return [(value, "input")]
+    return [(value, role)]
+
+
 def _set(name):
     def callback(ctx, param, value):
         setattr(output.settings, name, value)
@@ -117,7 +161,7 @@ def output_option(command):
         metavar="FILE",
         expose_value=False,
         callback=_set("output"),
-        type=click.Path(allow_dash=True),
+        type=FilePath("output", allow_dash=True),
         help="Write the output to FILE instead of standard output ('-': standard output).",
     )(command)
 
@@ -131,7 +175,7 @@ def source_options(command):
                 "args",
                 nargs=-1,
                 metavar="SOURCE [NAME=VALUE]...",
-                type=click.Path(allow_dash=True),
+                type=FilePath("source", allow_dash=True),
                 shell_complete=_complete_source,
             ),
             click.option("-e", "--expr", metavar="TEXT", help="Read the program from TEXT."),
@@ -140,7 +184,7 @@ def source_options(command):
                 "--file",
                 "file_",
                 metavar="PATH",
-                type=click.Path(allow_dash=True),
+                type=FilePath("input", allow_dash=True),
                 help="Read the program from PATH ('-': standard input).",
             ),
             click.option(
@@ -154,7 +198,7 @@ def source_options(command):
                 "--bindings",
                 "bindings_file",
                 metavar="FILE",
-                type=click.Path(allow_dash=True),
+                type=FilePath("input", allow_dash=True),
                 help="Bind inputs from a JSON object of name -> number or nested list, "
                 "or a NumPy .npz file of named arrays ('-': JSON on standard input).",
             ),
@@ -326,13 +370,13 @@ def frames_options(what: str):
         command = click.option(
             "--mp4",
             metavar="FILE",
-            type=click.Path(dir_okay=False),
+            type=FilePath("output", dir_okay=False),
             help="Also make the frames a video (H.264; PyAV, the video extra).",
         )(command)
         command = click.option(
             "--gif",
             metavar="FILE",
-            type=click.Path(dir_okay=False),
+            type=FilePath("output", dir_okay=False),
             help="Also animate the frames into FILE (PNG frames; Pillow, the plot extra).",
         )(command)
         command = click.option(
@@ -390,9 +434,6 @@ def check_gif(frames, frames_format: str, gif, mp4=None) -> None:
                 f"{option} writes a file of type {kind.upper()}, not {shown}",
                 hints=[f"name it NAME.{kind}: {option} animation.{kind}"],
             )
-        report = getattr(output.settings, "output", None)
-        if report not in (None, "-") and Path(report).resolve() == Path(given).resolve():
-            raise UsageError(f"-o and {option} both name {given}: the report would be lost")
         folder = Path(given).parent
         if not folder.is_dir():
             raise UsageError(f"cannot write {given}: the folder {folder} does not exist")

@@ -8,7 +8,7 @@ import os
 import click
 
 from . import output
-from .options import apply
+from .options import FilePath, apply
 
 ROWS_HELP = (
     "Run once per row of FILE (CSV, TSV, JSON Lines, Parquet, .npz; '-': CSV on standard "
@@ -20,7 +20,11 @@ ROWS_HELP = (
 #: The options of a run over rows, by parameter name.
 OPTIONS = {
     "rows_file": click.option(
-        "--rows", "rows_file", metavar="FILE", type=click.Path(allow_dash=True), help=ROWS_HELP
+        "--rows",
+        "rows_file",
+        metavar="FILE",
+        type=FilePath("rows", allow_dash=True),
+        help=ROWS_HELP,
     ),
     "rows_format": click.option(
         "--rows-format",
@@ -108,9 +112,9 @@ def refuse_without_rows(options: dict) -> None:
 def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, precision, full):
     """The command's work when --rows is given."""
     from ..core.errors import EvalError, UsageError
-    from ..data.datafiles import count_rows, data_format, expand, read_chunks
+    from ..data.datafiles import data_format, expand
     from ..data.datawriter import RowWriter
-    from ..jobs.rows import CHUNK_ROWS, check_files, run_rows
+    from ..jobs.rows import check_files
     from .options import names
 
     path = options["rows_file"]
@@ -140,8 +144,6 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
             hints=["name a file (out.csv, out.parquet...); with --engine dask, a folder "
                    "gets the workers' Parquet parts"],
         )  # fmt: skip
-    if target not in (None, "-") and reduce is None:
-        _not_an_input(target, paths)
     if reduce is None and not folder:
         if target not in (None, "-"):
             out_format = data_format(target, output=True)
@@ -152,7 +154,6 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         from ..data.datafiles import pyarrow
 
         pyarrow(in_format)
-    chunk_rows = options.get("chunk_rows") or CHUNK_ROWS
     common = dict(
         mode=mode,
         bindings=bindings,
@@ -165,17 +166,13 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         write=writer.write if writer is not None else None,
         note=output.note,
     )
-    check_files(graph, paths, in_format, **{k: common[k] for k in _HEADER_CHECKS})
-    if dask:
-        from ..jobs.distributed import run_dask
-
-        result = run_dask(
-            graph, paths, in_format, scheduler=options.get("scheduler"),
-            target=target if folder else None, chunk_rows=chunk_rows, **common,
-        )  # fmt: skip
-    else:
-        with output.progress(count_rows(paths, in_format), "rows") as tick:
-            result = run_rows(graph, read_chunks(paths, in_format, chunk_rows), tick=tick, **common)
+    try:
+        check_files(graph, paths, in_format, **{k: common[k] for k in _HEADER_CHECKS})
+        result = _run(graph, paths, in_format, options, target if folder else None, common)
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
     if writer is not None:
         writer.close()
     output.note(result.summary())
@@ -193,15 +190,24 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         )
 
 
+def _run(graph, paths, in_format, options, folder, common):
+    """The rows through the engine: Dask's workers or this process, chunk by chunk."""
+    from ..data.datafiles import count_rows, read_chunks
+    from ..jobs.rows import CHUNK_ROWS, run_rows
+
+    chunk_rows = options.get("chunk_rows") or CHUNK_ROWS
+    if options.get("engine") == "dask":
+        from ..jobs.distributed import run_dask
+
+        return run_dask(
+            graph, paths, in_format, scheduler=options.get("scheduler"), target=folder,
+            chunk_rows=chunk_rows, **common,
+        )  # fmt: skip
+    with output.progress(count_rows(paths, in_format), "rows") as tick:
+        return run_rows(graph, read_chunks(paths, in_format, chunk_rows), tick=tick, **common)
+
+
 _HEADER_CHECKS = ("mode", "bindings", "of", "wrt", "keep", "reduce", "show_all", "strict")
-
-
-def _not_an_input(target: str, paths: list[str]) -> None:
-    """Refuse to write over a file being read."""
-    from ..core.errors import UsageError
-
-    if any(p != "-" and os.path.exists(target) and os.path.samefile(p, target) for p in paths):
-        raise UsageError(f"-o {target} is a file --rows reads: name another")
 
 
 def _report(result, how, bindings, graph, fmt, precision, full) -> None:

@@ -8,9 +8,11 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    FilePath,
     common_options,
     format_option,
     load,
+    named_files,
     names,
     of_option,
     source_options,
@@ -43,12 +45,14 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
     "--rows",
     "rows_file",
     metavar="FILE",
+    type=FilePath("rows"),
     help="Train on the rows of a data file (CSV, TSV, JSON Lines, Parquet, .npz; sample:NAME), in mini-batches.",
 )
 @ROWS_OPTIONS["rows_format"]
 @click.option(
     "--val-rows",
     metavar="FILE",
+    type=FilePath("rows"),
     help="Rows to report the validation loss on (each epoch, and on the plot).",
 )
 @click.option(
@@ -121,7 +125,7 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
     "--output",
     "weights",
     metavar="FILE.npz",
-    type=click.Path(),
+    type=FilePath("output"),
     help="Write the learned parameters (and the optimizer's state, for --resume) to this .npz file; --bindings reads it back.",
 )
 @click.option(
@@ -133,26 +137,26 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
 @click.option(
     "--resume",
     metavar="FILE.npz",
-    type=click.Path(),
+    type=FilePath("input"),
     help="Start from a weights file written by -o: its parameters and optimizer state.",
 )
 @click.option(
     "--log",
     "log_file",
     metavar="FILE",
-    type=click.Path(allow_dash=True),
+    type=FilePath("output", allow_dash=True),
     help="Write each step (step, epoch, loss, grad_norm, lr, seconds) as CSV, or JSON Lines for .jsonl.",
 )
 @click.option(
     "--plot",
     metavar="FILE",
-    type=click.Path(),
+    type=FilePath("output"),
     help="Draw the loss curve to a PNG, SVG or PDF file (needs the plot extra: matplotlib).",
 )
 @click.option(
     "--config",
     metavar="FILE.toml",
-    type=click.Path(),
+    type=FilePath("input"),
     help="Read options from the [train] table of a TOML file (the command line wins).",
 )
 @format_option(["text", "json"], "text", "A summary, or JSON.")
@@ -297,30 +301,30 @@ class _Log:
     def __init__(self, path: str) -> None:
         import sys
 
-        from ..core.errors import UsageError
+        from ..data.outputs import Output
 
         self.jsonl = path.endswith((".jsonl", ".ndjson"))
-        try:
-            self.file = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")  # noqa: SIM115
-        except OSError as e:
-            raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+        self.out = None if path == "-" else Output(path)  # the old log stays until the end
+        self.file = sys.stdout.buffer if self.out is None else self.out.file
         if not self.jsonl:
-            self.file.write(",".join(self.FIELDS) + "\n")
+            self._line(",".join(self.FIELDS))
+
+    def _line(self, text: str) -> None:
+        self.file.write(text.encode() + b"\n")
+        self.file.flush()  # a step at a time, for whoever follows it
 
     def write(self, record: dict) -> None:
         if self.jsonl:
             import json
 
-            self.file.write(json.dumps({k: record[k] for k in self.FIELDS}) + "\n")
+            self._line(json.dumps({k: record[k] for k in self.FIELDS}))
         else:
-            cells = ["" if record[k] is None else repr(record[k]) for k in self.FIELDS]
-            self.file.write(",".join(cells) + "\n")
+            self._line(",".join("" if record[k] is None else repr(record[k]) for k in self.FIELDS))
 
     def close(self) -> None:
-        import sys
-
-        if self.file is not sys.stdout:
-            self.file.close()
+        """The log takes its place, also when the training stopped early: its steps say how."""
+        if self.out is not None:
+            self.out.done()
 
 
 def _with_config(ctx: click.Context, options: dict) -> dict:
@@ -349,7 +353,24 @@ def _with_config(ctx: click.Context, options: dict) -> dict:
             elif isinstance(value, list):
                 value = ",".join(map(str, value))
             options[name] = value
+            if name in _CONFIG_FILES and isinstance(value, str):  # as if on the command line
+                from ..data.outputs import claim
+
+                kind, option = _CONFIG_FILES[name]
+                for file, role in named_files(value, kind):
+                    claim(file, role, option, origin=path)
     return options
+
+
+#: The options of a [train] table that name files: their role and option.
+_CONFIG_FILES = {
+    "weights": ("output", "-o"),
+    "log_file": ("output", "--log"),
+    "plot": ("output", "--plot"),
+    "rows_file": ("rows", "--rows"),
+    "val_rows": ("rows", "--val-rows"),
+    "resume": ("input", "--resume"),
+}
 
 
 COMMANDS = [train_command]

@@ -9,6 +9,7 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    FilePath,
     common_options,
     format_option,
     load,
@@ -60,14 +61,14 @@ from .options import (
     "--output",
     "target",
     metavar="FILE",
-    type=click.Path(allow_dash=True),
+    type=FilePath("output", allow_dash=True),
     help="Write the sheet to FILE ('-', the default: standard output; with --count, the "
     "numbered files).",
 )
 @click.option(
     "--answers",
     metavar="FILE",
-    type=click.Path(),
+    type=FilePath("output"),
     help="Also write the answer key (numbered as the sheets are with --count).",
 )
 @common_options

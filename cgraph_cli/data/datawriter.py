@@ -10,8 +10,9 @@ import sys
 from typing import Any
 
 from ..core.arrays import np
-from ..core.errors import UsageError, cannot_write
+from ..core.errors import UsageError
 from .datafiles import pyarrow
+from .outputs import Output
 
 #: Rows a writer holds while a column has no value yet (its type unknown).
 _HOLD = 1_000_000
@@ -44,6 +45,7 @@ class RowWriter:
         self._held = 0
         self._npz: dict[str, list] = {}
         self._file: Any = None
+        self._out: Output | None = None
         if fmt not in ("jsonl", "npz"):
             pyarrow(fmt)  # before any work: a missing extra is said first
 
@@ -52,10 +54,8 @@ class RowWriter:
             if self.path is None:
                 self._file = sys.stdout.buffer
             else:
-                try:
-                    self._file = open(self.path, "wb")
-                except OSError as e:
-                    raise cannot_write(self.path, e) from None
+                self._out = Output(self.path)
+                self._file = self._out.file
         return self._file
 
     def write(self, columns: dict) -> None:
@@ -149,11 +149,15 @@ class RowWriter:
                 self._start(pa)
             if self._writer is not None and self.fmt == "parquet":
                 self._writer.close()
-        if self._file is not None:
-            if self.path is not None:
-                self._file.close()
-            else:
-                self._file.flush()
+        if self._out is not None:
+            self._out.done()
+        elif self._file is not None:
+            self._file.flush()
+
+    def discard(self) -> None:
+        """Give up (an error, Ctrl-C): a file that was there stays as it was."""
+        if self._out is not None:
+            self._out.discard()
 
 
 def _csv_text(pc, batch, header: bool, delimiter: str, quoting: str) -> bytes:

@@ -17,7 +17,6 @@ being finite, training stops, and cgraph's interpreter names the step and the no
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -181,21 +180,18 @@ def load_rows(path: str, fmt: str | None, graph: Graph, wrt: list[str]) -> tuple
 # --- weights files --------------------------------------------------------------------------------
 def save_weights(path: str, params: Mapping, state: Mapping | None = None) -> None:
     """The parameters under their names (``--bindings`` reads them back) and the training
-    state under :data:`STATE_PREFIX`, written to a temporary file then renamed: a file that
-    exists is always whole."""
+    state under :data:`STATE_PREFIX`, written to a temporary file beside ``path`` then moved
+    over it: a file that exists is always whole."""
     arrays = {name: np.asarray(value, dtype=float) for name, value in params.items()}
     for key, value in (state or {}).items():
         arrays[STATE_PREFIX + key] = np.asarray(value)
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+    import io
+
+    from ..data.outputs import write_file
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_file(path, buffer.getvalue())
 
 
 def read_weights(path: str) -> tuple[dict, dict]:
@@ -276,10 +272,6 @@ def train(
     for what, value in (("steps", steps), ("epochs", epochs), ("batch size", batch_size)):
         if value is not None and value < 1:
             raise UsageError(f"the {what} must be at least 1, got {value}")
-    if save is not None:  # a folder that is not there fails now, not after the training
-        folder = os.path.dirname(os.path.abspath(save))
-        if not os.path.isdir(folder):
-            raise UsageError(f"cannot write {save}: the folder {folder} does not exist")
     from ..data.bindings import check_bindings
 
     fixed = {**graph.defaults, **check_bindings(graph, bindings)}  # the module takes every input
@@ -307,6 +299,10 @@ def train(
         if missing:
             raise UsageError(f"{resume} has no parameter {', '.join(missing)}")
         params = {w: np.array(saved[w], dtype=float) for w in wrt}
+    if save is not None:  # what cannot be written (or was read) fails now, not after training
+        from ..data.outputs import check_writable
+
+        check_writable(save)
     opt = make_optimizer(
         optimizer,
         params,

@@ -11,8 +11,8 @@ FORMATS = ("png", "svg", "pdf")
 
 
 def check_plot(path: str) -> str:
-    """The image type of ``path``, refused before any work when it has none cgraph draws or
-    matplotlib is missing."""
+    """The image type of ``path``, refused before any work when it has none cgraph draws,
+    matplotlib is missing or ``path`` cannot be written."""
     kind = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if kind not in FORMATS:
         raise UsageError(
@@ -25,6 +25,9 @@ def check_plot(path: str) -> str:
             "--plot needs matplotlib",
             hints=["install the plot extra: pip install 'cgraph-cli[plot]' (or matplotlib)"],
         )
+    from ..data.outputs import check_writable
+
+    check_writable(path)
     return kind
 
 
@@ -63,7 +66,10 @@ def loss_curve(result, path: str, title: str = "") -> None:
     ax.spines[["top", "right"]].set_visible(False)
     ax.tick_params(labelsize=11)
     ax.legend(frameon=False, fontsize=11)
-    try:
-        fig.savefig(path, format=kind)
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
+    import io
+
+    from ..data.outputs import write_file
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=kind)
+    write_file(path, buffer.getvalue())
