@@ -264,7 +264,7 @@ def test_explain_markdown_latex_json(cli):
 def test_explain_frames(cli, tmp_path):
     result = cli("explain", SEED, "--frames", str(tmp_path / "frames"), "--frames-format", "svg")
     assert result.exit_code == 0
-    frames = sorted((tmp_path / "frames").iterdir())
+    frames = sorted((tmp_path / "frames").glob("frame-*"))
     assert [f.name for f in frames] == [f"frame-{k}.svg" for k in range(1, 6)]
     first, last = frames[0].read_text(), frames[-1].read_text()
     assert first.count("> ? <") == 4 and last.count("> ? <") == 0  # one more gradient each frame

@@ -330,7 +330,7 @@ def test_frames_draw_the_program_after_each_rewrite(cli, tmp_path):
     folder = tmp_path / "slides"
     result = cli("optimize", "sample:rewrites", "--frames", str(folder), "--frames-format", "svg")
     assert result.exit_code == 0, result.stderr
-    names = sorted(p.name for p in folder.iterdir())
+    names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
     # One frame per rewrite, as `--report` lists them (the original first).
     lines = cli("optimize", "sample:rewrites", "--report").stdout.splitlines()
     report = [line for line in lines if line.startswith("# ") and "  ->  " in line]

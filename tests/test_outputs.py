@@ -117,3 +117,58 @@ def test_fifo_is_written_through(tmp_path, monkeypatch):
     reader.join(10)
     assert got == ["y = 4\n"]
     assert stat.S_ISFIFO(os.stat("pipe").st_mode)
+
+
+def test_kept_cells_on_a_terminal_show_escapes_and_a_file_gets_them_byte_for_byte(
+    tmp_path, monkeypatch
+):
+    import pty
+    import subprocess
+    import sys
+
+    (tmp_path / "p.cg").write_text(PROGRAM)
+    (tmp_path / "d.csv").write_bytes(b"x,name\n1,\x1b[2Jwiped\n")
+    command = [sys.executable, "-m", "cgraph_cli", "eval", "p.cg", "--rows", "d.csv"]
+    command += ["--keep", "name", "-q"]
+    leader, follower = pty.openpty()
+    done = subprocess.run(command, cwd=tmp_path, stdout=follower, stderr=subprocess.PIPE)
+    os.close(follower)
+    shown = os.read(leader, 65536)
+    os.close(leader)
+    assert done.returncode == 0, done.stderr
+    assert b"\x1b" not in shown and b"\\x1b[2Jwiped" in shown
+    monkeypatch.chdir(tmp_path)
+    assert run("eval", "p.cg", "--rows", "d.csv", "--keep", "name", "-o", "out.csv").exit_code == 0
+    assert b"\x1b[2Jwiped" in (tmp_path / "out.csv").read_bytes()
+
+
+def test_a_dask_output_folder_holds_only_this_runs_parts(tmp_path, monkeypatch):
+    pytest.importorskip("dask.dataframe")
+    pq = pytest.importorskip("pyarrow.parquet")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.cg").write_text(PROGRAM)
+    (tmp_path / "d.csv").write_text("x\n1\n2\n3\n")
+    command = ["eval", "p.cg", "--rows", "d.csv", "--engine", "dask", "-o", "out/", "-q"]
+    assert run(*command).exit_code == 0
+    (tmp_path / "out" / "part.7.parquet").write_bytes(b"")  # as if an earlier run left it
+    (tmp_path / "out" / ".cgraph-parts").write_text("part.0.parquet\npart.7.parquet\n")
+    assert run(*command).exit_code == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        ".cgraph-parts",
+        "part.0.parquet",
+    ]
+    assert pq.read_table(tmp_path / "out").column("y").to_pylist() == [4.0, 6.0, 8.0]
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    result = run(*command)
+    assert result.exit_code == 2 and "holds files cgraph did not write (notes.txt)" in result.output
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+
+
+def test_man_pages_are_written_beside_a_users_page_without_removing_it(tmp_path):
+    from cgraph_cli.cli.manpages import write_man_pages
+
+    (tmp_path / "cgraph-notes.1").write_text(".TH NOTES 1\nmine\n")
+    (tmp_path / "cgraph-gone.1").write_text('.TH CGRAPH\\-GONE 1 "" "cgraph 0.0" "cgraph manual"\n')
+    write_man_pages(tmp_path)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert "cgraph-notes.1" in names and "cgraph-gone.1" not in names and "cgraph-eval.1" in names

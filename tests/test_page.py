@@ -144,6 +144,18 @@ def test_render_writes_the_page_by_its_extension(cli, tmp_path):
     assert r.exit_code == 0 and r.stdout.startswith("<!DOCTYPE html>")
 
 
+def test_the_page_names_its_program_by_the_file_name_alone(cli, tmp_path):
+    folder = tmp_path / "home" / "ada" / "secret-project"
+    folder.mkdir(parents=True)
+    (folder / "seed.cg").write_text(SEED + "\n")
+    target = tmp_path / "seed.html"
+    r = cli("render", str(folder / "seed.cg"), "x=1", "y=3", "z=-3", "-o", str(target))
+    assert r.exit_code == 0, r.output
+    text = target.read_text()
+    assert data_of(text)["filename"] == "seed.cg"
+    assert "secret-project" not in text
+
+
 def test_render_html_refuses_what_the_page_does_not_draw(cli):
     r = cli("render", SEED, "x=1", "y=3", "z=-3", "-o", "a.html", "--backward")
     assert r.exit_code == 2

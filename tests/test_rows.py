@@ -373,7 +373,7 @@ def test_what_a_run_over_rows_refuses(cli, tmp_path):
     named_error = cli("eval", "-e", "error = 2 * x", "--rows", str(data))
     assert named_error.exit_code == 2 and "'error' names the column" in named_error.stderr
     same = cli("eval", "sample:logistic", "--rows", str(data), "-o", str(data))
-    assert same.exit_code == 2 and "is a file --rows reads" in same.stderr
+    assert same.exit_code == 2 and "is the file --rows reads" in same.stderr
     assert data.read_text() == "x,t\n3,1\n"
     assert cli("eval", "-e", "y = x", "x=1", "--keep", "x").exit_code == 2  # without --rows
     vectors = tmp_path / "vectors.csv"

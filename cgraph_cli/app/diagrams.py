@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.arrays import Value
-from ..core.errors import CgraphError, UsageError, cannot_write
+from ..core.errors import CgraphError, UsageError
 from ..core.ir import Graph, resolve_name
 from ..core.walks import ancestors
 from ..data.bindings import input_values
@@ -114,10 +114,9 @@ class Diagram:
         """
         path = Path(path)
         data = self.render(output_format(str(path), None), renderer=renderer, dpi=dpi)
-        try:
-            path.write_bytes(data)
-        except OSError as e:
-            raise cannot_write(path, e) from None
+        from ..data.outputs import write_file
+
+        write_file(str(path), data)
         return path
 
     def fitted(self, size: tuple[int, int], *, renderer: str = "auto") -> tuple[bytes, float]:

@@ -5,13 +5,12 @@ an H.264 video. Only the frames an earlier run of the same command wrote are rep
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..core.errors import UsageError, cannot_write
 from ..core.ir import Graph, resolve_name
 from ..core.walks import ancestors
-from ..data.outputs import write_file
+from ..data.outputs import listed, write_file, write_list
 from ..render.dot import DiagramOptions
 from ..render.fit import png_bytes, same_canvas
 from ..render.layout import diagram_size
@@ -82,7 +81,7 @@ def write_frames(
 #: The list of the frames a command wrote in a folder, one name a line, beside them: a new
 #: run of the same command removes exactly those, and refuses to write over anything else.
 MANIFEST = ".cgraph-frames-{kind}"
-_FRAME_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
+_FRAME_NAME = r"[\w-]+\.(png|svg)"
 
 
 def save_frames(
@@ -106,7 +105,7 @@ def save_frames(
     except OSError as e:
         raise cannot_write(folder, e) from None
     manifest = folder / MANIFEST.format(kind=kind)
-    earlier = _listed(manifest)
+    earlier = listed(str(manifest), _FRAME_NAME)
     for name, _ in frames:
         if name not in earlier and (folder / name).exists():
             raise UsageError(
@@ -114,7 +113,7 @@ def save_frames(
                 hints=["draw the frames into another folder (or an empty one)"],
             )
     names = [name for name, _ in frames]
-    write_file(str(manifest), "".join(f"{n}\n" for n in sorted({*earlier, *names})).encode())
+    write_list(str(manifest), {*earlier, *names})
     for old in earlier - set(names):
         try:
             (folder / old).unlink(missing_ok=True)
@@ -131,7 +130,7 @@ def save_frames(
     for name, data in frames:
         write_file(str(folder / name), data)
         paths.append(folder / name)
-    write_file(str(manifest), "".join(f"{n}\n" for n in names).encode())
+    write_list(str(manifest), names)
     if gif is not None and images:
         import io
 
@@ -144,17 +143,6 @@ def save_frames(
     if mp4 is not None and images:
         save_video(images, mp4, background)
     return paths
-
-
-def _listed(manifest) -> set[str]:
-    """The frames a manifest names (only plain frame names: never a path)."""
-    try:
-        text = manifest.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return set()
-    except OSError as e:
-        raise cannot_write(manifest, e) from None
-    return {line for line in text.splitlines() if _FRAME_NAME.match(line)}
 
 
 #: Frames a second in a video of frames; each frame is shown 1.2 s (6 frames), the last 3 s.

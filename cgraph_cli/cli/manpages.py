@@ -272,18 +272,33 @@ def write_man_pages(folder: str | Path) -> list[Path]:
     ...     [p.name for p in write_man_pages(where)][:2]
     ['cgraph.1', 'cgraph-check.1']
     """
+    from ..core.errors import UsageError
+    from ..data.outputs import write_file
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     pages = man_pages()
     for old in folder.glob(f"cgraph*.{SECTION}"):
-        if old.name not in pages:
+        if old.name not in pages and _is_ours(old):
             old.unlink()
     written = []
     for name, text in pages.items():
         path = folder / name
-        path.write_text(text, encoding="utf-8")
+        if path.exists() and not _is_ours(path):
+            raise UsageError(f"{path} is not a page cgraph wrote: refusing to overwrite it")
+        write_file(str(path), text.encode("utf-8"))
         written.append(path)
     return written
+
+
+def _is_ours(path: Path) -> bool:
+    """A page this module wrote: its first line is the title line of cgraph's manual."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b".TH CGRAPH") and b'"cgraph manual"' in first
 
 
 if __name__ == "__main__":

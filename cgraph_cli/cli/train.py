@@ -197,9 +197,11 @@ def train_command(ctx, **options):
     fmt, precision = options.pop("fmt"), 4
     log_file, plot, weights = options.pop("log_file"), options.pop("plot"), options.pop("weights")
     if plot:  # refused before any work
+        from ..data.outputs import check_writable
         from ..render.plot import check_plot
 
         check_plot(plot)
+        check_writable(plot)
     log = _Log(log_file) if log_file else None
     total = options["steps"]
     with output.progress(total or None, "training", noted=True) as advance:
@@ -252,7 +254,9 @@ def train_command(ctx, **options):
         name = graph.source.filename
         what = name.rsplit("/", 1)[-1].removesuffix(".cg") if not name.startswith("<") else ""
         title = f"Training loss{': ' + what if what else ''} ({options['optimizer']}, lr {options['lr']:g})"
-        loss_curve(result, plot, title)
+        from ..data.outputs import write_file
+
+        write_file(plot, loss_curve(result, plot, title))
     report = _report(result, weights, log_file, plot)
     if fmt == "json":
         from ..app.report import to_json_text

@@ -53,6 +53,8 @@ class RowWriter:
         if self._file is None:
             if self.path is None:
                 self._file = sys.stdout.buffer
+                if self.fmt in ("csv", "tsv") and sys.stdout.isatty():
+                    self._file = _Terminal(self._file)
             else:
                 self._out = Output(self.path)
                 self._file = self._out.file
@@ -158,6 +160,23 @@ class RowWriter:
         """Give up (an error, Ctrl-C): a file that was there stays as it was."""
         if self._out is not None:
             self._out.discard()
+
+
+class _Terminal:
+    """Rows on a terminal: a cell's control characters (an escape sequence in the data, say)
+    shown as escapes, not obeyed; a file or a pipe gets the cells byte for byte."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        from ..core.errors import visible
+
+        text = visible(data.decode("utf-8", errors="replace"), keep="\n\t")
+        self.stream.write(text.encode())
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _csv_text(pc, batch, header: bool, delimiter: str, quoting: str) -> bytes:

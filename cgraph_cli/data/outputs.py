@@ -199,6 +199,26 @@ class Output:
             self._tmp = None
 
 
+def listed(manifest: str, pattern: str) -> set[str]:
+    """The names a manifest cgraph wrote lists (one a line), those that match ``pattern``
+    only: a name, never a path."""
+    import re
+
+    try:
+        with open(manifest, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return set()
+    except OSError as e:
+        raise cannot_write(manifest, e) from None
+    return {line for line in text.splitlines() if re.fullmatch(pattern, line)}
+
+
+def write_list(manifest: str, names) -> None:
+    """The manifest of the files cgraph writes in a folder: their names, one a line."""
+    write_file(manifest, "".join(f"{name}\n" for name in sorted(names)).encode())
+
+
 def write_file(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through an :class:`Output`: refused (exit 2) if this command
     read ``path``; a regular file replaced atomically, anything else written through."""

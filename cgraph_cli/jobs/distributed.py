@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.arrays import np
-from ..core.errors import UsageError
+from ..core.errors import UsageError, cannot_write
 from ..core.ir import Graph
 from .rows import RowsResult, run_rows
 
@@ -98,12 +98,55 @@ def _run(dask, dd, pd, graph, paths, fmt, target, write, chunk_rows, note, worke
     elif target is not None:
         errors = frame["error"].notnull().sum()
         schema = _schema(meta)
+        _own_folder(target, frame.npartitions)
         written = frame.to_parquet(target, compute=False, write_index=False, schema=schema)
         _, result.errors, result.rows = dask.compute(written, errors, frame["error"].size)
     else:
         assert write is not None
         _write_in_order(dask, frame, write, result, workers)
     return result
+
+
+#: The list of the parts cgraph wrote in an output folder, beside them (a reader of the
+#: dataset skips names that start with a dot).
+PARTS = ".cgraph-parts"
+_PART = r"part\.\d+\.parquet"
+
+
+def _own_folder(target: str, parts: int) -> None:
+    """Make ``target`` ready for ``parts`` Parquet parts: an earlier run's parts (its list
+    names them) go, so none is left to change the dataset; a folder that holds anything else
+    is refused (exit 2), so no file of the user's is overwritten or read back as rows."""
+    import os
+
+    from ..data.outputs import listed, write_list
+
+    manifest = os.path.join(target, PARTS)
+    if os.path.isdir(target):
+        earlier = listed(manifest, _PART)
+        others = sorted(set(os.listdir(target)) - earlier - {PARTS})
+        if others:
+            shown = ", ".join(others[:3]) + (
+                f" and {len(others) - 3} more" if len(others) > 3 else ""
+            )
+            raise UsageError(
+                f"-o {target} holds files cgraph did not write ({shown}): refusing to write "
+                "the parts among them",
+                hints=["name a new or empty folder"],
+            )
+        for name in earlier:
+            try:
+                os.unlink(os.path.join(target, name))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise cannot_write(os.path.join(target, name), e) from None
+    else:
+        try:
+            os.makedirs(target, exist_ok=True)
+        except OSError as e:
+            raise cannot_write(target, e) from None
+    write_list(manifest, [f"part.{k}.parquet" for k in range(parts)])
 
 
 def _client(scheduler: str | None):

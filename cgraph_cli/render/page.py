@@ -185,7 +185,8 @@ def page(
     # The file's name alone: where it lies on this machine is nobody's business on a slide.
     name = PurePath(data["filename"]).name if not data["filename"].startswith("<") else "cgraph"
     long = data["source"].count("\n") > 14
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    shown = {**data, "filename": name if not data["filename"].startswith("<") else data["filename"]}
+    payload = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
     # No "<" at all inside the script element: neither "</script>" nor "<!--" can end it.
     payload = payload.replace("<", "\\u003c")
     css = "\n".join(theme_css(n, t) for n, t in THEMES.items()) + "\n" + _asset("page.css")

@@ -11,8 +11,8 @@ FORMATS = ("png", "svg", "pdf")
 
 
 def check_plot(path: str) -> str:
-    """The image type of ``path``, refused before any work when it has none cgraph draws,
-    matplotlib is missing or ``path`` cannot be written."""
+    """The image type of ``path``, refused before any work when it has none cgraph draws or
+    matplotlib is missing."""
     kind = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     if kind not in FORMATS:
         raise UsageError(
@@ -25,15 +25,12 @@ def check_plot(path: str) -> str:
             "--plot needs matplotlib",
             hints=["install the plot extra: pip install 'cgraph-cli[plot]' (or matplotlib)"],
         )
-    from ..data.outputs import check_writable
-
-    check_writable(path)
     return kind
 
 
-def loss_curve(result, path: str, title: str = "") -> None:
-    """Draw ``result``'s loss (a :class:`cgraph_cli.jobs.training.TrainResult`) to ``path``; its
-    extension gives the format."""
+def loss_curve(result, path: str, title: str = "") -> bytes:
+    """``result``'s loss (a :class:`cgraph_cli.jobs.training.TrainResult`) drawn as the image
+    file ``path`` names by its extension: its bytes."""
     kind = check_plot(path)
     import numpy as np
     from matplotlib.figure import Figure
@@ -68,8 +65,6 @@ def loss_curve(result, path: str, title: str = "") -> None:
     ax.legend(frameon=False, fontsize=11)
     import io
 
-    from ..data.outputs import write_file
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format=kind)
-    write_file(path, buffer.getvalue())
+    return buffer.getvalue()
