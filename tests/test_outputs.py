@@ -172,3 +172,34 @@ def test_man_pages_are_written_beside_a_users_page_without_removing_it(tmp_path)
     write_man_pages(tmp_path)
     names = {p.name for p in tmp_path.iterdir()}
     assert "cgraph-notes.1" in names and "cgraph-gone.1" not in names and "cgraph-eval.1" in names
+
+
+def test_an_output_through_a_symbolic_link_replaces_the_file_and_keeps_the_link(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.cg").write_text(PROGRAM)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "out.txt").write_text("old")
+    os.symlink("shared/out.txt", "out.txt")
+    assert run("eval", "p.cg", "x=1", "-o", "out.txt").exit_code == 0
+    assert os.path.islink("out.txt")
+    assert (tmp_path / "shared" / "out.txt").read_text() == "y = 4\n"
+    assert sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["out.txt"]
+
+
+def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary_file(tmp_path, monkeypatch):
+    from cgraph_cli.core.errors import UsageError
+    from cgraph_cli.data import outputs
+
+    target = tmp_path / "w.npz"
+    target.write_bytes(b"the old weights")
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "replace", full_disk)
+    with pytest.raises(UsageError, match="cannot write .*w.npz"):
+        outputs.write_file(str(target), b"new")
+    assert target.read_bytes() == b"the old weights"
+    assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]

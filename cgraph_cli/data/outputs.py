@@ -151,6 +151,7 @@ class Output:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._target = os.path.realpath(path)  # a symbolic link stays, its file is replaced
         self._tmp: str | None = None
         self._mode: int | None = None
         try:
@@ -161,8 +162,14 @@ class Output:
             import tempfile  # here: not at start-up
 
             self._mode = None if info is None else stat.S_IMODE(info.st_mode)
-            folder = os.path.dirname(os.path.abspath(path))
-            fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=".cgraph-", suffix=".tmp")
+            folder = os.path.dirname(self._target)
+            try:
+                fd, self._tmp = tempfile.mkstemp(dir=folder, prefix=".cgraph-", suffix=".tmp")
+            except PermissionError:
+                if info is None or not os.access(path, os.W_OK):
+                    raise
+                self.file = open(path, "wb")  # a file we may write in a folder we may not
+                return
             self.file = os.fdopen(fd, "wb")
         except OSError as e:
             raise cannot_write(path, e) from None
@@ -179,7 +186,7 @@ class Output:
                 os.umask(umask)
                 mode = 0o666 & ~umask
             os.chmod(self._tmp, mode)
-            os.replace(self._tmp, self.path)
+            os.replace(self._tmp, self._target)
             self._tmp = None
         except OSError as e:
             self.discard()
