@@ -203,3 +203,50 @@ def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary_file(tmp_path
         outputs.write_file(str(target), b"new")
     assert target.read_bytes() == b"the old weights"
     assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]
+
+
+#: A run of every command that prints to standard output.
+PRINTING = [
+    ["eval", "sample:seed"],
+    ["grad", "sample:mlp"],
+    ["grad", "sample:seed", "--format", "json"],
+    ["diff", "sample:seed"],
+    ["hessian", "sample:neuron"],
+    ["jvp", "sample:seed", "--tangent", "x=1"],
+    ["jacobian", "-e", "y = x * [1, 2]", "x=1"],
+    ["optimize", "sample:rewrites"],
+    ["compile", "sample:seed"],
+    ["render", "sample:seed", "-T", "svg", "-o", "-"],
+    ["dot", "sample:seed"],
+    ["show", "sample:seed"],
+    ["check", "sample:seed", "--expect", "g=-12"],
+    ["gradcheck", "sample:seed"],
+    ["explain", "sample:seed"],
+    ["train", "-e", "y = (x - 3)^2", "x=1", "--wrt", "x", "--steps", "2", "--log", "-"],
+    ["worksheet", "sample:seed"],
+    ["eval", "-e", "y = 2 * x", "--rows", "sample:train.csv", "-q"],
+    ["samples"],
+    ["schema", "eval"],
+    ["completion", "bash"],
+    ["help", "eval"],
+    ["eval", "--help"],
+    ["--help"],
+    ["--version"],
+]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", PRINTING, ids=lambda c: " ".join(c))
+def test_a_full_disk_on_standard_output_is_said_plainly_with_exit_2(command):
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "cgraph_cli", *command],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr == "cgraph: error: cannot write to standard output: the disk is full\n"

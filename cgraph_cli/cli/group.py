@@ -12,9 +12,10 @@ from collections.abc import MutableMapping
 import click
 
 from .. import __version__
-from ..core.errors import CgraphError, visible
+from ..core.errors import CgraphError, cannot_write_stdout, visible
 from . import output
 from .options import EXIT_CODES
+from .output import StdoutFailed
 
 
 def print_error(text: str, located: bool = False) -> None:
@@ -56,6 +57,36 @@ def _color_in(args: list[str]) -> str | None:
 NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
+def _internal(ctx: click.Context, error: Exception) -> None:
+    """A bug: its one-line message and exit 70 (the traceback with ``CGRAPH_DEBUG=1``)."""
+    if os.environ.get("CGRAPH_DEBUG"):
+        raise error
+    print_error(
+        f"error: internal error: {type(error).__name__}: {error}\n"
+        "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
+    )
+    ctx.exit(70)
+
+
+def _in_echo(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside click's ``echo`` (printing a help text)."""
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "echo" and "click" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _quiet_stdout() -> None:
+    """Standard output failed: what is still in its buffer goes nowhere, so that Python does not
+    complain when it exits."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stream with no descriptor (a test's)
+        pass
+
+
 class Group(click.Group):
     """Turns every library error into its message on stderr and its exit code."""
 
@@ -84,8 +115,22 @@ class Group(click.Group):
         except (click.exceptions.Abort, KeyboardInterrupt):
             print_error("interrupted")
             code = 130
+        except OSError as e:  # cgraph's own --help or --version, printed by click
+            if not _in_echo(e) or os.environ.get("CGRAPH_DEBUG"):
+                raise
+            _quiet_stdout()
+            print_error(str(cannot_write_stdout(e)))
+            code = 2
         if not isinstance(code, int):
             code = 0
+        try:  # what is still buffered fails here, not in Python's exit (which says nothing)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _quiet_stdout()
+        except OSError as e:
+            _quiet_stdout()
+            print_error(str(cannot_write_stdout(e)))
+            code = code or 2
         if standalone_mode:
             sys.exit(code)
         return code
@@ -109,19 +154,23 @@ class Group(click.Group):
             ctx.exit(130)
         except BrokenPipeError:
             # `cgraph ... | head`: the reader left; say nothing and do not let Python complain.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _quiet_stdout()
             ctx.exit(141)
+        except StdoutFailed as e:
+            _quiet_stdout()
+            print_error(str(cannot_write_stdout(e.error)))
+            ctx.exit(2)
+        except OSError as e:
+            if not _in_echo(e):  # click printing a help text: its stream failed
+                _internal(ctx, e)
+            _quiet_stdout()
+            print_error(str(cannot_write_stdout(e)))
+            ctx.exit(2)
         except RecursionError:  # pragma: no cover - no code path recurses on graph depth
             print_error("error: internal error: recursion limit reached; please report this")
             ctx.exit(70)
         except Exception as e:  # never show a traceback, unless asked to
-            if os.environ.get("CGRAPH_DEBUG"):
-                raise
-            print_error(
-                f"error: internal error: {type(e).__name__}: {e}\n"
-                "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
-            )
-            ctx.exit(70)
+            _internal(ctx, e)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)

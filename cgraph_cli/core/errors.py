@@ -276,6 +276,17 @@ class UnknownNameError(UsageError):
     """``--of``, ``--wrt`` or ``--focus`` names nothing in the program (exit 2)."""
 
 
+def cannot_write_stdout(error: OSError) -> UsageError:
+    """``cannot write to standard output: why`` (a full disk, a closed or broken descriptor).
+
+    >>> import errno
+    >>> print(cannot_write_stdout(OSError(errno.ENOSPC, "No space left on device")))
+    error: cannot write to standard output: the disk is full
+    """
+    why = str(cannot_write("-", error)).split(": ", 2)[-1]
+    return UsageError(f"cannot write to standard output: {why}")
+
+
 def cannot_write(path, error: OSError) -> UsageError:
     """``cannot write PATH: why``, the why in plain words rather than an errno's name.
 
