@@ -33,6 +33,10 @@ from ..core.ir_control import Guard, Run, Static
 from ..core.ops import CONST, INPUT
 from ..data.bindings import input_values
 
+#: The most nodes a program's run graph may unroll to (its loops' steps times their bodies):
+#: past it, a loop is refused where it is written, before memory runs out.
+MAX_RUN_NODES = 1_000_000
+
 
 class Tracer:
     """The run-mode parser's view of the values: it evaluates, on demand, just what a
@@ -107,11 +111,16 @@ class Tracer:
         self.notes.append(self.guards[-1].sentence())
         return holds
 
-    def trip_count(self, graph: Graph, bound, node: int | None, text: str, header: str) -> int:
+    def trip_count(
+        self, graph: Graph, bound, node: int | None, text: str, header: str, span=None
+    ) -> int:
         """A loop's number of steps, from its bound: a number, or ``len``/``shape`` of the
         value of node ``node``, or that value itself. ``header``: the loop's header, for
-        explanations."""
+        explanations; ``span``: where it is written. Refused when the steps alone would pass
+        :data:`MAX_RUN_NODES`."""
         n = self._trip_count(graph, bound, node, text)
+        if n > MAX_RUN_NODES:
+            self.too_big(graph, span, f"`{header}` runs {n:,} steps, over")
         data = f" ({self.guards[-1]})" if not isinstance(bound, int) else ""
         self.notes.append(f"`{header}` ran {n} step{'s' * (n != 1)}{data}")
         return n
@@ -149,6 +158,20 @@ class Tracer:
         n = int(shape[axis])
         self.guards.append(Guard(written, n, bstart, bend, "loop", ""))
         return n
+
+    def step(self, graph: Graph, span) -> None:
+        """A loop's step begins: refused once the graph has unrolled past the limit."""
+        if len(graph.ops) > MAX_RUN_NODES:
+            self.too_big(graph, span, "the loops unroll past")
+
+    def too_big(self, graph: Graph, span, what: str) -> None:
+        start, end = span if span is not None else (0, 0)
+        raise EvalError(
+            f"{what} cgraph's limit of {MAX_RUN_NODES:,} nodes in the graph that runs",
+            Span(start, end),
+            graph.source,
+            hints=["run fewer steps, or bind a shorter sequence"],
+        )
 
     def check_index(self, graph: Graph, node: int, axis: int, tok, step: int) -> None:
         """Refuse the loop variable ``tok`` (at ``step``) as an index past the end of axis

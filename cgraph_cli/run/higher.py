@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..core.errors import UsageError
+from ..core.errors import EvalError, UsageError
 from ..core.ir import Graph, resolve_name
 from ..data.bindings import check_bindings
 from ..passes.derivatives import wrt_inputs
@@ -51,6 +51,19 @@ def _one_hot(shape: tuple[int, ...], k: int):
     t = np.zeros(shape)
     t.flat[k] = 1.0
     return t
+
+
+def _check_size(what: str, rows: int, cols: int) -> None:
+    """Refuse, before any pass runs, a matrix over the limit of one value (exit 4)."""
+    from ..core import arrays as A
+
+    if rows * cols > A.MAX_ELEMENTS:
+        raise EvalError(
+            f"the {what} would be {rows:,} × {cols:,} = {rows * cols:,} numbers "
+            f"({A.size_text(rows * cols)}); the limit is {A.MAX_ELEMENTS:,} "
+            f"({A.size_text(A.MAX_ELEMENTS)})",
+            hints=["ask for fewer inputs (--wrt) or a smaller output (--of)"],
+        )
 
 
 def _labels(name: str, shape: tuple[int, ...]) -> list[str]:
@@ -105,6 +118,8 @@ def hessian(
         report["vector"] = dict(vector)
         report["hvp"] = {w: t[h] for w, h in zip(wrt, holders)}
         return report
+    n = sum(math.prod(shapes[w]) for w in wrt)
+    _check_size("Hessian", n, n)
     columns = []
     for w in wrt:
         size = math.prod(shapes[w])
@@ -146,6 +161,7 @@ def jacobian(
     out_shape = tuple(getattr(y, "shape", ()))
     shapes = {w: tuple(getattr(values[graph.inputs[w]], "shape", ())) for w in wrt}
     rows, cols = math.prod(out_shape), sum(math.prod(s) for s in shapes.values())
+    _check_size("Jacobian", rows, cols)
     if mode == "auto":
         mode = "reverse" if rows <= cols else "forward"
     blocks = {w: np.zeros(out_shape + shapes[w]) for w in wrt}
