@@ -262,3 +262,83 @@ def test_a_program_with_a_branch_trains_on_the_graph_each_step_runs():
     assert result.params["x"] == pytest.approx(1.0, abs=1e-6)  # through both branches
     with pytest.raises(UsageError, match="if/else or loops"):
         train(program, wrt=["x"], rows="sample:linear.csv")
+
+
+LEARN = ["-e", "y = (x - 3)^2", "x=1", "--wrt", "x", "--steps", "2"]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--clip-norm", "-1"], "--clip-norm must be a number above 0, got -1"),
+        (["--clip-norm", "0"], "--clip-norm must be a number above 0, got 0"),
+        (["--schedule", "step", "--gamma", "-1"], "--gamma must be a number above 0, got -1"),
+        (["--momentum", "-0.5"], "--momentum must be a number at least 0, got -0.5"),
+        (["--weight-decay", "-1"], "--weight-decay must be a number at least 0, got -1"),
+        (["--momentum", "0.5", "--dampening", "2"], "--dampening must be a number at least 0 and at most 1"),
+        (["--lr", "nan"], "--lr must be a finite number, got nan"),
+        (["--lr", "-0.1"], "--lr must be a number above 0, got -0.1"),
+        (["--lr", "1e400"], "--lr must be a finite number, got inf"),
+        (["--tol", "nan"], "--tol must be a finite number, got nan"),
+        (["--tol", "-1"], "--tol must be a number at least 0, got -1"),
+        (["--optimizer", "adam", "--betas", "-1,2"], "--betas must be two numbers at least 0 and below 1"),
+        (["--optimizer", "adam", "--betas", "0.9,1"], "--betas must be two numbers at least 0 and below 1"),
+        (["--optimizer", "adam", "--eps", "inf"], "--eps must be a finite number, got inf"),
+        (["--optimizer", "adam", "--eps", "-1e-8"], "--eps must be a number at least 0"),
+        (["--seed", "-1"], "--seed must be a whole number at least 0, got -1"),
+        (["--nesterov", "--momentum", "0.9", "--dampening", "0.1"], "Nesterov momentum needs no dampening"),
+    ],
+)  # fmt: skip
+def test_settings_that_would_reverse_or_stall_training_are_refused(cli, options, message):
+    r = cli("train", *LEARN, *options)
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr and "'x'" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('lr = "abc"', "cfg.toml: [train] lr: Invalid value for '--lr'"),
+        ("lr = [1, 2]", "cfg.toml: [train] lr must be a number, got [1, 2]"),
+        ("lr = true", "cfg.toml: [train] lr must be a number, got True"),
+        ("lr = {a = 1}", "cfg.toml: [train] lr must be a number"),
+        ("lr = nan", "--lr must be a finite number, got nan"),
+        ("epochs = 1.5", "cfg.toml: [train] epochs must be a whole number, got 1.5"),
+        ("nesterov = 1", "cfg.toml: [train] nesterov must be true or false, got 1"),
+        ("log = 5", "cfg.toml: [train] log must be a file name, in quotes, got 5"),
+        ('optimizer = "foo"', "cfg.toml: [train] optimizer: Invalid value for '--optimizer'"),
+        ("wrt = 3", None),
+    ],
+)  # fmt: skip
+def test_a_config_value_of_the_wrong_type_names_the_file_and_the_key(cli, tmp_path, line, message):
+    (tmp_path / "cfg.toml").write_text(f"[train]\n{line}\n")
+    args = LEARN if message else LEARN[:3]
+    r = cli("train", *args, "--config", str(tmp_path / "cfg.toml"))
+    assert r.exit_code == 2, r.output
+    assert (message or "cfg.toml: [train] wrt is a name or a list of names, got 3") in r.stderr
+
+
+def _weights(path, **arrays):
+    import numpy as np
+
+    np.savez(path, **{k.replace("__", "__train__/", 1) if k.startswith("__") else k: np.array(v)
+                      for k, v in arrays.items()})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ({"x": [1.0, 2.0]}, "the parameter x is (2,) there, () in the program"),
+        ({"x": "abc"}, "holds text"),
+        ({"x": float("nan")}, "the parameter x holds a value that is not finite"),
+        ({"x": 1.0, "__x/momentum_buffer": [1.0] * 5, "__steps": 3}, "the training state x/momentum_buffer does not fit"),
+        ({"x": 1.0, "__steps": [1, 2]}, "no whole number of steps done"),
+        ({"x": 1.0, "__steps": 1e30}, "no whole number of steps done"),
+        ({"x": 1.0, "__x/momentum_buffer": 1.0}, "no whole number of steps done"),
+    ],
+)  # fmt: skip
+def test_a_damaged_or_crafted_resume_file_is_refused_with_its_name(cli, tmp_path, arrays, message):
+    _weights(tmp_path / "w.npz", **arrays)
+    r = cli("train", *LEARN, "--momentum", "0.9", "--resume", str(tmp_path / "w.npz"))
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr and "w.npz" in r.stderr

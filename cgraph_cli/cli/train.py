@@ -353,10 +353,7 @@ def _with_config(ctx: click.Context, options: dict) -> dict:
             )
         source = ctx.get_parameter_source(name)
         if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
-            if name == "wrt":
-                value = (value,) if isinstance(value, str) else tuple(value)
-            elif isinstance(value, list):
-                value = ",".join(map(str, value))
+            value = _config_value(ctx, path, key, name, value)
             options[name] = value
             if name in _CONFIG_FILES and isinstance(value, str):  # as if on the command line
                 from ..data.outputs import claim
@@ -365,6 +362,38 @@ def _with_config(ctx: click.Context, options: dict) -> dict:
                 for file, role in named_files(value, kind):
                     claim(file, role, option, origin=path)
     return options
+
+
+def _config_value(ctx: click.Context, path: str, key: str, name: str, value):
+    """A [train] table's ``value`` for option ``name``, checked and converted as the command
+    line's would be: a wrong type is refused with the file and the key (exit 2)."""
+    from ..core.errors import UsageError
+
+    param = next(p for p in ctx.command.params if p.name == name)
+    flag = getattr(param, "is_flag", False)
+    if name == "wrt":
+        value = (value,) if isinstance(value, str) else value
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{path}: [train] {key} is a name or a list of names, got {value!r}")
+        return tuple(value)
+    if name == "betas" and isinstance(value, list):
+        value = ",".join(map(str, value))
+    wrong = isinstance(value, bool) != flag or isinstance(value, dict | list)
+    wrong |= isinstance(param.type, click.Path) and not isinstance(value, str)
+    wrong |= isinstance(param.type, click.types.IntParamType) and not isinstance(value, int)
+    if wrong:
+        kind = (
+            "true or false" if flag
+            else "a file name, in quotes" if isinstance(param.type, click.Path)
+            else "a whole number" if isinstance(param.type, click.types.IntParamType)
+            else "a number" if isinstance(param.type, click.types.FloatParamType)
+            else "text, in quotes"
+        )  # fmt: skip
+        raise UsageError(f"{path}: [train] {key} must be {kind}, got {value!r}")
+    try:
+        return param.type_cast_value(ctx, value)
+    except click.BadParameter as e:
+        raise UsageError(f"{path}: [train] {key}: {e.format_message()}") from None
 
 
 #: The options of a [train] table that name files: their role and option.

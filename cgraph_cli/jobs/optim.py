@@ -134,6 +134,60 @@ class Optimizer:
             self.state[key] = flat
 
 
+#: What each setting of training may be, as torch.optim checks them (and, where torch does
+#: not, what keeps the descent a descent): option, lowest, lowest allowed?, highest.
+_RANGES = {
+    "lr": ("--lr", 0.0, False, math.inf),
+    "momentum": ("--momentum", 0.0, True, math.inf),
+    "dampening": ("--dampening", 0.0, True, 1.0),
+    "eps": ("--eps", 0.0, True, math.inf),
+    "weight_decay": ("--weight-decay", 0.0, True, math.inf),
+    "gamma": ("--gamma", 0.0, False, math.inf),
+    "clip_norm": ("--clip-norm", 0.0, False, math.inf),
+    "tol": ("--tol", 0.0, True, math.inf),
+}
+
+
+def check_settings(**settings) -> None:
+    """Refuse (exit 2, naming the option) a setting that would reverse, stall or break
+    training: not a finite number, a negative momentum, decay or ``eps``, a learning rate,
+    ``gamma`` or clipping norm that is not above 0, ``betas`` outside [0, 1). None: the
+    default.
+
+    >>> check_settings(lr=0.1, clip_norm=-1)
+    Traceback (most recent call last):
+    cgraph_cli.core.errors.UsageError: error: --clip-norm must be a number above 0, got -1
+    """
+    for key, value in settings.items():
+        if value is None:
+            continue
+        if key == "betas":
+            _check_betas(value)
+            continue
+        option, low, low_ok, high = _RANGES[key]
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if number is None or not math.isfinite(number):
+            raise UsageError(f"{option} must be a finite number, got {value!r}")
+        if number < low or (number == low and not low_ok) or number > high:
+            bound = f"{'at least' if low_ok else 'above'} {low:g}"
+            if math.isfinite(high):
+                bound += f" and at most {high:g}"
+            raise UsageError(f"{option} must be a number {bound}, got {number:g}")
+
+
+def _check_betas(betas) -> None:
+    try:
+        b1, b2 = (float(b) for b in betas)
+    except (TypeError, ValueError):
+        raise UsageError(f"--betas is two numbers, B1,B2, got {betas!r}") from None
+    for b in (b1, b2):
+        if not (math.isfinite(b) and 0.0 <= b < 1.0):
+            raise UsageError(
+                f"--betas must be two numbers at least 0 and below 1 (as torch.optim.Adam "
+                f"takes them), got {b1:g},{b2:g}"
+            )
+
+
 def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
     """An optimizer by its torch.optim name: sgd, adam or adamw. ``options`` are its
     hyper-parameters (momentum, dampening, nesterov, betas, eps, weight_decay, amsgrad); None
@@ -150,8 +204,12 @@ def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
         )
     if name == "sgd" and options.get("nesterov") and not options.get("momentum"):
         raise UsageError("Nesterov momentum needs a momentum above 0 (as in torch.optim.SGD)")
-    if not lr > 0:
-        raise UsageError(f"the learning rate must be above 0, got {lr}")
+    if name == "sgd" and options.get("nesterov") and options.get("dampening"):
+        raise UsageError("Nesterov momentum needs no dampening (as in torch.optim.SGD)")
+    check_settings(
+        lr=lr,
+        **{k: options.get(k) for k in ("momentum", "dampening", "eps", "weight_decay", "betas")},
+    )
     return Optimizer(name, params, lr, **options)
 
 

@@ -195,14 +195,47 @@ def save_weights(path: str, params: Mapping, state: Mapping | None = None) -> No
 
 
 def read_weights(path: str) -> tuple[dict, dict]:
-    """A weights file's parameters and its training state (empty when it has none)."""
-    from ..data.arrayfiles import read_npz
+    """A weights file's parameters and its training state (empty when it has none); a file
+    that is damaged, or whose arrays are not real numbers, is refused with its name (exit 2)."""
+    from ..data.arrayfiles import Unreadable, read_npz
     from ..data.sources import read_limited
 
-    arrays = read_npz(read_limited(path, 1 << 31, "a weights file"))
+    try:
+        arrays = read_npz(read_limited(path, 1 << 31, "a weights file"))
+    except Unreadable as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
     params = {k: v for k, v in arrays.items() if not k.startswith(STATE_PREFIX)}
     state = {k[len(STATE_PREFIX) :]: v for k, v in arrays.items() if k.startswith(STATE_PREFIX)}
     return params, state
+
+
+def _resumed(path: str, saved: dict, state: dict, params: dict) -> None:
+    """Refuse a weights file whose parameters or state do not fit the program's parameters
+    (another program's file, a damaged or crafted one), naming what does not fit."""
+    for name, value in params.items():
+        if not np.all(np.isfinite(saved[name])):
+            raise UsageError(f"{path}: the parameter {name} holds a value that is not finite")
+        if np.shape(saved[name]) != np.shape(value):
+            raise UsageError(
+                f"{path}: the parameter {name} is {np.shape(saved[name])} there, "
+                f"{np.shape(value)} in the program"
+            )
+    if not state:
+        return
+    steps = state.get("steps")
+    if steps is None or np.shape(steps) != () or not (0 <= float(steps) < 2**53):
+        raise UsageError(f"{path}: the training state has no whole number of steps done")
+    if float(steps) != int(steps):
+        raise UsageError(f"{path}: the training state has no whole number of steps done")
+    for key, value in state.items():
+        if not np.all(np.isfinite(value)):
+            raise UsageError(f"{path}: the training state {key} holds a value that is not finite")
+        name = key.rsplit("/", 1)[0]
+        if key != "steps" and (name not in params or np.shape(value) != np.shape(params[name])):
+            raise UsageError(
+                f"{path}: the training state {key} does not fit the parameters",
+                hints=["resume from a file this program's training wrote with -o"],
+            )
 
 
 # --- the loop -----------------------------------------------------------------------------------
@@ -269,6 +302,13 @@ def train(
         resolve_name(graph, of)
     if reduce not in ("mean", "sum"):
         raise UsageError(f"--reduce is mean or sum, not {reduce!r}")
+    from .optim import check_settings
+
+    check_settings(lr=lr, momentum=momentum, dampening=dampening, eps=eps,
+                   weight_decay=weight_decay, betas=betas, gamma=gamma, clip_norm=clip_norm,
+                   tol=tol)  # fmt: skip
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"--seed must be a whole number at least 0, got {seed!r}")
     for what, value in (("steps", steps), ("epochs", epochs), ("batch size", batch_size)):
         if value is not None and value < 1:
             raise UsageError(f"the {what} must be at least 1, got {value}")
@@ -298,6 +338,7 @@ def train(
         missing = [w for w in wrt if w not in saved]
         if missing:
             raise UsageError(f"{resume} has no parameter {', '.join(missing)}")
+        _resumed(resume, saved, state, params)
         params = {w: np.array(saved[w], dtype=float) for w in wrt}
     if save is not None:  # what cannot be written (or was read) fails now, not after training
         from ..data.outputs import check_writable
