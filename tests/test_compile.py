@@ -5,6 +5,7 @@ program's line, and program text that stays out of the code."""
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 import warnings
@@ -122,11 +123,35 @@ def test_a_tensor_module_names_the_result_that_is_not_finite():
     assert module["grad"](x=np.array([1.0, 4.0]))[0] == 3.0
     with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite \(dx\)$"):
         module["grad"](x=np.array([0.0, 4.0]))  # the gradient 1 / (2 sqrt(0))
-    module = load(compile_module(parse("y = sum(x * x)"), "numpy", bindings={"x": [1.0, 4.0]}))
+    module = load(compile_module(parse("y = sum(x)"), "numpy", bindings={"x": [1.0, 4.0]}))
     with pytest.raises(ArithmeticError, match=r"^forward: a result is not finite \(y\)$"):
-        module["forward"](x=np.array([1e200, 1.0]))
+        module["forward"](x=np.array([1e308, 1e308]))
     with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite$"):
-        module["grad"](x=np.array([1e200, 1.0]))
+        module["grad"](x=np.array([1e308, 1e308]))
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+@pytest.mark.parametrize(
+    "program, x, where",
+    [
+        ("y = where(x > 0, sqrt(x), 0)", -1.0, "line 1: sqrt(x)"),  # the README's own
+        ("y = 1 / (x * 1e308)", 10.0, "line 1: x * 1e308"),  # an overflow 1 / inf hides
+        ("y = tanh(exp(x))", 1000.0, "line 1: exp(x)"),
+        ("y = pow(1, x * 1e308)", -10.0, "line 1: x * 1e308"),
+    ],
+)
+def test_a_module_stops_where_the_interpreter_does_not_at_a_value_that_hides_it(
+    target, program, x, where
+):
+    from cgraph_cli import evaluate
+    from cgraph_cli.core.errors import EvalError
+
+    with pytest.raises(EvalError):
+        evaluate(program, {"x": x})
+    module = load(compile_module(parse(program), target))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=f"^{re.escape(where)}"):
+            module[fn](x=x)
 
 
 @pytest.mark.parametrize("n", [3, 5000])  # results joined into one sum, or summed alone

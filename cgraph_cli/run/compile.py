@@ -100,6 +100,7 @@ def compile_module(
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
     emitter.kinks = kinks
+    emitter.variables = input_variables(graph.inputs)
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
@@ -160,6 +161,7 @@ class _Emitter:
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
+        self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
@@ -178,18 +180,21 @@ class _Emitter:
         dead = unread(graph, returned) if self.rows and returned is not None else set()
         conditions = _masks(graph)
         names: list[str] = []
-        taken = set(_RESERVED) | set(_helper_names())
-        # The inputs' names first: a temporary must never take one (an input `t` is read
+        # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
-        taken |= {_identifier(name, set()) for name in graph.inputs}
+        variables = dict(self.variables)
+        taken = set(_RESERVED) | _HELPERS | set(variables.values())
         counts: dict[str, int] = {}
+        for name in graph.inputs:
+            if name not in variables:
+                variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
         last = _last_uses(graph)
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
         for i, op in enumerate(graph.ops):
             if op is INPUT:
-                names.append(_identifier(graph.labels[i] or "", set()))
+                names.append(variables[graph.labels[i] or ""])
                 continue
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
@@ -217,6 +222,8 @@ class _Emitter:
                 lines.append(
                     f"    _kinks.append({where if isinstance(where, str) else float(where)})"
                 )
+            if not self.rows and absorbs(op):  # a value this op would hide: stop at its node
+                lines += self.watched(graph, i, names)
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
                 total = "{}" if self.vector else "np.sum({})"
                 lines += [
@@ -236,6 +243,20 @@ class _Emitter:
             if i in dead:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
         return lines, names
+
+    def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
+        """Lines that stop at an argument of node ``i`` that is not finite, naming the
+        argument's node: ``i`` could turn it into a finite value (``where``, ``1 / inf``,
+        ``tanh``), where the interpreter stops at the node that made it."""
+        lines = []
+        for a in dict.fromkeys(graph.args[i]):
+            if graph.ops[a] is CONST or graph.ops[a] is INPUT:
+                continue
+            v = names[a]
+            test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
+            stop = "raise FloatingPointError('the value is not finite')"
+            lines.append(f"    if {test}: {stop}" + self.comment(graph, a))
+        return lines
 
     def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
         """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
@@ -268,7 +289,7 @@ class _Emitter:
         assert self.known is not None
         if key in self.exact:
             return var, self.known[key]
-        x = _identifier(key, set())
+        x = self.variables[key]
         if self.vector:
             return f"_like({var}, {x}, rows)", None
         if self.known.get(key) == () and self.returns["grad"][key][0] == ():
@@ -384,7 +405,8 @@ class _Emitter:
     def module(self, graph, name, forward_body, names, grad_body, value, gradients, output) -> str:
         numpy = self.target == "numpy"
         inputs = list(graph.inputs)
-        args = ", ".join(_identifier(n, set()) for n in inputs)
+        variables = [self.variables[n] for n in inputs]
+        args = ", ".join(variables)
         signature = f"*, {args}" if args else ""
         named = {n: names[node] for n, node in graph.named_nodes().items()}
         head = [
@@ -429,7 +451,6 @@ class _Emitter:
             else:
                 value, shape = self.returned("grad", "", value)
             results = {"": ("value", shape), **results}
-        variables = [_identifier(n, set()) for n in inputs]
         if variables == inputs:  # every input a plain keyword argument
             convert = [f"    {a} = _arg({a})" for a in variables]
         else:  # a name Python or the module keeps (lambda, math, grad...): by keyword only
@@ -677,11 +698,56 @@ def _helper_names() -> list[str]:
     return [n for n, f in vars(runtime).items() if inspect.isfunction(f)]
 
 
+_HELPERS = set(_helper_names())
+
+
+def _plain(name: str) -> bool:
+    """Whether ``name`` can be a variable of the module as it is: an identifier Python keeps
+    as written (NFKC would make ``ﬁ`` and ``fi`` one variable), not a keyword, and not a
+    name the module's code reads (a builtin, ``np``, a helper such as ``relu``)."""
+    import unicodedata
+
+    return (
+        name.isidentifier()
+        and unicodedata.normalize("NFKC", name) == name
+        and not keyword.iskeyword(name)
+        and name not in _RESERVED
+        and name not in _HELPERS
+    )
+
+
 def _identifier(name: str, taken: set[str]) -> str:
-    """``name`` if Python reads it as a plain identifier, else a safe spelling of it."""
-    if name.isidentifier() and not keyword.iskeyword(name) and name not in _RESERVED:
+    """``name`` if it can be a variable as it is (:func:`_plain`), else a spelling of it in
+    ASCII letters, digits and ``_`` (``lambda_``, ``v_x_bf0``): a valid identifier always;
+    two names apart come from :func:`input_variables` and :func:`fresh`.
+
+    >>> _identifier("lambda", set()), _identifier("relu", set()), _identifier("x\u0bf0", set())
+    ('lambda_', 'relu_', 'v_x_bf0')
+    """
+    if _plain(name):
         return name
-    return name + "_" if name.isidentifier() else "v_" + re.sub(r"\W", "_", name)
+    if name.isidentifier() and name.isascii():
+        return name + "_"
+    return "v_" + "".join(
+        c if c.isascii() and (c.isalnum() or c == "_") else f"_{ord(c):x}" for c in name
+    )
+
+
+def input_variables(inputs) -> dict[str, str]:
+    """Each input's variable in the module, no two alike: names that can be variables keep
+    their spelling, the others get one of :func:`_identifier`'s, numbered past any taken.
+
+    >>> input_variables(["lambda", "lambda_", "x"])
+    {'lambda': 'lambda__1', 'lambda_': 'lambda_', 'x': 'x'}
+    """
+    taken = set(_RESERVED) | _HELPERS
+    variables = {n: n for n in inputs if _plain(n)}
+    taken |= set(variables.values())
+    counts: dict[str, int] = {}
+    for n in inputs:
+        if n not in variables:
+            variables[n] = fresh(_identifier(n, taken), taken, counts=counts)
+    return {n: variables[n] for n in inputs}
 
 
 def _fresh(name: str, taken: set[str], counts: dict[str, int]) -> str:
