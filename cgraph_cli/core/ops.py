@@ -481,7 +481,7 @@ _TABLE = (
         PREC_POWER,
         "{0}^{{{1}}}",
         # x^y: y·x^(y-1), and 0 for x = y = 0 (pow at 0, as PyTorch); ∂/∂y = x^y·log(x), 0 at
-        # x = 0 (xlogy), undefined for x < 0. Only 0^0 is masked: a mask on y = 0 alone
+        # x = 0 (as PyTorch: also at y = 0, where x^y is 1), undefined for x < 0. Only 0^0 is masked: a mask on y = 0 alone
         # would make the derivative of this rule in y wrong there (∂²(x^y)/∂y∂x = 1/x at y = 0).
         (
             lambda e, x, y, o: e.where(
@@ -489,7 +489,7 @@ _TABLE = (
                 e.where(e.eq(x, 0.0), 0.0, e.mul(y, e.pow(x, e.sub(y, 1.0)))),
                 e.mul(y, e.pow(x, e.sub(y, 1.0))),
             ),
-            lambda e, x, y, o: e.xlogy(o, x),
+            lambda e, x, y, o: e.where(e.eq(x, 0.0), 0.0, e.xlogy(o, x)),
         ),
         "x ^ y",
         py="math.pow({0}, {1})",
