@@ -149,17 +149,57 @@ def _own_folder(target: str, parts: int) -> None:
     write_list(manifest, [f"part.{k}.parquet" for k in range(parts)])
 
 
+#: Seconds to wait for a Dask scheduler to answer (``--scheduler``) before giving up.
+CONNECT_SECONDS = 10
+
+
 def _client(scheduler: str | None):
+    """A client of the scheduler at ``scheduler`` (None: none, Dask's threads here): an
+    address that is not one, a scheduler that cannot be reached or that does not answer as a
+    Dask scheduler within :data:`CONNECT_SECONDS` is a usage error (exit 2), never a hang."""
     if scheduler is None:
         return None
     try:
         from distributed import Client
+        from distributed.comm.addressing import parse_address, parse_host_port
     except ImportError:
         raise UsageError("--scheduler needs dask.distributed", hints=[EXTRA]) from None
     try:
-        return Client(scheduler, timeout="5s")
-    except (OSError, TimeoutError) as e:
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+        scheme, location = parse_address(scheduler)
+        if scheme in ("tcp", "tls"):
+            _, port = parse_host_port(location)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is out of range")
+        elif scheme not in ("inproc", "ws", "wss", "ucx"):
+            raise ValueError(f"unknown scheme {scheme!r}")
+    except (ValueError, TypeError) as e:
+        raise UsageError(
+            f"--scheduler {scheduler!r} is not a Dask scheduler's address: {e}",
+            hints=["an address looks like tcp://HOST:8786"],
+        ) from None
+    import threading
+
+    got: dict = {}
+
+    def connect() -> None:
+        try:
+            got["client"] = Client(scheduler, timeout=f"{CONNECT_SECONDS}s")
+        except BaseException as e:  # reported below, in words
+            got["error"] = e
+
+    thread = threading.Thread(target=connect, daemon=True)  # a silent peer must not hang us
+    thread.start()
+    thread.join(CONNECT_SECONDS + 1)
+    error = got.get("error")
+    if thread.is_alive():
+        why = f"nothing answered in {CONNECT_SECONDS} s"
+    elif isinstance(error, (OSError, TimeoutError)):
+        why = str(error)
+    elif error is not None:
+        why = f"what answered is not a Dask scheduler ({type(error).__name__}: {error})"
+    else:
+        return got["client"]
+    raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}")
 
 
 def _workers(client) -> int:
