@@ -339,3 +339,11 @@ def test_a_tensor_module_takes_rows_of_tensors():
     assert module["forward"](W=[[1, 2], [3, 4]], x=xs, b=0.5)["y"].shape == (3,)
     with pytest.raises(ValueError, match="batch axis"):
         module["grad"](W=np.ones((2, 2, 2)), x=xs, b=0.5)  # 2 rows of W, 3 of x
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_run_through_exec_without_a_file_still_raises_its_domain_error(target):
+    namespace: dict = {}
+    exec(compile_module(parse("y = sqrt(x) * 2"), target), namespace)  # no __file__
+    with pytest.raises(namespace["DomainError"]):
+        namespace["forward"](x=-1.0)

@@ -566,7 +566,7 @@ class _Emitter:
             "    tb = error.__traceback__",
             "    where = ''",
             "    while tb is not None:",
-            "        if tb.tb_frame.f_code.co_filename == __file__ or tb.tb_next is None:",
+            "        if tb.tb_frame.f_globals is globals() or tb.tb_next is None:",
             "            where = _WHERE.get(tb.tb_lineno, where)",
             "        tb = tb.tb_next",
             "    return DomainError(f'{where}: {error}' if where else str(error))",
