@@ -70,6 +70,7 @@ class Group(click.Group):
             code = super().main(
                 args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
             )
+            sys.stdout.flush()  # a full disk shows here, not at exit with a Python complaint
         except NO_ARGS_IS_HELP as e:  # `cgraph` alone: the help, on stderr as click does
             click.echo(e.ctx.get_help(), err=True, color=output.color_for(sys.stderr))
             code = e.exit_code
@@ -84,6 +85,10 @@ class Group(click.Group):
         except (click.exceptions.Abort, KeyboardInterrupt):
             print_error("interrupted")
             code = 130
+        except OSError as e:  # standard output on a full disk, a closed or failing device
+            print_error(_os_message(e))
+            _detach_stdout()
+            code = 2
         if not isinstance(code, int):
             code = 0
         if standalone_mode:
@@ -109,8 +114,10 @@ class Group(click.Group):
             ctx.exit(130)
         except BrokenPipeError:
             # `cgraph ... | head`: the reader left; say nothing and do not let Python complain.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _detach_stdout()
             ctx.exit(141)
+        except OSError:  # standard output on a full disk: main() says so, also for --help
+            raise
         except RecursionError:  # pragma: no cover - no code path recurses on graph depth
             print_error("error: internal error: recursion limit reached; please report this")
             ctx.exit(70)
@@ -122,6 +129,29 @@ class Group(click.Group):
                 "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
             )
             ctx.exit(70)
+
+
+def _os_message(error: OSError) -> str:
+    """The message for an ``OSError`` no command turned into a :class:`CgraphError`: one on a
+    named file names it; one without a name comes from writing to standard output.
+
+    >>> import errno
+    >>> _os_message(OSError(errno.ENOSPC, "No space left on device"))
+    'error: cannot write to standard output: No space left on device'
+    """
+    reason = error.strerror or str(error)
+    if error.filename is not None:
+        return f"error: {visible(os.fsdecode(error.filename))}: {reason}"
+    return f"error: cannot write to standard output: {reason}"
+
+
+def _detach_stdout() -> None:
+    """Standard output to the null device: what is still buffered for the device that failed
+    (or the reader that left) is dropped rather than complained about at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
