@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import io
+import os
 import subprocess
 import sys
 
@@ -72,3 +73,38 @@ def test_full_disk_for_real():
             text=True,
         )
     assert (done.returncode, done.stderr) == (2, FULL)
+
+
+NOT_UTF8 = os.fsdecode(b"\xff.cg")  # what Python gives for a file name with the byte 0xff
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compile", NOT_UTF8],
+        ["compile", NOT_UTF8, "-o", os.fsdecode(b"\xfe.py")],
+        ["worksheet", NOT_UTF8, "x=1"],
+        ["worksheet", NOT_UTF8, "x=1", "-o", os.fsdecode(b"\xfe.html")],
+        ["render", NOT_UTF8, "x=1", "--format", "html"],
+        ["explain", NOT_UTF8, "x=1", "--format", "json"],
+    ],
+)
+def test_a_file_name_that_is_not_utf8(cli, tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    with open(os.fsencode(tmp_path) + b"/\xff.cg", "w") as f:
+        f.write("g = x * 2\n")
+    result = cli(*args)
+    assert result.exit_code == 0, result.stderr
+    written = [p for p in os.listdir(tmp_path) if p != NOT_UTF8]
+    text = result.stdout + "".join(open(p, encoding="utf-8").read() for p in written)
+    assert "\\xff.cg" in text or args[0] in ("render", "explain")
+    assert "\udcff" not in result.stderr
+
+
+def test_an_error_names_the_file_with_its_byte(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with open(b"\xff.cg", "w") as f:
+        f.write("g = x *\n")
+    result = cli("eval", NOT_UTF8, "x=1")
+    assert result.exit_code == 3
+    assert result.stderr.startswith("\\xff.cg:1:8: error:")

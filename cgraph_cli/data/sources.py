@@ -17,7 +17,7 @@ import re
 import stat
 from typing import BinaryIO
 
-from ..core.errors import ParseError, Source, Span, UsageError, line_col
+from ..core.errors import ParseError, Source, Span, UsageError, line_col, visible
 from .arrayfiles import (
     ARRAY_LIMIT,
     MAX_AXES,
@@ -133,9 +133,10 @@ def read_file(path: str, what: str | None = None) -> Source:
     ``.json`` or ``.toml``: then bytes that are not UTF-8 are a usage error, not a program's."""
     what = what or _DATA_SUFFIXES.get(os.path.splitext(path)[1].lower(), "a program file")
     data = read_limited(path, TEXT_LIMIT, what)
+    shown = visible(path)  # a name that is not UTF-8 shown (and written into outputs) as \xff
     if what == "a program file":
-        return Source(decode(data, path), path)
-    return Source(decode_data(data, path), path)
+        return Source(decode(data, path), shown)
+    return Source(decode_data(data, path), shown)
 
 
 def read_program(
