@@ -108,3 +108,45 @@ def test_an_error_names_the_file_with_its_byte(cli, tmp_path, monkeypatch):
     result = cli("eval", NOT_UTF8, "x=1")
     assert result.exit_code == 3
     assert result.stderr.startswith("\\xff.cg:1:8: error:")
+
+
+LOOP = "h = 0\nfor t in range({bound}):\n    h = h + x\ng = h\n"
+
+
+@pytest.mark.parametrize(
+    ("bound", "binds"), [("1000000000000", []), ("n", ["n=1e12"]), ("len(xs)", [])]
+)
+def test_a_loop_of_too_many_steps_is_refused_before_it_runs(cli, bound, binds, monkeypatch):
+    import cgraph_cli.run.control as control
+
+    if bound == "len(xs)":  # a sequence of 11 elements, over a limit of 10 for the test
+        monkeypatch.setattr(control, "MAX_LOOP_STEPS", 10)
+        binds = ["xs=[" + ",".join(["1"] * 11) + "]"]
+    result = cli("eval", "-e", LOOP.format(bound=bound), "x=1", *binds)
+    assert result.exit_code == 4, result.stderr
+    first, line, caret = result.stderr.splitlines()[:3]
+    assert first.startswith("<expr>:2:1: error: the loop `for t in range(")
+    assert "steps: more than the" in first
+    assert line == f"   2 | for t in range({bound}):"
+    assert caret.startswith("     | ^~~~")
+
+
+def test_nested_loops_count_every_step(cli, monkeypatch):
+    import cgraph_cli.run.control as control
+
+    monkeypatch.setattr(control, "MAX_LOOP_STEPS", 100)
+    program = "h = 0\nfor t in range({n}):\n    for s in range(10):\n        h = h + x\ng = h\n"
+    assert cli("eval", "-e", program.format(n=9), "x=1").exit_code == 0  # 9 + 9 * 10 steps
+    result = cli("eval", "-e", program.format(n=10), "x=1")  # 10 + 9 * 10, then 10 more
+    assert result.exit_code == 4
+    assert "after 100 steps already run" in result.stderr
+
+
+def test_a_loop_whose_graph_grows_too_large_is_refused(cli, monkeypatch):
+    import cgraph_cli.run.control as control
+
+    monkeypatch.setattr(control, "MAX_RUN_NODES", 50)
+    result = cli("eval", "-e", LOOP.format(bound=100), "x=1")
+    assert result.exit_code == 4
+    assert "unrolls into more than 50 operations" in result.stderr
+    assert cli("eval", "-e", LOOP.format(bound=10), "x=1").exit_code == 0

@@ -523,7 +523,7 @@ class Reader:
             self.b.graph.labels[var] = name
             return 1
         header = " ".join(self.text[start:end].rstrip(":").split())
-        n = self.tracer.trip_count(self.b.graph, bound, read, self.text, header)
+        n = self.tracer.trip_count(self.b.graph, bound, read, self.text, header, (start, end))
         self.loops.append([name, 0, (start, end)])
         return n
 
@@ -531,6 +531,8 @@ class Reader:
         loop = self.loops[-1]
         loop[1] = step
         if self.tracer is not None:
+            header = " ".join(self.text[loop[2][0] : loop[2][1]].rstrip(":").split())
+            self.tracer.check_size(self.b.graph, loop[2], header)
             self.steps[loop[0]] = step
             self.scope.pop(loop[0], None)  # read again as this step's number
             self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)

@@ -34,6 +34,13 @@ from ..core.ops import CONST, INPUT
 from ..data.bindings import input_values
 
 
+#: The most steps the loops of one run may take in all, and the most operations the graph
+#: that runs may have: each step is unrolled into the graph, so a loop of 10**12 steps is
+#: refused at its header, before it runs, rather than filling the memory.
+MAX_LOOP_STEPS = 1_000_000
+MAX_RUN_NODES = 2_000_000
+
+
 class Tracer:
     """The run-mode parser's view of the values: it evaluates, on demand, just what a
     condition or a loop bound needs (never a branch not taken), and records the guards."""
@@ -45,6 +52,7 @@ class Tracer:
         self.guards: list[Guard] = []
         self.steps: dict[str, list[int]] = {}
         self.notes: list[str] = []  # what ran, for explain: branches and loops, in order
+        self.total_steps = 0  # of every loop so far, an inner loop's once per outer step
 
     def value(self, graph: Graph, node: int):
         """Node ``node``'s value, computing those of its ancestors not yet known, in order."""
@@ -107,11 +115,24 @@ class Tracer:
         self.notes.append(self.guards[-1].sentence())
         return holds
 
-    def trip_count(self, graph: Graph, bound, node: int | None, text: str, header: str) -> int:
+    def trip_count(
+        self, graph: Graph, bound, node: int | None, text: str, header: str, span=(0, 0)
+    ) -> int:
         """A loop's number of steps, from its bound: a number, or ``len``/``shape`` of the
-        value of node ``node``, or that value itself. ``header``: the loop's header, for
-        explanations."""
+        value of node ``node``, or that value itself. ``header``: the loop's header, at
+        ``span``, for explanations and for the refusal of more than :data:`MAX_LOOP_STEPS`."""
         n = self._trip_count(graph, bound, node, text)
+        self.total_steps += n
+        if self.total_steps > MAX_LOOP_STEPS:
+            so_far = self.total_steps - n
+            was = f" after {so_far:,} steps already run" if so_far else ""
+            raise EvalError(
+                f"the loop `{header}` would run {n:,} steps{was}: more than the "
+                f"{MAX_LOOP_STEPS:,} cgraph runs",
+                Span(*span),
+                graph.source,
+                hints=["every step is unrolled into the graph that runs: use fewer steps"],
+            )
         data = f" ({self.guards[-1]})" if not isinstance(bound, int) else ""
         self.notes.append(f"`{header}` ran {n} step{'s' * (n != 1)}{data}")
         return n
@@ -149,6 +170,19 @@ class Tracer:
         n = int(shape[axis])
         self.guards.append(Guard(written, n, bstart, bend, "loop", ""))
         return n
+
+    def check_size(self, graph: Graph, span: tuple[int, int], header: str) -> None:
+        """Refuse a run whose graph has grown past :data:`MAX_RUN_NODES` operations, at the
+        loop (its header at ``span``) about to take another step."""
+        if len(graph.ops) <= MAX_RUN_NODES:
+            return
+        raise EvalError(
+            f"the loop `{header}` unrolls into more than {MAX_RUN_NODES:,} operations, the "
+            "most cgraph runs",
+            Span(*span),
+            graph.source,
+            hints=["every step is unrolled into the graph that runs: use fewer steps"],
+        )
 
     def check_index(self, graph: Graph, node: int, axis: int, tok, step: int) -> None:
         """Refuse the loop variable ``tok`` (at ``step``) as an index past the end of axis
