@@ -33,7 +33,6 @@ from ..core.ir_control import Guard, Run, Static
 from ..core.ops import CONST, INPUT
 from ..data.bindings import input_values
 
-
 #: The most steps the loops of one run may take in all, and the most operations the graph
 #: that runs may have: each step is unrolled into the graph, so a loop of 10**12 steps is
 #: refused at its header, before it runs, rather than filling the memory.
