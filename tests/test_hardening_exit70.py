@@ -150,3 +150,24 @@ def test_a_loop_whose_graph_grows_too_large_is_refused(cli, monkeypatch):
     assert result.exit_code == 4
     assert "unrolls into more than 50 operations" in result.stderr
     assert cli("eval", "-e", LOOP.format(bound=10), "x=1").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "program", "size"),
+    [
+        ("jacobian", "y = x * 2", "20,000 x 20,000 = 400,000,000 elements (3.2 GB)"),
+        ("hessian", "y = sum(x * x)", "20,000 x 20,000 = 400,000,000 elements (3.2 GB)"),
+        ("jacobian", "y = sum(x) * x", "20,000 x 20,000 = 400,000,000 elements (3.2 GB)"),
+    ],
+)
+def test_a_jacobian_or_hessian_too_large_is_refused_before_allocating(
+    cli, tmp_path, command, program, size
+):
+    import numpy as np
+
+    np.save(tmp_path / "x.npy", np.ones(20_000))
+    result = cli(command, "-e", program, f"x=@{tmp_path / 'x.npy'}")
+    assert result.exit_code == 4, result.stderr
+    what = command.capitalize()
+    assert result.stderr.startswith(f"cgraph: error: the {what} would have {size}: more than")
+    assert "--wrt" in result.stderr

@@ -38,6 +38,34 @@ def _require_number(graph: Graph, values: list, out: int) -> None:
         )
 
 
+def _check_size(what: str, rows: int, cols: int) -> None:
+    """Refuse a ``rows`` x ``cols`` matrix over the 2**28 elements any one value may have,
+    before anything is computed or allocated.
+
+    >>> try:
+    ...     _check_size("Jacobian", 100_000, 100_000)
+    ... except Exception as e:
+    ...     print(e.message)
+    the Jacobian would have 100,000 x 100,000 = 10,000,000,000 elements (80 GB): more than
+    the 268,435,456 (2.1 GB) a value may have
+    """
+    from ..core.arrays import MAX_ELEMENTS, size_text
+    from ..core.errors import EvalError
+
+    if rows * cols <= MAX_ELEMENTS:
+        return
+    raise EvalError(
+        f"the {what} would have {rows:,} x {cols:,} = {rows * cols:,} elements "
+        f"({size_text(rows * cols)}): more than the {MAX_ELEMENTS:,} "
+        f"({size_text(MAX_ELEMENTS)}) a value may have",
+        hints=[
+            "ask for fewer inputs (--wrt)"
+            + (" or a smaller output (--of)" if what == "Jacobian" else "")
+            + ("; or one product with a direction, --vector" if what == "Hessian" else "")
+        ],
+    )
+
+
 # --- numbers -------------------------------------------------------------------------------------
 def _flat(value) -> list[float]:
     return [value] if value.__class__ is float else [float(v) for v in value.ravel()]
@@ -105,6 +133,8 @@ def hessian(
         report["vector"] = dict(vector)
         report["hvp"] = {w: t[h] for w, h in zip(wrt, holders)}
         return report
+    n = sum(math.prod(shapes[w]) for w in wrt)
+    _check_size("Hessian", n, n)
     columns = []
     for w in wrt:
         size = math.prod(shapes[w])
@@ -146,6 +176,7 @@ def jacobian(
     out_shape = tuple(getattr(y, "shape", ()))
     shapes = {w: tuple(getattr(values[graph.inputs[w]], "shape", ())) for w in wrt}
     rows, cols = math.prod(out_shape), sum(math.prod(s) for s in shapes.values())
+    _check_size("Jacobian", rows, cols)
     if mode == "auto":
         mode = "reverse" if rows <= cols else "forward"
     blocks = {w: np.zeros(out_shape + shapes[w]) for w in wrt}
