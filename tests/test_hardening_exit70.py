@@ -171,3 +171,25 @@ def test_a_jacobian_or_hessian_too_large_is_refused_before_allocating(
     what = command.capitalize()
     assert result.stderr.startswith(f"cgraph: error: the {what} would have {size}: more than")
     assert "--wrt" in result.stderr
+
+
+def test_parquet_integers_past_2_53_are_read_as_float64_like_csv(cli, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    big = [1, 2**53 + 1, 2**63 - 1]
+    pq.write_table(pa.table({"x": pa.array(big, pa.int64())}), tmp_path / "x.parquet")
+    (tmp_path / "x.csv").write_text("x\n" + "\n".join(map(str, big)) + "\n")
+    parquet = cli("eval", "-e", "g = x", "--rows", str(tmp_path / "x.parquet"))
+    csv = cli("eval", "-e", "g = x", "--rows", str(tmp_path / "x.csv"))
+    assert parquet.exit_code == csv.exit_code == 0, parquet.stderr
+    assert parquet.stdout == csv.stdout
+    assert "9.007199254740992e+15" in parquet.stdout
+
+
+def test_a_json_lines_cell_nested_too_deeply(cli, tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "x.jsonl").write_text('{"x": 1}\n{"x": ' + deep + "}\n")
+    result = cli("eval", "-e", "g = x", "--rows", str(tmp_path / "x.jsonl"))
+    assert result.exit_code == 2
+    assert "x.jsonl:2: a cell nests arrays or objects too deeply" in result.stderr

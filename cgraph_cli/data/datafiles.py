@@ -184,7 +184,8 @@ def _numeric(cells):
 
         t = cells.type
         if pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
-            return cells.cast(pa.float64()).to_numpy(zero_copy_only=False)
+            # read as float64 as CSV and JSON cells are: 2**53 + 1 becomes 2**53, not an error
+            return cells.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         if pa.types.is_string(t) or pa.types.is_large_string(t):  # CSV cells, as text
             try:  # every cell a number (or empty): one cast; else cell by cell
                 return cells.cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -370,6 +371,11 @@ def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
                 record = json.loads(line, parse_int=float)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise UsageError(f"{path}:{number}: not a line of JSON: {e}") from None
+            except RecursionError:  # json recurses on nesting: [[[[...]]]] 100,000 deep
+                raise UsageError(
+                    f"{path}:{number}: a cell nests arrays or objects too deeply",
+                    hints=["a cell is a number or an array of at most 64 axes"],
+                ) from None
             if not isinstance(record, dict):
                 raise UsageError(
                     f'{path}:{number}: a line of JSON Lines is an object, {{"x": 1}}',
