@@ -193,3 +193,16 @@ def test_a_json_lines_cell_nested_too_deeply(cli, tmp_path):
     result = cli("eval", "-e", "g = x", "--rows", str(tmp_path / "x.jsonl"))
     assert result.exit_code == 2
     assert "x.jsonl:2: a cell nests arrays or objects too deeply" in result.stderr
+
+
+def test_a_csv_header_with_a_line_break_in_a_quoted_name(cli, tmp_path):
+    pytest.importorskip("pyarrow")
+    (tmp_path / "x.csv").write_text('"x\ny",z\n1,2\n"3\n",4\n')
+    result = cli("eval", "-e", "g = z", "--rows", str(tmp_path / "x.csv"))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == '"g","error"\n2,\n4,\n'
+    assert "x\\ny" in result.stderr  # the column ignored, its name escaped
+    (tmp_path / "y.csv").write_text('"x,z\n1,2\n')
+    result = cli("eval", "-e", "g = z", "--rows", str(tmp_path / "y.csv"))
+    assert result.exit_code == 2
+    assert "y.csv: the header's quote is never closed" in result.stderr

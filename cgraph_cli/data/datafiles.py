@@ -317,7 +317,7 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     delimiter = "\t" if fmt == "tsv" else ","
     stream = sys.stdin.buffer if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
-        header = stream.readline()
+        header = _header(stream, path)
         names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
         if not names:
             return
@@ -329,11 +329,45 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
             strings_can_be_null=True,
         )
         parse = pc.ParseOptions(delimiter=delimiter)
+        # the names given, the header not parsed again: a quoted name may hold a line break
+        read = pc.ReadOptions(column_names=names)
+        first = stream.read(1 << 16)
+        if not first:  # a header and no row (pyarrow calls that an empty file)
+            return
         reader = pc.open_csv(
-            _Prepended(header, stream), parse_options=parse, convert_options=convert
+            _Prepended(first, stream),
+            read_options=read,
+            parse_options=parse,
+            convert_options=convert,
         )
-        for batch in reader:
-            yield _columns(batch)
+        try:
+            for batch in reader:
+                yield _columns(batch)
+        finally:
+            reader.close()  # its reading thread stopped: none is left to abort at exit
+
+
+#: The most bytes of a CSV header: the column names.
+HEADER_LIMIT = 1 << 20
+
+
+def _header(stream, path: str) -> bytes:
+    """The header of a CSV file: its first record, which a quoted name with a line break in
+    it (``"x\ny",z``) makes more than one line.
+
+    >>> import io
+    >>> _header(io.BytesIO(b'"x\\ny",z\\n1,2\\n'), "f.csv")
+    b'"x\\ny",z\\n'
+    """
+    header = stream.readline(HEADER_LIMIT + 1)
+    while header.count(b'"') % 2 and len(header) <= HEADER_LIMIT:
+        more = stream.readline(HEADER_LIMIT + 1)
+        if not more:
+            raise UsageError(f"{path}: the header's quote is never closed")
+        header += more
+    if len(header) > HEADER_LIMIT:
+        raise UsageError(f"{path}: the header is longer than {HEADER_LIMIT:,} bytes")
+    return header
 
 
 class _Prepended:
