@@ -206,3 +206,16 @@ def test_a_csv_header_with_a_line_break_in_a_quoted_name(cli, tmp_path):
     result = cli("eval", "-e", "g = z", "--rows", str(tmp_path / "y.csv"))
     assert result.exit_code == 2
     assert "y.csv: the header's quote is never closed" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["eval", "grad", "compile", "show", "jacobian"])
+@pytest.mark.parametrize(
+    "call",
+    ["place(x, [-1], 0)", "place(x, [2, -1], 0)", "broadcast_to(x, [-1])", "sum_to(x, [-3])"],
+)
+def test_a_negative_size_in_a_shape_written_in_a_call(cli, command, call):
+    result = cli(command, "-e", f"y = sum({call})", "x=2")
+    assert result.exit_code == 4, result.stderr
+    op = call.split("(")[0]
+    assert f"is not a shape for {op}: its sizes are whole numbers, at least 0" in result.stderr
+    assert result.stderr.startswith("<expr>:1:9: error:")
