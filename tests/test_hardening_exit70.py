@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -219,3 +220,17 @@ def test_a_negative_size_in_a_shape_written_in_a_call(cli, command, call):
     op = call.split("(")[0]
     assert f"is not a shape for {op}: its sizes are whole numbers, at least 0" in result.stderr
     assert result.stderr.startswith("<expr>:1:9: error:")
+
+
+def test_a_python_warning_reaches_stderr_without_a_path(cli, monkeypatch):
+    import numpy as np
+
+    def warns(*args, **kwargs):
+        np.exp(np.array([1000.0]))  # NumPy's RuntimeWarning, raised in site-packages
+
+    monkeypatch.setattr(main.commands["samples"], "callback", warns)
+    with warnings.catch_warnings():  # as outside pytest, which makes warnings errors
+        warnings.simplefilter("default")
+        result = cli("samples")
+    assert result.exit_code == 0
+    assert result.stderr == "cgraph: warning: overflow encountered in exp\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import warnings
 from collections.abc import MutableMapping
 
 import click
@@ -66,6 +67,15 @@ class Group(click.Group):
         output.settings.color = _color_in(args) or "auto"
         if any(k.endswith("_COMPLETE") for k in os.environ):  # a shell asks for completions
             from . import completion  # noqa: F401  (cgraph's completers replace click's)
+        with warnings.catch_warnings():  # restores Python's way of showing them, for a library
+            warnings.showwarning = _show_warning
+            code = self._main(args, prog_name, complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def _main(self, args, prog_name, complete_var, **extra) -> int:
+        """The command's exit code, every error it raised turned into its message."""
         try:
             code = super().main(
                 args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
@@ -89,11 +99,7 @@ class Group(click.Group):
             print_error(_os_message(e))
             _detach_stdout()
             code = 2
-        if not isinstance(code, int):
-            code = 0
-        if standalone_mode:
-            sys.exit(code)
-        return code
+        return code if isinstance(code, int) else 0
 
     def _path(self, prog_name: str, args: list[str]) -> str:
         """``cgraph eval`` for ``eval x --of``: the group takes no option with a value, so its
@@ -129,6 +135,12 @@ class Group(click.Group):
                 "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
             )
             ctx.exit(70)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A Python warning (NumPy's ``overflow encountered``) as one line on stderr, without
+    the path of the library file that raised it."""
+    print_error(f"warning: {message}")
 
 
 def _os_message(error: OSError) -> str:
