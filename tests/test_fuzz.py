@@ -110,9 +110,10 @@ NAMES = {"--of", "--wrt", "--keep", "--focus", "--expect-column", "--blank"}
 PAIRS = {"--bind", "--expect", "--expect-grad", "--expect-hessian", "--tangent", "--vector"}
 # Per file option: the files it reads when all is well; any other file of the pool otherwise.
 GOOD_FILES = {
-    "args": ["prog.cg", "vec.cg", "sample:seed", "sample:linear", "-", "\udcff\udcfe.cg"],
+    "args": ["prog.cg", "vec.cg", "loop.cg", "tensor.cg", "sample:seed", "sample:linear", "-"]
+    + ["sample:mlp", "sample:rnn", "\udcff\udcfe.cg"],
     "--bindings": ["b.json", "arrays.npz"],
-    "--rows": ["rows.csv", "rows.jsonl", "arrays.npz"],
+    "--rows": ["rows.csv", "rows.jsonl", "arrays.npz", "huge.csv"],
     "--val-rows": ["rows.csv"],
     "--spec": ["spec.toml"],
     "--file": ["prog.cg"],
@@ -120,7 +121,7 @@ GOOD_FILES = {
 GOOD_NUMBERS = ["1", "2", "0.5", "3", "1e-3", "0"]
 BAD_NUMBERS = ["-1", "1e-320", "1e308", "1e400", "nan", "inf", "-inf", "9" * 40, "1_0", "0x1f"]
 BAD_NUMBERS += ["١٢", "１", "−1", "", " ", "x", "1,2", "[1, 2]", "None"]
-GOOD_VALUES = ["1", "2", "-0.5", "[1, 2]", "[[1, 2], [3, 4]]", "@x.npy"]
+GOOD_VALUES = ["1", "2", "-0.5", "[1, 2]", "[[1, 2], [3, 4]]", "@x.npy", "1e300", "[0, 0]"]
 CARELESS = st.shared(st.booleans(), key="careless")  # one draw per command line
 CARELESS = st.shared(st.booleans(), key="careless")  # one draw per command line
 COUNTS_GOOD, COUNTS_BAD = ["1", "2", "3"], ["0", "-2", "1.5", "nan", "1e400", "x", "", "١"]
@@ -142,6 +143,9 @@ def pool(tmp_path_factory):
     files = {
         "prog.cg": b"input y = 2\np = x * y\ng = sin(p) + log(x)\n",
         "vec.cg": b"g = sum(W @ x + b)\n",
+        "loop.cg": b"h = 0\nfor t in range(len(x)):\n    h = h * y + x[t]\ng = h if h > 0 else -h\n",
+        "tensor.cg": b"input b = [0, 1]\nz = softmax(x * y) + b\ng = logsumexp(z) + sum(exp(x) / y)\n",
+        "huge.csv": b'x,y\n1e308,1e308\n-1e308,0\n0,0\n1e-320,-1\n"[1, 2]",2\n',
         "empty.cg": b"",
         "garbage.bin": bytes(range(256)) * 4,
         os.fsdecode(b"\xff\xfe.cg"): b"g = x * 2\n",
@@ -188,7 +192,8 @@ def _value(draw, param, root, names) -> str:
     if option in OUTPUTS:
         ext = draw(st.sampled_from(["json", "csv", "txt", "npz", "svg", "md", "xml", "cg", ""]))
         where = draw(st.sampled_from(["out", "out", "missing", "folder"]))
-        return draw(st.sampled_from([f"{root}/{where}/f.{ext}", "-", "/dev/null", str(root)]))
+        # never a device: as root, a writer that renames over its target would replace it
+        return draw(st.sampled_from([f"{root}/{where}/f.{ext}", "-", str(root)]))
     if option in COUNTS:
         return _pick(draw, COUNTS_GOOD, COUNTS_BAD)
     if option in NAMES:
