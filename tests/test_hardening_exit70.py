@@ -234,3 +234,26 @@ def test_a_python_warning_reaches_stderr_without_a_path(cli, monkeypatch):
         result = cli("samples")
     assert result.exit_code == 0
     assert result.stderr == "cgraph: warning: overflow encountered in exp\n"
+
+
+@pytest.mark.parametrize(
+    ("redirect", "args", "message"),
+    [
+        ("<&-", ["eval", "-", "x=1"], "cgraph: error: standard input is closed\n"),
+        (
+            "<&-",
+            ["eval", "-e", "g = x", "--rows", "-"],
+            "cgraph: error: standard input is closed\n",
+        ),
+        (
+            ">&-",
+            ["eval", "-e", "g = x", "x=1"],
+            "cgraph: error: cannot write to standard output: it is closed\n",
+        ),
+    ],
+)
+def test_a_closed_standard_stream(redirect, args, message):
+    line = " ".join(f"'{a}'" for a in [sys.executable, "-m", "cgraph_cli", *args])
+    done = subprocess.run(["sh", "-c", f"exec {line} {redirect}"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.startswith(message), done.stderr

@@ -4,7 +4,9 @@ errors included."""
 
 from __future__ import annotations
 
+import errno
 import gc
+import io
 import os
 import sys
 import warnings
@@ -197,8 +199,26 @@ def _tolerant_streams() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+class _ClosedOutput(io.RawIOBase):
+    """Standard output when the shell closed it (``cgraph eval ... >&-``): the first write is
+    the error any failing standard output is; later ones (at exit) are dropped."""
+
+    told = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        if not self.told:
+            self.told = True
+            raise OSError(errno.EBADF, "it is closed")
+        return len(data)
+
+
 def run() -> None:
     """Console-script entry point."""
+    if sys.stdout is None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedOutput()), encoding="utf-8")
     _tolerant_streams()
     main(prog_name="cgraph")
 

@@ -17,7 +17,6 @@ import glob
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import BinaryIO
@@ -25,6 +24,7 @@ from typing import BinaryIO
 from ..core.arrays import np
 from ..core.errors import UsageError
 from .outputs import remember
+from .sources import standard_input
 
 #: Formats by file extension; anything else needs --rows-format.
 EXTENSIONS = {
@@ -315,7 +315,7 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     import pyarrow.csv as pc
 
     delimiter = "\t" if fmt == "tsv" else ","
-    stream = sys.stdin.buffer if path == "-" else _open(path)
+    stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = _header(stream, path)
         names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
@@ -394,7 +394,7 @@ class _Prepended:
 def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
     """A JSON Lines file's rows: one object per line (blank lines skipped), a key per column;
     a key missing from a line is an empty cell."""
-    stream = sys.stdin.buffer if path == "-" else _open(path)
+    stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         records: list[dict] = []
         seen = False

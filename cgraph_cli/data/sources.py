@@ -50,9 +50,7 @@ def read_limited(path: str, limit: int, what: str = "a file") -> bytes:
     cgraph_cli.core.errors.UsageError: error: ...sources.py is larger than 100 bytes (the limit for a program file)
     """
     if path == "-":
-        import sys
-
-        return read_stream(sys.stdin.buffer, limit, "standard input", what)
+        return read_stream(standard_input(), limit, "standard input", what)
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, after fstat
     except FileNotFoundError:
@@ -174,11 +172,18 @@ def read_program(
     return Source(source, "<expr>")
 
 
+def standard_input() -> BinaryIO:
+    """Standard input's bytes; a usage error when there is none (``cgraph eval - <&-``)."""
+    import sys
+
+    if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
+        raise UsageError("standard input is closed", hints=["give a file, or pipe into cgraph"])
+    return sys.stdin.buffer
+
+
 def read_stdin(stdin: BinaryIO | None) -> Source:
     if stdin is None:
-        import sys
-
-        stdin = sys.stdin.buffer
+        stdin = standard_input()
     data = read_stream(stdin, TEXT_LIMIT, "standard input", "a program")
     return Source(decode(data, "<stdin>"), "<stdin>")
 
