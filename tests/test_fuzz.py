@@ -16,7 +16,11 @@ from test_scanner import token_text
 
 from cgraph_cli.cli import main
 
-FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", 250)),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 COMMANDS = sorted(main.commands)
 # Arguments that make each command do its work without writing files.
 EXTRA = {"render": ["--format", "dot", "-o", "-"], "check": ["--expect", "y=1"]}
@@ -81,6 +85,7 @@ def _ok(result) -> None:
     assert result.exit_code in DOCUMENTED, (result.exit_code, result.stderr[-800:])
     assert "Traceback" not in result.stderr + result.stdout
     assert not HIDDEN.search(result.stderr), repr(result.stderr)
+    assert "warning:" not in result.stderr, result.stderr  # NumPy's, say: errstate missing
 
 
 @FUZZ
