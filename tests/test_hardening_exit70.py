@@ -171,6 +171,7 @@ def test_a_jacobian_or_hessian_too_large_is_refused_before_allocating(
     assert result.exit_code == 4, result.stderr
     what = command.capitalize()
     assert result.stderr.startswith(f"cgraph: error: the {what} would have {size}: more than")
+    assert "more than the 16,777,216 cgraph computes" in result.stderr
     assert "--wrt" in result.stderr
 
 
@@ -257,3 +258,14 @@ def test_a_closed_standard_stream(redirect, args, message):
     done = subprocess.run(["sh", "-c", f"exec {line} {redirect}"], capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.startswith(message), done.stderr
+
+
+def test_the_largest_jacobian_allowed_is_computed(cli, monkeypatch):
+    import cgraph_cli.run.higher as higher
+
+    monkeypatch.setattr(higher, "MAX_MATRIX", 6)
+    assert cli("jacobian", "-e", "y = x * 2", "x=[1, 2]").exit_code == 0  # 2 x 2
+    assert cli("hessian", "-e", "y = sum(x * x)", "x=[1, 2]").exit_code == 0
+    result = cli("hessian", "-e", "y = sum(x * x)", "x=[1, 2, 3]")  # 3 x 3
+    assert result.exit_code == 4
+    assert "3 x 3 = 9 elements (72 bytes): more than the 6 cgraph computes" in result.stderr

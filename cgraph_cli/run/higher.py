@@ -38,26 +38,31 @@ def _require_number(graph: Graph, values: list, out: int) -> None:
         )
 
 
+#: The most elements of a Jacobian or a Hessian: 2**24 (4,096 x 4,096). Less than the 2**28 of
+#: a value: the matrix is reported as numbers (a Hessian as lists, JSON as text), about 100
+#: bytes an element, so 2**24 is some 1.7 GB at the peak.
+MAX_MATRIX = 2**24
+
+
 def _check_size(what: str, rows: int, cols: int) -> None:
-    """Refuse a ``rows`` x ``cols`` matrix over the 2**28 elements any one value may have,
-    before anything is computed or allocated.
+    """Refuse a ``rows`` x ``cols`` matrix over :data:`MAX_MATRIX` elements, before anything is
+    computed or allocated.
 
     >>> try:
     ...     _check_size("Jacobian", 100_000, 100_000)
     ... except Exception as e:
     ...     print(e.message)
     the Jacobian would have 100,000 x 100,000 = 10,000,000,000 elements (80 GB): more than
-    the 268,435,456 (2.1 GB) a value may have
+    the 16,777,216 cgraph computes
     """
-    from ..core.arrays import MAX_ELEMENTS, size_text
+    from ..core.arrays import size_text
     from ..core.errors import EvalError
 
-    if rows * cols <= MAX_ELEMENTS:
+    if rows * cols <= MAX_MATRIX:
         return
     raise EvalError(
         f"the {what} would have {rows:,} x {cols:,} = {rows * cols:,} elements "
-        f"({size_text(rows * cols)}): more than the {MAX_ELEMENTS:,} "
-        f"({size_text(MAX_ELEMENTS)}) a value may have",
+        f"({size_text(rows * cols)}): more than the {MAX_MATRIX:,} cgraph computes",
         hints=[
             "ask for fewer inputs (--wrt)"
             + (" or a smaller output (--of)" if what == "Jacobian" else "")
