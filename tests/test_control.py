@@ -408,23 +408,3 @@ def test_check_and_explain_frames_use_the_graph_that_ran(cli, tmp_path):
 def test_show_draws_the_static_tree(cli):
     shown = cli("show", "sample:rnn", "--view", "static")
     assert shown.exit_code == 0 and "xs[t]" in shown.stdout and "static graph" not in shown.stdout
-
-
-@pytest.mark.parametrize(
-    "program, bindings, message",
-    [
-        ("h = 0\nfor t in range(1000000000000):\n    h = h + x\n", ["x=1"],
-         "`for t in range(1000000000000)` runs 1,000,000,000,000 steps, over cgraph's limit"),
-        ("h = 0\nfor t in range(n):\n    h = h + x\n", ["x=1", "n=1e9"],
-         "`for t in range(n)` runs 1,000,000,000 steps, over cgraph's limit"),
-        ("h = 0\nfor t in range(2000):\n    for s in range(2000):\n        h = h * x + 1\n",
-         ["x=0.5"], "the loops unroll past cgraph's limit of 1,000,000 nodes"),
-    ],
-)  # fmt: skip
-def test_a_loop_too_long_to_unroll_is_refused_at_its_header(
-    cli, tmp_path, program, bindings, message
-):
-    (tmp_path / "loop.cg").write_text(program)
-    r = cli("eval", str(tmp_path / "loop.cg"), *bindings)
-    assert r.exit_code == 4
-    assert message in r.stderr and "help: run fewer steps" in r.stderr

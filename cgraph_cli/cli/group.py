@@ -4,18 +4,20 @@ errors included."""
 
 from __future__ import annotations
 
+import errno
 import gc
+import io
 import os
 import sys
+import warnings
 from collections.abc import MutableMapping
 
 import click
 
 from .. import __version__
-from ..core.errors import CgraphError, cannot_write_stdout, visible
+from ..core.errors import CgraphError, visible
 from . import output
 from .options import EXIT_CODES
-from .output import StdoutFailed
 
 
 def print_error(text: str, located: bool = False) -> None:
@@ -57,36 +59,6 @@ def _color_in(args: list[str]) -> str | None:
 NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
-def _internal(ctx: click.Context, error: Exception) -> None:
-    """A bug: its one-line message and exit 70 (the traceback with ``CGRAPH_DEBUG=1``)."""
-    if os.environ.get("CGRAPH_DEBUG"):
-        raise error
-    print_error(
-        f"error: internal error: {type(error).__name__}: {error}\n"
-        "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
-    )
-    ctx.exit(70)
-
-
-def _in_echo(error: BaseException) -> bool:
-    """Whether ``error`` was raised inside click's ``echo`` (printing a help text)."""
-    tb = error.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_name == "echo" and "click" in tb.tb_frame.f_code.co_filename:
-            return True
-        tb = tb.tb_next
-    return False
-
-
-def _quiet_stdout() -> None:
-    """Standard output failed: what is still in its buffer goes nowhere, so that Python does not
-    complain when it exits."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # a stream with no descriptor (a test's)
-        pass
-
-
 class Group(click.Group):
     """Turns every library error into its message on stderr and its exit code."""
 
@@ -97,10 +69,20 @@ class Group(click.Group):
         output.settings.color = _color_in(args) or "auto"
         if any(k.endswith("_COMPLETE") for k in os.environ):  # a shell asks for completions
             from . import completion  # noqa: F401  (cgraph's completers replace click's)
+        with warnings.catch_warnings():  # restores Python's way of showing them, for a library
+            warnings.showwarning = _show_warning
+            code = self._main(args, prog_name, complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def _main(self, args, prog_name, complete_var, **extra) -> int:
+        """The command's exit code, every error it raised turned into its message."""
         try:
             code = super().main(
                 args, prog_name or "cgraph", complete_var, standalone_mode=False, **extra
             )
+            sys.stdout.flush()  # a full disk shows here, not at exit with a Python complaint
         except NO_ARGS_IS_HELP as e:  # `cgraph` alone: the help, on stderr as click does
             click.echo(e.ctx.get_help(), err=True, color=output.color_for(sys.stderr))
             code = e.exit_code
@@ -115,25 +97,11 @@ class Group(click.Group):
         except (click.exceptions.Abort, KeyboardInterrupt):
             print_error("interrupted")
             code = 130
-        except OSError as e:  # cgraph's own --help or --version, printed by click
-            if not _in_echo(e) or os.environ.get("CGRAPH_DEBUG"):
-                raise
-            _quiet_stdout()
-            print_error(str(cannot_write_stdout(e)))
+        except OSError as e:  # standard output on a full disk, a closed or failing device
+            print_error(_os_message(e))
+            _detach_stdout()
             code = 2
-        if not isinstance(code, int):
-            code = 0
-        try:  # what is still buffered fails here, not in Python's exit (which says nothing)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _quiet_stdout()
-        except OSError as e:
-            _quiet_stdout()
-            print_error(str(cannot_write_stdout(e)))
-            code = code or 2
-        if standalone_mode:
-            sys.exit(code)
-        return code
+        return code if isinstance(code, int) else 0
 
     def _path(self, prog_name: str, args: list[str]) -> str:
         """``cgraph eval`` for ``eval x --of``: the group takes no option with a value, so its
@@ -154,23 +122,50 @@ class Group(click.Group):
             ctx.exit(130)
         except BrokenPipeError:
             # `cgraph ... | head`: the reader left; say nothing and do not let Python complain.
-            _quiet_stdout()
+            _detach_stdout()
             ctx.exit(141)
-        except StdoutFailed as e:
-            _quiet_stdout()
-            print_error(str(cannot_write_stdout(e.error)))
-            ctx.exit(2)
-        except OSError as e:
-            if not _in_echo(e):  # click printing a help text: its stream failed
-                _internal(ctx, e)
-            _quiet_stdout()
-            print_error(str(cannot_write_stdout(e)))
-            ctx.exit(2)
+        except OSError:  # standard output on a full disk: main() says so, also for --help
+            raise
         except RecursionError:  # pragma: no cover - no code path recurses on graph depth
             print_error("error: internal error: recursion limit reached; please report this")
             ctx.exit(70)
         except Exception as e:  # never show a traceback, unless asked to
-            _internal(ctx, e)
+            if os.environ.get("CGRAPH_DEBUG"):
+                raise
+            print_error(
+                f"error: internal error: {type(e).__name__}: {e}\n"
+                "help: please report this; CGRAPH_DEBUG=1 shows the traceback"
+            )
+            ctx.exit(70)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A Python warning (NumPy's ``overflow encountered``) as one line on stderr, without
+    the path of the library file that raised it."""
+    print_error(f"warning: {message}")
+
+
+def _os_message(error: OSError) -> str:
+    """The message for an ``OSError`` no command turned into a :class:`CgraphError`: one on a
+    named file names it; one without a name comes from writing to standard output.
+
+    >>> import errno
+    >>> _os_message(OSError(errno.ENOSPC, "No space left on device"))
+    'error: cannot write to standard output: No space left on device'
+    """
+    reason = error.strerror or str(error)
+    if error.filename is not None:
+        return f"error: {visible(os.fsdecode(error.filename))}: {reason}"
+    return f"error: cannot write to standard output: {reason}"
+
+
+def _detach_stdout() -> None:
+    """Standard output to the null device: what is still buffered for the device that failed
+    (or the reader that left) is dropped rather than complained about at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES)
@@ -204,8 +199,26 @@ def _tolerant_streams() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
+class _ClosedOutput(io.RawIOBase):
+    """Standard output when the shell closed it (``cgraph eval ... >&-``): the first write is
+    the error any failing standard output is; later ones (at exit) are dropped."""
+
+    told = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        if not self.told:
+            self.told = True
+            raise OSError(errno.EBADF, "it is closed")
+        return len(data)
+
+
 def run() -> None:
     """Console-script entry point."""
+    if sys.stdout is None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedOutput()), encoding="utf-8")
     _tolerant_streams()
     main(prog_name="cgraph")
 

@@ -66,27 +66,6 @@ def style(text: str, stream=None, **kw) -> str:
     return click.style(text, **kw) if color_for(stream or sys.stdout) else text
 
 
-class StdoutFailed(Exception):
-    """Writing to standard output failed (a full disk, a closed descriptor): ``error`` says
-    why; the group turns it into its message and exit 2."""
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-@contextmanager
-def stdout_guard():
-    """Turn an ``OSError`` of standard output (other than a reader leaving: a broken pipe)
-    into :class:`StdoutFailed`."""
-    try:
-        yield
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        raise StdoutFailed(e) from None
-
-
 def _to_file() -> bool:
     return settings.output not in (None, "-")
 
@@ -96,17 +75,15 @@ def write_text(text: str, nl: bool = True) -> None:
     if _to_file():
         write_bytes((text + ("\n" if nl else "")).encode("utf-8"))
     else:
-        with stdout_guard():
-            click.echo(text, nl=nl, color=color_for(sys.stdout))
+        click.echo(text, nl=nl, color=color_for(sys.stdout))
 
 
 def write_bytes(data: bytes, target: str | None = None) -> None:
     """Bytes to ``target`` (default: the -o file), or to standard output."""
     target = settings.output if target is None else target
     if target in (None, "-"):
-        with stdout_guard():
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return
     from ..data.outputs import write_file
 
@@ -129,8 +106,7 @@ def write_rich(renderable, min_width: int = 0) -> None:
             no_color=not color,
         )
         console.width = max(console.width, min_width)
-        with stdout_guard():
-            console.print(renderable)
+        console.print(renderable)
         return
     import io
 

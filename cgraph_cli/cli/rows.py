@@ -163,7 +163,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         keep=names(options.get("keep") or ()),
         reduce=reduce,
         strict=options.get("strict", False),
-        write=_guarded(writer.write) if writer is not None else None,
+        write=writer.write if writer is not None else None,
         note=output.note,
     )
     try:
@@ -174,7 +174,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
             writer.discard()
         raise
     if writer is not None:
-        _guarded(writer.close)()
+        writer.close()
     output.note(result.summary())
     if reduce is not None:
         for sample in result.samples:
@@ -188,16 +188,6 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
             f"{result.errors:,} of {result.rows:,} rows could not be evaluated",
             hints=[f"{hint}; --allow-errors to exit 0 all the same"],
         )
-
-
-def _guarded(write):
-    """``write``, its failures on standard output said as such (a full disk: exit 2)."""
-
-    def guarded(*args):
-        with output.stdout_guard():
-            return write(*args)
-
-    return guarded
 
 
 def _run(graph, paths, in_format, options, folder, common):

@@ -314,9 +314,8 @@ class _Log:
             self._line(",".join(self.FIELDS))
 
     def _line(self, text: str) -> None:
-        with output.stdout_guard():  # only standard output's errors get here: a file's go below
-            self.file.write(text.encode() + b"\n")
-            self.file.flush()  # a step at a time, for whoever follows it
+        self.file.write(text.encode() + b"\n")
+        self.file.flush()  # a step at a time, for whoever follows it
 
     def write(self, record: dict) -> None:
         if self.jsonl:

@@ -205,9 +205,24 @@ def all_shape(shapes, params) -> Shape:
     return ()
 
 
+def _whole_shape(new, op: str) -> Shape:
+    """The shape ``new`` written in a call to ``op``, every size at least 0 (no -1 standing
+    for the rest, as reshape has).
+
+    >>> _whole_shape([2, 3], "place")
+    (2, 3)
+    """
+    new = tuple(new)
+    if any(n < 0 for n in new):
+        raise ShapeMismatch(
+            f"{show_shape(new)} is not a shape for {op}: its sizes are whole numbers, at least 0"
+        )
+    return new
+
+
 def broadcast_to_shape(shapes, params) -> Shape:
     (shape,), (new,) = shapes, params
-    new = tuple(new)
+    new = _whole_shape(new, "broadcast_to")
     try:
         fits = broadcast(shape, new) == new
     except ShapeMismatch:
@@ -219,7 +234,7 @@ def broadcast_to_shape(shapes, params) -> Shape:
 
 def sum_to_shape(shapes, params) -> Shape:
     (shape,), (new,) = shapes, params
-    new = tuple(new)
+    new = _whole_shape(new, "sum_to")
     try:
         fits = broadcast(shape, new) == shape
     except ShapeMismatch:
@@ -238,7 +253,7 @@ def outer_shape(shapes, params) -> Shape:
 
 def place_shape(shapes, params) -> Shape:
     (shape,), (new, items) = shapes, params
-    new = tuple(new)
+    new = _whole_shape(new, "place")
     if index_shape((new,), (items,)) != tuple(shape):
         raise ShapeMismatch(
             f"a {show_shape(shape)} tensor does not fit at its place in {show_shape(new)}"

@@ -52,13 +52,16 @@ def _line_end(text: str, offset: int) -> int:
 # Characters a terminal would act on or hide instead of showing: C0 and C1 controls, DEL, and
 # the invisible format characters (bidirectional overrides, zero-width spaces, the BOM).
 _HIDDEN = (  # compiled on first use (re caches it): not at start-up
-    "[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\xad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb"
+    "\udc80-\udcff]"  # the bytes of a file name that is not UTF-8, as os.fsdecode gives them
 )
 _NAMED = {"\n": "\\n", "\r": "\\r", "\x1b": "\\x1b"}
 
 
 def _escape(char: str) -> str:
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (surrogateescape)
+        code -= 0xDC00
     return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
@@ -274,17 +277,6 @@ class DomainError(EvalError):
 
 class UnknownNameError(UsageError):
     """``--of``, ``--wrt`` or ``--focus`` names nothing in the program (exit 2)."""
-
-
-def cannot_write_stdout(error: OSError) -> UsageError:
-    """``cannot write to standard output: why`` (a full disk, a closed or broken descriptor).
-
-    >>> import errno
-    >>> print(cannot_write_stdout(OSError(errno.ENOSPC, "No space left on device")))
-    error: cannot write to standard output: the disk is full
-    """
-    why = str(cannot_write("-", error)).split(": ", 2)[-1]
-    return UsageError(f"cannot write to standard output: {why}")
 
 
 def cannot_write(path, error: OSError) -> UsageError:

@@ -17,7 +17,6 @@ import glob
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import BinaryIO
@@ -25,6 +24,7 @@ from typing import BinaryIO
 from ..core.arrays import np
 from ..core.errors import UsageError
 from .outputs import remember
+from .sources import standard_input
 
 #: Formats by file extension; anything else needs --rows-format.
 EXTENSIONS = {
@@ -184,7 +184,8 @@ def _numeric(cells):
 
         t = cells.type
         if pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
-            return cells.cast(pa.float64()).to_numpy(zero_copy_only=False)
+            # read as float64 as CSV and JSON cells are: 2**53 + 1 becomes 2**53, not an error
+            return cells.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         if pa.types.is_string(t) or pa.types.is_large_string(t):  # CSV cells, as text
             try:  # every cell a number (or empty): one cast; else cell by cell
                 return cells.cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -314,9 +315,9 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     import pyarrow.csv as pc
 
     delimiter = "\t" if fmt == "tsv" else ","
-    stream = sys.stdin.buffer if path == "-" else _open(path)
+    stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
-        header = stream.readline()
+        header = _header(stream, path)
         names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
         if not names:
             return
@@ -328,11 +329,45 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
             strings_can_be_null=True,
         )
         parse = pc.ParseOptions(delimiter=delimiter)
+        # the names given, the header not parsed again: a quoted name may hold a line break
+        read = pc.ReadOptions(column_names=names)
+        first = stream.read(1 << 16)
+        if not first:  # a header and no row (pyarrow calls that an empty file)
+            return
         reader = pc.open_csv(
-            _Prepended(header, stream), parse_options=parse, convert_options=convert
+            _Prepended(first, stream),
+            read_options=read,
+            parse_options=parse,
+            convert_options=convert,
         )
-        for batch in reader:
-            yield _columns(batch)
+        try:
+            for batch in reader:
+                yield _columns(batch)
+        finally:
+            reader.close()  # its reading thread stopped: none is left to abort at exit
+
+
+#: The most bytes of a CSV header: the column names.
+HEADER_LIMIT = 1 << 20
+
+
+def _header(stream, path: str) -> bytes:
+    """The header of a CSV file: its first record, which a quoted name with a line break in
+    it (``"x\ny",z``) makes more than one line.
+
+    >>> import io
+    >>> _header(io.BytesIO(b'"x\\ny",z\\n1,2\\n'), "f.csv")
+    b'"x\\ny",z\\n'
+    """
+    header = stream.readline(HEADER_LIMIT + 1)
+    while header.count(b'"') % 2 and len(header) <= HEADER_LIMIT:
+        more = stream.readline(HEADER_LIMIT + 1)
+        if not more:
+            raise UsageError(f"{path}: the header's quote is never closed")
+        header += more
+    if len(header) > HEADER_LIMIT:
+        raise UsageError(f"{path}: the header is longer than {HEADER_LIMIT:,} bytes")
+    return header
 
 
 class _Prepended:
@@ -359,7 +394,7 @@ class _Prepended:
 def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
     """A JSON Lines file's rows: one object per line (blank lines skipped), a key per column;
     a key missing from a line is an empty cell."""
-    stream = sys.stdin.buffer if path == "-" else _open(path)
+    stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         records: list[dict] = []
         seen = False
@@ -370,6 +405,11 @@ def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
                 record = json.loads(line, parse_int=float)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise UsageError(f"{path}:{number}: not a line of JSON: {e}") from None
+            except RecursionError:  # json recurses on nesting: [[[[...]]]] 100,000 deep
+                raise UsageError(
+                    f"{path}:{number}: a cell nests arrays or objects too deeply",
+                    hints=["a cell is a number or an array of at most 64 axes"],
+                ) from None
             if not isinstance(record, dict):
                 raise UsageError(
                     f'{path}:{number}: a line of JSON Lines is an object, {{"x": 1}}',

@@ -17,7 +17,7 @@ import re
 import stat
 from typing import BinaryIO
 
-from ..core.errors import ParseError, Source, Span, UsageError, line_col
+from ..core.errors import ParseError, Source, Span, UsageError, line_col, visible
 from .arrayfiles import (
     ARRAY_LIMIT,
     MAX_AXES,
@@ -50,9 +50,7 @@ def read_limited(path: str, limit: int, what: str = "a file") -> bytes:
     cgraph_cli.core.errors.UsageError: error: ...sources.py is larger than 100 bytes (the limit for a program file)
     """
     if path == "-":
-        import sys
-
-        return read_stream(sys.stdin.buffer, limit, "standard input", what)
+        return read_stream(standard_input(), limit, "standard input", what)
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, after fstat
     except FileNotFoundError:
@@ -133,9 +131,10 @@ def read_file(path: str, what: str | None = None) -> Source:
     ``.json`` or ``.toml``: then bytes that are not UTF-8 are a usage error, not a program's."""
     what = what or _DATA_SUFFIXES.get(os.path.splitext(path)[1].lower(), "a program file")
     data = read_limited(path, TEXT_LIMIT, what)
+    shown = visible(path)  # a name that is not UTF-8 shown (and written into outputs) as \xff
     if what == "a program file":
-        return Source(decode(data, path), path)
-    return Source(decode_data(data, path), path)
+        return Source(decode(data, path), shown)
+    return Source(decode_data(data, path), shown)
 
 
 def read_program(
@@ -173,11 +172,18 @@ def read_program(
     return Source(source, "<expr>")
 
 
+def standard_input() -> BinaryIO:
+    """Standard input's bytes; a usage error when there is none (``cgraph eval - <&-``)."""
+    import sys
+
+    if sys.stdin is None or not hasattr(sys.stdin, "buffer"):
+        raise UsageError("standard input is closed", hints=["give a file, or pipe into cgraph"])
+    return sys.stdin.buffer
+
+
 def read_stdin(stdin: BinaryIO | None) -> Source:
     if stdin is None:
-        import sys
-
-        stdin = sys.stdin.buffer
+        stdin = standard_input()
     data = read_stream(stdin, TEXT_LIMIT, "standard input", "a program")
     return Source(decode(data, "<stdin>"), "<stdin>")
 

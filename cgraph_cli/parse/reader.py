@@ -531,7 +531,8 @@ class Reader:
         loop = self.loops[-1]
         loop[1] = step
         if self.tracer is not None:
-            self.tracer.step(self.b.graph, loop[2])
+            header = " ".join(self.text[loop[2][0] : loop[2][1]].rstrip(":").split())
+            self.tracer.check_size(self.b.graph, loop[2], header)
             self.steps[loop[0]] = step
             self.scope.pop(loop[0], None)  # read again as this step's number
             self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)

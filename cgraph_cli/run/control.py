@@ -33,9 +33,11 @@ from ..core.ir_control import Guard, Run, Static
 from ..core.ops import CONST, INPUT
 from ..data.bindings import input_values
 
-#: The most nodes a program's run graph may unroll to (its loops' steps times their bodies):
-#: past it, a loop is refused where it is written, before memory runs out.
-MAX_RUN_NODES = 1_000_000
+#: The most steps the loops of one run may take in all, and the most operations the graph
+#: that runs may have: each step is unrolled into the graph, so a loop of 10**12 steps is
+#: refused at its header, before it runs, rather than filling the memory.
+MAX_LOOP_STEPS = 1_000_000
+MAX_RUN_NODES = 2_000_000
 
 
 class Tracer:
@@ -49,6 +51,7 @@ class Tracer:
         self.guards: list[Guard] = []
         self.steps: dict[str, list[int]] = {}
         self.notes: list[str] = []  # what ran, for explain: branches and loops, in order
+        self.total_steps = 0  # of every loop so far, an inner loop's once per outer step
 
     def value(self, graph: Graph, node: int):
         """Node ``node``'s value, computing those of its ancestors not yet known, in order."""
@@ -112,15 +115,23 @@ class Tracer:
         return holds
 
     def trip_count(
-        self, graph: Graph, bound, node: int | None, text: str, header: str, span=None
+        self, graph: Graph, bound, node: int | None, text: str, header: str, span=(0, 0)
     ) -> int:
         """A loop's number of steps, from its bound: a number, or ``len``/``shape`` of the
-        value of node ``node``, or that value itself. ``header``: the loop's header, for
-        explanations; ``span``: where it is written. Refused when the steps alone would pass
-        :data:`MAX_RUN_NODES`."""
+        value of node ``node``, or that value itself. ``header``: the loop's header, at
+        ``span``, for explanations and for the refusal of more than :data:`MAX_LOOP_STEPS`."""
         n = self._trip_count(graph, bound, node, text)
-        if n > MAX_RUN_NODES:
-            self.too_big(graph, span, f"`{header}` runs {n:,} steps, over")
+        self.total_steps += n
+        if self.total_steps > MAX_LOOP_STEPS:
+            so_far = self.total_steps - n
+            was = f" after {so_far:,} steps already run" if so_far else ""
+            raise EvalError(
+                f"the loop `{header}` would run {n:,} steps{was}: more than the "
+                f"{MAX_LOOP_STEPS:,} cgraph runs",
+                Span(*span),
+                graph.source,
+                hints=["every step is unrolled into the graph that runs: use fewer steps"],
+            )
         data = f" ({self.guards[-1]})" if not isinstance(bound, int) else ""
         self.notes.append(f"`{header}` ran {n} step{'s' * (n != 1)}{data}")
         return n
@@ -159,18 +170,17 @@ class Tracer:
         self.guards.append(Guard(written, n, bstart, bend, "loop", ""))
         return n
 
-    def step(self, graph: Graph, span) -> None:
-        """A loop's step begins: refused once the graph has unrolled past the limit."""
-        if len(graph.ops) > MAX_RUN_NODES:
-            self.too_big(graph, span, "the loops unroll past")
-
-    def too_big(self, graph: Graph, span, what: str) -> None:
-        start, end = span if span is not None else (0, 0)
+    def check_size(self, graph: Graph, span: tuple[int, int], header: str) -> None:
+        """Refuse a run whose graph has grown past :data:`MAX_RUN_NODES` operations, at the
+        loop (its header at ``span``) about to take another step."""
+        if len(graph.ops) <= MAX_RUN_NODES:
+            return
         raise EvalError(
-            f"{what} cgraph's limit of {MAX_RUN_NODES:,} nodes in the graph that runs",
-            Span(start, end),
+            f"the loop `{header}` unrolls into more than {MAX_RUN_NODES:,} operations, the "
+            "most cgraph runs",
+            Span(*span),
             graph.source,
-            hints=["run fewer steps, or bind a shorter sequence"],
+            hints=["every step is unrolled into the graph that runs: use fewer steps"],
         )
 
     def check_index(self, graph: Graph, node: int, axis: int, tok, step: int) -> None:

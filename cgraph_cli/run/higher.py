@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..core.errors import EvalError, UsageError
+from ..core.errors import UsageError
 from ..core.ir import Graph, resolve_name
 from ..data.bindings import check_bindings
 from ..passes.derivatives import wrt_inputs
@@ -38,6 +38,39 @@ def _require_number(graph: Graph, values: list, out: int) -> None:
         )
 
 
+#: The most elements of a Jacobian or a Hessian: 2**24 (4,096 x 4,096). Less than the 2**28 of
+#: a value: the matrix is reported as numbers (a Hessian as lists, JSON as text), about 100
+#: bytes an element, so 2**24 is some 1.7 GB at the peak.
+MAX_MATRIX = 2**24
+
+
+def _check_size(what: str, rows: int, cols: int) -> None:
+    """Refuse a ``rows`` x ``cols`` matrix over :data:`MAX_MATRIX` elements, before anything is
+    computed or allocated.
+
+    >>> try:
+    ...     _check_size("Jacobian", 100_000, 100_000)
+    ... except Exception as e:
+    ...     print(e.message)
+    the Jacobian would have 100,000 x 100,000 = 10,000,000,000 elements (80 GB): more than
+    the 16,777,216 cgraph computes
+    """
+    from ..core.arrays import size_text
+    from ..core.errors import EvalError
+
+    if rows * cols <= MAX_MATRIX:
+        return
+    raise EvalError(
+        f"the {what} would have {rows:,} x {cols:,} = {rows * cols:,} elements "
+        f"({size_text(rows * cols)}): more than the {MAX_MATRIX:,} cgraph computes",
+        hints=[
+            "ask for fewer inputs (--wrt)"
+            + (" or a smaller output (--of)" if what == "Jacobian" else "")
+            + ("; or one product with a direction, --vector" if what == "Hessian" else "")
+        ],
+    )
+
+
 # --- numbers -------------------------------------------------------------------------------------
 def _flat(value) -> list[float]:
     return [value] if value.__class__ is float else [float(v) for v in value.ravel()]
@@ -51,19 +84,6 @@ def _one_hot(shape: tuple[int, ...], k: int):
     t = np.zeros(shape)
     t.flat[k] = 1.0
     return t
-
-
-def _check_size(what: str, rows: int, cols: int) -> None:
-    """Refuse, before any pass runs, a matrix over the limit of one value (exit 4)."""
-    from ..core import arrays as A
-
-    if rows * cols > A.MAX_ELEMENTS:
-        raise EvalError(
-            f"the {what} would be {rows:,} × {cols:,} = {rows * cols:,} numbers "
-            f"({A.size_text(rows * cols)}); the limit is {A.MAX_ELEMENTS:,} "
-            f"({A.size_text(A.MAX_ELEMENTS)})",
-            hints=["ask for fewer inputs (--wrt) or a smaller output (--of)"],
-        )
 
 
 def _labels(name: str, shape: tuple[int, ...]) -> list[str]:
