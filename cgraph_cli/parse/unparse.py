@@ -62,7 +62,7 @@ def to_source(graph: GraphLike) -> str:
     rebound = {n for n, c in counts.items() if c > 1 or (n in graph.inputs and c > 0)}
     mentions: list[frozenset] = [frozenset()] * len(graph.ops)
     saying: dict[str, dict[int, None]] = {}  # name -> nodes whose text says it (since given)
-    counts: dict[str, int] = {}  # where the numbering of kept names (t_0, t_1...) got to
+    kept: dict[str, int] = {}  # where the numbering of kept names (t_0, t_1...) got to
     own_stale: set[int] = set()  # nodes whose text says the name they took (t = t * 2)
     read_last = _last_readers(graph) if rebound else []
 
@@ -108,24 +108,26 @@ def to_source(graph: GraphLike) -> str:
             rewrite = [j for j in range(end) if shadowed in says[j]]  # texts saying the input
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
-        given = scope.get(name)  # the value the name leaves, if any
+        given = scope.get(name, -1)  # the value the name leaves, if any
         pending: dict[int, None] = {}
         needed = False
-        if name in rebound and given is not None and given != node:
-            pending = saying.pop(name, {})
-        if given is not None and given != node and graph.ops[given].arity:
+        if given >= 0 and given != node and graph.ops[given].arity:
+            if name in rebound:
+                pending = saying.pop(name, {})
             needed = any(read_last[j] >= end for j in pending if j != node)
             needed |= given in own_stale and read_last[given] >= end
             if node in pending and not needed:  # it says the name it takes: good while it has it
                 own_stale.add(node)
                 pending = {}
-        if pending and graph.ops[given].arity and needed:
+        elif given >= 0 and given != node and name in rebound:
+            pending = saying.pop(name, {})
+        if needed:
             # A text still to be read says the name for the value it leaves: keep a name for
             # that value first (t_0 = t) and write those texts again with it, all of them in
             # order (a stale text is written from its arguments' texts). Once they say a name
             # that is never given again, each is written again at most once per name.
             if not any(scope.get(n) == given for n in names_of.get(given, ()) if n != name):
-                alias = fresh(name, taken, first=0, counts=counts)
+                alias = fresh(name, taken, first=0, counts=kept)
                 lines.append(f"{alias} = {name}")
                 scope[alias] = given
                 names_of.setdefault(given, [name]).append(alias)
