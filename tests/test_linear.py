@@ -54,3 +54,13 @@ def test_printing_a_derivative_program_writes_each_node_a_bounded_number_of_time
 def test_a_parsed_program_giving_names_again_prints_as_written():
     text = "c = a * 2\nc = c * c + a\ng = c * c\n"
     assert to_source(parse(text)) == text
+
+
+def test_a_wide_file_with_a_column_twice_is_refused_by_name(cli, tmp_path):
+    # Counting each name's copies made the check quadratic: 100,000 columns took 100 s.
+    data = tmp_path / "wide.csv"
+    names = [f"c{i}" for i in range(100_000)] + ["x", "c7"]
+    data.write_text(",".join(names) + "\n" + ",".join("1" for _ in names) + "\n")
+    result = cli("eval", "y = x * 2", "--rows", str(data))
+    assert result.exit_code == 2
+    assert f"{data} has two columns named c7" in result.stderr
