@@ -64,3 +64,32 @@ def test_a_wide_file_with_a_column_twice_is_refused_by_name(cli, tmp_path):
     result = cli("eval", "y = x * 2", "--rows", str(data))
     assert result.exit_code == 2
     assert f"{data} has two columns named c7" in result.stderr
+
+
+LONG = "q" * 1_000_000  # a column or key name from data: a message shows it cut
+
+
+def test_a_long_column_name_is_cut_in_messages(cli, tmp_path):
+    twice = tmp_path / "twice.csv"
+    twice.write_text(f"{LONG},x,{LONG}\n1,2,3\n")
+    result = cli("eval", "y = x * 2", "--rows", str(twice))
+    assert result.exit_code == 2, result.stderr
+    assert "has two columns named qqq" in result.stderr
+    assert "(1,000,000 characters)" in result.stderr and len(result.stderr) < 500
+
+
+def test_many_ignored_columns_are_counted_not_listed(cli, tmp_path):
+    wide = tmp_path / "wide.csv"
+    names = [f"c{i}" for i in range(5000)] + ["x"]
+    wide.write_text(",".join(names) + "\n" + ",".join("1" for _ in names) + "\n")
+    result = cli("eval", "y = x * 2", "--rows", str(wide), "--strict")
+    assert result.exit_code == 2
+    assert "c19 and 4,980 more" in result.stderr and len(result.stderr) < 600
+
+
+def test_a_long_binding_name_is_cut_in_messages(cli, tmp_path):
+    bindings = tmp_path / "b.json"
+    bindings.write_text(f'{{"{LONG}": 1, "x": 2}}')
+    result = cli("eval", "y = x * 2", "--bindings", str(bindings))
+    assert result.exit_code == 4, result.stderr
+    assert "no input named 'qqq" in result.stderr and len(result.stderr) < 500

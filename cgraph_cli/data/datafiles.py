@@ -23,7 +23,7 @@ from contextlib import nullcontext
 from typing import BinaryIO
 
 from ..core.arrays import np
-from ..core.errors import UsageError
+from ..core.errors import UsageError, named
 from .outputs import remember
 
 #: Formats by file extension; anything else needs --rows-format.
@@ -309,7 +309,6 @@ def _batches(path: str, fmt: str, chunk_rows: int) -> Iterator[dict]:
 def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     """A CSV or TSV file's rows, every column read as text (empty cells: null), so that a
     column of numbers with a word further down fails that row only, not the file."""
-    import csv
 
     import pyarrow.csv as pc
 
@@ -317,7 +316,7 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     stream = sys.stdin.buffer if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = stream.readline()
-        names = next(csv.reader([header.decode("utf-8-sig", "replace")], delimiter=delimiter), [])
+        names = _header(header.decode("utf-8-sig", "replace"), delimiter)
         if not names:
             return
         _unique(names, path)
@@ -333,6 +332,19 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
         )
         for batch in reader:
             yield _columns(batch)
+
+
+def _header(line: str, delimiter: str) -> list[str]:
+    """A CSV header's names, however long (the csv module's field limit, 128 KiB, would
+    refuse a long name with an internal error)."""
+    import csv
+
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(line) + 1))
+    try:
+        return next(csv.reader([line], delimiter=delimiter), [])
+    finally:
+        csv.field_size_limit(limit)
 
 
 class _Prepended:
@@ -394,7 +406,7 @@ def _unique(names: list[str], path: str) -> None:
     seen: set[str] = set()
     twice = sorted({n for n in names if n in seen or seen.add(n)})
     if twice:
-        raise UsageError(f"{path} has two columns named {twice[0]}")
+        raise UsageError(f"{path} has two columns named {named(twice[0])}")
 
 
 def _columns(batch) -> dict:
