@@ -404,9 +404,11 @@ def _unique(names: list[str], path: str) -> None:
     """A file's column names are unique: one pass over them (counting each name's copies
     took 100 s for 100,000 columns)."""
     seen: set[str] = set()
-    twice = sorted({n for n in names if n in seen or seen.add(n)})
+    twice: set[str] = set()
+    for n in names:
+        (twice if n in seen else seen).add(n)
     if twice:
-        raise UsageError(f"{path} has two columns named {named(twice[0])}")
+        raise UsageError(f"{path} has two columns named {named(min(twice))}")
 
 
 def _columns(batch) -> dict:
