@@ -15,6 +15,7 @@ every op applied to its gradient (``∂y/∂W = ∂y/∂t1 @ xᵀ``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..core.arrays import np
 from ..core.ir import Graph, resolve_name
@@ -56,10 +57,11 @@ def explain(graph: Graph, values: Sequence, adjoints: Sequence, output: int | No
     shapes.update({f"{g_out}/∂{names[i]}": shapes[names[i]] for i in ops})
     through = []
     uses: dict[int, list[tuple[int, int]]] = {}  # node -> (reader, argument position)
+    run = _Run(list(values), [op is not CONST for op in graph.ops], tensors)  # once, not per node
     for i in reversed(ops):
         if not reach[i]:
             continue
-        parts = _partials(graph, values, adjoints, i, names, f"{g_out}/∂{names[i]}", shapes)
+        parts = _partials(graph, run, adjoints, i, names, f"{g_out}/∂{names[i]}", shapes)
         for k, a in enumerate(graph.args[i]):
             if graph.ops[a] is not CONST:
                 uses.setdefault(a, []).append((i, k))
@@ -99,14 +101,22 @@ def _args(graph: Graph, i: int, names: list[str]) -> list:
     ]
 
 
-def _partials(graph, values, adjoints, i, names, gradient, shapes) -> list[dict]:
+class _Run(NamedTuple):
+    """What every node's step reads of the run: built once (per node it made explain
+    quadratic in the program's length)."""
+
+    values: list
+    needs: list[bool]  # per node: not a constant
+    tensors: bool
+
+
+def _partials(graph, run: _Run, adjoints, i, names, gradient, shapes) -> list[dict]:
     from ..core.autodiff import pullback, rule_pullback
     from ..core.interpret import ARRAYS
 
-    op, args = graph.ops[i], graph.args[i]
-    needs = [graph.ops[a] is not CONST for a in range(len(graph.ops))]
+    op, args, values = graph.ops[i], graph.args[i], run.values
     with np.errstate(all="ignore"):  # as the reverse pass computed them: checked
-        pulled = pullback(ARRAYS, graph, list(values), i, adjoints[i], needs, checked=True)
+        pulled = pullback(ARRAYS, graph, values, i, adjoints[i], run.needs, checked=True)
     formula, latex = Formula(shapes), Latex(shapes)
     xs, out, params = _args(graph, i, names), names[i], graph.params.get(i, ())
     wanted = [graph.ops[a] is not CONST for a in args]
@@ -114,7 +124,7 @@ def _partials(graph, values, adjoints, i, names, gradient, shapes) -> list[dict]
     tex_gradient = Expr(_tex_d_name(gradient), PREC_ATOM, shapes.get(gradient, ()))
     rules_t = rule_pullback(latex, op, xs, out, params, tex_gradient, wanted, summed=False)
     numbers = None
-    if op.vjp is None and not is_tensor_run(graph, list(values)):
+    if op.vjp is None and not run.tensors:
         numbers = local_partials(graph, values, i)
     parts = []
     for k, a in enumerate(args):

@@ -7,6 +7,7 @@ status of the CLI; its ``span`` (half-open character offsets) locates it in the 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 
@@ -87,6 +88,35 @@ def shorten(text: str, limit: int = 40) -> str:
         return text
     head = limit * 2 // 3
     return f"{text[:head]}…{text[head - limit :]} ({len(text):,} characters)"
+
+
+#: Characters of a name from data (a column, a key) that a message shows; a longer one is cut.
+NAME_LIMIT = 60
+#: Names from data that a message lists before it says how many more there are.
+LIST_LIMIT = 20
+
+
+def named(name: str) -> str:
+    """A name that came from data (a column, a key) as a message shows it: at most
+    :data:`NAME_LIMIT` characters, a longer one cut around ``…`` with its length (a 10 MB
+    column name is not printed whole).
+
+    >>> named("x"), named("w" * 100)
+    ('x', 'wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww…wwwwwwwwwwwwwwwwwwww (100 characters)')
+    """
+    return shorten(name, NAME_LIMIT)
+
+
+def listed(names: Sequence[str]) -> str:
+    """Names from data as a message lists them: each :func:`named`, at most
+    :data:`LIST_LIMIT` of them, then how many more.
+
+    >>> listed(["a", "b"]), listed([f"c{i}" for i in range(100_000)])[-24:]
+    ('a, b', 'c18, c19 and 99,980 more')
+    """
+    shown = ", ".join(named(n) for n in names[:LIST_LIMIT])
+    more = len(names) - LIST_LIMIT
+    return shown if more <= 0 else f"{shown} and {more:,} more"
 
 
 def _width(char: str) -> int:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from ..core.arrays import np
-from ..core.errors import BindingError
+from ..core.errors import BindingError, named
 from ..core.ir import Graph
 
 
@@ -106,11 +106,11 @@ def unknown_binding(graph: Graph, unknown: list[str]) -> BindingError:
     hints = []
     import difflib
 
-    close = difflib.get_close_matches(name, list(graph.inputs), n=1)
+    close = difflib.get_close_matches(name, list(graph.inputs), n=1) if len(name) < 100 else []
     if close:
         hints.append(f"did you mean '{close[0]}'?")
     hints.append("the program's inputs: " + (", ".join(graph.inputs) or "none"))
-    return BindingError(f"the program has no input named '{name}'", hints=hints)
+    return BindingError(f"the program has no input named '{named(name)}'", hints=hints)
 
 
 def as_array(name: str, value):

@@ -17,7 +17,7 @@ import re
 import stat
 from typing import BinaryIO
 
-from ..core.errors import ParseError, Source, Span, UsageError, line_col, visible
+from ..core.errors import ParseError, Source, Span, UsageError, line_col, named, visible
 from .arrayfiles import (
     ARRAY_LIMIT,
     MAX_AXES,
@@ -303,7 +303,7 @@ def load_bindings(path: str) -> dict[str, object]:
     if not isinstance(bindings, dict):
         raise UsageError(f'{path} must hold a JSON object of name -> number, like {{"x": 1}}')
     for name, value in bindings.items():
-        _check_json_value(value, path, f"the value of '{name}'")
+        _check_json_value(value, path, f"the value of '{named(name)}'")
     return {name: _checked(path, name, value) for name, value in bindings.items()}
 
 
@@ -360,7 +360,7 @@ def _no_repeated_names(path: str):
             seen: set[str] = set()
             for name, _ in pairs:
                 if name in seen:
-                    raise UsageError(f"cannot read {path}: it binds '{name}' twice")
+                    raise UsageError(f"cannot read {path}: it binds '{named(name)}' twice")
                 seen.add(name)
         return out
 

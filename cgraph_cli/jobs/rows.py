@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.arrays import np
-from ..core.errors import BindingError, UsageError
+from ..core.errors import BindingError, UsageError, listed
 from ..core.ir import Graph, resolve_name
 from ..data.datafiles import Column, to_column
 from ..run.engine import VALUE, Driver
@@ -232,11 +232,11 @@ class _Plan:
                 raise UsageError(f"{path} has no column {name}")
         if strict and self.ignored:
             raise UsageError(
-                f"{path} has columns that are not inputs: {', '.join(self.ignored)}",
+                f"{path} has columns that are not inputs: {listed(self.ignored)}",
                 hints=["--keep them, or leave out --strict to ignore them"],
             )
         if self.ignored and note is not None:
-            note(f"note: ignored columns of {path} that are not inputs: {', '.join(self.ignored)}")
+            note(f"note: ignored columns of {path} that are not inputs: {listed(self.ignored)}")
         if first:
             self.per_row = per_row
             self._bind(path)

@@ -61,7 +61,9 @@ def to_source(graph: GraphLike) -> str:
         counts[name] = counts.get(name, 0) + 1
     rebound = {n for n, c in counts.items() if c > 1 or (n in graph.inputs and c > 0)}
     mentions: list[frozenset] = [frozenset()] * len(graph.ops)
-    saying: dict[str, list[int]] = {}  # name -> nodes whose text says it (since last given)
+    saying: dict[str, dict[int, None]] = {}  # name -> nodes whose text says it (since given)
+    kept: dict[str, int] = {}  # where the numbering of kept names (t_0, t_1...) got to
+    own_stale: set[int] = set()  # nodes whose text says the name they took (t = t * 2)
     read_last = _last_readers(graph) if rebound else []
 
     def write(i: int) -> None:
@@ -75,7 +77,7 @@ def to_source(graph: GraphLike) -> str:
                 said.add(graph.labels[i])
             mentions[i] = frozenset(said)
             for n in said:
-                saying.setdefault(n, []).append(i)
+                saying.setdefault(n, {})[i] = None
 
     for kind, name, node, end in graph.statements():
         for i in range(done, end):
@@ -106,6 +108,32 @@ def to_source(graph: GraphLike) -> str:
             rewrite = [j for j in range(end) if shadowed in says[j]]  # texts saying the input
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
+        given = scope.get(name, -1)  # the value the name leaves, if any
+        pending: dict[int, None] = {}
+        needed = False
+        if given >= 0 and given != node and graph.ops[given].arity:
+            if name in rebound:
+                pending = saying.pop(name, {})
+            needed = any(read_last[j] >= end for j in pending if j != node)
+            needed |= given in own_stale and read_last[given] >= end
+            if node in pending and not needed:  # it says the name it takes: good while it has it
+                own_stale.add(node)
+                pending = {}
+        elif given >= 0 and given != node and name in rebound:
+            pending = saying.pop(name, {})
+        if needed:
+            # A text still to be read says the name for the value it leaves: keep a name for
+            # that value first (t_0 = t) and write those texts again with it, all of them in
+            # order (a stale text is written from its arguments' texts). Once they say a name
+            # that is never given again, each is written again at most once per name.
+            if not any(scope.get(n) == given for n in names_of.get(given, ()) if n != name):
+                alias = fresh(name, taken, first=0, counts=kept)
+                lines.append(f"{alias} = {name}")
+                scope[alias] = given
+                names_of.setdefault(given, [name]).append(alias)
+            rewrite = sorted({*rewrite, *pending})
+        elif pending:  # an input's name: texts saying it were written again above
+            rewrite = sorted({*rewrite, *(j for j in pending if read_last[j] >= end)})
         if kind == "input":
             default = graph.defaults.get(name)
             lines.append(f"input {name}" + ("" if default is None else f" = {literal(default)}"))
@@ -115,9 +143,6 @@ def to_source(graph: GraphLike) -> str:
             lines.append(f"{name} = {text}")
         scope[name] = node
         names_of.setdefault(node, []).append(name)
-        if name in rebound:  # texts still to be read that said the name: write them again
-            stale = [j for j in saying.pop(name, ()) if read_last[j] >= end]
-            rewrite = sorted({*rewrite, *stale})
         for j in rewrite:
             if graph.ops[j] is not INPUT:
                 write(j)
@@ -156,10 +181,13 @@ def _last_reads(graph: GraphLike) -> tuple[dict[int, int], list[frozenset]]:
 
 def _last_readers(graph: GraphLike) -> list[int]:
     """For each node, the last node that reads it, or the end of the last statement that
-    names it (-1: nothing reads it)."""
+    names it without making it (``b = a``; -1: nothing reads it)."""
     last = last_readers(graph)
+    start = 0
     for _, _, node, end in graph.statements():
-        last[node] = max(last[node], end)
+        if node < start:
+            last[node] = max(last[node], end)
+        start = end
     return last
 
 
