@@ -27,7 +27,7 @@ from collections.abc import Mapping
 
 from ..core.ir import Graph
 from ..core.ops import OPS
-from .rewrite import Rewrite, Walk, walk
+from .rewrite import Rewrite, Walk, gathers, walk
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 
@@ -105,7 +105,7 @@ def _mul(w: Walk, x: int, y: int) -> int | None:
     if c is not None and g.ops[y] is MUL and value(g.args[y][0]) is not None:
         inner, rest = g.args[y]  # 2 * (3 * x) -> 6 * x
         product = w.b.fold(MUL, (x, inner), ())
-        if product is not None:
+        if product is not None and gathers(c, value(inner), value(product)):
             return w.b.apply(MUL, (product, rest))
     if g.ops[x] is NEG and g.ops[y] is NEG:
         return w.b.apply(MUL, (g.args[x][0], g.args[y][0]))
