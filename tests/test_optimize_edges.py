@@ -59,3 +59,14 @@ def test_derivative_programs_gather_the_same_way(cli):
     diff = cli("diff", program)
     assert diff.exit_code == 0
     assert "1e284" not in diff.stdout and "1e+284" not in diff.stdout
+
+
+@pytest.mark.parametrize(
+    "program, x",
+    [("y = (x ^ -1) ^ -1", 1e-310), ("y = (x ^ -2) ^ -3", 1e-160), ("y = (x ^ 2) ^ -1", 1e-160)],
+)
+def test_powers_of_powers_with_a_negative_power_stay_apart(cli, program, x):
+    assert cli("eval", program, f"x={x}").exit_code == 4  # the inner power overflows
+    optimized = cli("optimize", program).stdout.splitlines()[0]
+    assert cli("eval", optimized, f"x={x}").exit_code == 4, optimized
+    assert cli("optimize", "y = (x ^ 2) ^ 3").stdout.startswith("y = x ^ 6\n")

@@ -131,7 +131,10 @@ def _pow(w: Walk, x: int, y: int) -> int | None:
     if c is not None and c.is_integer() and g.ops[x] is POW:
         base, inner = g.args[x]
         d = value(inner)
-        if d is not None and d.is_integer():  # (x^2)^3 -> x^6: whole powers only
+        # (x^2)^3 -> x^6: whole positive powers only. A negative one turns the inner power's
+        # underflow into an overflow the original reports ((x^-1)^-1 at x = 1e-310 errs, x
+        # does not), and x^-2 may overflow where (x^-2)^-3 is 0 (x = 1e-160).
+        if d is not None and d.is_integer() and c > 0.0 and d > 0.0:
             return w.b.apply(POW, (base, w.b.const(c * d)))
     return None
 
