@@ -70,3 +70,20 @@ def test_powers_of_powers_with_a_negative_power_stay_apart(cli, program, x):
     optimized = cli("optimize", program).stdout.splitlines()[0]
     assert cli("eval", optimized, f"x={x}").exit_code == 4, optimized
     assert cli("optimize", "y = (x ^ 2) ^ 3").stdout.startswith("y = x ^ 6\n")
+
+
+def test_pow_at_0_0_has_the_gradient_the_readme_promises(cli):
+    """README: x ^ y at x = y = 0 gives ∂/∂x = 0 (and ∂/∂y = 0, as at every x = 0), as
+    torch.pow: the interpreter, the derivative program and a compiled module agree."""
+    grad = cli("grad", "z = x ^ y", "x=0", "y=0", "--format", "json")
+    assert grad.exit_code == 0, grad.stderr
+    diff = cli("diff", "z = x ^ y")
+    assert diff.exit_code == 0
+    values = cli("eval", diff.stdout, "x=0", "y=0", "--all", "--format", "plain")
+    assert values.exit_code == 0, values.stderr
+    assert "dz_dx=0\n" in values.stdout and "dz_dy=0\n" in values.stdout
+    assert cli("grad", "z = x ^ y", "x=2", "y=3", "--format", "plain").exit_code == 0
+    namespace: dict = {}
+    exec(cli("compile", "z = x ^ y").stdout, namespace)
+    assert namespace["grad"](x=0.0, y=0.0) == (1.0, {"x": 0.0, "y": 0.0})
+    assert namespace["grad"](x=2.0, y=3.0)[1]["x"] == 12.0
