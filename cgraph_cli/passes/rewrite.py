@@ -211,7 +211,9 @@ def walk(
 GATHER_LIMIT = 8.0
 
 
-def gathers(c: float, d: float, product: float, *, overflow_is_error: bool = True) -> bool:
+def gathers(
+    c: float, d: float | None, product: float | None, *, overflow_is_error: bool = True
+) -> bool:
     """Whether ``c * (d * x)`` may become ``(c * d) * x``, ``product`` being ``c * d`` as folded:
     whether the two agree to a few units in the last place, for every ``x``, wherever the
     original evaluates (and the gathered form errs where the original does).
@@ -235,6 +237,8 @@ def gathers(c: float, d: float, product: float, *, overflow_is_error: bool = Tru
     """
     import math
 
+    if d is None or product is None:  # a tensor: gathered as the numbers it holds are not
+        return False
     low = 1.0 if overflow_is_error else 0.0
     if not low < abs(c) <= GATHER_LIMIT or abs(c) == 1.0 or not math.isfinite(product):
         return False

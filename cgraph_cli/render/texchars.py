@@ -93,7 +93,8 @@ def _greek(c: str) -> str | None:
 
 def _accented(c: str) -> str | None:
     """``é`` as ``\\'{e}``; None unless ``c`` is an ASCII letter with accents LaTeX has."""
-    base, *marks = unicodedata.normalize("NFD", c)
+    parts = unicodedata.normalize("NFD", c)
+    base, marks = parts[0], parts[1:]
     if not (base.isascii() and base.isalpha()) or not marks:
         return None
     if any(m not in _ACCENTS for m in marks):
