@@ -458,7 +458,7 @@ def test_the_worked_example():
             1,
             [
                 "dout_dm = 1",
-                "dout_dy = 1 + where(x == 0, where(y == 0, 0, x * y ^ (x - 1)), x * y ^ (x - 1))",
+                "dout_dy = 1 + x * where(y == 0, where(x == 0, 1, y), y) ^ (x - 1)",
             ],
         ),
     ],

@@ -163,6 +163,18 @@ class OpSpec:
 
 
 # --- constructors ---------------------------------------------------------------------------
+def _at_0_0(e, x, y, there, elsewhere):
+    """``there`` where ``x = y = 0``, else ``elsewhere`` (pow's rules at 0^0)."""
+    inner = e.where(e.eq(y, 0.0), there, elsewhere)
+    try:  # y a number other than 0: no mask to write (x ^ 3); arrays are not asked
+        same = inner is elsewhere or (not hasattr(inner, "dtype") and bool(inner == elsewhere))
+    except (TypeError, ValueError):
+        same = False
+    if same:
+        return elsewhere
+    return e.where(e.eq(x, 0.0), inner, elsewhere)
+
+
 def _infix(name, symbol, glyph, precedence, latex, partials, example, *, py=None, np=None, **kw):
     expr = f"{{0}} {symbol} {{1}}"
     return OpSpec(
@@ -481,15 +493,14 @@ _TABLE = (
         PREC_POWER,
         "{0}^{{{1}}}",
         # x^y: y·x^(y-1), and 0 for x = y = 0 (pow at 0, as PyTorch); ∂/∂y = x^y·log(x), 0 at
-        # x = 0 (as PyTorch: also at y = 0, where x^y is 1), undefined for x < 0. Only 0^0 is masked: a mask on y = 0 alone
+        # x = 0 (xlogy; at 0^0 too), undefined for x < 0. Only 0^0 is masked: a mask on y = 0 alone
         # would make the derivative of this rule in y wrong there (∂²(x^y)/∂y∂x = 1/x at y = 0).
+        # The mask is on the operands, not the result: every interpretation evaluates both
+        # sides of a where, so 0^(0-1) must not be computed at all (it is an error). At 0^0
+        # the base becomes 1 (y·1^(y-1) = 0) and the power's factor 0 (xlogy(0, 0) = 0).
         (
-            lambda e, x, y, o: e.where(
-                e.eq(y, 0.0),
-                e.where(e.eq(x, 0.0), 0.0, e.mul(y, e.pow(x, e.sub(y, 1.0)))),
-                e.mul(y, e.pow(x, e.sub(y, 1.0))),
-            ),
-            lambda e, x, y, o: e.where(e.eq(x, 0.0), 0.0, e.xlogy(o, x)),
+            lambda e, x, y, o: e.mul(y, e.pow(_at_0_0(e, x, y, 1.0, x), e.sub(y, 1.0))),
+            lambda e, x, y, o: e.xlogy(_at_0_0(e, x, y, 0.0, o), x),
         ),
         "x ^ y",
         py="math.pow({0}, {1})",

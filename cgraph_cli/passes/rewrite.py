@@ -21,6 +21,7 @@ have the same set, which holds for any shapes the inputs turn out to have.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import NamedTuple
@@ -204,3 +205,41 @@ def walk(
     statements = [(kind, name, new[node]) for kind, name, node, _ in graph.statements()]
     out = relayout(b.graph, statements, new[graph.output], graph.output_label)
     return out, w.rewrites
+
+
+#: The largest ``|c|`` that ``c * (d * x)`` may be gathered under (see :func:`gathers`).
+GATHER_LIMIT = 8.0
+
+
+def gathers(
+    c: float, d: float | None, product: float | None, *, overflow_is_error: bool = True
+) -> bool:
+    """Whether ``c * (d * x)`` may become ``(c * d) * x``, ``product`` being ``c * d`` as folded:
+    whether the two agree to a few units in the last place, for every ``x``, wherever the
+    original evaluates (and the gathered form errs where the original does).
+
+    Floats re-associate only up to rounding *inside the range*; ``d * x`` may leave it where
+    ``c * d * x`` would not. Overflowing there is an error the gathered form would hide, and
+    it can happen only where ``|c| < 1`` brings the value back; underflowing there loses up to
+    half the subnormal spacing, which ``c`` then magnifies, up to ``1e200 * (1e-200 * x)`` being
+    0 at ``x = 1e-300``. So ``c`` must be in ``1 < |c| <= 8`` (the loss then stays within
+    four units of the subnormal spacing; ``|c| = 1`` has its own rules). And the product must
+    be a normal float: one that underflows (``1e-200 * 1e-200`` is 0) or is subnormal (it has
+    lost digits) or overflows changes every value, not one edge. A zero ``d`` is exact:
+    ``c * (0 * x)`` and ``(c * 0) * x`` are the same signed zero.
+
+    ``overflow_is_error=False`` (a derivative program being built, whose ungathered form no
+    one wrote) also lets ``|c| < 1`` gather: ``0.125 * (2 * t)`` is ``0.25 * t``; the values
+    then differ only where ``d * x`` would overflow, and there the gathered one is right.
+
+    >>> gathers(2.0, 3.0, 6.0), gathers(1e-200, 1e-200, 0.0), gathers(0.5, 4.0, 2.0)
+    (True, False, False)
+    """
+    import math
+
+    if d is None or product is None:  # a tensor: gathered as the numbers it holds are not
+        return False
+    low = 1.0 if overflow_is_error else 0.0
+    if not low < abs(c) <= GATHER_LIMIT or abs(c) == 1.0 or not math.isfinite(product):
+        return False
+    return d == 0.0 or abs(product) >= sys.float_info.min

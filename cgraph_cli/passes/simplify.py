@@ -2,7 +2,10 @@
 where it is safe, constants gathered (``2 * (3 * x)`` is ``6 * x``), powers of powers.
 
 Every rule keeps the value (beyond rounding) wherever the original evaluates, where every
-value is finite: so ``0 * x`` is 0 and ``x - x`` is 0. ``x / x`` becomes 1 only where ``x``
+value is finite: so ``0 * x`` is 0 and ``x - x`` is 0, where computing ``x`` cannot fail
+(:func:`cannot_fail`: the error of ``log(-1)`` is not dropped). Constants are gathered only
+where :func:`~cgraph_cli.passes.rewrite.gathers` says the values stay, underflow and overflow
+included. ``x / x`` becomes 1 only where ``x``
 cannot be 0: a nonzero constant, or a number made by an op the table marks ``positive`` (an
 exponential, a sigmoid). A rule that drops an operand applies only where the result has that
 operand's shape, whatever shapes the inputs turn out to have (see
@@ -26,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.ir import Graph
-from ..core.ops import OPS
-from .rewrite import Rewrite, Walk, walk
+from ..core.ops import CONST, INPUT, OPS
+from .rewrite import Rewrite, Walk, gathers, walk
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 
@@ -48,11 +51,41 @@ def _rule(w: Walk, i: int, op, args, params) -> int | None:
 
 
 def _zero(w: Walk, n: int) -> bool:
-    """``n`` is 0 wherever it is finite: the number 0, or 0 times something."""
+    """``n`` is 0 wherever it is finite: the number 0, or 0 times something that cannot fail
+    (dropping it must not drop an error the original reports: ``0 * log(x)`` at ``x = -1``)."""
     g = w.b.graph
     return w.const_value(n) == 0.0 or (
-        g.ops[n] is MUL and any(w.const_value(a) == 0.0 for a in g.args[n])
+        g.ops[n] is MUL
+        and any(w.const_value(a) == 0.0 for a in g.args[n])
+        and all(cannot_fail(g, a) for a in g.args[n])
     )
+
+
+#: Ops whose value is a finite number for any finite arguments: no domain, no overflow.
+TOTAL = frozenset(
+    "neg abs sign sin cos tanh sigmoid relu min max where eq ne lt le gt ge logical_and "
+    "logical_or logical_not".split()
+)
+_LOOK = 64  # nodes looked at, at most: past that a part counts as one that may fail
+
+
+def cannot_fail(g, node: int) -> bool:
+    """Whether evaluating ``node`` cannot raise, whatever the (finite) inputs: it is made of
+    inputs, numbers and :data:`TOTAL` ops only (a bounded look, so never quadratic)."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if len(seen) > _LOOK:
+            return False
+        op = g.ops[n]
+        if op is not INPUT and op is not CONST:
+            if op.name not in TOTAL:
+                return False
+            stack.extend(g.args[n])
+    return True
 
 
 def _keeps(w: Walk, x: int, y: int) -> bool:
@@ -83,7 +116,7 @@ def _sub(w: Walk, x: int, y: int) -> int | None:
         return x
     if _zero(w, x) and _keeps(w, y, x):
         return w.b.apply(NEG, (y,))
-    if x == y:
+    if x == y and cannot_fail(g, x):  # x - x is 0, unless computing x fails
         return _zero_like(w, x)
     if g.ops[y] is NEG:  # x - -y
         return w.b.apply(ADD, (x, g.args[y][0]))
@@ -100,12 +133,12 @@ def _mul(w: Walk, x: int, y: int) -> int | None:
         return y
     if c == -1.0 and _keeps(w, y, x):
         return w.b.apply(NEG, (y,))
-    if c == 0.0 and w.is_number(y):
+    if c == 0.0 and w.is_number(y) and cannot_fail(g, y):
         return x
     if c is not None and g.ops[y] is MUL and value(g.args[y][0]) is not None:
         inner, rest = g.args[y]  # 2 * (3 * x) -> 6 * x
         product = w.b.fold(MUL, (x, inner), ())
-        if product is not None:
+        if product is not None and gathers(c, value(inner), value(product)):
             return w.b.apply(MUL, (product, rest))
     if g.ops[x] is NEG and g.ops[y] is NEG:
         return w.b.apply(MUL, (g.args[x][0], g.args[y][0]))
@@ -126,13 +159,17 @@ def _pow(w: Walk, x: int, y: int) -> int | None:
     c = value(y)
     if c == 1.0:
         return x
-    if c == 0.0 and w.is_number(x):
+    if c == 0.0 and w.is_number(x) and cannot_fail(g, x):
         return w.b.const(1.0)
     if c is not None and c.is_integer() and g.ops[x] is POW:
         base, inner = g.args[x]
         d = value(inner)
-        if d is not None and d.is_integer():  # (x^2)^3 -> x^6: whole powers only
-            return w.b.apply(POW, (base, w.b.const(c * d)))
+        # (x^2)^3 -> x^6: whole positive powers only. A negative one turns the inner power's
+        # underflow into an overflow the original reports ((x^-1)^-1 at x = 1e-310 errs, x
+        # does not), and x^-2 may overflow where (x^-2)^-3 is 0 (x = 1e-160).
+        if d is not None and d.is_integer() and c > 0.0 and d > 0.0:
+            power = w.b.fold(MUL, (y, inner), ())  # None where c * d overflows (1e200 * 1e200)
+            return None if power is None else w.b.apply(POW, (base, power))
     return None
 
 

@@ -12,6 +12,7 @@ for bit. A rewrite never changes a value beyond rounding, nor a shape: rules tha
 from __future__ import annotations
 
 from ..core.ops import CONST, OPS
+from .rewrite import gathers
 
 ADD, SUB, MUL, DIV, NEG, POW = (OPS[n] for n in ("add", "sub", "mul", "div", "neg", "pow"))
 WHERE, SUM, SUM_TO, BROADCAST, RESHAPE, TRANSPOSE = (
@@ -86,8 +87,10 @@ def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
         if value(x) == -1.0 and same(y):
             return b.apply(NEG, (y,))
         if value(x) is not None and b.graph.ops[y] is MUL and value(b.graph.args[y][0]) is not None:
-            c = b.apply(MUL, (x, b.graph.args[y][0]))  # 2 * (3 * x) -> 6 * x
-            return b.apply(MUL, (c, b.graph.args[y][1]))
+            inner, rest = b.graph.args[y]  # 2 * (3 * x) -> 6 * x, where that keeps values
+            c = b.fold(MUL, (x, inner), ())
+            if c is not None and gathers(value(x), value(inner), value(c), overflow_is_error=False):
+                return b.apply(MUL, (c, rest))
         if b.graph.ops[y] is WHERE and _selects_constants(b, y) and same(x):
             # g * where(c, 1, 0) -> where(c, g, 0): the product goes into the branches
             c, p, q = b.graph.args[y]

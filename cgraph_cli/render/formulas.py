@@ -112,6 +112,8 @@ class _Printer(Interpretation):
             return args[0]
         if name == "where" and args[0].__class__ is float:
             return args[1] if args[0] else args[2]
+        if name == "where" and args[1] == args[2]:  # the same either way: pow's mask at 0^0
+            return args[1]
         if name in ("sum_to", "broadcast_to", "reshape") and self.shape(args[0]) == tuple(
             params[0]
         ):

@@ -27,6 +27,7 @@ from typing import Any
 
 from .dot import THEMES
 from .layout import node_lines
+from .texchars import tex_char
 
 # Characters with a meaning to TeX, and the non-ASCII ones cgraph writes, as pdfLaTeX sets them
 # without any package beyond TikZ.
@@ -59,9 +60,13 @@ _TEX.update({chr(0x2080 + d): rf"\textsubscript{{{d}}}" for d in range(10)})  # 
 
 
 def tex(text: str) -> str:
-    """``text`` as LaTeX that pdfLaTeX sets as written; any other non-ASCII character as
-    ``?`` (a name cgraph made never has one; a user's name might)."""
-    return "".join(_TEX.get(c, c if c.isascii() else "?") for c in text)
+    """``text`` as LaTeX that pdfLaTeX sets as written; any other non-ASCII character (a
+    user's name may have them) as :func:`~cgraph_cli.render.texchars.tex_char` writes it.
+
+    >>> print(tex("dβ_x = 50%"))
+    d\\ensuremath{\\beta}\\_x = 50\\%
+    """
+    return "".join(_TEX.get(c) or (c if c.isascii() else tex_char(c)) for c in text)
 
 
 def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
