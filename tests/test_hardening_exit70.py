@@ -64,6 +64,23 @@ def test_full_disk_on_standard_output(command, extra, monkeypatch, capsys):
     assert capsys.readouterr().err == FULL
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "-e", "g = X * 2", "--rows", "sample:xor.csv"],
+        ["grad", "-e", "g = sum(X * 2)", "--rows", "sample:xor.csv", "--format", "json"],
+        ["render", "sample:seed", "-T", "svg", "-o", "-"],
+        ["eval", "-e", "g = x * 2", "x=[" + ",".join(["1"] * 100_000) + "]", "--full"],
+        ["grad", "sample:mlp", "--format", "json", "--color", "never"],
+    ],
+)
+def test_full_disk_under_rows_images_and_large_outputs(args, monkeypatch, capsys):
+    full = io.TextIOWrapper(io.BufferedWriter(FullDisk()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", full)
+    assert main.main(args, standalone_mode=False) == 2
+    assert capsys.readouterr().err.endswith(FULL)
+
+
 def test_full_disk_for_real():
     """The device itself: no Python complaint at exit, exit 2 and one line."""
     with open("/dev/full", "wb") as full:
