@@ -286,3 +286,10 @@ def test_the_largest_jacobian_allowed_is_computed(cli, monkeypatch):
     result = cli("hessian", "-e", "y = sum(x * x)", "x=[1, 2, 3]")  # 3 x 3
     assert result.exit_code == 4
     assert "3 x 3 = 9 elements (72 bytes): more than the 6 cgraph computes" in result.stderr
+
+
+def test_the_per_step_norm_of_a_large_gradient_is_not_inf(cli):
+    program = "input xs = [1, 2, 3]\nh = 0\nfor t in range(len(xs)):\n    h = h * w + xs[t] * v\ng = sum(h)\n"
+    result = cli("grad", "-e", program, "w=1e100", "v=[1, 1]", "--per-step")
+    assert result.exit_code == 0, result.stderr
+    assert "1.414e200" in result.stdout and " inf" not in result.stdout
