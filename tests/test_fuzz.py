@@ -259,7 +259,7 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", 400))
 @given(data=st.data())
 def test_every_command_with_random_options(cli, pool, data, monkeypatch):
     """Each command with random options and values, files of every kind: a documented exit
-    code, a message, no traceback, no Python warning, outputs written only under the pool."""
+    code, a message, no traceback, no Python warning (outputs are named only under the pool)."""
     root, _ = pool
     monkeypatch.chdir(root / "out")  # default outputs (render's seed.svg) land here
     command, args = data.draw(command_lines(pool))

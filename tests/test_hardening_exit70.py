@@ -64,6 +64,24 @@ def test_full_disk_on_standard_output(command, extra, monkeypatch, capsys):
     assert capsys.readouterr().err == FULL
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["eval", "-e", "g = X * 2", "--rows", "sample:xor.csv"],
+        ["grad", "-e", "g = sum(X * 2)", "--rows", "sample:xor.csv", "--format", "json"],
+        ["render", "sample:seed", "-T", "svg", "-o", "-"],
+        ["eval", "-e", "g = x * 2", "x=[" + ",".join(["1"] * 100_000) + "]", "--full"],
+        ["grad", "sample:mlp", "--format", "json", "--color", "never"],
+    ],
+)
+def test_full_disk_under_rows_images_and_large_outputs(args, monkeypatch, capsys):
+    full = io.TextIOWrapper(io.BufferedWriter(FullDisk()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", full)
+    assert main.main(args, standalone_mode=False) == 2
+    assert capsys.readouterr().err.endswith(FULL)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_full_disk_for_real():
     """The device itself: no Python complaint at exit, exit 2 and one line."""
     with open("/dev/full", "wb") as full:
@@ -269,3 +287,10 @@ def test_the_largest_jacobian_allowed_is_computed(cli, monkeypatch):
     result = cli("hessian", "-e", "y = sum(x * x)", "x=[1, 2, 3]")  # 3 x 3
     assert result.exit_code == 4
     assert "3 x 3 = 9 elements (72 bytes): more than the 6 cgraph computes" in result.stderr
+
+
+def test_the_per_step_norm_of_a_large_gradient_is_not_inf(cli):
+    program = "input xs = [1, 2, 3]\nh = 0\nfor t in range(len(xs)):\n    h = h * w + xs[t] * v\ng = sum(h)\n"
+    result = cli("grad", "-e", program, "w=1e100", "v=[1, 1]", "--per-step")
+    assert result.exit_code == 0, result.stderr
+    assert "1.414e200" in result.stdout and " inf" not in result.stdout

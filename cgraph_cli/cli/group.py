@@ -147,16 +147,28 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _os_message(error: OSError) -> str:
     """The message for an ``OSError`` no command turned into a :class:`CgraphError`: one on a
-    named file names it; one without a name comes from writing to standard output.
+    named file names it; one without a name that writing fails with (a full disk, a device
+    error, a closed stream) comes from standard output, every file write being named.
 
     >>> import errno
     >>> _os_message(OSError(errno.ENOSPC, "No space left on device"))
     'error: cannot write to standard output: No space left on device'
+    >>> _os_message(ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"))
+    'error: Connection refused'
     """
     reason = error.strerror or str(error)
     if error.filename is not None:
         return f"error: {visible(os.fsdecode(error.filename))}: {reason}"
-    return f"error: cannot write to standard output: {reason}"
+    if error.errno in _WRITE_ERRORS:
+        return f"error: cannot write to standard output: {reason}"
+    return f"error: {reason}"
+
+
+_WRITE_ERRORS = {
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EBADF", "EPIPE", "EAGAIN", "EINVAL")
+    if hasattr(errno, name)
+}
 
 
 def _detach_stdout() -> None:

@@ -118,9 +118,25 @@ def per_step_table(out: str, name: str, grads: list, precision: int | None, full
         if g is None:
             table.add_row(str(t), Text("a constant: no gradient", style="dim"), "")
             continue
-        norm = float(np.linalg.norm(np.asarray(g, dtype=float)))
+        norm = _norm(np.asarray(g, dtype=float))
         table.add_row(str(t), _cell(g, precision, full, True), format_number(norm, precision or 4))
     return table
+
+
+def _norm(g) -> float:
+    """The Euclidean norm of ``g``, scaled so that squares do not overflow: [1e200, 1e200] has
+    the norm 1.414e200, not inf.
+
+    >>> from cgraph_cli.core.arrays import np
+    >>> f"{_norm(np.array([1e200, 1e200])):.4g}", _norm(np.zeros(2))
+    ('1.414e+200', 0.0)
+    """
+    from ..core.arrays import np
+
+    top = float(np.max(np.abs(g))) if g.size else 0.0
+    if top == 0.0 or not np.isfinite(top):
+        return top
+    return top * float(np.linalg.norm(g / top))
 
 
 def gradcheck_table(checks: list, output: str, precision: int = 6, order: int = 1) -> Table:
