@@ -346,8 +346,9 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
             reader.close()  # its reading thread stopped: none is left to abort at exit
 
 
-#: The most bytes of a CSV header: the column names.
-HEADER_LIMIT = 1 << 20
+#: The most bytes of a CSV header, the column names: a million columns fit, and a name of
+#: several megabytes.
+HEADER_LIMIT = 1 << 26
 
 
 def _header(stream, path: str) -> bytes:
@@ -358,12 +359,15 @@ def _header(stream, path: str) -> bytes:
     >>> _header(io.BytesIO(b'"x\\ny",z\\n1,2\\n'), "f.csv")
     b'"x\\ny",z\\n'
     """
-    header = stream.readline(HEADER_LIMIT + 1)
-    while header.count(b'"') % 2 and len(header) <= HEADER_LIMIT:
+    parts = [stream.readline(HEADER_LIMIT + 1)]
+    size, quotes = len(parts[0]), parts[0].count(b'"')
+    while quotes % 2 and size <= HEADER_LIMIT:  # a quoted name goes on past a line break
         more = stream.readline(HEADER_LIMIT + 1)
         if not more:
             raise UsageError(f"{path}: the header's quote is never closed")
-        header += more
+        parts.append(more)
+        size, quotes = size + len(more), quotes + more.count(b'"')
+    header = b"".join(parts)
     if len(header) > HEADER_LIMIT:
         raise UsageError(f"{path}: the header is longer than {HEADER_LIMIT:,} bytes")
     return header
