@@ -294,3 +294,14 @@ def test_the_per_step_norm_of_a_large_gradient_is_not_inf(cli):
     result = cli("grad", "-e", program, "w=1e100", "v=[1, 1]", "--per-step")
     assert result.exit_code == 0, result.stderr
     assert "1.414e200" in result.stdout and " inf" not in result.stdout
+
+
+def test_too_many_derivative_statements_are_refused_before_any_is_made(cli):
+    program = "y = " + " * ".join(f"sin(a{i})" for i in range(100))
+    result = cli("diff", "-e", program, "--order", "3")
+    assert result.exit_code == 4
+    assert result.stderr.startswith(
+        "cgraph: error: derivatives of 100 inputs up to order 3 are 176,850 statements: more "
+        "than the 10,000 cgraph writes"
+    )
+    assert cli("diff", "-e", program, "--order", "3", "--wrt", "a1,a2").exit_code == 0
