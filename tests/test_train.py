@@ -342,3 +342,12 @@ def test_a_damaged_or_crafted_resume_file_is_refused_with_its_name(cli, tmp_path
     r = cli("train", *LEARN, "--momentum", "0.9", "--resume", str(tmp_path / "w.npz"))
     assert r.exit_code == 2, r.output
     assert message in r.stderr and "w.npz" in r.stderr
+
+
+def test_an_update_that_overflows_stops_training_without_a_warning(cli):
+    r = cli("train", "-e", "loss = exp(w)", "w=700", "--wrt", "w", "--steps", "3", "--lr", "1e10")
+    assert r.exit_code == 4
+    assert r.stderr.startswith(
+        "cgraph: error: training stopped at step 1: its update made w not finite"
+    )
+    assert "warning" not in r.stderr

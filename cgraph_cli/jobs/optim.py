@@ -59,13 +59,14 @@ class Optimizer:
         above it (as ``clip_grad_norm_``); the norm before scaling. Nothing is updated when the
         norm is not finite."""
         g = np.concatenate([np.ravel(grads[k]) for k in self.params]).astype(float, copy=False)
-        norm = math.sqrt(float(np.dot(g, g)))
+        norm = _norm(g)
         if not math.isfinite(norm):
             return norm
         if clip_norm is not None and norm > clip_norm:
             g = g * (clip_norm / (norm + 1e-6))
         self.steps += 1
-        self._rule(self.flat, g, self.state)
+        with np.errstate(all="ignore"):  # an update that overflows: training says so after
+            self._rule(self.flat, g, self.state)
         return norm
 
     def _sgd(self, p, g, state) -> None:
@@ -146,6 +147,20 @@ _RANGES = {
     "clip_norm": ("--clip-norm", 0.0, False, math.inf),
     "tol": ("--tol", 0.0, True, math.inf),
 }
+
+
+def _norm(g) -> float:
+    """The Euclidean norm of ``g``, scaled so that squares of large numbers do not overflow
+    (the norm of [1e200, 1e200] is 1.414e200); inf or nan when an element is.
+
+    >>> _norm(np.array([1e200, 1e200])) / 1e200
+    1.4142135623730951
+    """
+    with np.errstate(all="ignore"):
+        scale = float(np.max(np.abs(g))) if g.size else 0.0
+        if scale == 0.0 or not math.isfinite(scale):
+            return scale if not math.isnan(scale) else math.nan
+        return scale * math.sqrt(float(np.dot(g / scale, g / scale)))
 
 
 def check_settings(**settings) -> None:

@@ -388,15 +388,25 @@ def train(
             loss, grads = objective(inputs, size)
         except EvalError as e:
             raise TrainingStopped(
-                f"training stopped at step {step + 1}: the loss or a gradient is not finite: "
-                f"{e.message}",
+                f"training stopped at step {step + 1}: {e.message}",
                 e.span,
                 e.source,
                 hints=e.hints,
             ) from None
         norm = opt.step(grads, clip_norm)  # the update (none when not finite)
         if not math.isfinite(loss) or not math.isfinite(norm):
-            raise TrainingStopped(f"training stopped at step {step + 1}: the loss is {loss}")
+            what = (
+                f"the loss is {loss}"
+                if not math.isfinite(loss)
+                else f"the gradient's norm is {norm}"
+            )
+            raise TrainingStopped(f"training stopped at step {step + 1}: {what}")
+        broken = [w for w, v in params.items() if not np.all(np.isfinite(v))]
+        if broken:
+            raise TrainingStopped(
+                f"training stopped at step {step + 1}: its update made {broken[0]} not finite",
+                hints=["a smaller --lr, or --clip-norm"],
+            )
         record = {
             "step": step + 1,
             "epoch": epoch + 1 if rows is not None else None,
