@@ -203,3 +203,10 @@ def test_derivative_programs_keep_the_gradients_at_the_edges_of_the_range(expres
     for (name,), holder in program.derivatives.items():
         got = values[program.graph.names[holder]]
         assert _agree(got, before[1][name]), (expression, bindings, name, got, before[1][name])
+
+
+def test_exp_over_exp_still_fails_where_exp_underflows(cli):
+    program = "p = exp(x); y = p / p"
+    assert cli("eval", program, "x=-1000").exit_code == 4  # 0 / 0
+    optimized = cli("optimize", program, "x=-1000").stdout
+    assert "p / p" in optimized

@@ -60,3 +60,18 @@ def test_latex_worksheet_writes_names_as_latex(cli, tmp_path):
         text = path.read_text()
         assert "?" not in text  # no name became a question mark
         assert r"\ensuremath{\beta}" in text and r"\'{e}" in text
+
+
+def test_every_greek_letter_is_written_as_latex():
+    for code in range(ord("α"), ord("ω") + 1):
+        assert not tex_char(chr(code)).startswith(r"\texttt"), chr(code)
+    assert tex_char("λ") == r"\ensuremath{\lambda}"  # Unicode names it LAMDA
+
+
+def test_markdown_math_writes_greek_names_as_commands(cli):
+    result = cli(
+        "explain", "β = λ * 2 + α1", "λ=1", "α1=2", "--format", "markdown", "--math", "latex"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert r"$t_{1} = \lambda \cdot 2" in result.stdout
+    assert r"\frac{\partial \beta}{\partial \alpha_{1}}" in result.stdout

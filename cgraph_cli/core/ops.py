@@ -95,7 +95,7 @@ class OpSpec:
     # where a finite-difference step crosses it.
     kink: Callable | None
     # Its value is above 0 wherever it is defined (a float may still underflow to 0, as
-    # exp(-1000) does): so x / x is 1 for such an x (passes/simplify). Set by hand, as a range
+    # exp(-1000) does, so passes/simplify does not make x / x 1 on it). Set by hand, as a range
     # fact is; tests/test_ops.py checks it at points and tests/test_properties.py against SymPy.
     positive: bool
     differentiable: bool  # a derivative rule exists: vjp, or a partial for some argument

@@ -5,9 +5,8 @@ Every rule keeps the value (beyond rounding) wherever the original evaluates, wh
 value is finite: so ``0 * x`` is 0 and ``x - x`` is 0, where computing ``x`` cannot fail
 (:func:`cannot_fail`: the error of ``log(-1)`` is not dropped). Constants are gathered only
 where :func:`~cgraph_cli.passes.rewrite.gathers` says the values stay, underflow and overflow
-included. ``x / x`` becomes 1 only where ``x``
-cannot be 0: a nonzero constant, or a number made by an op the table marks ``positive`` (an
-exponential, a sigmoid). A rule that drops an operand applies only where the result has that
+included. ``x / x`` becomes 1 only where ``x`` is
+a number other than 0: ``exp(x) / exp(x)`` is 0 / 0 where ``exp(x)`` underflows. A rule that drops an operand applies only where the result has that
 operand's shape, whatever shapes the inputs turn out to have (see
 :mod:`cgraph_cli.passes.rewrite`): a zero of a vector's shape stays ``0 * v`` until an
 addition absorbs it.
@@ -17,11 +16,10 @@ addition absorbs it.
 >>> graph, rewrites = simplify(parse("y = sin(x) * 2 * 3 + sin(x) * 0 - -z"))
 >>> print(to_source(graph), end="")
 y = 6 * sin(x) + z
->>> graph, _ = simplify(parse("p = exp(x); q = sin(x); y = p / p + q / q"), {"x": ()})
+>>> graph, _ = simplify(parse("p = sin(x); y = p - p + 0 * log(x)"), {"x": ()})
 >>> print(to_source(graph), end="")
-p = exp(x)
-q = sin(x)
-y = 1 + q / q
+p = sin(x)
+y = 0 * log(x)
 """
 
 from __future__ import annotations
@@ -146,10 +144,13 @@ def _mul(w: Walk, x: int, y: int) -> int | None:
 
 
 def _div(w: Walk, x: int, y: int) -> int | None:
-    g, value = w.b.graph, w.const_value
+    value = w.const_value
     if value(y) == 1.0 and _keeps(w, x, y):
         return x
-    if x == y and w.is_number(x) and (g.ops[x].positive or value(x) not in (None, 0.0)):
+    # x / x is 1 only for a number that is not 0. Not for exp(a), sigmoid(a), softplus(a),
+    # positive as they are: a float underflows to 0 (exp(-1000) / exp(-1000) is 0 / 0, an
+    # error the original reports), and computing them may fail (exp(1000) overflows).
+    if x == y and w.is_number(x) and value(x) not in (None, 0.0):
         return w.b.const(1.0)
     return None
 

@@ -34,6 +34,7 @@ from ..core.ops import (
     PREC_UNARY,
     PREFIX,
 )
+from .texchars import greek_command
 
 _SUPERSCRIPTS = dict(zip("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
 
@@ -277,8 +278,8 @@ class Latex(_Printer):
 def tex_name(name: str) -> str:
     """A name in LaTeX: ``x``, ``w_{1}``, ``\\alpha``, ``\\mathit{loss}``; numbers as they are.
 
-    >>> tex_name("w1"), tex_name("x_in"), tex_name("loss"), tex_name("α")
-    ('w_{1}', '\\\\mathit{x\\\\_in}', '\\\\mathit{loss}', 'α')
+    >>> tex_name("w1"), tex_name("x_in"), tex_name("loss"), tex_name("α"), tex_name("φ2")
+    ('w_{1}', '\\\\mathit{x\\\\_in}', '\\\\mathit{loss}', '\\\\alpha', '\\\\varphi_{2}')
     """
     try:
         float(name)
@@ -287,6 +288,11 @@ def tex_name(name: str) -> str:
         pass
     if name in _GREEK:
         return "\\" + name
+    match = re.fullmatch(r"(\w)(\d*)", name)
+    if match and not match.group(1).isascii():  # a Greek letter as LaTeX writes it: \alpha
+        letter = greek_command(match.group(1))
+        if letter is not None:
+            return letter + (f"_{{{match.group(2)}}}" if match.group(2) else "")
     match = re.fullmatch(r"([A-Za-z])(\d+)", name)
     if match:
         return f"{match.group(1)}_{{{match.group(2)}}}"

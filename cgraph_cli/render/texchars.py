@@ -33,6 +33,7 @@ _VARIANTS = {
     "ϖ": r"\varpi",
     "ϱ": r"\varrho",
     "ο": "o",
+    "µ": r"\mu",  # the micro sign, as it is typed on many keyboards
 }
 # Accents pdfLaTeX's default (OT1) fonts have, by their combining character.
 _ACCENTS = {
@@ -76,10 +77,20 @@ def tex_char(c: str) -> str:
     return rf"\texttt{{U+{ord(c):04X}}}"
 
 
+def greek_command(c: str) -> str | None:
+    """A Greek letter as LaTeX math writes it (``\\alpha``; ``A`` for a capital alpha), else
+    None.
+
+    >>> greek_command("λ"), greek_command("x")
+    ('\\\\lambda', None)
+    """
+    return _greek(c)
+
+
 def _greek(c: str) -> str | None:
     if c in _VARIANTS:
         return _VARIANTS[c]
-    name = unicodedata.name(c, "")
+    name = unicodedata.name(c, "").replace("LAMDA", "LAMBDA")  # Unicode spells it so
     small, capital = "GREEK SMALL LETTER ", "GREEK CAPITAL LETTER "
     if name.startswith(small) and name[len(small) :].lower() in _LOWER:
         return "\\" + name[len(small) :].lower()
