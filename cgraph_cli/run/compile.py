@@ -398,9 +398,11 @@ class _Emitter:
         if end <= start or graph.source.text != self.text:
             return ""
         line = bisect_right(self.lines, start)
-        snippet = visible(" ".join(self.text[start:end].split()))
-        snippet = snippet if len(snippet) <= 50 else snippet[:49] + "…"
-        return f"  # line {line}: {snippet}"
+        # A window of the text, not all of it: a node deep in a long expression spans most of
+        # it, and reading it whole for every node would be quadratic.
+        snippet = visible(" ".join(self.text[start : min(end, start + 400)].split()))
+        long = len(snippet) > 50 or end - start > 400
+        return f"  # line {line}: {snippet[:49] + '…' if long else snippet}"
 
     def module(self, graph, name, forward_body, names, grad_body, value, gradients, output) -> str:
         numpy = self.target == "numpy"
