@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_batch.py
 	$(BIN)/python bench/bench_rnn.py
 	$(BIN)/python bench/bench_train.py
+	$(BIN)/python bench/bench_scale.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py tests/test_slides.py --update-golden
