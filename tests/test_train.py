@@ -351,3 +351,19 @@ def test_an_update_that_overflows_stops_training_without_a_warning(cli):
         "cgraph: error: training stopped at step 1: its update made w not finite"
     )
     assert "warning" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "state, options, message",
+    [
+        ({"__x/exp_avg": 0.1, "__x/exp_avg_sq": -1.0}, ["--optimizer", "adam"], "exp_avg_sq holds a negative number"),
+        ({"__x/exp_avg": 0.1}, ["--optimizer", "adam"], "holds part of adam's moments only"),
+        ({"__x/exp_avg": 0.1, "__x/exp_avg_sq": 1.0}, ["--optimizer", "adam", "--amsgrad"], "holds part of adam's moments only"),
+        ({"__x/exp_avg": 0.1, "__x/exp_avg_sq": 1.0}, [], "which sgd does not keep"),
+    ],
+)  # fmt: skip
+def test_a_resume_file_of_another_optimizer_is_refused(cli, tmp_path, state, options, message):
+    _weights(tmp_path / "w.npz", x=1.0, __steps=3, **state)
+    r = cli("train", *LEARN, *options, "--resume", str(tmp_path / "w.npz"))
+    assert r.exit_code == 2, r.output
+    assert message in r.stderr and "w.npz" in r.stderr

@@ -123,9 +123,29 @@ class Optimizer:
         return out
 
     def load_state(self, arrays: Mapping[str, object]) -> None:
-        """The state :meth:`state_arrays` gave, back."""
+        """The state :meth:`state_arrays` gave, back; refused (:class:`UsageError`) when it
+        is not this optimizer's: another's buffers, half of Adam's moments, a parameter left
+        out, a second moment below 0."""
         self.steps = int(arrays["steps"])  # type: ignore[call-overload]
         keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key}
+        known = _STATE_KEYS[self.name] | (
+            {"max_exp_avg_sq"} if self.options.get("amsgrad") else set()
+        )
+        if keys - known:
+            raise UsageError(
+                f"the training state holds {', '.join(sorted(keys - known))}, which {self.name} "
+                f"does not keep" + (" (with these settings)" if self.name != "sgd" else ""),
+                hints=["resume with the optimizer and settings that wrote it"],
+            )
+        if self.name != "sgd" and keys and not (known - {"momentum_buffer"}) <= keys:
+            raise UsageError(f"the training state holds part of {self.name}'s moments only")
+        for key in keys:
+            missing = [n for n in self.slices if f"{n}/{key}" not in arrays]
+            if missing:
+                raise UsageError(f"the training state has no {key} for {missing[0]}")
+            if key.endswith("_sq") and any(np.any(np.asarray(v) < 0) for k, v in arrays.items()
+                                           if k.endswith("/" + key)):  # fmt: skip
+                raise UsageError(f"the training state's {key} holds a negative number")
         for key in keys:
             flat = np.zeros_like(self.flat)
             for name, part in self.slices.items():
@@ -146,6 +166,14 @@ _RANGES = {
     "gamma": ("--gamma", 0.0, False, math.inf),
     "clip_norm": ("--clip-norm", 0.0, False, math.inf),
     "tol": ("--tol", 0.0, True, math.inf),
+}
+
+
+#: The buffers each optimizer keeps per parameter (--resume checks a file against them).
+_STATE_KEYS = {
+    "sgd": {"momentum_buffer"},
+    "adam": {"exp_avg", "exp_avg_sq"},
+    "adamw": {"exp_avg", "exp_avg_sq"},
 }
 
 

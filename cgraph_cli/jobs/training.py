@@ -357,7 +357,10 @@ def train(
         amsgrad=amsgrad or None,
     )
     if state:
-        opt.load_state(state)
+        try:
+            opt.load_state(state)
+        except UsageError as e:
+            raise UsageError(f"{resume}: {e.message}", hints=e.hints) from None
     done = opt.steps
     batch = min(batch_size or n, n) if rows is not None else 0
     per_epoch = math.ceil(n / batch) if rows is not None else 1
