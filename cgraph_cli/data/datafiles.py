@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 from ..core.arrays import np
 from ..core.errors import UsageError, named
+from .csvtext import BadRow, block_size, csv_problem, header_names
 from .outputs import remember
 
 #: Formats by file extension; anything else needs --rows-format.
@@ -316,7 +317,7 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     stream = sys.stdin.buffer if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = stream.readline()
-        names = _header(header.decode("utf-8-sig", "replace"), delimiter)
+        names = header_names(header, delimiter, path)
         if not names:
             return
         _unique(names, path)
@@ -326,25 +327,19 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
             null_values=[""],
             strings_can_be_null=True,
         )
-        parse = pc.ParseOptions(delimiter=delimiter)
-        reader = pc.open_csv(
-            _Prepended(header, stream), parse_options=parse, convert_options=convert
-        )
-        for batch in reader:
-            yield _columns(batch)
-
-
-def _header(line: str, delimiter: str) -> list[str]:
-    """A CSV header's names, however long (the csv module's field limit, 128 KiB, would
-    refuse a long name with an internal error)."""
-    import csv
-
-    limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, len(line) + 1))
-    try:
-        return next(csv.reader([line], delimiter=delimiter), [])
-    finally:
-        csv.field_size_limit(limit)
+        bad, block = BadRow(), block_size(header)
+        parse = pc.ParseOptions(delimiter=delimiter, invalid_row_handler=bad)
+        try:
+            reader = pc.open_csv(
+                _Prepended(header, stream),
+                read_options=pc.ReadOptions(block_size=block),
+                parse_options=parse,
+                convert_options=convert,
+            )
+            for batch in reader:
+                yield _columns(batch)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise UsageError(csv_problem(e, path, names, bad, block)) from None
 
 
 class _Prepended:
