@@ -33,3 +33,14 @@ def test_a_header_longer_than_a_block_is_read(cli, tmp_path):
     result = cli("eval", "z = x * 2", "--rows", str(path))
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[1].startswith("4")
+
+
+def test_a_folder_named_as_the_program_is_a_folder(cli, tmp_path, monkeypatch):
+    # `cgraph eval progs`, progs/ a folder, said "no value for input 'progs'" (exit 4).
+    (tmp_path / "progs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = cli("eval", "progs")
+    assert result.exit_code == 2
+    assert "progs is a directory, not a program file" in result.stderr
+    assert "pass it with -e" in result.stderr
+    assert cli("eval", "-e", "progs", "progs=2").stdout == "progs = 2\n"
