@@ -55,6 +55,8 @@ def shown(values: list[float]) -> str:
 
 
 def report(title: str, sizes: list[int], unit: str, rows: dict[int, dict[str, list[float]]]):
+    if not sizes:
+        return
     print(f"\n{title}")
     names = list(next(iter(rows.values())))
     print(f"{unit:>10}  " + "  ".join(f"{n:>30}" for n in names) + "   x/step (each)")
@@ -105,7 +107,7 @@ def main() -> None:
             names = ["x"] + [f"c{k}" for k in range(1, n)]
             path.write_text(",".join(names) + "\n" + ",".join("1" for _ in names) + "\n")
             p = str(path)
-            limit = f"import pyarrow.csv as c; c.read_csv({p!r})"
+            limit = f"import pyarrow.csv as c; c.read_csv({p!r}, c.ReadOptions(block_size=1 << 26))"
             column_rows[n] = turns(
                 {
                     "pyarrow (the limit)": [sys.executable, "-c", limit],

@@ -101,10 +101,10 @@ def named(name: str) -> str:
     :data:`NAME_LIMIT` characters, a longer one cut around ``…`` with its length (a 10 MB
     column name is not printed whole).
 
-    >>> named("x"), named("w" * 100)
-    ('x', 'wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww…wwwwwwwwwwwwwwwwwwww (100 characters)')
+    >>> named("x"), named(""), named("w" * 100)
+    ('x', "''", 'wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww…wwwwwwwwwwwwwwwwwwww (100 characters)')
     """
-    return shorten(name, NAME_LIMIT)
+    return shorten(name, NAME_LIMIT) if name else "''"
 
 
 def listed(names: Sequence[str]) -> str:

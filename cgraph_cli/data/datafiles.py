@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from ..core.arrays import np
 from ..core.errors import UsageError, named
+from .csvtext import BadRow, block_size, csv_problem, header_names
 from .outputs import remember
 from .sources import standard_input
 
@@ -317,7 +318,7 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = _header(stream, path)
-        names = _names(header.decode("utf-8-sig", "replace"), delimiter)
+        names = header_names(header, delimiter, path)
         if not names:
             return
         _unique(names, path)
@@ -327,23 +328,27 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
             null_values=[""],
             strings_can_be_null=True,
         )
-        parse = pc.ParseOptions(delimiter=delimiter)
+        bad, block = BadRow(offset=header.count(b"\n")), block_size(header)
+        parse = pc.ParseOptions(delimiter=delimiter, invalid_row_handler=bad)
         # the names given, the header not parsed again: a quoted name may hold a line break
-        read = pc.ReadOptions(column_names=names)
+        read = pc.ReadOptions(column_names=names, block_size=block)
         first = stream.read(1 << 16)
         if not first:  # a header and no row (pyarrow calls that an empty file)
             return
-        reader = pc.open_csv(
-            _Prepended(first, stream),
-            read_options=read,
-            parse_options=parse,
-            convert_options=convert,
-        )
         try:
-            for batch in reader:
-                yield _columns(batch)
-        finally:
-            reader.close()  # its reading thread stopped: none is left to abort at exit
+            reader = pc.open_csv(
+                _Prepended(first, stream),
+                read_options=read,
+                parse_options=parse,
+                convert_options=convert,
+            )
+            try:
+                for batch in reader:
+                    yield _columns(batch)
+            finally:
+                reader.close()  # its reading thread stopped: none is left to abort at exit
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise UsageError(csv_problem(e, path, names, bad, block)) from None
 
 
 #: The most bytes of a CSV header, the column names: a million columns fit, and a name of
@@ -371,19 +376,6 @@ def _header(stream, path: str) -> bytes:
     if len(header) > HEADER_LIMIT:
         raise UsageError(f"{path}: the header is longer than {HEADER_LIMIT:,} bytes")
     return header
-
-
-def _names(line: str, delimiter: str) -> list[str]:
-    """A CSV header's names, however long (the csv module's field limit, 128 KiB, would
-    refuse a long name with an internal error)."""
-    import csv
-
-    limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, len(line) + 1))
-    try:
-        return next(csv.reader([line], delimiter=delimiter), [])
-    finally:
-        csv.field_size_limit(limit)
 
 
 class _Prepended:

@@ -160,10 +160,10 @@ def read_program(
         return read_stdin(stdin)
     if source.startswith("sample:"):
         return read_file(str(sample_path(source[len("sample:") :])), "a program file")
-    if os.path.isdir(source):
-        if not re.match(_NAME, source):  # a bare name is a program, even if a folder has that name
-            raise UsageError(f"{source} is a directory, not a program file")
-    elif os.path.exists(source):
+    if os.path.isdir(source):  # a bare name too: a program of one name is rarer than a slip
+        hints = [f"to run '{source}' as program text, pass it with -e"]
+        raise UsageError(f"{source} is a directory, not a program file", hints=hints)
+    if os.path.exists(source):
         return read_file(source, "a program file")
     if re.match(_PATH_LIKE, source):
         raise UsageError(
