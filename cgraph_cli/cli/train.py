@@ -8,6 +8,10 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    SEED,
+    FiniteFloat,
+    Floats,
+    Whole,
     common_options,
     format_option,
     load,
@@ -18,19 +22,13 @@ from .options import (
 )
 from .rows import OPTIONS as ROWS_OPTIONS
 
-
-def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    from ..core.errors import UsageError
-
-    try:
-        values = tuple(float(v) for v in str(text).strip("()[] ").split(","))
-    except ValueError:
-        values = ()
-    if len(values) != count:
-        raise UsageError(f"{what} is {count} numbers separated by commas, got {text!r}")
-    return values
+LR = FiniteFloat(0, min_open=True, why="0 or less would stand still or climb the loss")
+AT_LEAST_0 = FiniteFloat(0, why="a negative value turns the update against the gradient")
+EPS = FiniteFloat(0, why="a negative one can make the update divide by 0")
+FRACTION = FiniteFloat(0, 1, why="outside it the momentum turns against the gradient")
+BETAS = Floats(2, FiniteFloat(0, 1, max_open=True, why="as torch.optim.Adam takes them"), "B1,B2")
+GAMMA = FiniteFloat(0, 1, min_open=True, why="the learning rate's decay factor")
+CLIP = FiniteFloat(0, min_open=True, why="0 stops training, below 0 it climbs the loss")
 
 
 @click.command(
@@ -58,14 +56,16 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
     show_default=True,
     help="The update rule, as torch.optim has it.",
 )
-@click.option("--lr", type=float, default=0.01, show_default=True, help="The learning rate.")
-@click.option("--momentum", type=float, help="sgd: momentum (0).")
-@click.option("--dampening", type=float, help="sgd: dampening of the momentum (0).")
+@click.option("--lr", type=LR, default=0.01, show_default=True, help="The learning rate.")
+@click.option("--momentum", type=AT_LEAST_0, help="sgd: momentum (0).")
+@click.option("--dampening", type=FRACTION, help="sgd: dampening of the momentum (0).")
 @click.option("--nesterov", is_flag=True, help="sgd: Nesterov momentum.")
-@click.option("--betas", metavar="B1,B2", help="adam, adamw: the moments' decay rates (0.9,0.999).")
-@click.option("--eps", type=float, help="adam, adamw: added to the denominator (1e-8).")
+@click.option("--betas", type=BETAS, help="adam, adamw: the moments' decay rates (0.9,0.999).")
+@click.option("--eps", type=EPS, help="adam, adamw: added to the denominator (1e-8).")
 @click.option(
-    "--weight-decay", type=float, help="L2 penalty (sgd, adam: 0) or decoupled decay (adamw: 0.01)."
+    "--weight-decay",
+    type=AT_LEAST_0,
+    help="L2 penalty (sgd, adam: 0) or decoupled decay (adamw: 0.01).",
 )
 @click.option("--amsgrad", is_flag=True, help="adam, adamw: the AMSGrad variant.")
 @click.option(
@@ -77,37 +77,33 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
 )
 @click.option(
     "--step-size",
-    type=click.IntRange(1),
+    type=Whole(1),
     default=100,
     show_default=True,
     help="--schedule step: steps between decays.",
 )
 @click.option(
     "--gamma",
-    type=float,
+    type=GAMMA,
     default=0.1,
     show_default=True,
     help="--schedule step: the factor of each decay.",
 )
 @click.option(
     "--clip-norm",
-    type=float,
+    type=CLIP,
     metavar="MAX",
     help="Scale the gradients down to this total norm when above it.",
 )
 @click.option(
     "--steps",
-    type=click.IntRange(1),
+    type=Whole(1),
     help="Steps to take (default: 100; with --rows, the steps of --epochs).",
 )
-@click.option(
-    "--epochs", type=click.IntRange(1), help="With --rows: passes over the rows (default 1)."
-)
-@click.option(
-    "--batch-size", type=click.IntRange(1), help="With --rows: rows per step (default: all)."
-)
+@click.option("--epochs", type=Whole(1), help="With --rows: passes over the rows (default 1).")
+@click.option("--batch-size", type=Whole(1), help="With --rows: rows per step (default: all).")
 @click.option("--shuffle", is_flag=True, help="With --rows: a new order of the rows each epoch.")
-@click.option("--seed", type=int, default=0, show_default=True, help="The seed of --shuffle.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="The seed of --shuffle.")
 @click.option(
     "--reduce",
     type=click.Choice(["mean", "sum"]),
@@ -115,7 +111,9 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
     show_default=True,
     help="A loss with one value per row: its mean or sum over the batch.",
 )
-@click.option("--tol", type=float, help="Stop when the loss changes by less than this in a step.")
+@click.option(
+    "--tol", type=FiniteFloat(0), help="Stop when the loss changes by less than this in a step."
+)
 @click.option(
     "-o",
     "--output",
@@ -126,7 +124,7 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
 )
 @click.option(
     "--save-every",
-    type=click.IntRange(1),
+    type=Whole(1),
     metavar="N",
     help="Also write -o every N steps (Ctrl-C keeps the last).",
 )
@@ -219,7 +217,7 @@ def train_command(ctx, **options):
                 momentum=options["momentum"],
                 dampening=options["dampening"],
                 nesterov=options["nesterov"],
-                betas=_floats(options["betas"], 2, "--betas"),  # type: ignore[arg-type]
+                betas=options["betas"],
                 eps=options["eps"],
                 weight_decay=options["weight_decay"],
                 amsgrad=options["amsgrad"],
@@ -324,7 +322,8 @@ class _Log:
 
 
 def _with_config(ctx: click.Context, options: dict) -> dict:
-    """Options from --config's [train] table where the command line left the default."""
+    """Options from --config's [train] table where the command line left the default, each
+    checked as its option checks the command line's (a key of the wrong type is exit 2)."""
     path = options.pop("config")
     if path is None:
         return options
@@ -335,6 +334,7 @@ def _with_config(ctx: click.Context, options: dict) -> dict:
     if not isinstance(table, dict):
         raise UsageError(f"{path} has no [train] table")
     renames = {"output": "weights", "log": "log_file", "format": "fmt", "rows": "rows_file"}
+    params = {p.name: p for p in ctx.command.params}
     for key, value in table.items():
         name = renames.get(key.replace("-", "_"), key.replace("-", "_"))
         if name not in options or name in ("args", "expr", "file_", "binds", "bindings_file"):
@@ -344,12 +344,75 @@ def _with_config(ctx: click.Context, options: dict) -> dict:
             )
         source = ctx.get_parameter_source(name)
         if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
-            if name == "wrt":
-                value = (value,) if isinstance(value, str) else tuple(value)
-            elif isinstance(value, list):
-                value = ",".join(map(str, value))
-            options[name] = value
+            options[name] = _config_value(ctx, params[name], path, key, value)
     return options
+
+
+def _config_value(ctx: click.Context, param: click.Parameter, path: str, key: str, value):
+    """A [train] value converted by its option's type, or a :class:`UsageError` naming the
+    file, the key and its line."""
+    from ..core.errors import UsageError
+
+    kind = {bool: "true or false", str: "a string"}
+    try:
+        if isinstance(param, click.Option) and param.is_flag:
+            want = bool
+        elif param.multiple:  # --wrt: "w,b" or ["w", "b"]
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                return tuple(value)
+            want = str
+        elif isinstance(param.type, (click.types.StringParamType, click.Path, click.Choice)):
+            want = str
+        else:
+            return param.type.convert(value, param, ctx)
+        if not isinstance(value, want):
+            raise click.BadParameter(f"{kind[want]}, not {_toml_type(value)}")
+        if want is str and not param.multiple:
+            return param.type.convert(value, param, ctx)
+        return (value,) if param.multiple else value
+    except click.BadParameter as e:
+        place = _key_place(path, key)
+        flag = max(param.opts, key=len)
+        raise UsageError(
+            f"{'' if place else path + ': '}[train] {key}: {e.message}",
+            *place,
+            hints=[f"it takes what {flag} takes on the command line"],
+        ) from None
+
+
+def _toml_type(value) -> str:
+    """What a TOML value is, in words: a number, a list, a table..."""
+    for kind, words in (
+        (bool, "true/false"),
+        (dict, "a table"),
+        (list, "a list"),
+        (str, "a string"),
+    ):
+        if isinstance(value, kind):
+            return words
+    return f"the number {value!r}" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def _key_place(path: str, key: str) -> tuple:
+    """The span of ``key = `` in the [train] table of the TOML file ``path``, and its source
+    (for the caret), or nothing when it cannot be found."""
+    import re
+
+    from ..core.errors import Source, Span
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return ()
+    table = re.search(r"^[ \t]*\[[ \t]*train[ \t]*\]", text, re.M)
+    if table is None:
+        return ()
+    found = re.compile(rf"^[ \t]*(['\"]?){re.escape(key)}\1[ \t]*=", re.M).search(text, table.end())
+    if found is None:
+        return ()
+    start = found.start() + len(found.group()) - len(found.group().lstrip())
+    return Span(start, start + len(found.group().strip().rstrip("=").rstrip())), Source(text, path)
 
 
 COMMANDS = [train_command]
