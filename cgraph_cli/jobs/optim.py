@@ -26,6 +26,12 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "adamw": {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False},
 }
 SCHEDULES = ("constant", "step", "cosine")
+#: The buffers each update rule carries between steps (saved with -o, read by --resume).
+STATE = {
+    "sgd": ("momentum_buffer",),
+    "adam": ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+    "adamw": ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+}
 
 
 class Optimizer:
@@ -121,17 +127,49 @@ class Optimizer:
                 out[f"{name}/{key}"] = flat[part].reshape(self.shapes[name])  # type: ignore[index]
         return out
 
-    def load_state(self, arrays: Mapping[str, object]) -> None:
-        """The state :meth:`state_arrays` gave, back."""
-        self.steps = int(arrays["steps"])  # type: ignore[call-overload]
-        keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key}
+    def load_state(self, arrays: Mapping[str, object], where: str = "the state") -> None:
+        """The state :meth:`state_arrays` gave, back; what does not fit this optimizer and
+        these parameters (a count of steps that is not a whole number, a buffer of another
+        shape, a value that is not finite, half of Adam's moments) is a :class:`UsageError`
+        naming ``where`` (the file). Another optimizer's buffers are left out."""
+        self.steps = _saved_steps(arrays.get("steps", 0), where)
+        keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key} & set(STATE[self.name])
         for key in keys:
             flat = np.zeros_like(self.flat)
             for name, part in self.slices.items():
-                saved = arrays.get(f"{name}/{key}")
-                if saved is not None:
-                    flat[part] = np.ravel(saved)
+                saved = np.asarray(arrays.get(f"{name}/{key}", 0.0), dtype=float)
+                if saved.shape not in ((), self.shapes[name]):
+                    raise UsageError(
+                        f"{where}: the {key} of {name} is {saved.shape}, "
+                        f"the parameter {self.shapes[name]}"
+                    )
+                if not np.isfinite(saved).all():
+                    raise UsageError(
+                        f"{where}: the {key} of {name} holds a value that is not finite"
+                    )
+                if key.endswith("_sq") and (saved < 0).any():
+                    raise UsageError(
+                        f"{where}: the {key} of {name} (squares) holds a negative value"
+                    )
+                flat[part] = np.ravel(saved) if saved.shape else saved
             self.state[key] = flat
+        if self.name != "sgd" and keys:
+            if not {"exp_avg", "exp_avg_sq"} <= keys:
+                raise UsageError(
+                    f"{where} holds half of {self.name}'s moments: exp_avg and exp_avg_sq go together"
+                )
+            if self.options["amsgrad"] and "max_exp_avg_sq" not in keys:
+                self.state["max_exp_avg_sq"] = self.state["exp_avg_sq"].copy()  # type: ignore[attr-defined]
+
+
+def _saved_steps(value: object, where: str) -> int:
+    """The count of steps a weights file holds: a whole number from 0 to 2**53."""
+    number = np.asarray(value)
+    if number.shape == () and np.issubdtype(number.dtype, np.number):
+        steps = float(number)
+        if math.isfinite(steps) and steps.is_integer() and 0 <= steps <= 2**53:
+            return int(steps)
+    raise UsageError(f"{where}: the count of steps taken is not a whole number from 0 to 2**53")
 
 
 def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
@@ -150,9 +188,50 @@ def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
         )
     if name == "sgd" and options.get("nesterov") and not options.get("momentum"):
         raise UsageError("Nesterov momentum needs a momentum above 0 (as in torch.optim.SGD)")
-    if not lr > 0:
-        raise UsageError(f"the learning rate must be above 0, got {lr}")
+    check_settings(lr=lr, **{k: v for k, v in options.items() if v is not None})
     return Optimizer(name, params, lr, **options)
+
+
+#: What each setting may be, as torch.optim checks them (and what is outside would do):
+#: (lowest, lowest allowed, highest, highest allowed).
+RANGES: dict[str, tuple[float, bool, float, bool]] = {
+    "lr": (0, False, math.inf, False),
+    "momentum": (0, True, math.inf, False),
+    "dampening": (0, True, 1, True),
+    "eps": (0, True, math.inf, False),
+    "weight_decay": (0, True, math.inf, False),
+    "beta": (0, True, 1, False),
+    "gamma": (0, False, 1, True),
+    "clip_norm": (0, False, math.inf, False),
+    "tol": (0, True, math.inf, False),
+}
+
+
+def check_settings(**settings) -> None:
+    """A :class:`UsageError` naming the first setting out of its range in :data:`RANGES`
+    (a negative momentum would climb the loss, a clip norm of 0 stand still); ``betas`` is
+    two betas; a setting of another name is not checked.
+
+    >>> check_settings(lr=0.1, momentum=-0.5)
+    Traceback (most recent call last):
+    cgraph_cli.core.errors.UsageError: error: --momentum must be a finite number from 0, got -0.5
+    """
+    given = {k: v for k, v in settings.items() if v is not None and not isinstance(v, bool)}
+    for name, value in given.items():
+        for v in value if name == "betas" else (value,):
+            key = "beta" if name == "betas" else name
+            if key not in RANGES:
+                continue
+            low, low_in, high, high_in = RANGES[key]
+            if not (
+                math.isfinite(v)
+                and (low <= v if low_in else low < v)
+                and (v <= high if high_in else v < high)
+            ):
+                above = "from" if low_in else "above"
+                up = "" if high == math.inf else f" {'up to' if high_in else 'below'} {high:g}"
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} must be a finite number {above} {low:g}{up}, got {v}")
 
 
 def learning_rate(

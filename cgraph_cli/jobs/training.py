@@ -200,10 +200,15 @@ def save_weights(path: str, params: Mapping, state: Mapping | None = None) -> No
 
 def read_weights(path: str) -> tuple[dict, dict]:
     """A weights file's parameters and its training state (empty when it has none)."""
-    from ..data.arrayfiles import read_npz
+    from ..data.arrayfiles import Unreadable, read_npz
     from ..data.sources import read_limited
 
-    arrays = read_npz(read_limited(path, 1 << 31, "a weights file"))
+    try:
+        arrays = read_npz(read_limited(path, 1 << 31, "a weights file"))
+    except Unreadable as e:
+        raise UsageError(
+            f"cannot read {path}: {e}", hints=["--resume takes a file written by train -o"]
+        ) from None
     params = {k: v for k, v in arrays.items() if not k.startswith(STATE_PREFIX)}
     state = {k[len(STATE_PREFIX) :]: v for k, v in arrays.items() if k.startswith(STATE_PREFIX)}
     return params, state
@@ -271,6 +276,11 @@ def train(
             raise UsageError(f"'{name}' is computed by the program: only inputs are learned")
     if of is not None:
         resolve_name(graph, of)
+    from .optim import check_settings
+
+    check_settings(lr=lr, gamma=gamma, clip_norm=clip_norm, tol=tol)
+    if not (isinstance(seed, int) and seed >= 0):  # NumPy's generators take none below 0
+        raise UsageError(f"--seed must be a whole number from 0, got {seed!r}")
     if reduce not in ("mean", "sum"):
         raise UsageError(f"--reduce is mean or sum, not {reduce!r}")
     for what, value in (("steps", steps), ("epochs", epochs), ("batch size", batch_size)):
@@ -307,6 +317,9 @@ def train(
         if missing:
             raise UsageError(f"{resume} has no parameter {', '.join(missing)}")
         params = {w: np.array(saved[w], dtype=float) for w in wrt}
+        for w, value in params.items():
+            if not np.isfinite(value).all():
+                raise UsageError(f"{resume}: the parameter {w} holds a value that is not finite")
     opt = make_optimizer(
         optimizer,
         params,
@@ -320,7 +333,7 @@ def train(
         amsgrad=amsgrad or None,
     )
     if state:
-        opt.load_state(state)
+        opt.load_state(state, resume)
     done = opt.steps
     batch = min(batch_size or n, n) if rows is not None else 0
     per_epoch = math.ceil(n / batch) if rows is not None else 1
