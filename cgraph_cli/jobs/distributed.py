@@ -113,10 +113,16 @@ def _client(scheduler: str | None):
         from distributed import Client
     except ImportError:
         raise UsageError("--scheduler needs dask.distributed", hints=[EXTRA]) from None
+    from .scheduler import check_scheduler, timeout
+
+    seconds = timeout()
+    check_scheduler(scheduler, seconds)  # its form, and a Dask scheduler's handshake
     try:
-        return Client(scheduler, timeout="5s")
+        return Client(scheduler, timeout=f"{seconds}s")
     except (OSError, TimeoutError) as e:
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
+    except (ValueError, TypeError) as e:  # not Dask's messages; tls:// with no TLS set up
+        raise UsageError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from None
 
 
 def _workers(client) -> int:
