@@ -98,8 +98,13 @@ def _run(dask, dd, pd, graph, paths, fmt, target, write, chunk_rows, note, worke
     elif target is not None:
         errors = frame["error"].notnull().sum()
         schema = _schema(meta)
-        written = frame.to_parquet(target, compute=False, write_index=False, schema=schema)
-        _, result.errors, result.rows = dask.compute(written, errors, frame["error"].size)
+        try:
+            written = frame.to_parquet(target, compute=False, write_index=False, schema=schema)
+            _, result.errors, result.rows = dask.compute(written, errors, frame["error"].size)
+        except OSError as e:  # a folder that is a file, cannot be made or written
+            why = "it is not a folder" if isinstance(e, FileExistsError) else e.strerror or e
+            where = f"{target}: {e.filename}" if e.filename and e.filename != target else target
+            raise UsageError(f"cannot write {where}: {why}") from None
     else:
         assert write is not None
         _write_in_order(dask, frame, write, result, workers)
