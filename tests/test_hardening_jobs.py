@@ -257,3 +257,10 @@ def test_dask_output_folders_that_cannot_be_written(cli, rows, tmp_path, monkeyp
                  "-o", folder)  # fmt: skip
     assert result.exit_code == 2, result.stderr
     assert f"cannot write {folder}" in result.stderr
+
+
+def test_an_update_past_the_largest_float_names_the_learning_rate(cli):
+    result = cli("train", *PROGRAM, "--lr", "1e308")
+    assert result.exit_code == 4, result.stderr
+    assert "its update took the parameter x past the largest number" in result.stderr
+    assert "a smaller --lr" in result.stderr and "Warning" not in result.stderr

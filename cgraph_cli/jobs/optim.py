@@ -71,7 +71,8 @@ class Optimizer:
         if clip_norm is not None and norm > clip_norm:
             g = g * (clip_norm / (norm + 1e-6))
         self.steps += 1
-        self._rule(self.flat, g, self.state)
+        with np.errstate(over="ignore", invalid="ignore"):  # the caller checks the parameters
+            self._rule(self.flat, g, self.state)
         return norm
 
     def _sgd(self, p, g, state) -> None:

@@ -373,6 +373,8 @@ def train(
         norm = opt.step(grads, clip_norm)  # the update (none when not finite)
         if not math.isfinite(loss) or not math.isfinite(norm):
             raise TrainingStopped(f"training stopped at step {step + 1}: the loss is {loss}")
+        if not np.isfinite(opt.flat).all():  # the step itself overflowed: the settings' doing
+            _overflowed(step, opt)
         record = {
             "step": step + 1,
             "epoch": epoch + 1 if rows is not None else None,
@@ -398,6 +400,16 @@ def train(
     seconds = time.perf_counter() - started
     out = {w: (float(p) if p.ndim == 0 else p.copy()) for w, p in params.items()}
     return TrainResult(out, history, opt.steps, stopped, final, seconds, val)
+
+
+def _overflowed(step: int, opt) -> None:
+    """Training stops: the update of ``step`` took a parameter past the largest float."""
+    name = next(k for k, p in opt.params.items() if not np.isfinite(p).all())
+    raise TrainingStopped(
+        f"training stopped at step {step + 1}: its update took the parameter {name} past the "
+        f"largest number (learning rate {opt.lr:g})",
+        hints=["a smaller --lr, or --clip-norm MAX to bound the steps"],
+    )
 
 
 def _final_loss(graph: Graph, of: str | None, inputs: dict, data: dict, reduce: str) -> float:
