@@ -340,6 +340,8 @@ def train(
     if steps is None:
         steps = (epochs or 1) * per_epoch if rows is not None else 100
     total = done + steps
+    if total > 2**53:  # a count a weights file keeps exactly (and more than a run can take)
+        raise UsageError(f"{total} steps in all is more than 2**53: give fewer --steps or --epochs")
     objective = Objective(graph, of, wrt, reduce)
     vdata = load_rows(val_rows, rows_format, graph, wrt)[0] if val_rows is not None else None
     val: list[tuple[int, float]] = []
