@@ -22,7 +22,7 @@ from .options import (
     precision_option,
     source_options,
 )
-from .rows import check_rows_options
+from .rows import check_rows_options, refuse_without_rows
 
 CHECK_EXIT = EXIT_CODES.replace(
     "  1  a check failed (check, gradcheck)\n",
@@ -138,6 +138,10 @@ def check_command(
         raise UsageError(
             "--junit - and --format json would both write to standard output",
             hints=["write the JUnit report to a file: --junit report.xml"],
+        )
+    if rows_file is None:  # --chunk-rows, --strict, --rows-format alone: refused, not ignored
+        refuse_without_rows(
+            {"rows_format": rows_format, "strict": strict, "chunk_rows": chunk_rows}
         )
     if rows_file is not None or expect_column:
         found = _check_rows(
