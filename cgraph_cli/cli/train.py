@@ -60,7 +60,11 @@ CLIP = FiniteFloat(0, min_open=True, why="0 stops training, below 0 it climbs th
 @click.option("--momentum", type=AT_LEAST_0, help="sgd: momentum (0).")
 @click.option("--dampening", type=FRACTION, help="sgd: dampening of the momentum (0).")
 @click.option("--nesterov", is_flag=True, help="sgd: Nesterov momentum.")
-@click.option("--betas", type=BETAS, help="adam, adamw: the moments' decay rates (0.9,0.999).")
+@click.option(
+    "--betas",
+    type=BETAS,
+    help="adam, adamw: the moments' decay rates (0.9,0.999), each 0 <= B < 1.",
+)
 @click.option("--eps", type=EPS, help="adam, adamw: added to the denominator (1e-8).")
 @click.option(
     "--weight-decay",
