@@ -264,3 +264,20 @@ def test_an_update_past_the_largest_float_names_the_learning_rate(cli):
     assert result.exit_code == 4, result.stderr
     assert "its update took the parameter x past the largest number" in result.stderr
     assert "a smaller --lr" in result.stderr and "Warning" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--save-every", "1"], "--save-every writes the weights file: name it with -o"),
+        (["--batch-size", "3"], "--batch-size is for training on the rows of a data file"),
+        (["--shuffle"], "--shuffle is for training on the rows of a data file"),
+        (["--nesterov", "--momentum", "0.9", "--dampening", "0.5"], "takes no --dampening"),
+        (["--optimizer", "adamw", "--weight-decay", "300"], "adamw would flip the weights' sign"),
+        (["--log", "/dev/full"], "cannot write /dev/full"),
+    ],
+)
+def test_settings_that_would_be_ignored_or_flip_the_weights(cli, args, words):
+    result = cli("train", *PROGRAM, *args)
+    assert result.exit_code == 2, result.stderr
+    assert words in result.stderr

@@ -60,9 +60,7 @@ TAKEN = {
         ("train", o, "0"): 0
         for o in ("--momentum", "--dampening", "--weight-decay", "--tol", "--seed")
     },  # fmt: skip
-    **{
-        ("train", o, HUGE): 0 for o in ("--step-size", "--batch-size", "--save-every", "--seed")
-    },  # fmt: skip
+    **{("train", o, HUGE): 0 for o in ("--step-size", "--save-every", "--seed")},  # fmt: skip
 }
 
 

@@ -302,7 +302,7 @@ class _Log:
 
         from ..core.errors import UsageError
 
-        self.jsonl = path.endswith((".jsonl", ".ndjson"))
+        self.path, self.jsonl = path, path.endswith((".jsonl", ".ndjson"))
         try:
             self.file = sys.stdout if path == "-" else open(path, "w", encoding="utf-8")  # noqa: SIM115
         except OSError as e:
@@ -314,16 +314,27 @@ class _Log:
         if self.jsonl:
             import json
 
-            self.file.write(json.dumps({k: record[k] for k in self.FIELDS}) + "\n")
+            line = json.dumps({k: record[k] for k in self.FIELDS}) + "\n"
         else:
-            cells = ["" if record[k] is None else repr(record[k]) for k in self.FIELDS]
-            self.file.write(",".join(cells) + "\n")
+            line = ",".join("" if record[k] is None else repr(record[k]) for k in self.FIELDS)
+            line += "\n"
+        try:
+            self.file.write(line)
+        except OSError as e:  # a full disk, /dev/full
+            from ..core.errors import UsageError
+
+            raise UsageError(f"cannot write {self.path}: {e.strerror or e}") from None
 
     def close(self) -> None:
         import sys
 
         if self.file is not sys.stdout:
-            self.file.close()
+            try:
+                self.file.close()  # writes what is buffered
+            except OSError as e:
+                from ..core.errors import UsageError
+
+                raise UsageError(f"cannot write {self.path}: {e.strerror or e}") from None
 
 
 COMMANDS = [train_command]

@@ -189,6 +189,15 @@ def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
         )
     if name == "sgd" and options.get("nesterov") and not options.get("momentum"):
         raise UsageError("Nesterov momentum needs a momentum above 0 (as in torch.optim.SGD)")
+    if name == "sgd" and options.get("nesterov") and options.get("dampening"):
+        raise UsageError("Nesterov momentum takes no --dampening (as in torch.optim.SGD)")
+    decay = options.get("weight_decay")
+    if name == "adamw" and decay is not None and lr * decay >= 1:
+        raise UsageError(
+            f"--lr {lr:g} times --weight-decay {decay:g} is {lr * decay:g}: adamw would flip the "
+            "weights' sign each step",
+            hints=["the product must be below 1 (the default decay is 0.01)"],
+        )
     check_settings(lr=lr, **{k: v for k, v in options.items() if v is not None})
     return Optimizer(name, params, lr, **options)
 

@@ -299,8 +299,10 @@ def train(
         if graph.control is not None:
             raise UsageError("--rows does not take programs with if/else or loops yet")
         data, n = load_rows(rows, rows_format, graph, wrt)
-    elif epochs is not None:
-        raise UsageError("--epochs counts passes over --rows; without data, use --steps")
+    else:
+        _refuse_without_rows(epochs=epochs, batch_size=batch_size, shuffle=shuffle)
+    if save_every is not None and save is None:
+        raise UsageError("--save-every writes the weights file: name it with -o FILE.npz")
     params: dict[str, Any] = {}
     for name in wrt:
         given: Any = fixed.pop(name, graph.defaults.get(name))
@@ -402,6 +404,16 @@ def train(
     seconds = time.perf_counter() - started
     out = {w: (float(p) if p.ndim == 0 else p.copy()) for w, p in params.items()}
     return TrainResult(out, history, opt.steps, stopped, final, seconds, val)
+
+
+def _refuse_without_rows(**given) -> None:
+    """The settings of mini-batches given without --rows: a usage error, not ignored."""
+    if given.pop("epochs") is not None:
+        raise UsageError("--epochs counts passes over --rows; without data, use --steps")
+    for name, value in given.items():
+        if value:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} is for training on the rows of a data file: give --rows FILE")
 
 
 def _overflowed(step: int, opt) -> None:
