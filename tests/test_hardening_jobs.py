@@ -281,3 +281,16 @@ def test_settings_that_would_be_ignored_or_flip_the_weights(cli, args, words):
     result = cli("train", *PROGRAM, *args)
     assert result.exit_code == 2, result.stderr
     assert words in result.stderr
+
+
+def test_a_scheduler_with_no_workers_ends_within_the_timeout(cli, rows, monkeypatch):
+    from distributed import LocalCluster
+
+    monkeypatch.setenv("CGRAPH_SCHEDULER_TIMEOUT", "1")
+    with LocalCluster(
+        n_workers=0, processes=False, dashboard_address=None, protocol="tcp",
+        scheduler_kwargs={"host": "127.0.0.1"},
+    ) as cluster:  # fmt: skip
+        result = _dask(cli, rows, cluster.scheduler_address)
+    assert result.exit_code == 2, result.stderr
+    assert "has no workers (none came within 1 s)" in result.stderr

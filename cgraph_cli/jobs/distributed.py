@@ -123,11 +123,20 @@ def _client(scheduler: str | None):
     seconds = timeout()
     check_scheduler(scheduler, seconds)  # its form, and a Dask scheduler's handshake
     try:
-        return Client(scheduler, timeout=f"{seconds}s")
+        client = Client(scheduler, timeout=f"{seconds}s")
     except (OSError, TimeoutError) as e:
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
     except (ValueError, TypeError) as e:  # not Dask's messages; tls:// with no TLS set up
         raise UsageError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from None
+    try:  # with no worker, the job would wait for ever
+        client.wait_for_workers(1, timeout=seconds)
+    except TimeoutError:
+        client.close()
+        raise UsageError(
+            f"the Dask scheduler at {scheduler} has no workers (none came within {seconds:g} s)",
+            hints=["start one: dask worker " + scheduler],
+        ) from None
+    return client
 
 
 def _workers(client) -> int:
