@@ -238,6 +238,36 @@ def test_a_peer_that_is_not_a_dask_scheduler_ends_within_the_timeout(
     assert words in result.stderr
 
 
+def _handshake_then(after):
+    """A peer that sends a Dask handshake, as a scheduler does, then does ``after``."""
+    import msgpack
+
+    info = msgpack.packb({"compression": None, "python": (3, 11, 0), "pickle-protocol": 5})
+    message = (1).to_bytes(8, "little") + len(info).to_bytes(8, "little") + info
+    return lambda peer: (peer.sendall(len(message).to_bytes(8, "little") + message), after(peer))
+
+
+@pytest.mark.parametrize(
+    "after, words",
+    [
+        (lambda peer: peer.sendall(b"\xff" * 64), "cannot connect to the Dask scheduler"),
+        (lambda peer: peer.close(), "cannot reach the Dask scheduler"),
+        (lambda peer: None, "cannot reach the Dask scheduler"),
+    ],
+)
+def test_a_peer_that_shakes_hands_then_is_not_a_scheduler(cli, rows, monkeypatch, after, words):
+    monkeypatch.setenv("CGRAPH_SCHEDULER_TIMEOUT", "1")
+    listener, peers = _server(_handshake_then(after))
+    try:
+        result = _dask(cli, rows, f"tcp://127.0.0.1:{listener.getsockname()[1]}")
+    finally:
+        listener.close()
+        for peer in peers:
+            peer.close()
+    assert result.exit_code == 2, result.stderr
+    assert words in result.stderr and not result.stderr.rstrip().endswith(":")
+
+
 def test_a_closed_port_and_a_bad_timeout(cli, rows, monkeypatch):
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))

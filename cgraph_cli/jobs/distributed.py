@@ -125,9 +125,12 @@ def _client(scheduler: str | None):
     try:
         client = Client(scheduler, timeout=f"{seconds}s")
     except (OSError, TimeoutError) as e:
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
-    except (ValueError, TypeError) as e:  # not Dask's messages; tls:// with no TLS set up
-        raise UsageError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from None
+        why = str(e) or f"no answer within {seconds:g} s"
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}") from None
+    except Exception as e:  # noqa: BLE001 - the peer's doing: not Dask's messages, no TLS set up
+        raise UsageError(
+            f"cannot connect to the Dask scheduler at {scheduler}: {type(e).__name__}: {e}"
+        ) from None
     try:  # with no worker, the job would wait for ever
         client.wait_for_workers(1, timeout=seconds)
     except TimeoutError:

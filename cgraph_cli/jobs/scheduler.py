@@ -89,14 +89,37 @@ def check_scheduler(address: str, seconds: float) -> None:
 
 
 def _handshake(peer: socket.socket, address: str, deadline: float) -> None:
-    """The scheduler's first message: an 8-byte length, then that many bytes (a handshake)."""
+    """The scheduler's first message, as Dask's tcp comm frames it: an 8-byte length, then
+    the count of frames, their lengths and the frames, which hold a msgpack map (the
+    handshake: compression, python, pickle-protocol)."""
     head = _read(peer, 8, deadline)
     size = int.from_bytes(head, "little") if len(head) == 8 else 0
-    if not 8 <= size <= HANDSHAKE_LIMIT or len(_read(peer, size, deadline)) < size:
+    body = _read(peer, size, deadline) if 16 <= size <= HANDSHAKE_LIMIT else b""
+    if len(body) < 8 or len(body) < size or not _is_handshake(body):
         raise UsageError(
             f"{address} is not a Dask scheduler: what it sent is not a Dask handshake",
             hints=["give the address the scheduler prints: Scheduler at: tcp://HOST:PORT"],
         )
+
+
+def _is_handshake(body: bytes) -> bool:
+    """Whether ``body`` is frames whose lengths add up, the first a msgpack map."""
+    count = int.from_bytes(body[:8], "little")
+    if not 1 <= count <= 64 or 8 + 8 * count > len(body):
+        return False
+    sizes = [int.from_bytes(body[8 + 8 * i : 16 + 8 * i], "little") for i in range(count)]
+    start = 8 + 8 * count
+    if start + sum(sizes) != len(body):
+        return False
+    try:
+        import msgpack  # Dask's own dependency
+    except ImportError:  # pragma: no cover - distributed installs it
+        return True
+    try:
+        first = msgpack.unpackb(body[start : start + sizes[0]], raw=False)
+    except Exception:  # noqa: BLE001 - any of msgpack's errors: not a handshake
+        return False
+    return isinstance(first, dict)
 
 
 def _read(peer: socket.socket, count: int, deadline: float) -> bytes:
