@@ -44,7 +44,7 @@ class FiniteFloat(click.FloatRange):
         except OverflowError:
             pass
         try:
-            number = super().convert(value, param, ctx)
+            number = super().convert(value, param, ctx)  # type: ignore[arg-type]
         except OverflowError:  # a whole number too large for a float (from a TOML file)
             self.fail(f"{shorten(str(value))} is not a finite number.", param, ctx)
         except click.BadParameter as e:
@@ -68,7 +68,7 @@ class Whole(click.IntRange):
             or (isinstance(value, float) and not value.is_integer())
         ):
             self.fail(f"{value!r} is not a whole number.", param, ctx)
-        return super().convert(value, param, ctx)
+        return super().convert(value, param, ctx)  # type: ignore[arg-type]
 
 
 #: A seed of NumPy's and Python's generators: a whole number, 0 or more.

@@ -40,6 +40,7 @@ def _config_value(ctx: click.Context, param: click.Parameter, path: str, key: st
     from ..core.errors import UsageError
 
     kind = {bool: "true or false", str: "a string"}
+    want: type
     try:
         if isinstance(param, click.Option) and param.is_flag:
             want = bool

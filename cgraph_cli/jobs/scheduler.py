@@ -112,7 +112,7 @@ def _is_handshake(body: bytes) -> bool:
     if start + sum(sizes) != len(body):
         return False
     try:
-        import msgpack  # Dask's own dependency
+        import msgpack  # type: ignore[import-untyped]  # Dask's own dependency
     except ImportError:  # pragma: no cover - distributed installs it
         return True
     try:

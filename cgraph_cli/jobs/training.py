@@ -335,7 +335,7 @@ def train(
         amsgrad=amsgrad or None,
     )
     if state:
-        opt.load_state(state, resume)
+        opt.load_state(state, str(resume))
     done = opt.steps
     batch = min(batch_size or n, n) if rows is not None else 0
     per_epoch = math.ceil(n / batch) if rows is not None else 1
