@@ -14,6 +14,7 @@ from .options import (
     EXIT_CODES,
     FiniteFloat,
     Interval,
+    Whole,
     common_options,
     format_option,
     load,
@@ -292,11 +293,13 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
 @of_option
 @click.option(
     "--points",
-    type=click.IntRange(0, 100_000),
+    type=Whole(0, 100_000),
     default=0,
     help="Check at N random points instead of the given bindings.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option(
+    "--seed", type=Whole(), default=0, show_default=True, help="Seed of the random points."
+)
 @click.option(
     "--range",
     "range_",
@@ -308,7 +311,7 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
 )
 @click.option(
     "--order",
-    type=click.IntRange(1, 2),
+    type=Whole(1, 2),
     default=1,
     show_default=True,
     metavar="N",

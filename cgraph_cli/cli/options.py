@@ -181,7 +181,7 @@ def sample_summaries() -> list[tuple[str, str]]:
 def precision_option(default_help: str):
     return click.option(
         "--precision",
-        type=click.IntRange(1, 17),
+        type=Whole(1, 17),
         metavar="N",
         help=f"Significant digits shown ({default_help}).",
     )

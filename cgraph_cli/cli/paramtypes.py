@@ -37,6 +37,8 @@ class FiniteFloat(click.FloatRange):
     def convert(self, value, param, ctx):
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             self.fail(f"{value!r} is not a number.", param, ctx)  # a TOML true, list, table
+        if isinstance(value, str) and not value.isascii():  # float() takes '３' and '٣'
+            self.fail(f"{value!r} is not a number: digits are ASCII (0-9).", param, ctx)
         try:
             float(value)
         except ValueError:
@@ -61,6 +63,14 @@ class Whole(click.IntRange):
     3
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.min is None and self.max is None:  # any whole number: shown as click's int
+            self.name = "integer"
+
+    def _describe_range(self) -> str:
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
     def convert(self, value, param, ctx):
         if (
             isinstance(value, bool)
@@ -68,6 +78,10 @@ class Whole(click.IntRange):
             or (isinstance(value, float) and not value.is_integer())
         ):
             self.fail(f"{value!r} is not a whole number.", param, ctx)
+        if isinstance(value, str) and not (
+            value.isascii() and value.strip().lstrip("+-").isdigit()
+        ):
+            self.fail(f"{value!r} is not a whole number.", param, ctx)  # 2.5, 1e3, abc
         return super().convert(value, param, ctx)  # type: ignore[arg-type]
 
 
