@@ -99,7 +99,7 @@ def test_steps_past_what_a_weights_file_counts_are_refused(cli):
 @pytest.mark.parametrize("command, option", OPTIONS)
 def test_look_alike_digits_are_not_numbers(cli, command, option):
     """float() and int() take fullwidth and Arabic-Indic digits; an option does not."""
-    for value in ("３", "٣", "０.５"):
+    for value in ("３", "٣", "０.５", "０,１"):
         result = cli(command, *BASE.get(command, PROGRAM), option, value)
         assert result.exit_code == 2, (command, option, value, result.stderr)
         assert option in result.stderr

@@ -121,6 +121,8 @@ class Interval(click.ParamType):
             low, high = (float(v) for v in value.split(","))
         except ValueError:
             low = high = math.nan
+        if not value.isascii():  # float() takes look-alike digits: '０,１'
+            low = high = math.nan
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
             self.fail(f"LO,HI must be two finite numbers with LO < HI, got {value!r}.", param, ctx)
         if not math.isfinite(high - low):
