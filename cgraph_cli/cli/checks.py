@@ -15,6 +15,7 @@ from .options import (
     FilePath,
     FiniteFloat,
     Interval,
+    Whole,
     common_options,
     format_option,
     load,
@@ -23,7 +24,7 @@ from .options import (
     precision_option,
     source_options,
 )
-from .rows import check_rows_options
+from .rows import check_rows_options, refuse_without_rows
 
 CHECK_EXIT = EXIT_CODES.replace(
     "  1  a check failed (check, gradcheck)\n",
@@ -142,6 +143,10 @@ def check_command(
         raise UsageError(
             "--junit - and --format json would both write to standard output",
             hints=["write the JUnit report to a file: --junit report.xml"],
+        )
+    if rows_file is None:  # --chunk-rows, --strict, --rows-format alone: refused, not ignored
+        refuse_without_rows(
+            {"rows_format": rows_format, "strict": strict, "chunk_rows": chunk_rows}
         )
     if rows_file is not None or expect_column:
         found = _check_rows(
@@ -292,11 +297,13 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
 @of_option
 @click.option(
     "--points",
-    type=click.IntRange(0, 100_000),
+    type=Whole(0, 100_000),
     default=0,
     help="Check at N random points instead of the given bindings.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random points.")
+@click.option(
+    "--seed", type=Whole(), default=0, show_default=True, help="Seed of the random points."
+)
 @click.option(
     "--range",
     "range_",
@@ -308,7 +315,7 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
 )
 @click.option(
     "--order",
-    type=click.IntRange(1, 2),
+    type=Whole(1, 2),
     default=1,
     show_default=True,
     metavar="N",

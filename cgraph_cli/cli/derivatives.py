@@ -7,6 +7,7 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    Whole,
     common_options,
     format_option,
     full_option,
@@ -60,7 +61,7 @@ def _emit(fmt: str, report: dict, schema: str, text) -> None:
 @wrt_option
 @click.option(
     "--order",
-    type=click.IntRange(1, 4),
+    type=Whole(1, 4),
     default=1,
     show_default=True,
     metavar="N",

@@ -10,6 +10,7 @@ from . import output
 from .options import (
     EXIT_CODES,
     FilePath,
+    Whole,
     common_options,
     no_grads_option,
     no_values_option,
@@ -171,7 +172,7 @@ RENDER_EXIT = EXIT_CODES.replace(
 @click.option("--format", "kind_old", type=click.Choice(IMAGE_TYPES), hidden=True)
 @click.option(
     "--dpi",
-    type=click.IntRange(30, 1200),
+    type=Whole(30, 1200),
     default=150,
     show_default=True,
     help="Resolution of PNG output.",
@@ -447,7 +448,7 @@ def dot_command(
 @no_grads_option
 @click.option(
     "--depth",
-    type=click.IntRange(1, 1000),
+    type=Whole(1, 1000),
     default=40,
     show_default=True,
     metavar="N",

@@ -131,7 +131,7 @@ def _option_entry(param: click.Option, ctx: click.Context) -> list[str]:
         names += f" \\fI{escape(_metavar(param, ctx))}\\fR"
     text = [param.help or ""]
     describe = getattr(param.type, "_describe_range", None)
-    if describe:
+    if describe and describe():  # a range with no bound (any whole number) says nothing
         text.append(f"Range: {describe()}.")
     default = _default(param, ctx)
     if default is not None:

@@ -3,11 +3,17 @@ the parameter types that check values before any work is done."""
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from . import output
+from .paramtypes import SEED as SEED  # the parameter types, here for the commands
+from .paramtypes import Choice as Choice
+from .paramtypes import FilePath as FilePath
+from .paramtypes import FiniteFloat as FiniteFloat
+from .paramtypes import Floats as Floats
+from .paramtypes import Interval as Interval
+from .paramtypes import Whole as Whole
+from .paramtypes import named_files as named_files
 
 SMALL_TENSOR = 16  # numfmt.SMALL; not imported here, to keep start-up light
 OF_HELP = "The named value to report or differentiate (default: the program's last statement)."
@@ -32,90 +38,6 @@ def apply(command, options):
     for option in reversed(options):
         command = option(command)
     return command
-
-
-class Choice(click.Choice):
-    """A choice that also takes the old names of its values (``--format table`` = text)."""
-
-    def __init__(self, choices, aliases: dict[str, str] | None = None) -> None:
-        super().__init__(choices)
-        self.aliases = aliases or {}
-
-    def convert(self, value, param, ctx):
-        return super().convert(self.aliases.get(value, value), param, ctx)
-
-
-class FiniteFloat(click.FloatRange):
-    """A finite number (not inf, not nan) in a range: tolerances and steps."""
-
-    def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
-
-
-class Interval(click.ParamType):
-    """``LO,HI``: two finite numbers, LO < HI, whose distance is finite too."""
-
-    name = "LO,HI"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            low, high = (float(v) for v in value.split(","))
-        except ValueError:
-            low = high = math.nan
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            self.fail(f"LO,HI must be two finite numbers with LO < HI, got {value!r}.", param, ctx)
-        if not math.isfinite(high - low):
-            self.fail(f"HI - LO must be a finite number too, got {value!r}.", param, ctx)
-        return low, high
-
-
-class FilePath(click.Path):
-    """A file the command reads (``role`` "input"; "source": SOURCE and NAME=@FILE, whose
-    words may be other things) or writes ("output"; "rows": a data file or a pattern of them).
-    Each is claimed as click reads it, so an output that is the same file as an input or as
-    another output is refused (exit 2) before anything runs."""
-
-    def __init__(self, role: str, **kw) -> None:
-        super().__init__(**kw)
-        self.role = role
-
-    def convert(self, value, param, ctx):
-        value = super().convert(value, param, ctx)
-        if ctx is not None and ctx.resilient_parsing or not isinstance(value, str):
-            return value
-        from ..data.outputs import claim
-
-        option = (param.opts or [param.human_readable_name])[0] if param is not None else "FILE"
-        for path, role in named_files(value, self.role):
-            claim(path, role, "SOURCE" if self.role == "source" else option)
-        return value
-
-
-def named_files(value: str, role: str) -> list[tuple[str, str]]:
-    """The files a value names, each with its role.
-
-    >>> named_files("W=@w.npy", "source"), named_files("-", "input"), named_files("sample:iris", "rows")
-    ([('w.npy', 'input')], [], [])
-    """
-    if value == "-" or value.startswith("sample:"):
-        return []
-    if role == "source":
-        name, equals, rest = value.partition("=")
-        if equals:
-            return [(rest[1:], "input")] if rest.startswith("@") else []
-        return [(value, "input")]
-    if role == "rows":
-        import glob
-
-        if glob.has_magic(value):
-            return [(path, "input") for path in sorted(glob.glob(value))]
-        return [(value, "input")]
-    return [(value, role)]
 
 
 def _set(name):
@@ -261,7 +183,7 @@ def sample_summaries() -> list[tuple[str, str]]:
 def precision_option(default_help: str):
     return click.option(
         "--precision",
-        type=click.IntRange(1, 17),
+        type=Whole(1, 17),
         metavar="N",
         help=f"Significant digits shown ({default_help}).",
     )

@@ -8,7 +8,7 @@ import os
 import click
 
 from . import output
-from .options import FilePath, apply
+from .options import FilePath, Whole, apply
 
 ROWS_HELP = (
     "Run once per row of FILE (CSV, TSV, JSON Lines, Parquet, .npz; '-': CSV on standard "
@@ -45,7 +45,7 @@ OPTIONS = {
     ),
     "chunk_rows": click.option(
         "--chunk-rows",
-        type=click.IntRange(min=1),
+        type=Whole(min=1),
         default=None,
         metavar="N",
         help="Rows evaluated at a time (memory grows with it; default 65,536).",

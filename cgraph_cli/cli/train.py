@@ -8,11 +8,14 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    SEED,
     FilePath,
+    FiniteFloat,
+    Floats,
+    Whole,
     common_options,
     format_option,
     load,
-    named_files,
     names,
     of_option,
     source_options,
@@ -20,19 +23,13 @@ from .options import (
 )
 from .rows import OPTIONS as ROWS_OPTIONS
 
-
-def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    from ..core.errors import UsageError
-
-    try:
-        values = tuple(float(v) for v in str(text).strip("()[] ").split(","))
-    except ValueError:
-        values = ()
-    if len(values) != count:
-        raise UsageError(f"{what} is {count} numbers separated by commas, got {text!r}")
-    return values
+LR = FiniteFloat(0, min_open=True, why="0 or less would stand still or climb the loss")
+AT_LEAST_0 = FiniteFloat(0, why="a negative value turns the update against the gradient")
+EPS = FiniteFloat(0, why="a negative one can make the update divide by 0")
+FRACTION = FiniteFloat(0, 1, why="outside it the momentum turns against the gradient")
+BETAS = Floats(2, FiniteFloat(0, 1, max_open=True, why="as torch.optim.Adam takes them"), "B1,B2")
+GAMMA = FiniteFloat(0, 1, min_open=True, why="the learning rate's decay factor")
+CLIP = FiniteFloat(0, min_open=True, why="0 stops training, below 0 it climbs the loss")
 
 
 @click.command(
@@ -62,14 +59,20 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
     show_default=True,
     help="The update rule, as torch.optim has it.",
 )
-@click.option("--lr", type=float, default=0.01, show_default=True, help="The learning rate.")
-@click.option("--momentum", type=float, help="sgd: momentum (0).")
-@click.option("--dampening", type=float, help="sgd: dampening of the momentum (0).")
+@click.option("--lr", type=LR, default=0.01, show_default=True, help="The learning rate.")
+@click.option("--momentum", type=AT_LEAST_0, help="sgd: momentum (0).")
+@click.option("--dampening", type=FRACTION, help="sgd: dampening of the momentum (0).")
 @click.option("--nesterov", is_flag=True, help="sgd: Nesterov momentum.")
-@click.option("--betas", metavar="B1,B2", help="adam, adamw: the moments' decay rates (0.9,0.999).")
-@click.option("--eps", type=float, help="adam, adamw: added to the denominator (1e-8).")
 @click.option(
-    "--weight-decay", type=float, help="L2 penalty (sgd, adam: 0) or decoupled decay (adamw: 0.01)."
+    "--betas",
+    type=BETAS,
+    help="adam, adamw: the moments' decay rates (0.9,0.999), each 0 <= B < 1.",
+)
+@click.option("--eps", type=EPS, help="adam, adamw: added to the denominator (1e-8).")
+@click.option(
+    "--weight-decay",
+    type=AT_LEAST_0,
+    help="L2 penalty (sgd, adam: 0) or decoupled decay (adamw: 0.01).",
 )
 @click.option("--amsgrad", is_flag=True, help="adam, adamw: the AMSGrad variant.")
 @click.option(
@@ -81,37 +84,33 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
 )
 @click.option(
     "--step-size",
-    type=click.IntRange(1),
+    type=Whole(1),
     default=100,
     show_default=True,
     help="--schedule step: steps between decays.",
 )
 @click.option(
     "--gamma",
-    type=float,
+    type=GAMMA,
     default=0.1,
     show_default=True,
     help="--schedule step: the factor of each decay.",
 )
 @click.option(
     "--clip-norm",
-    type=float,
+    type=CLIP,
     metavar="MAX",
     help="Scale the gradients down to this total norm when above it.",
 )
 @click.option(
     "--steps",
-    type=click.IntRange(1),
+    type=Whole(1),
     help="Steps to take (default: 100; with --rows, the steps of --epochs).",
 )
-@click.option(
-    "--epochs", type=click.IntRange(1), help="With --rows: passes over the rows (default 1)."
-)
-@click.option(
-    "--batch-size", type=click.IntRange(1), help="With --rows: rows per step (default: all)."
-)
+@click.option("--epochs", type=Whole(1), help="With --rows: passes over the rows (default 1).")
+@click.option("--batch-size", type=Whole(1), help="With --rows: rows per step (default: all).")
 @click.option("--shuffle", is_flag=True, help="With --rows: a new order of the rows each epoch.")
-@click.option("--seed", type=int, default=0, show_default=True, help="The seed of --shuffle.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="The seed of --shuffle.")
 @click.option(
     "--reduce",
     type=click.Choice(["mean", "sum"]),
@@ -119,7 +118,9 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
     show_default=True,
     help="A loss with one value per row: its mean or sum over the batch.",
 )
-@click.option("--tol", type=float, help="Stop when the loss changes by less than this in a step.")
+@click.option(
+    "--tol", type=FiniteFloat(0), help="Stop when the loss changes by less than this in a step."
+)
 @click.option(
     "-o",
     "--output",
@@ -130,7 +131,7 @@ def _floats(text: str | None, count: int, what: str) -> tuple[float, ...] | None
 )
 @click.option(
     "--save-every",
-    type=click.IntRange(1),
+    type=Whole(1),
     metavar="N",
     help="Also write -o every N steps (Ctrl-C keeps the last).",
 )
@@ -183,8 +184,9 @@ def train_command(ctx, **options):
     (the report goes to standard output).
     """
     from ..jobs.training import train
+    from .trainconfig import with_config
 
-    options = _with_config(ctx, options)
+    options = with_config(ctx, options)
     rows_file, wrt, of = options["rows_file"], options["wrt"], options["of"]
     graph, bindings = load(
         options["args"],
@@ -225,7 +227,7 @@ def train_command(ctx, **options):
                 momentum=options["momentum"],
                 dampening=options["dampening"],
                 nesterov=options["nesterov"],
-                betas=_floats(options["betas"], 2, "--betas"),  # type: ignore[arg-type]
+                betas=options["betas"],
                 eps=options["eps"],
                 weight_decay=options["weight_decay"],
                 amsgrad=options["amsgrad"],
@@ -307,15 +309,22 @@ class _Log:
 
         from ..data.outputs import Output
 
-        self.jsonl = path.endswith((".jsonl", ".ndjson"))
+        self.path, self.jsonl = path, path.endswith((".jsonl", ".ndjson"))
         self.out = None if path == "-" else Output(path)  # the old log stays until the end
         self.file = sys.stdout.buffer if self.out is None else self.out.file
         if not self.jsonl:
             self._line(",".join(self.FIELDS))
 
     def _line(self, text: str) -> None:
-        self.file.write(text.encode() + b"\n")
-        self.file.flush()  # a step at a time, for whoever follows it
+        try:
+            self.file.write(text.encode() + b"\n")
+            self.file.flush()  # a step at a time, for whoever follows it
+        except OSError as e:  # a full disk
+            if self.out is None:
+                raise  # standard output's: said as such
+            from ..core.errors import cannot_write
+
+            raise cannot_write(self.path, e) from None
 
     def write(self, record: dict) -> None:
         if self.jsonl:
@@ -329,81 +338,6 @@ class _Log:
         """The log takes its place, also when the training stopped early: its steps say how."""
         if self.out is not None:
             self.out.done()
-
-
-def _with_config(ctx: click.Context, options: dict) -> dict:
-    """Options from --config's [train] table where the command line left the default."""
-    path = options.pop("config")
-    if path is None:
-        return options
-    from ..app.checks_spec import read_toml
-    from ..core.errors import UsageError
-
-    table = read_toml(path).get("train")
-    if not isinstance(table, dict):
-        raise UsageError(f"{path} has no [train] table")
-    renames = {"output": "weights", "log": "log_file", "format": "fmt", "rows": "rows_file"}
-    for key, value in table.items():
-        name = renames.get(key.replace("-", "_"), key.replace("-", "_"))
-        if name not in options or name in ("args", "expr", "file_", "binds", "bindings_file"):
-            raise UsageError(
-                f"{path}: [train] has an unknown option {key!r}",
-                hints=["the options of cgraph train, without dashes: lr, optimizer, epochs..."],
-            )
-        source = ctx.get_parameter_source(name)
-        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
-            value = _config_value(ctx, path, key, name, value)
-            options[name] = value
-            if name in _CONFIG_FILES and isinstance(value, str):  # as if on the command line
-                from ..data.outputs import claim
-
-                kind, option = _CONFIG_FILES[name]
-                for file, role in named_files(value, kind):
-                    claim(file, role, option, origin=path)
-    return options
-
-
-def _config_value(ctx: click.Context, path: str, key: str, name: str, value):
-    """A [train] table's ``value`` for option ``name``, checked and converted as the command
-    line's would be: a wrong type is refused with the file and the key (exit 2)."""
-    from ..core.errors import UsageError
-
-    param = next(p for p in ctx.command.params if p.name == name)
-    flag = getattr(param, "is_flag", False)
-    if name == "wrt":
-        value = (value,) if isinstance(value, str) else value
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise UsageError(f"{path}: [train] {key} is a name or a list of names, got {value!r}")
-        return tuple(value)
-    if name == "betas" and isinstance(value, list):
-        value = ",".join(map(str, value))
-    wrong = isinstance(value, bool) != flag or isinstance(value, dict | list)
-    wrong |= isinstance(param.type, click.Path) and not isinstance(value, str)
-    wrong |= isinstance(param.type, click.types.IntParamType) and not isinstance(value, int)
-    if wrong:
-        kind = (
-            "true or false" if flag
-            else "a file name, in quotes" if isinstance(param.type, click.Path)
-            else "a whole number" if isinstance(param.type, click.types.IntParamType)
-            else "a number" if isinstance(param.type, click.types.FloatParamType)
-            else "text, in quotes"
-        )  # fmt: skip
-        raise UsageError(f"{path}: [train] {key} must be {kind}, got {value!r}")
-    try:
-        return param.type_cast_value(ctx, value)
-    except click.BadParameter as e:
-        raise UsageError(f"{path}: [train] {key}: {e.format_message()}") from None
-
-
-#: The options of a [train] table that name files: their role and option.
-_CONFIG_FILES = {
-    "weights": ("output", "-o"),
-    "log_file": ("output", "--log"),
-    "plot": ("output", "--plot"),
-    "rows_file": ("rows", "--rows"),
-    "val_rows": ("rows", "--val-rows"),
-    "resume": ("input", "--resume"),
-}
 
 
 COMMANDS = [train_command]

@@ -10,6 +10,7 @@ from . import output
 from .options import (
     EXIT_CODES,
     FilePath,
+    Whole,
     common_options,
     format_option,
     load,
@@ -34,13 +35,13 @@ from .options import (
 )
 @click.option(
     "--seed",
-    type=int,
+    type=Whole(),
     help="Draw the inputs not bound on the command line (and a fraction's blanks): the same "
     "seed gives the same sheet. Without it: the program's defaults.",
 )
 @click.option(
     "--count",
-    type=click.IntRange(1, 1000),
+    type=Whole(1, 1000),
     default=1,
     show_default=True,
     help="Write this many sheets, with seeds --seed, --seed + 1... (1, 2... without --seed), "

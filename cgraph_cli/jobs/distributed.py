@@ -72,8 +72,12 @@ def run_dask(
         raise UsageError("--engine dask reads CSV, TSV, JSON Lines and Parquet files, not .npz")
     dask, dd, pd = dask_modules()
     started = time.perf_counter()
-    client = _client(scheduler)
+    # A Client makes itself Dask's scheduler in the process's config, and one that failed
+    # halfway may leave it so: the config is put back as it was, whatever happened.
+    saved = {k: dask.config.config[k] for k in _CLIENT_KEYS if k in dask.config.config}
+    client = None
     try:
+        client = _client(scheduler)
         # Object columns stay objects (a tensor cell is a list, not its text).
         with dask.config.set({"dataframe.convert-string": False}):
             result = _run(dask, dd, pd, graph, paths, fmt, target, write, chunk_rows, note,
@@ -81,6 +85,11 @@ def run_dask(
     finally:
         if client is not None:
             client.close()
+        for key in _CLIENT_KEYS:
+            if key in saved:
+                dask.config.config[key] = saved[key]
+            else:
+                dask.config.config.pop(key, None)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -98,8 +107,8 @@ def _run(dask, dd, pd, graph, paths, fmt, target, write, chunk_rows, note, worke
     elif target is not None:
         errors = frame["error"].notnull().sum()
         schema = _schema(meta)
-        _own_folder(target, frame.npartitions)
         try:
+            _own_folder(target, frame.npartitions)
             written = frame.to_parquet(target, compute=False, write_index=False, schema=schema)
             _, result.errors, result.rows = dask.compute(written, errors, frame["error"].size)
         except OSError as e:  # a folder that is a file, cannot be made or written
@@ -154,57 +163,39 @@ def _own_folder(target: str, parts: int) -> None:
     write_list(manifest, [f"part.{k}.parquet" for k in range(parts)])
 
 
-#: Seconds to wait for a Dask scheduler to answer (``--scheduler``) before giving up.
-CONNECT_SECONDS = 10
+#: The keys of Dask's config a Client sets for the process.
+_CLIENT_KEYS = ("scheduler", "shuffle")
 
 
 def _client(scheduler: str | None):
-    """A client of the scheduler at ``scheduler`` (None: none, Dask's threads here): an
-    address that is not one, a scheduler that cannot be reached or that does not answer as a
-    Dask scheduler within :data:`CONNECT_SECONDS` is a usage error (exit 2), never a hang."""
     if scheduler is None:
         return None
     try:
         from distributed import Client
-        from distributed.comm.addressing import parse_address, parse_host_port
     except ImportError:
         raise UsageError("--scheduler needs dask.distributed", hints=[EXTRA]) from None
+    from .scheduler import check_scheduler, timeout
+
+    seconds = timeout()
+    check_scheduler(scheduler, seconds)  # its form, and a Dask scheduler's handshake
     try:
-        scheme, location = parse_address(scheduler)
-        if scheme in ("tcp", "tls"):
-            _, port = parse_host_port(location)
-            if not 0 < port < 65536:
-                raise ValueError(f"port {port} is out of range")
-        elif scheme not in ("inproc", "ws", "wss", "ucx"):
-            raise ValueError(f"unknown scheme {scheme!r}")
-    except (ValueError, TypeError) as e:
+        client = Client(scheduler, timeout=f"{seconds}s")
+    except (OSError, TimeoutError) as e:
+        why = str(e) or f"no answer within {seconds:g} s"
+        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}") from None
+    except Exception as e:  # noqa: BLE001 - the peer's doing: not Dask's messages, no TLS set up
         raise UsageError(
-            f"--scheduler {scheduler!r} is not a Dask scheduler's address: {e}",
-            hints=["an address looks like tcp://HOST:8786"],
+            f"cannot connect to the Dask scheduler at {scheduler}: {type(e).__name__}: {e}"
         ) from None
-    import threading
-
-    got: dict = {}
-
-    def connect() -> None:
-        try:
-            got["client"] = Client(scheduler, timeout=f"{CONNECT_SECONDS}s")
-        except BaseException as e:  # reported below, in words
-            got["error"] = e
-
-    thread = threading.Thread(target=connect, daemon=True)  # a silent peer must not hang us
-    thread.start()
-    thread.join(CONNECT_SECONDS + 1)
-    error = got.get("error")
-    if thread.is_alive():
-        why = f"nothing answered in {CONNECT_SECONDS} s"
-    elif isinstance(error, (OSError, TimeoutError)):
-        why = str(error)
-    elif error is not None:
-        why = f"what answered is not a Dask scheduler ({type(error).__name__}: {error})"
-    else:
-        return got["client"]
-    raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}")
+    try:  # with no worker, the job would wait for ever
+        client.wait_for_workers(1, timeout=seconds)
+    except TimeoutError:
+        client.close()
+        raise UsageError(
+            f"the Dask scheduler at {scheduler} has no workers (none came within {seconds:g} s)",
+            hints=["start one: dask worker " + scheduler],
+        ) from None
+    return client
 
 
 def _workers(client) -> int:

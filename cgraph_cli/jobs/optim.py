@@ -26,6 +26,12 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "adamw": {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False},
 }
 SCHEDULES = ("constant", "step", "cosine")
+#: The buffers each update rule carries between steps (saved with -o, read by --resume).
+STATE = {
+    "sgd": ("momentum_buffer",),
+    "adam": ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+    "adamw": ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"),
+}
 
 
 class Optimizer:
@@ -59,13 +65,13 @@ class Optimizer:
         above it (as ``clip_grad_norm_``); the norm before scaling. Nothing is updated when the
         norm is not finite."""
         g = np.concatenate([np.ravel(grads[k]) for k in self.params]).astype(float, copy=False)
-        norm = _norm(g)
+        norm = math.sqrt(float(np.dot(g, g)))
         if not math.isfinite(norm):
             return norm
         if clip_norm is not None and norm > clip_norm:
             g = g * (clip_norm / (norm + 1e-6))
         self.steps += 1
-        with np.errstate(all="ignore"):  # an update that overflows: training says so after
+        with np.errstate(over="ignore", invalid="ignore"):  # the caller checks the parameters
             self._rule(self.flat, g, self.state)
         return norm
 
@@ -122,113 +128,49 @@ class Optimizer:
                 out[f"{name}/{key}"] = flat[part].reshape(self.shapes[name])  # type: ignore[index]
         return out
 
-    def load_state(self, arrays: Mapping[str, object]) -> None:
-        """The state :meth:`state_arrays` gave, back; refused (:class:`UsageError`) when it
-        is not this optimizer's: another's buffers, half of Adam's moments, a parameter left
-        out, a second moment below 0."""
-        self.steps = int(arrays["steps"])  # type: ignore[call-overload]
-        keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key}
-        known = _STATE_KEYS[self.name] | (
-            {"max_exp_avg_sq"} if self.options.get("amsgrad") else set()
-        )
-        if keys - known:
-            raise UsageError(
-                f"the training state holds {', '.join(sorted(keys - known))}, which {self.name} "
-                f"does not keep" + (" (with these settings)" if self.name != "sgd" else ""),
-                hints=["resume with the optimizer and settings that wrote it"],
-            )
-        if self.name != "sgd" and keys and not (known - {"momentum_buffer"}) <= keys:
-            raise UsageError(f"the training state holds part of {self.name}'s moments only")
-        for key in keys:
-            missing = [n for n in self.slices if f"{n}/{key}" not in arrays]
-            if missing:
-                raise UsageError(f"the training state has no {key} for {missing[0]}")
-            if key.endswith("_sq") and any(np.any(np.asarray(v) < 0) for k, v in arrays.items()
-                                           if k.endswith("/" + key)):  # fmt: skip
-                raise UsageError(f"the training state's {key} holds a negative number")
+    def load_state(self, arrays: Mapping[str, object], where: str = "the state") -> None:
+        """The state :meth:`state_arrays` gave, back; what does not fit this optimizer and
+        these parameters (a count of steps that is not a whole number, a buffer of another
+        shape, a value that is not finite, half of Adam's moments) is a :class:`UsageError`
+        naming ``where`` (the file). Another optimizer's buffers are left out."""
+        self.steps = _saved_steps(arrays.get("steps", 0), where)
+        keys = {key.rsplit("/", 1)[1] for key in arrays if "/" in key} & set(STATE[self.name])
         for key in keys:
             flat = np.zeros_like(self.flat)
             for name, part in self.slices.items():
-                saved = arrays.get(f"{name}/{key}")
-                if saved is not None:
-                    flat[part] = np.ravel(saved)
+                saved = np.asarray(arrays.get(f"{name}/{key}", 0.0), dtype=float)
+                if saved.shape not in ((), self.shapes[name]):
+                    raise UsageError(
+                        f"{where}: the {key} of {name} is {saved.shape}, "
+                        f"the parameter {self.shapes[name]}"
+                    )
+                if not np.isfinite(saved).all():
+                    raise UsageError(
+                        f"{where}: the {key} of {name} holds a value that is not finite"
+                    )
+                if key.endswith("_sq") and (saved < 0).any():
+                    raise UsageError(
+                        f"{where}: the {key} of {name} (squares) holds a negative value"
+                    )
+                flat[part] = np.ravel(saved) if saved.shape else saved
             self.state[key] = flat
+        if self.name != "sgd" and keys:
+            if not {"exp_avg", "exp_avg_sq"} <= keys:
+                raise UsageError(
+                    f"{where} holds half of {self.name}'s moments: exp_avg and exp_avg_sq go together"
+                )
+            if self.options["amsgrad"] and "max_exp_avg_sq" not in keys:
+                self.state["max_exp_avg_sq"] = self.state["exp_avg_sq"].copy()  # type: ignore[attr-defined]
 
 
-#: What each setting of training may be, as torch.optim checks them (and, where torch does
-#: not, what keeps the descent a descent): option, lowest, lowest allowed?, highest.
-_RANGES = {
-    "lr": ("--lr", 0.0, False, math.inf),
-    "momentum": ("--momentum", 0.0, True, math.inf),
-    "dampening": ("--dampening", 0.0, True, 1.0),
-    "eps": ("--eps", 0.0, True, math.inf),
-    "weight_decay": ("--weight-decay", 0.0, True, math.inf),
-    "gamma": ("--gamma", 0.0, False, math.inf),
-    "clip_norm": ("--clip-norm", 0.0, False, math.inf),
-    "tol": ("--tol", 0.0, True, math.inf),
-}
-
-
-#: The buffers each optimizer keeps per parameter (--resume checks a file against them).
-_STATE_KEYS = {
-    "sgd": {"momentum_buffer"},
-    "adam": {"exp_avg", "exp_avg_sq"},
-    "adamw": {"exp_avg", "exp_avg_sq"},
-}
-
-
-def _norm(g) -> float:
-    """The Euclidean norm of ``g``, scaled so that squares of large numbers do not overflow
-    (the norm of [1e200, 1e200] is 1.414e200); inf or nan when an element is.
-
-    >>> _norm(np.array([1e200, 1e200])) / 1e200
-    1.4142135623730951
-    """
-    with np.errstate(all="ignore"):
-        scale = float(np.max(np.abs(g))) if g.size else 0.0
-        if scale == 0.0 or not math.isfinite(scale):
-            return scale if not math.isnan(scale) else math.nan
-        return scale * math.sqrt(float(np.dot(g / scale, g / scale)))
-
-
-def check_settings(**settings) -> None:
-    """Refuse (exit 2, naming the option) a setting that would reverse, stall or break
-    training: not a finite number, a negative momentum, decay or ``eps``, a learning rate,
-    ``gamma`` or clipping norm that is not above 0, ``betas`` outside [0, 1). None: the
-    default.
-
-    >>> check_settings(lr=0.1, clip_norm=-1)
-    Traceback (most recent call last):
-    cgraph_cli.core.errors.UsageError: error: --clip-norm must be a number above 0, got -1
-    """
-    for key, value in settings.items():
-        if value is None:
-            continue
-        if key == "betas":
-            _check_betas(value)
-            continue
-        option, low, low_ok, high = _RANGES[key]
-        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        if number is None or not math.isfinite(number):
-            raise UsageError(f"{option} must be a finite number, got {value!r}")
-        if number < low or (number == low and not low_ok) or number > high:
-            bound = f"{'at least' if low_ok else 'above'} {low:g}"
-            if math.isfinite(high):
-                bound += f" and at most {high:g}"
-            raise UsageError(f"{option} must be a number {bound}, got {number:g}")
-
-
-def _check_betas(betas) -> None:
-    try:
-        b1, b2 = (float(b) for b in betas)
-    except (TypeError, ValueError):
-        raise UsageError(f"--betas is two numbers, B1,B2, got {betas!r}") from None
-    for b in (b1, b2):
-        if not (math.isfinite(b) and 0.0 <= b < 1.0):
-            raise UsageError(
-                f"--betas must be two numbers at least 0 and below 1 (as torch.optim.Adam "
-                f"takes them), got {b1:g},{b2:g}"
-            )
+def _saved_steps(value: object, where: str) -> int:
+    """The count of steps a weights file holds: a whole number from 0 to 2**53."""
+    number = np.asarray(value)
+    if number.shape == () and np.issubdtype(number.dtype, np.number):
+        steps = float(number)
+        if math.isfinite(steps) and steps.is_integer() and 0 <= steps <= 2**53:
+            return int(steps)
+    raise UsageError(f"{where}: the count of steps taken is not a whole number from 0 to 2**53")
 
 
 def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
@@ -248,12 +190,58 @@ def optimizer(name: str, params: dict, lr: float, **options) -> Optimizer:
     if name == "sgd" and options.get("nesterov") and not options.get("momentum"):
         raise UsageError("Nesterov momentum needs a momentum above 0 (as in torch.optim.SGD)")
     if name == "sgd" and options.get("nesterov") and options.get("dampening"):
-        raise UsageError("Nesterov momentum needs no dampening (as in torch.optim.SGD)")
-    check_settings(
-        lr=lr,
-        **{k: options.get(k) for k in ("momentum", "dampening", "eps", "weight_decay", "betas")},
-    )
+        raise UsageError("Nesterov momentum takes no --dampening (as in torch.optim.SGD)")
+    decay = options.get("weight_decay")
+    if name == "adamw" and decay is not None and lr * decay >= 1:
+        raise UsageError(
+            f"--lr {lr:g} times --weight-decay {decay:g} is {lr * decay:g}: adamw would flip the "
+            "weights' sign each step",
+            hints=["the product must be below 1 (the default decay is 0.01)"],
+        )
+    check_settings(lr=lr, **{k: v for k, v in options.items() if v is not None})
     return Optimizer(name, params, lr, **options)
+
+
+#: What each setting may be, as torch.optim checks them (and what is outside would do):
+#: (lowest, lowest allowed, highest, highest allowed).
+RANGES: dict[str, tuple[float, bool, float, bool]] = {
+    "lr": (0, False, math.inf, False),
+    "momentum": (0, True, math.inf, False),
+    "dampening": (0, True, 1, True),
+    "eps": (0, True, math.inf, False),
+    "weight_decay": (0, True, math.inf, False),
+    "beta": (0, True, 1, False),
+    "gamma": (0, False, 1, True),
+    "clip_norm": (0, False, math.inf, False),
+    "tol": (0, True, math.inf, False),
+}
+
+
+def check_settings(**settings) -> None:
+    """A :class:`UsageError` naming the first setting out of its range in :data:`RANGES`
+    (a negative momentum would climb the loss, a clip norm of 0 stand still); ``betas`` is
+    two betas; a setting of another name is not checked.
+
+    >>> check_settings(lr=0.1, momentum=-0.5)
+    Traceback (most recent call last):
+    cgraph_cli.core.errors.UsageError: error: --momentum must be a finite number from 0, got -0.5
+    """
+    given = {k: v for k, v in settings.items() if v is not None and not isinstance(v, bool)}
+    for name, value in given.items():
+        for v in value if name == "betas" else (value,):
+            key = "beta" if name == "betas" else name
+            if key not in RANGES:
+                continue
+            low, low_in, high, high_in = RANGES[key]
+            if not (
+                math.isfinite(v)
+                and (low <= v if low_in else low < v)
+                and (v <= high if high_in else v < high)
+            ):
+                above = "from" if low_in else "above"
+                up = "" if high == math.inf else f" {'up to' if high_in else 'below'} {high:g}"
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} must be a finite number {above} {low:g}{up}, got {v}")
 
 
 def learning_rate(

@@ -195,47 +195,19 @@ def save_weights(path: str, params: Mapping, state: Mapping | None = None) -> No
 
 
 def read_weights(path: str) -> tuple[dict, dict]:
-    """A weights file's parameters and its training state (empty when it has none); a file
-    that is damaged, or whose arrays are not real numbers, is refused with its name (exit 2)."""
+    """A weights file's parameters and its training state (empty when it has none)."""
     from ..data.arrayfiles import Unreadable, read_npz
     from ..data.sources import read_limited
 
     try:
         arrays = read_npz(read_limited(path, 1 << 31, "a weights file"))
     except Unreadable as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
+        raise UsageError(
+            f"cannot read {path}: {e}", hints=["--resume takes a file written by train -o"]
+        ) from None
     params = {k: v for k, v in arrays.items() if not k.startswith(STATE_PREFIX)}
     state = {k[len(STATE_PREFIX) :]: v for k, v in arrays.items() if k.startswith(STATE_PREFIX)}
     return params, state
-
-
-def _resumed(path: str, saved: dict, state: dict, params: dict) -> None:
-    """Refuse a weights file whose parameters or state do not fit the program's parameters
-    (another program's file, a damaged or crafted one), naming what does not fit."""
-    for name, value in params.items():
-        if not np.all(np.isfinite(saved[name])):
-            raise UsageError(f"{path}: the parameter {name} holds a value that is not finite")
-        if np.shape(saved[name]) != np.shape(value):
-            raise UsageError(
-                f"{path}: the parameter {name} is {np.shape(saved[name])} there, "
-                f"{np.shape(value)} in the program"
-            )
-    if not state:
-        return
-    steps = state.get("steps")
-    if steps is None or np.shape(steps) != () or not (0 <= float(steps) < 2**53):
-        raise UsageError(f"{path}: the training state has no whole number of steps done")
-    if float(steps) != int(steps):
-        raise UsageError(f"{path}: the training state has no whole number of steps done")
-    for key, value in state.items():
-        if not np.all(np.isfinite(value)):
-            raise UsageError(f"{path}: the training state {key} holds a value that is not finite")
-        name = key.rsplit("/", 1)[0]
-        if key != "steps" and (name not in params or np.shape(value) != np.shape(params[name])):
-            raise UsageError(
-                f"{path}: the training state {key} does not fit the parameters",
-                hints=["resume from a file this program's training wrote with -o"],
-            )
 
 
 # --- the loop -----------------------------------------------------------------------------------
@@ -300,15 +272,13 @@ def train(
             raise UsageError(f"'{name}' is computed by the program: only inputs are learned")
     if of is not None:
         resolve_name(graph, of)
-    if reduce not in ("mean", "sum"):
-        raise UsageError(f"--reduce is mean or sum, not {reduce!r}")
     from .optim import check_settings
 
-    check_settings(lr=lr, momentum=momentum, dampening=dampening, eps=eps,
-                   weight_decay=weight_decay, betas=betas, gamma=gamma, clip_norm=clip_norm,
-                   tol=tol)  # fmt: skip
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"--seed must be a whole number at least 0, got {seed!r}")
+    check_settings(lr=lr, gamma=gamma, clip_norm=clip_norm, tol=tol)
+    if not (isinstance(seed, int) and seed >= 0):  # NumPy's generators take none below 0
+        raise UsageError(f"--seed must be a whole number from 0, got {seed!r}")
+    if reduce not in ("mean", "sum"):
+        raise UsageError(f"--reduce is mean or sum, not {reduce!r}")
     for what, value in (("steps", steps), ("epochs", epochs), ("batch size", batch_size)):
         if value is not None and value < 1:
             raise UsageError(f"the {what} must be at least 1, got {value}")
@@ -321,8 +291,10 @@ def train(
         if graph.control is not None:
             raise UsageError("--rows does not take programs with if/else or loops yet")
         data, n = load_rows(rows, rows_format, graph, wrt)
-    elif epochs is not None:
-        raise UsageError("--epochs counts passes over --rows; without data, use --steps")
+    else:
+        _refuse_without_rows(epochs=epochs, batch_size=batch_size, shuffle=shuffle)
+    if save_every is not None and save is None:
+        raise UsageError("--save-every writes the weights file: name it with -o FILE.npz")
     params: dict[str, Any] = {}
     for name in wrt:
         given: Any = fixed.pop(name, graph.defaults.get(name))
@@ -338,8 +310,10 @@ def train(
         missing = [w for w in wrt if w not in saved]
         if missing:
             raise UsageError(f"{resume} has no parameter {', '.join(missing)}")
-        _resumed(resume, saved, state, params)
         params = {w: np.array(saved[w], dtype=float) for w in wrt}
+        for w, value in params.items():
+            if not np.isfinite(value).all():
+                raise UsageError(f"{resume}: the parameter {w} holds a value that is not finite")
     if save is not None:  # what cannot be written (or was read) fails now, not after training
         from ..data.outputs import check_writable
 
@@ -357,16 +331,15 @@ def train(
         amsgrad=amsgrad or None,
     )
     if state:
-        try:
-            opt.load_state(state)
-        except UsageError as e:
-            raise UsageError(f"{resume}: {e.message}", hints=e.hints) from None
+        opt.load_state(state, str(resume))
     done = opt.steps
     batch = min(batch_size or n, n) if rows is not None else 0
     per_epoch = math.ceil(n / batch) if rows is not None else 1
     if steps is None:
         steps = (epochs or 1) * per_epoch if rows is not None else 100
     total = done + steps
+    if total > 2**53:  # a count a weights file keeps exactly (and more than a run can take)
+        raise UsageError(f"{total} steps in all is more than 2**53: give fewer --steps or --epochs")
     objective = Objective(graph, of, wrt, reduce)
     vdata = load_rows(val_rows, rows_format, graph, wrt)[0] if val_rows is not None else None
     val: list[tuple[int, float]] = []
@@ -404,12 +377,8 @@ def train(
                 else f"the gradient's norm is {norm}"
             )
             raise TrainingStopped(f"training stopped at step {step + 1}: {what}")
-        broken = [w for w, v in params.items() if not np.all(np.isfinite(v))]
-        if broken:
-            raise TrainingStopped(
-                f"training stopped at step {step + 1}: its update made {broken[0]} not finite",
-                hints=["a smaller --lr, or --clip-norm"],
-            )
+        if not np.isfinite(opt.flat).all():  # the step itself overflowed: the settings' doing
+            _overflowed(step, opt)
         record = {
             "step": step + 1,
             "epoch": epoch + 1 if rows is not None else None,
@@ -435,6 +404,26 @@ def train(
     seconds = time.perf_counter() - started
     out = {w: (float(p) if p.ndim == 0 else p.copy()) for w, p in params.items()}
     return TrainResult(out, history, opt.steps, stopped, final, seconds, val)
+
+
+def _refuse_without_rows(**given) -> None:
+    """The settings of mini-batches given without --rows: a usage error, not ignored."""
+    if given.pop("epochs") is not None:
+        raise UsageError("--epochs counts passes over --rows; without data, use --steps")
+    for name, value in given.items():
+        if value:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} is for training on the rows of a data file: give --rows FILE")
+
+
+def _overflowed(step: int, opt) -> None:
+    """Training stops: the update of ``step`` took a parameter past the largest float."""
+    name = next(k for k, p in opt.params.items() if not np.isfinite(p).all())
+    raise TrainingStopped(
+        f"training stopped at step {step + 1}: its update took the parameter {name} past the "
+        f"largest number (learning rate {opt.lr:g})",
+        hints=["a smaller --lr, or --clip-norm MAX to bound the steps"],
+    )
 
 
 def _final_loss(graph: Graph, of: str | None, inputs: dict, data: dict, reduce: str) -> float:
