@@ -57,7 +57,7 @@ PER_ROW = [
 def absorbs(op) -> bool:
     """Whether ``op`` can turn a value that is not finite into a finite one (``1 / inf``,
     ``tanh(inf)``, ``inf > 0``): derived from its array rule over infinities, nan and a few
-    numbers, and assumed of every op that is not elementwise. The rows mode watches such an
+    numbers, and of every op that is not elementwise but those known to pass one on. The rows mode watches such an
     op's arguments, so that a row is flagged wherever the interpreter would stop.
 
     >>> from cgraph_cli.core.ops import OPS
@@ -66,11 +66,19 @@ def absorbs(op) -> bool:
     """
     found = _ABSORBS.get(op.name)
     if found is None:
-        found = _ABSORBS[op.name] = not op.elementwise or _finite_from_special(op)
+        if op.elementwise:
+            found = _finite_from_special(op)
+        else:
+            found = op.name not in _PROPAGATE
+        _ABSORBS[op.name] = found
     return found
 
 
 _ABSORBS: dict[str, bool] = {}
+#: Ops that are not elementwise but give a value that is not finite wherever an argument
+#: holds one (a sum, a product of matrices: inf * 0 is nan), so nothing need watch them; the
+#: others (an index, a minimum, softmax of -inf) may hide one.
+_PROPAGATE = frozenset({"matmul", "mean", "outer", "reshape", "sum", "sum_to", "transpose"})
 
 
 def _finite_from_special(op) -> bool:

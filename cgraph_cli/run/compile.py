@@ -249,9 +249,13 @@ class _Emitter:
         argument's node: ``i`` could turn it into a finite value (``where``, ``1 / inf``,
         ``tanh``), where the interpreter stops at the node that made it."""
         lines = []
-        for a in dict.fromkeys(graph.args[i]):
+        args = graph.args[i]
+        exponent = graph.consts.get(args[-1]) if graph.ops[i].name == "pow" else None
+        for a in dict.fromkeys(args):
             if graph.ops[a] is CONST or graph.ops[a] is INPUT:
                 continue
+            if exponent.__class__ is float and exponent > 0.0 and a == args[0]:
+                continue  # inf ^ 2 is inf, nan ^ 2 nan: a positive power passes it on
             v = names[a]
             test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
             stop = "raise FloatingPointError('the value is not finite')"
