@@ -26,6 +26,7 @@ import inspect
 import keyword
 import math
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Mapping
 
@@ -677,11 +678,35 @@ def _helper_names() -> list[str]:
     return [n for n, f in vars(runtime).items() if inspect.isfunction(f)]
 
 
-def _identifier(name: str, taken: set[str]) -> str:
-    """``name`` if Python reads it as a plain identifier, else a safe spelling of it."""
-    if name.isidentifier() and not keyword.iskeyword(name) and name not in _RESERVED:
+_HELPERS = frozenset(_helper_names())
+
+
+def _identifier(name: str, taken: set[str] | None = None) -> str:
+    """``name`` if it is safe as a Python variable of the module, else a spelling of it that
+    no other name has: ``_v_`` and the name with each character that is not an ASCII letter
+    or digit written as ``__`` (an underscore) or ``_<hex code>_``. Safe: an identifier as
+    Python reads it (NFKC-normalized names would merge), not a keyword, not starting with
+    ``_`` (the module's own names do), and none of the module's names (builtins, helpers,
+    ``np``, ``math``...). The spelling is one-to-one: two names are never one variable.
+
+    >>> _identifier("x"), _identifier("lambda"), _identifier("lambda_"), _identifier("x\u0bf0")
+    ('x', '_v_lambda', 'lambda_', '_v_x_bf0_')
+    """
+    if (
+        name.isidentifier()
+        and not name.startswith("_")
+        and not keyword.iskeyword(name)
+        and name not in _RESERVED
+        and name not in _HELPERS
+        and unicodedata.normalize("NFKC", name) == name
+    ):
         return name
-    return name + "_" if name.isidentifier() else "v_" + re.sub(r"\W", "_", name)
+    return _ESCAPE + "".join(
+        c if c.isascii() and c.isalnum() else "__" if c == "_" else f"_{ord(c):x}_" for c in name
+    )
+
+
+_ESCAPE = "_v_"  # no name of the module's own starts so
 
 
 def _fresh(name: str, taken: set[str], counts: dict[str, int]) -> str:

@@ -1,0 +1,45 @@
+"""Every engine gives the interpreter's answer: compiled modules (Python, NumPy), rows, train
+and gradcheck compute with the values and names the program has, whatever its names are."""
+
+from __future__ import annotations
+
+import pytest
+
+from cgraph_cli import parse
+from cgraph_cli.run.compile import compile_module
+
+# Names that Python, the module or each other could confuse: keywords, soft keywords,
+# builtins, the module's own globals and helpers, a name and its spelling with "_", names
+# Python reads differently (NFKC) or not at all.
+COLLIDING = [
+    ("lambda", "lambda_"),
+    ("math", "math_"),
+    ("np", "np_"),
+    ("relu", "sigmoid", "np_softmax"),
+    ("x", "x_"),
+    ("match", "case", "type"),
+    ("float", "sum", "abs"),
+    ("forward", "grad", "DomainError"),
+    ("inputs", "out", "value"),
+    ("x\u0bf0", "x"),
+]
+
+
+def _module(text: str, target: str) -> dict:
+    namespace: dict = {}
+    exec(compile_module(parse(text), target), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("names", COLLIDING)
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_colliding_names_stay_apart_in_compiled_modules(names, target):
+    terms = " + ".join(f"{k + 1} * {n}" for k, n in enumerate(names))
+    text = f"y = {terms}\ny"
+    values = {n: float(10**k) for k, n in enumerate(names)}
+    expected = sum((k + 1) * v for k, v in enumerate(values.values()))
+    module = _module(text, target)
+    assert module["forward"](**values)["y"] == expected
+    value, grads = module["grad"](**values)
+    assert value == expected
+    assert {n: float(g) for n, g in grads.items()} == {n: k + 1.0 for k, n in enumerate(names)}
