@@ -43,3 +43,10 @@ def test_colliding_names_stay_apart_in_compiled_modules(names, target):
     value, grads = module["grad"](**values)
     assert value == expected
     assert {n: float(g) for n, g in grads.items()} == {n: k + 1.0 for k, n in enumerate(names)}
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_module_run_by_exec_raises_its_domain_error(target):
+    module = _module("a = x + 1\ny = log(a)\n", target)
+    with pytest.raises(module["DomainError"], match=r"line 2: log\(a\)|not finite"):
+        module["forward"](x=-2)
