@@ -123,9 +123,10 @@ def test_a_tensor_module_names_the_result_that_is_not_finite():
     with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite \(dx\)$"):
         module["grad"](x=np.array([0.0, 4.0]))  # the gradient 1 / (2 sqrt(0))
     module = load(compile_module(parse("y = sum(x * x)"), "numpy", bindings={"x": [1.0, 4.0]}))
-    with pytest.raises(ArithmeticError, match=r"^forward: a result is not finite \(y\)$"):
+    # An overflow that sum could not hide either way: named at its node, as by the interpreter.
+    with pytest.raises(ArithmeticError, match=r"^line 1: x \* x: a value is not finite$"):
         module["forward"](x=np.array([1e200, 1.0]))
-    with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite$"):
+    with pytest.raises(ArithmeticError, match=r"^line 1: x \* x: a value is not finite$"):
         module["grad"](x=np.array([1e200, 1.0]))
 
 

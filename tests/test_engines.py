@@ -3,6 +3,8 @@ and gradcheck compute with the values and names the program has, whatever its na
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cgraph_cli import parse
@@ -50,3 +52,20 @@ def test_module_run_by_exec_raises_its_domain_error(target):
     module = _module("a = x + 1\ny = log(a)\n", target)
     with pytest.raises(module["DomainError"], match=r"line 2: log\(a\)|not finite"):
         module["forward"](x=-2)
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+@pytest.mark.parametrize(
+    ("text", "x", "node"),
+    [
+        ("y = where(x > 0, sqrt(x), 0)", -1.0, "sqrt(x)"),  # where evaluates both sides
+        ("y = pow(1, x * x)", 1e200, "x * x"),  # an overflow 1 ^ inf would hide
+        ("y = 1 / (x * x)", 1e200, "x * x"),  # 1 / inf = 0
+        ("y = tanh(exp(x)) + (x * x > 0)", 1e200, "exp(x)"),
+    ],
+)
+def test_a_module_stops_where_the_interpreter_does(target, text, x, node):
+    module = _module(text, target)
+    for fn in ("forward", "grad"):
+        with pytest.raises(module["DomainError"], match=f"line 1: {re.escape(node)}"):
+            module[fn](x=x)

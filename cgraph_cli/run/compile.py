@@ -46,7 +46,18 @@ _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
-    *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
+    *(
+        "grads",
+        "inputs",
+        "_finite",
+        "_domain",
+        "_watch",
+        "_arg",
+        "_like",
+        "_plain",
+        "_expect",
+        "_WHERE",
+    ),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
 }
 
@@ -224,6 +235,12 @@ class _Emitter:
                     f"    _acc = _acc + {total.format(names[a])}"
                     for a in dict.fromkeys(graph.args[i])
                     if graph.ops[a] is not CONST
+                ]
+            elif absorbs(op):  # a value that is not finite stops here, as in the interpreter
+                lines += [
+                    f"    _watch({names[a]})" + self.comment(graph, a)
+                    for a in dict.fromkeys(graph.args[i])
+                    if graph.ops[a] is not CONST and a not in conditions
                 ]
             label = graph.labels[i]
             if label is None and free and (keep is None or i not in keep):
@@ -539,6 +556,23 @@ class _Emitter:
             f"        if not {check}:",
             "            what = f' (d{name})' if fn is grad and name else (f' ({name})' if name else '')",
             "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
+            "",
+            "",
+            "def _watch(v):",
+            '    """Refuse a value that is not finite before an op that could hide it (where,',
+            '    a comparison, 1 / inf...): the interpreter stops at it."""',
+            *(
+                [
+                    "    if (np.sum(v - v) if v.__class__ is np.ndarray else v - v) != 0.0:",
+                    "        raise ArithmeticError('a value is not finite'"
+                    " + ('' if np.ndim(v) else f' ({v})'))",
+                ]
+                if numpy
+                else [
+                    "    if v - v != 0.0:",
+                    "        raise ArithmeticError(f'a value is not finite ({v})')",
+                ]
+            ),
             "",
             "",
             "def _domain(error):",
