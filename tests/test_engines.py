@@ -69,3 +69,18 @@ def test_a_module_stops_where_the_interpreter_does(target, text, x, node):
     for fn in ("forward", "grad"):
         with pytest.raises(module["DomainError"], match=f"line 1: {re.escape(node)}"):
             module[fn](x=x)
+
+
+def test_rows_round_sigmoid_as_eval_does(tmp_path, cli):
+    program = tmp_path / "s.cg"
+    program.write_text("y = sigmoid(x) >= 1\n")
+    data = tmp_path / "s.csv"
+    data.write_text("x\n36\n37\n38\n-745\n")
+    expected = [cli("eval", str(program), f"x={x}").stdout.split()[-1] for x in (36, 37, 38, -745)]
+    result = cli("eval", str(program), "--rows", str(data))
+    assert result.exit_code == 0, result.stderr
+    assert (
+        [line.split(",")[0] for line in result.stdout.split()[1:]]
+        == expected
+        == ["0", "1", "1", "0"]
+    )

@@ -45,9 +45,11 @@ def xlogy(x, y):
 def np_sigmoid(x):
     import numpy as np
 
-    # e^-softplus(-x): never overflows, and keeps the digits of values below 1e-16 that
-    # 0.5 * (1 + tanh(x / 2)) would lose (to within |x| ulp: 4e-15 at worst, at x = -745)
-    return np.exp(-np.logaddexp(0.0, np.negative(x)))
+    # sigmoid's own formula, elementwise, so that both round alike (1.0 at x = 37, not the
+    # 0.9999999999999999 of e^-softplus(-x)): never overflows, and keeps the digits of values
+    # below 1e-16 (z / (1 + z) with z = e^x)
+    z = np.exp(-np.abs(x))
+    return np.where(np.greater_equal(x, 0.0), 1.0 / (1.0 + z), z / (1.0 + z))[()]
 
 
 def np_xlogy(x, y):
