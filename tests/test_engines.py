@@ -3,6 +3,7 @@ and gradcheck compute with the values and names the program has, whatever its na
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -84,3 +85,14 @@ def test_rows_round_sigmoid_as_eval_does(tmp_path, cli):
         == expected
         == ["0", "1", "1", "0"]
     )
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_checks_every_statement_and_input_as_the_interpreter_does(target):
+    # t0's first value is never read again, and grad's result does not hold x: both checked.
+    module = _module("t0 = xlogy(0.5, z)\nt0 = 2 * z\ny = t0 + 0 * x\n", target)
+    for fn in ("forward", "grad"):
+        with pytest.raises(module["DomainError"], match=r"line 1: xlogy\(0\.5, z\)"):
+            module[fn](x=1.0, z=-1.0)
+    with pytest.raises(module["DomainError"], match="not finite"):
+        module["grad"](x=math.inf, z=1.0)

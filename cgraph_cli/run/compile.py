@@ -122,7 +122,9 @@ def compile_module(
         if rows and gradient:
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
-        forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+        forward_body, forward_names = emitter.body(
+            graph, returned=_returned(graph, output, rows), kinks=kinks
+        )
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
@@ -130,7 +132,9 @@ def compile_module(
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
-    forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+    forward_body, forward_names = emitter.body(
+        graph, returned=_returned(graph, output, rows), kinks=kinks
+    )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
@@ -185,9 +189,10 @@ class _Emitter:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
-        variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
-        that no ``returned`` node reads is watched too (the interpreter checks every value)."""
-        dead = unread(graph, returned) if self.rows and returned is not None else set()
+        variable of one that is dead by then, unless it is in ``keep``. A node that no
+        ``returned`` node reads is watched too (the interpreter checks every value), and so
+        are the inputs unless ``returned`` holds them (a module's grad takes inf too)."""
+        dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
         names: list[str] = []
         taken = set(_RESERVED) | set(_helper_names())
@@ -202,6 +207,10 @@ class _Emitter:
         for i, op in enumerate(graph.ops):
             if op is INPUT:
                 names.append(_identifier(graph.labels[i] or "", set()))
+                if not self.rows and returned is not None and i not in returned:
+                    lines.append(
+                        f"    _watch({names[i]})  # input {visible(graph.labels[i] or '')}"
+                    )
                 continue
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
@@ -251,8 +260,10 @@ class _Emitter:
                     temporary.add(var)
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
-            if i in dead:
+            if i in dead and self.rows:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
+            elif i in dead:
+                lines.append(f"    _watch({var})" + self.comment(graph, i))
         return lines, names
 
     def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
@@ -633,7 +644,7 @@ class _Emitter:
         where = {
             k + 1: line.split("  # ", 1)[1]
             for k, line in enumerate(lines)
-            if "  # line " in line and not line.lstrip().startswith("#")
+            if ("  # line " in line or "  # input " in line) and not line.lstrip().startswith("#")
         }
         return "\n".join([*lines, f"_WHERE = {where!r}", ""])
 
@@ -678,6 +689,12 @@ def _masks(graph: Graph) -> set[int]:
         and readers.get(i)
         and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
     }
+
+
+def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
+    """The nodes forward returns, checked at the end: the output alone in rows mode (cgraph
+    checks what it keeps), else every named value and input too."""
+    return [output] if rows else [output, *graph.named_nodes().values()]
 
 
 def _last_uses(graph: Graph) -> list[int]:
