@@ -31,10 +31,10 @@ INFIX = (*(op.symbol for op in _OPERATORS if op.symbol not in COMPARISONS + LOGI
 numbers = st.sampled_from(["0.5", "1", "2", "3", "1.5", ".25", "2e-1", "1E1"])
 
 
-def expressions(names=INPUTS, max_leaves: int = 8, conditions: bool = False):
+def expressions(names=INPUTS, max_leaves: int = 8, conditions: bool = False, constants=None):
     """Program text for one expression, with random spacing and redundant parentheses; with
-    ``conditions``, comparisons and ``where`` too."""
-    leaves = st.one_of(st.sampled_from(list(names)), numbers)
+    ``conditions``, comparisons and ``where`` too; ``constants``: the numbers to draw from."""
+    leaves = st.one_of(st.sampled_from(list(names)), numbers if constants is None else constants)
 
     def extend(inner):
         more = []

@@ -5,6 +5,7 @@ program's line, and program text that stays out of the code."""
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 import warnings
@@ -122,12 +123,35 @@ def test_a_tensor_module_names_the_result_that_is_not_finite():
     assert module["grad"](x=np.array([1.0, 4.0]))[0] == 3.0
     with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite \(dx\)$"):
         module["grad"](x=np.array([0.0, 4.0]))  # the gradient 1 / (2 sqrt(0))
-    module = load(compile_module(parse("y = sum(x * x)"), "numpy", bindings={"x": [1.0, 4.0]}))
-    # An overflow that sum could not hide either way: named at its node, as by the interpreter.
-    with pytest.raises(ArithmeticError, match=r"^line 1: x \* x: a value is not finite$"):
-        module["forward"](x=np.array([1e200, 1.0]))
-    with pytest.raises(ArithmeticError, match=r"^line 1: x \* x: a value is not finite$"):
-        module["grad"](x=np.array([1e200, 1.0]))
+    module = load(compile_module(parse("y = sum(x)"), "numpy", bindings={"x": [1.0, 4.0]}))
+    with pytest.raises(ArithmeticError, match=r"^forward: a result is not finite \(y\)$"):
+        module["forward"](x=np.array([1e308, 1e308]))
+    with pytest.raises(ArithmeticError, match=r"^grad: a result is not finite$"):
+        module["grad"](x=np.array([1e308, 1e308]))
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+@pytest.mark.parametrize(
+    "program, x, where",
+    [
+        ("y = where(x > 0, sqrt(x), 0)", -1.0, "line 1: sqrt(x)"),  # the README's own
+        ("y = 1 / (x * 1e308)", 10.0, "line 1: x * 1e308"),  # an overflow 1 / inf hides
+        ("y = tanh(exp(x))", 1000.0, "line 1: exp(x)"),
+        ("y = pow(1, x * 1e308)", -10.0, "line 1: x * 1e308"),
+    ],
+)
+def test_a_module_stops_where_the_interpreter_does_not_at_a_value_that_hides_it(
+    target, program, x, where
+):
+    from cgraph_cli import evaluate
+    from cgraph_cli.core.errors import EvalError
+
+    with pytest.raises(EvalError):
+        evaluate(program, {"x": x})
+    module = load(compile_module(parse(program), target))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=f"^{re.escape(where)}"):
+            module[fn](x=x)
 
 
 @pytest.mark.parametrize("n", [3, 5000])  # results joined into one sum, or summed alone
@@ -315,3 +339,11 @@ def test_a_tensor_module_takes_rows_of_tensors():
     assert module["forward"](W=[[1, 2], [3, 4]], x=xs, b=0.5)["y"].shape == (3,)
     with pytest.raises(ValueError, match="batch axis"):
         module["grad"](W=np.ones((2, 2, 2)), x=xs, b=0.5)  # 2 rows of W, 3 of x
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_run_through_exec_without_a_file_still_raises_its_domain_error(target):
+    namespace: dict = {}
+    exec(compile_module(parse("y = sqrt(x) * 2"), target), namespace)  # no __file__
+    with pytest.raises(namespace["DomainError"]):
+        namespace["forward"](x=-1.0)

@@ -426,3 +426,55 @@ def test_gradcheck_at_many_points_equals_one_point_at_a_time(program, seed):
             assert (a is None) == (b is None) and (
                 a is None or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
             )
+
+
+def test_an_output_named_like_its_input_gets_its_value_and_its_gradient_columns(cli, tmp_path):
+    (tmp_path / "p.cg").write_text("x = sin(x) * 3\n")
+    (tmp_path / "d.csv").write_text("x\n1\n")
+    r = cli("grad", str(tmp_path / "p.cg"), "--rows", str(tmp_path / "d.csv"), "-q")
+    assert r.exit_code == 0, r.stderr
+    header, row = r.stdout.strip().splitlines()
+    assert header == '"x","dx_dx","error"'
+    value, gradient = (float(c) for c in row.split(",")[:2])
+    assert value == 3 * math.sin(1) and gradient == 3 * math.cos(1)
+    kept = cli("grad", str(tmp_path / "p.cg"), "--rows", str(tmp_path / "d.csv"), "--keep", "x")
+    assert (
+        kept.exit_code == 2
+        and "--keep x: a result is written in a column of that name too" in kept.stderr
+    )
+
+
+@pytest.mark.parametrize("x", [36.0, 37.0, 38.0, -37.0, 709.0, -745.0])
+def test_a_comparison_of_sigmoid_with_1_is_the_same_on_rows_as_in_eval(cli, tmp_path, x):
+    (tmp_path / "p.cg").write_text("y = where(sigmoid(x) >= 1, 1, 0)\n")
+    (tmp_path / "d.csv").write_text(f"x\n{x!r}\n")
+    alone = cli("eval", str(tmp_path / "p.cg"), f"x={x!r}", "--format", "plain")
+    rows = cli("eval", str(tmp_path / "p.cg"), "--rows", str(tmp_path / "d.csv"), "-q")
+    assert float(rows.stdout.splitlines()[1].split(",")[0]) == float(alone.stdout.split("=")[1])
+
+
+@pytest.mark.parametrize(
+    "header, program",
+    [
+        ("lambda,lambda_", "y = lambda * 2 + lambda_"),
+        ("math,math_", "y = math * 2 + math_"),
+        ("relu,x", "y = relu(x) * 2 + relu"),
+        ("np_softmax,sigmoid", "y = np_softmax * 2 + sigmoid(sigmoid)"),
+        ("x\u0bf0,x", "y = x\u0bf0 * 2 + x"),
+        ("float,len", "y = float * 2 + len"),
+    ],
+)
+def test_inputs_named_like_python_or_the_module_keep_their_own_values_on_rows(
+    cli, tmp_path, header, program
+):
+    (tmp_path / "p.cg").write_text(program + "\n", encoding="utf-8")
+    (tmp_path / "d.csv").write_text(f"{header}\n1,5\n", encoding="utf-8")
+    a, b = header.split(",")
+    for mode in ("eval", "grad"):
+        alone = cli(mode, str(tmp_path / "p.cg"), f"{a}=1", f"{b}=5", "--format", "json")
+        rows = cli(mode, str(tmp_path / "p.cg"), "--rows", str(tmp_path / "d.csv"), "-q")
+        assert alone.exit_code == 0 and rows.exit_code == 0, rows.stderr
+        import json
+
+        value = json.loads(alone.stdout)["value"]
+        assert float(rows.stdout.splitlines()[1].split(",")[0]) == value

@@ -45,11 +45,13 @@ def xlogy(x, y):
 def np_sigmoid(x):
     import numpy as np
 
-    # sigmoid's own formula, elementwise, so that both round alike (1.0 at x = 37, not the
-    # 0.9999999999999999 of e^-softplus(-x)): never overflows, and keeps the digits of values
-    # below 1e-16 (z / (1 + z) with z = e^x)
-    z = np.exp(-np.abs(x))
-    return np.where(np.greater_equal(x, 0.0), 1.0 / (1.0 + z), z / (1.0 + z))[()]
+    # sigmoid's formula, element by element: 1 / (1 + e^-x) or e^x / (1 + e^x), never
+    # overflowing, keeping the digits of values below 1e-16, and rounding as the float's does
+    # (sigmoid(37) is 1.0 in both: a comparison with 1 cannot differ between engines)
+    with np.errstate(all="ignore"):
+        z = np.exp(-np.abs(x))
+        out = np.where(np.asarray(x) >= 0.0, 1.0 / (1.0 + z), z / (1.0 + z))
+    return out[()] if out.ndim == 0 else out
 
 
 def np_xlogy(x, y):

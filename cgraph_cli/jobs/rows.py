@@ -300,7 +300,7 @@ class _Plan:
         """The results written: every named value (``show_all``) or the output's; for grad,
         the output and a gradient per ``wrt`` name. No column may take another's name."""
         if self.mode == "grad":
-            self.results = [self.out_name, *self.wrt]
+            self.results = [VALUE, *self.wrt]
         else:
             self.results = self.named if self.show_all else [self.out_name]
         taken = {self.column_name(k) for k in self.results}
@@ -309,7 +309,10 @@ class _Plan:
                 "'error' names the column that says why a row failed",
                 hints=["rename the value or the column called error"],
             )
-        clash = [k for k in self.keep if k in taken and k not in self.per_row]
+        # A kept input column is the result's column only if the result is that input.
+        clash = [
+            k for k in self.keep if k in taken and (k not in self.per_row or k == self.out_name)
+        ]
         if clash:
             raise UsageError(
                 f"--keep {clash[0]}: a result is written in a column of that name too",
@@ -317,9 +320,18 @@ class _Plan:
             )
         self.keep = [k for k in self.keep if k not in taken]  # an input shown: written once
 
+    @property
+    def value_key(self) -> str:
+        """The output's key among the results: :data:`VALUE` for grad (an input may have
+        the output's name, ``x = sin(x)``), the name for eval."""
+        return VALUE if self.mode == "grad" else self.out_name
+
     def column_name(self, k: str) -> str:
-        """A result's column: a value's name, or ``do_dw1`` for ∂o/∂w1 (as diff names it)."""
-        if self.mode == "grad" and k != self.out_name:
+        """A result's column: a value's name (the output's for :data:`VALUE`), or ``do_dw1``
+        for ∂o/∂w1 (as diff names it)."""
+        if k == VALUE:
+            return self.out_name
+        if self.mode == "grad":
             from ..passes.derivatives import derivative_name
 
             return derivative_name(self.base, (k,))
@@ -371,8 +383,6 @@ class _Plan:
         for r, e in failures.items():
             place = e.where()
             errors[r] = f"row {start + r + 1}: {e.message} ({path}{', ' + place if place else ''})"
-        if VALUE in results:  # the table names the output's value by the output's name
-            results = {self.out_name: results.pop(VALUE), **results}
         return self._table(raw, results, errors, good, n), good
 
     def _table(self, raw, results, errors, good, n) -> dict:
@@ -403,7 +413,7 @@ class _Plan:
     def accumulate(self, table: dict, good) -> None:
         """Add the chunk's rows that succeeded to the sums --reduce takes."""
         self.count += int(good.sum())
-        for k in [self.out_name, *self.wrt]:
+        for k in [self.value_key, *self.wrt]:
             values = table[self.column_name(k)]
             if isinstance(values, list):
                 rows = np.asarray([v for v, ok in zip(values, good) if ok], dtype=float)
@@ -417,7 +427,7 @@ class _Plan:
             return None, {}
         scale = 1.0 / self.count if how == "mean" else 1.0
         sums = {k: _plain(v * scale) for k, v in self.totals.items()}
-        return sums.pop(self.out_name), sums
+        return sums.pop(self.value_key), sums
 
 
 def _cell(v):

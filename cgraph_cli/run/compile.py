@@ -26,7 +26,6 @@ import inspect
 import keyword
 import math
 import re
-import unicodedata
 from bisect import bisect_right
 from collections.abc import Mapping
 
@@ -46,18 +45,7 @@ _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
-    *(
-        "grads",
-        "inputs",
-        "_finite",
-        "_domain",
-        "_watch",
-        "_arg",
-        "_like",
-        "_plain",
-        "_expect",
-        "_WHERE",
-    ),
+    *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
 }
 
@@ -112,6 +100,7 @@ def compile_module(
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
     emitter.kinks = kinks
+    emitter.variables = input_variables(graph.inputs)
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
@@ -122,9 +111,7 @@ def compile_module(
         if rows and gradient:
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
-        forward_body, forward_names = emitter.body(
-            graph, returned=_returned(graph, output, rows), kinks=kinks
-        )
+        forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
@@ -132,9 +119,7 @@ def compile_module(
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
-    forward_body, forward_names = emitter.body(
-        graph, returned=_returned(graph, output, rows), kinks=kinks
-    )
+    forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
@@ -176,6 +161,7 @@ class _Emitter:
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
+        self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
@@ -189,28 +175,26 @@ class _Emitter:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
-        variable of one that is dead by then, unless it is in ``keep``. A node that no
-        ``returned`` node reads is watched too (the interpreter checks every value), and so
-        are the inputs unless ``returned`` holds them (a module's grad takes inf too)."""
-        dead = unread(graph, returned) if returned is not None else set()
+        variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
+        that no ``returned`` node reads is watched too (the interpreter checks every value)."""
+        dead = unread(graph, returned) if self.rows and returned is not None else set()
         conditions = _masks(graph)
         names: list[str] = []
-        taken = set(_RESERVED) | set(_helper_names())
-        # The inputs' names first: a temporary must never take one (an input `t` is read
+        # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
-        taken |= {_identifier(name, set()) for name in graph.inputs}
+        variables = dict(self.variables)
+        taken = set(_RESERVED) | _HELPERS | set(variables.values())
         counts: dict[str, int] = {}
+        for name in graph.inputs:
+            if name not in variables:
+                variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
         last = _last_uses(graph)
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
         for i, op in enumerate(graph.ops):
             if op is INPUT:
-                names.append(_identifier(graph.labels[i] or "", set()))
-                if not self.rows and returned is not None and i not in returned:
-                    lines.append(
-                        f"    _watch({names[i]})  # input {visible(graph.labels[i] or '')}"
-                    )
+                names.append(variables[graph.labels[i] or ""])
                 continue
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
@@ -238,18 +222,14 @@ class _Emitter:
                 lines.append(
                     f"    _kinks.append({where if isinstance(where, str) else float(where)})"
                 )
+            if not self.rows and absorbs(op):  # a value this op would hide: stop at its node
+                lines += self.watched(graph, i, names)
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
                 total = "{}" if self.vector else "np.sum({})"
                 lines += [
                     f"    _acc = _acc + {total.format(names[a])}"
                     for a in dict.fromkeys(graph.args[i])
                     if graph.ops[a] is not CONST
-                ]
-            elif absorbs(op):  # a value that is not finite stops here, as in the interpreter
-                lines += [
-                    f"    _watch({names[a]})" + self.comment(graph, a)
-                    for a in dict.fromkeys(graph.args[i])
-                    if graph.ops[a] is not CONST and a not in conditions
                 ]
             label = graph.labels[i]
             if label is None and free and (keep is None or i not in keep):
@@ -260,11 +240,23 @@ class _Emitter:
                     temporary.add(var)
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
-            if i in dead and self.rows:
+            if i in dead:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
-            elif i in dead:
-                lines.append(f"    _watch({var})" + self.comment(graph, i))
         return lines, names
+
+    def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
+        """Lines that stop at an argument of node ``i`` that is not finite, naming the
+        argument's node: ``i`` could turn it into a finite value (``where``, ``1 / inf``,
+        ``tanh``), where the interpreter stops at the node that made it."""
+        lines = []
+        for a in dict.fromkeys(graph.args[i]):
+            if graph.ops[a] is CONST or graph.ops[a] is INPUT:
+                continue
+            v = names[a]
+            test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
+            stop = "raise FloatingPointError('the value is not finite')"
+            lines.append(f"    if {test}: {stop}" + self.comment(graph, a))
+        return lines
 
     def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
         """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
@@ -297,7 +289,7 @@ class _Emitter:
         assert self.known is not None
         if key in self.exact:
             return var, self.known[key]
-        x = _identifier(key, set())
+        x = self.variables[key]
         if self.vector:
             return f"_like({var}, {x}, rows)", None
         if self.known.get(key) == () and self.returns["grad"][key][0] == ():
@@ -413,7 +405,8 @@ class _Emitter:
     def module(self, graph, name, forward_body, names, grad_body, value, gradients, output) -> str:
         numpy = self.target == "numpy"
         inputs = list(graph.inputs)
-        args = ", ".join(_identifier(n, set()) for n in inputs)
+        variables = [self.variables[n] for n in inputs]
+        args = ", ".join(variables)
         signature = f"*, {args}" if args else ""
         named = {n: names[node] for n, node in graph.named_nodes().items()}
         head = [
@@ -458,7 +451,6 @@ class _Emitter:
             else:
                 value, shape = self.returned("grad", "", value)
             results = {"": ("value", shape), **results}
-        variables = [_identifier(n, set()) for n in inputs]
         if variables == inputs:  # every input a plain keyword argument
             convert = [f"    {a} = _arg({a})" for a in variables]
         else:  # a name Python or the module keeps (lambda, math, grad...): by keyword only
@@ -569,30 +561,12 @@ class _Emitter:
             "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
             "",
             "",
-            "def _watch(v):",
-            '    """Refuse a value that is not finite before an op that could hide it (where,',
-            '    a comparison, 1 / inf...): the interpreter stops at it."""',
-            *(
-                [
-                    "    if (np.sum(v - v) if v.__class__ is np.ndarray else v - v) != 0.0:",
-                    "        raise ArithmeticError('a value is not finite'"
-                    " + ('' if np.ndim(v) else f' ({v})'))",
-                ]
-                if numpy
-                else [
-                    "    if v - v != 0.0:",
-                    "        raise ArithmeticError(f'a value is not finite ({v})')",
-                ]
-            ),
-            "",
-            "",
             "def _domain(error):",
             '    """The error as a DomainError naming the program\'s line that raised it."""',
             "    tb = error.__traceback__",
             "    where = ''",
-            "    here = _domain.__code__.co_filename  # __file__, also when run by exec",
             "    while tb is not None:",
-            "        if tb.tb_frame.f_code.co_filename == here or tb.tb_next is None:",
+            "        if tb.tb_frame.f_globals is globals() or tb.tb_next is None:",
             "            where = _WHERE.get(tb.tb_lineno, where)",
             "        tb = tb.tb_next",
             "    return DomainError(f'{where}: {error}' if where else str(error))",
@@ -644,7 +618,7 @@ class _Emitter:
         where = {
             k + 1: line.split("  # ", 1)[1]
             for k, line in enumerate(lines)
-            if ("  # line " in line or "  # input " in line) and not line.lstrip().startswith("#")
+            if "  # line " in line and not line.lstrip().startswith("#")
         }
         return "\n".join([*lines, f"_WHERE = {where!r}", ""])
 
@@ -691,12 +665,6 @@ def _masks(graph: Graph) -> set[int]:
     }
 
 
-def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
-    """The nodes forward returns, checked at the end: the output alone in rows mode (cgraph
-    checks what it keeps), else every named value and input too."""
-    return [output] if rows else [output, *graph.named_nodes().values()]
-
-
 def _last_uses(graph: Graph) -> list[int]:
     """For each node, the last node that reads it (the output and named nodes: the end)."""
     end = len(graph.ops)
@@ -730,35 +698,56 @@ def _helper_names() -> list[str]:
     return [n for n, f in vars(runtime).items() if inspect.isfunction(f)]
 
 
-_HELPERS = frozenset(_helper_names())
+_HELPERS = set(_helper_names())
 
 
-def _identifier(name: str, taken: set[str] | None = None) -> str:
-    """``name`` if it is safe as a Python variable of the module, else a spelling of it that
-    no other name has: ``_v_`` and the name with each character that is not an ASCII letter
-    or digit written as ``__`` (an underscore) or ``_<hex code>_``. Safe: an identifier as
-    Python reads it (NFKC-normalized names would merge), not a keyword, not starting with
-    ``_`` (the module's own names do), and none of the module's names (builtins, helpers,
-    ``np``, ``math``...). The spelling is one-to-one: two names are never one variable.
+def _plain(name: str) -> bool:
+    """Whether ``name`` can be a variable of the module as it is: an identifier Python keeps
+    as written (NFKC would make ``ﬁ`` and ``fi`` one variable), not a keyword, and not a
+    name the module's code reads (a builtin, ``np``, a helper such as ``relu``)."""
+    import unicodedata
 
-    >>> _identifier("x"), _identifier("lambda"), _identifier("lambda_"), _identifier("x\u0bf0")
-    ('x', '_v_lambda', 'lambda_', '_v_x_bf0_')
-    """
-    if (
+    return (
         name.isidentifier()
-        and not name.startswith("_")
+        and unicodedata.normalize("NFKC", name) == name
         and not keyword.iskeyword(name)
         and name not in _RESERVED
         and name not in _HELPERS
-        and unicodedata.normalize("NFKC", name) == name
-    ):
-        return name
-    return _ESCAPE + "".join(
-        c if c.isascii() and c.isalnum() else "__" if c == "_" else f"_{ord(c):x}_" for c in name
     )
 
 
-_ESCAPE = "_v_"  # no name of the module's own starts so
+def _identifier(name: str, taken: set[str]) -> str:
+    """``name`` if it can be a variable as it is (:func:`_plain`), else a spelling of it in
+    ASCII letters, digits and ``_`` (``lambda_``, ``v_x_bf0``): a valid identifier always;
+    two names apart come from :func:`input_variables` and :func:`fresh`.
+
+    >>> _identifier("lambda", set()), _identifier("relu", set()), _identifier("x\u0bf0", set())
+    ('lambda_', 'relu_', 'v_x_bf0')
+    """
+    if _plain(name):
+        return name
+    if name.isidentifier() and name.isascii():
+        return name + "_"
+    return "v_" + "".join(
+        c if c.isascii() and (c.isalnum() or c == "_") else f"_{ord(c):x}" for c in name
+    )
+
+
+def input_variables(inputs) -> dict[str, str]:
+    """Each input's variable in the module, no two alike: names that can be variables keep
+    their spelling, the others get one of :func:`_identifier`'s, numbered past any taken.
+
+    >>> input_variables(["lambda", "lambda_", "x"])
+    {'lambda': 'lambda__1', 'lambda_': 'lambda_', 'x': 'x'}
+    """
+    taken = set(_RESERVED) | _HELPERS
+    variables = {n: n for n in inputs if _plain(n)}
+    taken |= set(variables.values())
+    counts: dict[str, int] = {}
+    for n in inputs:
+        if n not in variables:
+            variables[n] = fresh(_identifier(n, taken), taken, counts=counts)
+    return {n: variables[n] for n in inputs}
 
 
 def _fresh(name: str, taken: set[str], counts: dict[str, int]) -> str:
