@@ -172,3 +172,81 @@ def test_dask_sees_each_column_under_its_own_name(tmp_path):
         graph, [str(tmp_path / "d.csv")], "csv", chunk_rows=1, mode="grad", write=written.append
     )
     assert [float(v) for t in written for v in t["y"]] == [1 * 2 + 5, -2 * 0.5 + 7]
+
+
+#: With the values a module may be called with but no data file holds for the interpreter:
+#: infinities and nan (the interpreter refuses them as inputs; so must a module's grad).
+SPECIAL_CALLS = [*SPECIAL, math.inf, -math.inf, math.nan, 1e300, -1e300, 1e284]
+
+
+def _interpreted(graph, bindings):
+    """The interpreter's named values, and its value and gradients; each None where it fails
+    (an input that is not finite included)."""
+    from cgraph_cli import CgraphError
+    from cgraph_cli.app import api
+
+    try:
+        values = dict(api.evaluate(graph, bindings).named)
+    except CgraphError:
+        values = None
+    try:
+        g = api.grad(graph, bindings)
+        gradient = (g.value, dict(g.gradients))
+    except CgraphError:
+        gradient = None
+    return values, gradient
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    programs(max_statements=3, conditions=True),
+    st.lists(st.sampled_from(COLLIDING), min_size=3, max_size=3, unique=True),
+    st.lists(st.tuples(*[st.sampled_from(SPECIAL_CALLS)] * 3), min_size=1, max_size=3),
+)
+def test_the_numpy_module_and_the_batch_driver_give_the_interpreters_answer(program, names, rows):
+    """`compile --target numpy` and the driver train and gradcheck --points run (the module,
+    then the interpreter where it raises): every named value, the gradients, and an error
+    exactly where the interpreter has one, a statement no result reads and an input that is
+    not finite included."""
+    from cgraph_cli.run.engine import Driver
+
+    try:
+        graph = validate(parse(_renamed(program, names)))
+    except Exception:  # a name the language keeps for itself where this program puts it
+        return
+    modules = {t: _load(compile_module(graph, t)) for t in ("python", "numpy")}
+    for row in rows:
+        bindings = dict(zip(graph.inputs, row))
+        values, gradient = _interpreted(graph, bindings)
+        for target, module in modules.items():
+            try:
+                named = module["forward"](**bindings)
+            except ArithmeticError:
+                named = None
+            assert (named is None) == (values is None), (target, bindings, named, values)
+            assert named is None or all(_same(named[k], v) for k, v in values.items())
+            try:
+                got = module["grad"](**bindings)
+            except ArithmeticError:
+                got = None
+            assert (got is None) == (gradient is None), (target, bindings, got, gradient)
+            if got is not None and gradient is not None:
+                assert _same(got[0], gradient[0])
+                assert all(_same(got[1][k], v) for k, v in gradient[1].items()), (got, gradient)
+        if gradient is not None and graph.inputs:
+            batch = Driver(graph, wrt=list(graph.inputs)).batch(bindings)
+            assert _same(batch[""], gradient[0])
+            assert all(_same(batch[k], v) for k, v in gradient[1].items())
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_checks_every_statement_and_input_as_the_interpreter_does(target):
+    # t0's first value is never read again, and grad's result does not hold x: both checked.
+    module = _load(
+        compile_module(parse("t0 = xlogy(0.5, z)\nt0 = 2 * z\ny = t0 + 0 * x\n"), target)
+    )
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"line 1: xlogy\(0\.5, z\)"):
+            module[fn](x=1.0, z=-1.0)
+    with pytest.raises(ArithmeticError, match="input x"):
+        module["grad"](x=math.inf, z=1.0)

@@ -111,7 +111,9 @@ def compile_module(
         if rows and gradient:
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
-        forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+        forward_body, forward_names = emitter.body(
+            graph, returned=_returned(graph, output, rows), kinks=kinks
+        )
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
@@ -119,7 +121,9 @@ def compile_module(
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
-    forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+    forward_body, forward_names = emitter.body(
+        graph, returned=_returned(graph, output, rows), kinks=kinks
+    )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
@@ -175,9 +179,10 @@ class _Emitter:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
-        variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
-        that no ``returned`` node reads is watched too (the interpreter checks every value)."""
-        dead = unread(graph, returned) if self.rows and returned is not None else set()
+        variable of one that is dead by then, unless it is in ``keep``. A node that no
+        ``returned`` node reads is watched too (the interpreter checks every value), and,
+        outside rows mode, so is an input ``returned`` does not hold (grad(x=inf))."""
+        dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
         names: list[str] = []
         # The inputs' variables first: a temporary must never take one (an input `t` is read
@@ -195,6 +200,8 @@ class _Emitter:
         for i, op in enumerate(graph.ops):
             if op is INPUT:
                 names.append(variables[graph.labels[i] or ""])
+                if not self.rows and returned is not None and i not in returned:
+                    lines.append(self.stop(names[i], f"  # input {visible(graph.labels[i])}"))
                 continue
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
@@ -240,8 +247,10 @@ class _Emitter:
                     temporary.add(var)
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
-            if i in dead:
+            if i in dead and self.rows:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
+            elif i in dead:  # a statement no result reads: the interpreter checks it too
+                lines.append(self.stop(var, self.comment(graph, i)))
         return lines, names
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
@@ -252,11 +261,13 @@ class _Emitter:
         for a in dict.fromkeys(graph.args[i]):
             if graph.ops[a] is CONST or graph.ops[a] is INPUT:
                 continue
-            v = names[a]
-            test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
-            stop = "raise FloatingPointError('the value is not finite')"
-            lines.append(f"    if {test}: {stop}" + self.comment(graph, a))
+            lines.append(self.stop(names[a], self.comment(graph, a)))
         return lines
+
+    def stop(self, v: str, comment: str) -> str:
+        """The line that stops where variable ``v`` is not finite; ``comment`` says where."""
+        test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
+        return f"    if {test}: raise FloatingPointError('the value is not finite')" + comment
 
     def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
         """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
@@ -618,7 +629,7 @@ class _Emitter:
         where = {
             k + 1: line.split("  # ", 1)[1]
             for k, line in enumerate(lines)
-            if "  # line " in line and not line.lstrip().startswith("#")
+            if ("  # line " in line or "  # input " in line) and not line.lstrip().startswith("#")
         }
         return "\n".join([*lines, f"_WHERE = {where!r}", ""])
 
@@ -663,6 +674,12 @@ def _masks(graph: Graph) -> set[int]:
         and readers.get(i)
         and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
     }
+
+
+def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
+    """The nodes forward returns and checks at its end: in rows mode the output alone (cgraph
+    checks what it keeps), else every named value and input too."""
+    return [output] if rows else [output, *graph.named_nodes().values()]
 
 
 def _last_uses(graph: Graph) -> list[int]:
