@@ -36,7 +36,7 @@ from ..core.ir import Graph, resolve_name
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
-from .batch import PER_ROW, ROWS, absorbs, elementwise, unread
+from .batch import PER_ROW, ROWS, absorbs, decisive, elementwise, unread
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -45,7 +45,18 @@ _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
-    *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
+    *(
+        "grads",
+        "inputs",
+        "_finite",
+        "_domain",
+        "_exact",
+        "_arg",
+        "_like",
+        "_plain",
+        "_expect",
+        "_WHERE",
+    ),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
 }
 
@@ -160,6 +171,7 @@ class _Emitter:
         self._shaped_graph: Graph | None = None
         self._sigs: list = []
         self.exact: set[str] = set()  # inputs whose gradient needs no reshaping
+        self.exact_rule = False  # some value computed by _exact (see exact_template)
         # Per function, each value it returns: its shape when known, and whether an operation
         # computes it (else an input, already converted, or a constant).
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
@@ -184,6 +196,7 @@ class _Emitter:
         outside rows mode, so is an input ``returned`` does not hold (grad(x=inf))."""
         dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
+        exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
         names: list[str] = []
         # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
@@ -209,6 +222,8 @@ class _Emitter:
             template = self.template(op)
             if self.known is not None:
                 template = self.specialised(graph, i, op, template)
+            if i in exact:
+                template = self.exact_template(op)
             if self.target == "numpy" and i in conditions:  # read by where only: a mask
                 template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
             exponent = graph.consts.get(graph.args[i][-1])
@@ -263,6 +278,14 @@ class _Emitter:
                 continue
             lines.append(self.stop(names[a], self.comment(graph, a)))
         return lines
+
+    def exact_template(self, op) -> str:
+        """A template that applies ``op``'s float rule (the interpreter's, on numbers) to each
+        element, through ``_exact``: the same rounding as ``eval``."""
+        self.exact_rule = True
+        a = [f"a{k}" for k in range(op.arity)]
+        rule = f"lambda {', '.join(a)}: {op.py.format(*a)}"
+        return f"_exact({rule}, {', '.join(f'{{{k}}}' for k in range(op.arity))})"
 
     def stop(self, v: str, comment: str) -> str:
         """The line that stops where variable ``v`` is not finite; ``comment`` says where."""
@@ -431,6 +454,7 @@ class _Emitter:
             *("#     " + visible(line) for line in graph.source.text.strip().splitlines()),
             "",
             "import numpy as np" if numpy else "import math",
+            *(["import math"] if numpy and self.exact_rule else []),
             "",
             f"INPUTS = {tuple(inputs)!r}",
             f"DEFAULTS = {self._defaults(graph)}",
@@ -572,6 +596,7 @@ class _Emitter:
             "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
             "",
             "",
+            *((_EXACT_ROWS if self.rows else _EXACT) if self.exact_rule else []),
             "def _domain(error):",
             '    """The error as a DomainError naming the program\'s line that raised it."""',
             "    tb = error.__traceback__",
@@ -652,6 +677,29 @@ class _Emitter:
         return "{" + ", ".join(items) + "}"
 
 
+# Elementwise, the interpreter's float rule: a value that decides a comparison rounds as in eval.
+_EXACT = [
+    "def _exact(rule, *args):",
+    '    """rule (cgraph\'s on floats) on each element of args."""',
+    "    return np.asarray(np.frompyfunc(rule, len(args), 1)(*args), dtype=float)[()]",
+    "",
+    "",
+]
+_EXACT_ROWS = [
+    "def _exact(rule, *args):",
+    '    """rule (cgraph\'s on floats) on each element of args; nan where it raises (the row',
+    '    is flagged, and cgraph\'s interpreter says why)."""',
+    "",
+    "    def safe(*a):",
+    "        try:",
+    "            return rule(*a)",
+    "        except (ValueError, ArithmeticError):",
+    "            return math.nan",
+    "",
+    "    return np.asarray(np.frompyfunc(safe, len(args), 1)(*args), dtype=float)[()]",
+    "",
+    "",
+]
 _JOINED = 4096  # results up to this size are joined into one array for one sum
 
 _COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
