@@ -214,7 +214,7 @@ class _Emitter:
             if op is INPUT:
                 names.append(variables[graph.labels[i] or ""])
                 if not self.rows and returned is not None and i not in returned:
-                    lines.append(self.stop(names[i], f"  # input {visible(graph.labels[i])}"))
+                    lines.append(self.stop(names[i], f"  # input {visible(graph.labels[i] or '')}"))
                 continue
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
