@@ -248,7 +248,7 @@ def test_a_module_checks_every_statement_and_input_as_the_interpreter_does(targe
     for fn in ("forward", "grad"):
         with pytest.raises(ArithmeticError, match=r"line 1: xlogy\(0\.5, z\)"):
             module[fn](x=1.0, z=-1.0)
-    with pytest.raises(ArithmeticError, match="input x"):
+    with pytest.raises(ArithmeticError, match=r"an input is not finite \(inf\)"):
         module["grad"](x=math.inf, z=1.0)
 
 

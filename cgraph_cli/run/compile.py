@@ -192,8 +192,7 @@ class _Emitter:
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
         variable of one that is dead by then, unless it is in ``keep``. A node that no
-        ``returned`` node reads is watched too (the interpreter checks every value), and,
-        outside rows mode, so is an input ``returned`` does not hold (grad(x=inf))."""
+        ``returned`` node reads is watched too (the interpreter checks every value)."""
         dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
         exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
@@ -213,8 +212,6 @@ class _Emitter:
         for i, op in enumerate(graph.ops):
             if op is INPUT:
                 names.append(variables[graph.labels[i] or ""])
-                if not self.rows and returned is not None and i not in returned:
-                    lines.append(self.stop(names[i], f"  # input {visible(graph.labels[i] or '')}"))
                 continue
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
@@ -642,10 +639,11 @@ class _Emitter:
             *(
                 [
                     "    x = np.asarray(x, dtype=float)",
+                    *([] if self.rows else _ARG_FINITE),
                     "    return float(x) if x.ndim == 0 else x",
                 ]
                 if numpy
-                else ["    return float(x)"]
+                else ["    x = float(x)", "    if x - x != 0.0:", _ARG_FINITE[1], "    return x"]
             ),
             "",
             "",
@@ -654,7 +652,7 @@ class _Emitter:
         where = {
             k + 1: line.split("  # ", 1)[1]
             for k, line in enumerate(lines)
-            if ("  # line " in line or "  # input " in line) and not line.lstrip().startswith("#")
+            if "  # line " in line and not line.lstrip().startswith("#")
         }
         return "\n".join([*lines, f"_WHERE = {where!r}", ""])
 
@@ -699,6 +697,12 @@ _EXACT_ROWS = [
     "    return np.asarray(np.frompyfunc(safe, len(args), 1)(*args), dtype=float)[()]",
     "",
     "",
+]
+# _arg's check of an input (as the interpreter refuses inf and nan), outside rows mode (where
+# cgraph flags such rows itself).
+_ARG_FINITE = [
+    "    if not np.isfinite(x).all():",
+    "        raise DomainError(f'an input is not finite ({x})')",
 ]
 _JOINED = 4096  # results up to this size are joined into one array for one sum
 
