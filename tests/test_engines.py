@@ -269,3 +269,15 @@ def test_a_comparison_is_decided_as_eval_decides_it(rule):
     assert module["forward"](x=x, c=c)["y"].tolist() == [1.0] * len(x)
     grad = run_rows(graph, [("d.csv", 0, {"x": x, "c": c})], mode="grad").tables[0]
     assert grad["y"].tolist() == [1.0] * len(x)
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_names_the_node_that_overflowed(target):
+    """x * x overflows, a * 0 makes it nan: the interpreter names x * x, and so does the
+    module (it said 'grad: a result is not finite')."""
+    module = _load(compile_module(parse("a = x * x\ny = a * 0 + 1\n"), target))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"^line 1: x \* x: the value is not finite$"):
+            module[fn](x=1e200)
+    named = _load(compile_module(parse("a = x * x\ny = a * 0 + 1\n"), target))["forward"]
+    assert named(x=3.0) == {"x": 3.0, "a": 9.0, "y": 1.0}

@@ -284,6 +284,24 @@ class _Emitter:
         rule = f"lambda {', '.join(a)}: {op.py.format(*a)}"
         return f"_exact({rule}, {', '.join(f'{{{k}}}' for k in range(op.arity))})"
 
+    def checked(self, fn: str, again: list[str], body: list[str]) -> list[str]:
+        """``fn`` again, from a dict of its inputs, stopping at the first value that is not
+        finite, naming its node: what ``_finite`` runs when a result is not finite, to say
+        where, as the interpreter does (``grad: a result is not finite`` said only that)."""
+        lines = []
+        for line in body:
+            lines.append(line)
+            found = re.match(r"    (\w+) = .*(  # line .*)$", line)
+            if found:
+                lines.append(self.stop(found[1], found[2]))
+        return [
+            f"def _{fn}_checked(inputs):",
+            *again,
+            *_guarded(lines, self.target == "numpy", []),
+            "",
+            "",
+        ]
+
     def stop(self, v: str, comment: str) -> str:
         """The line that stops where variable ``v`` is not finite; ``comment`` says where."""
         test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
@@ -452,6 +470,7 @@ class _Emitter:
             "",
             "import numpy as np" if numpy else "import math",
             *(["import math"] if numpy and self.exact_rule else []),
+            *([] if self.rows else ["import sys"]),
             "",
             f"INPUTS = {tuple(inputs)!r}",
             f"DEFAULTS = {self._defaults(graph)}",
@@ -518,6 +537,10 @@ class _Emitter:
                 indented = ["    " + line for line in convert + per_row]
                 start = [f"    if not ({ready}):", *indented, *start]
                 convert = []
+        again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
+        checked = [] if self.rows else self.checked("forward", again, forward_body)
+        if grad_body is not None and not self.rows:
+            checked += self.checked("grad", again, grad_body)
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
@@ -567,6 +590,7 @@ class _Emitter:
         ]
         check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
         finite = [
+            *checked,
             "def _finite(values, fn):",
             '    """Raise DomainError if a result is not finite (as cgraph\'s interpreter does)."""',
             *(
@@ -587,6 +611,16 @@ class _Emitter:
                 else ["    if math.isfinite(sum(values.values())):  # a finite sum: all are"]
             ),
             "        return",
+            *(
+                []
+                if self.rows
+                else [  # the call's inputs, run again checking each value: at which node
+                    "    given = sys._getframe(1).f_locals",
+                    "    _CHECKED[fn.__name__](",
+                    "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
+                    "    )",
+                ]
+            ),
             "    for name, v in values.items():",
             f"        if not {check}:",
             "            what = f' (d{name})' if fn is grad and name else (f' ({name})' if name else '')",
@@ -654,7 +688,8 @@ class _Emitter:
             for k, line in enumerate(lines)
             if "  # line " in line and not line.lstrip().startswith("#")
         }
-        return "\n".join([*lines, f"_WHERE = {where!r}", ""])
+        table = [] if self.rows else [f"_CHECKED = {{{', '.join(_checked_names(grad_body))}}}"]
+        return "\n".join([*lines, *table, f"_WHERE = {where!r}", ""])
 
     def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
         """One row's shape of each input: the known shape, else a number's."""
@@ -726,6 +761,11 @@ def _masks(graph: Graph) -> set[int]:
         and readers.get(i)
         and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
     }
+
+
+def _checked_names(grad_body) -> list[str]:
+    names = ["'forward': _forward_checked"]
+    return names if grad_body is None else [*names, "'grad': _grad_checked"]
 
 
 def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
