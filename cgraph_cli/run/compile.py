@@ -293,7 +293,7 @@ class _Emitter:
             lines.append(line)
             found = re.match(r"    (\w+) = .*(  # line .*)$", line)
             if found:
-                lines.append(self.stop(found[1], found[2]))
+                lines.append(f"    _check({found[1]})" + found[2])  # a call: no branch
         return [
             f"def _{fn}_checked(inputs):",
             *again,
@@ -590,7 +590,6 @@ class _Emitter:
         ]
         check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
         finite = [
-            *checked,
             "def _finite(values, fn):",
             '    """Raise DomainError if a result is not finite (as cgraph\'s interpreter does)."""',
             *(
@@ -615,6 +614,8 @@ class _Emitter:
                 []
                 if self.rows
                 else [  # the call's inputs, run again checking each value: at which node
+                    "    if not _CHECKED:",
+                    "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
                     "    given = sys._getframe(1).f_locals",
                     "    _CHECKED[fn.__name__](",
                     "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
@@ -628,13 +629,28 @@ class _Emitter:
             "",
             "",
             *((_EXACT_ROWS if self.rows else _EXACT) if self.exact_rule else []),
+            *(
+                []
+                if self.rows
+                else [
+                    "def _check(v):",
+                    '    """Stop at a value that is not finite (the caller\'s line names it)."""',
+                    f"    if {'not np.isfinite(v).all()' if numpy else 'v - v != 0.0'}:",
+                    "        raise FloatingPointError('the value is not finite')",
+                    "",
+                    "",
+                ]
+            ),
             "def _domain(error):",
             '    """The error as a DomainError naming the program\'s line that raised it."""',
             "    tb = error.__traceback__",
             "    where = ''",
             "    while tb is not None:",
             "        if tb.tb_frame.f_globals is globals() or tb.tb_next is None:",
-            "            where = _WHERE.get(tb.tb_lineno, where)",
+            "            where = _WHERE.get(tb.tb_lineno, where)"
+            if self.rows
+            else "            where = (_CHECKED_WHERE if tb.tb_frame.f_code.co_filename =="
+            " '<checked>' else _WHERE).get(tb.tb_lineno, where)",
             "        tb = tb.tb_next",
             "    return DomainError(f'{where}: {error}' if where else str(error))",
             "",
@@ -688,8 +704,7 @@ class _Emitter:
             for k, line in enumerate(lines)
             if "  # line " in line and not line.lstrip().startswith("#")
         }
-        table = [] if self.rows else [f"_CHECKED = {{{', '.join(_checked_names(grad_body))}}}"]
-        return "\n".join([*lines, *table, f"_WHERE = {where!r}", ""])
+        return "\n".join([*lines, *_checked_source(checked, grad_body), f"_WHERE = {where!r}", ""])
 
     def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
         """One row's shape of each input: the known shape, else a number's."""
@@ -763,9 +778,25 @@ def _masks(graph: Graph) -> set[int]:
     }
 
 
-def _checked_names(grad_body) -> list[str]:
+def _checked_source(checked: list[str], grad_body) -> list[str]:
+    """The checked functions as a string the module compiles only when a result is not
+    finite (compiled with the module, they tripled its compile time), and their lines' places;
+    none in rows mode."""
+    if not checked:
+        return []
     names = ["'forward': _forward_checked"]
-    return names if grad_body is None else [*names, "'grad': _grad_checked"]
+    names += [] if grad_body is None else ["'grad': _grad_checked"]
+    text = [*checked, f"_CHECKED.update({{{', '.join(names)}}})", ""]
+    where = {
+        k + 1: line.split("  # ", 1)[1]
+        for k, line in enumerate(text)
+        if "  # line " in line and not line.lstrip().startswith("#")
+    }
+    return [
+        "_CHECKED: dict = {}",
+        f"_CHECKED_SOURCE = {chr(10).join(text)!r}",
+        f"_CHECKED_WHERE = {where!r}",
+    ]
 
 
 def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
