@@ -614,8 +614,11 @@ class _Emitter:
                 []
                 if self.rows
                 else [  # the call's inputs, run again checking each value: at which node
-                    "    if not _CHECKED:",
+                    "    if not _CHECKED:  # compiled on first need, and where its lines are",
                     "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
+                    "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
+                    "            if '  # line ' in line:",
+                    "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
                     "    given = sys._getframe(1).f_locals",
                     "    _CHECKED[fn.__name__](",
                     "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
@@ -780,22 +783,16 @@ def _masks(graph: Graph) -> set[int]:
 
 def _checked_source(checked: list[str], grad_body) -> list[str]:
     """The checked functions as a string the module compiles only when a result is not
-    finite (compiled with the module, they tripled its compile time), and their lines' places;
-    none in rows mode."""
+    finite (compiled with the module, they doubled its compile time); none in rows mode."""
     if not checked:
         return []
     names = ["'forward': _forward_checked"]
     names += [] if grad_body is None else ["'grad': _grad_checked"]
     text = [*checked, f"_CHECKED.update({{{', '.join(names)}}})", ""]
-    where = {
-        k + 1: line.split("  # ", 1)[1]
-        for k, line in enumerate(text)
-        if "  # line " in line and not line.lstrip().startswith("#")
-    }
     return [
         "_CHECKED: dict = {}",
+        "_CHECKED_WHERE: dict = {}",
         f"_CHECKED_SOURCE = {chr(10).join(text)!r}",
-        f"_CHECKED_WHERE = {where!r}",
     ]
 
 
