@@ -281,3 +281,12 @@ def test_a_module_names_the_node_that_overflowed(target):
             module[fn](x=1e200)
     named = _load(compile_module(parse("a = x * x\ny = a * 0 + 1\n"), target))["forward"]
     assert named(x=3.0) == {"x": 3.0, "a": 9.0, "y": 1.0}
+
+
+@pytest.mark.parametrize(("keep", "mode"), [("dy_dx", "grad"), ("y", "grad"), ("y", "eval")])
+def test_a_kept_column_never_disappears_behind_a_result(cli, tmp_path, keep, mode):
+    data = tmp_path / "d.csv"
+    data.write_text("x,dy_dx,y\n1,5,3\n")
+    result = cli(mode, "-e", "y = x * x", "--rows", str(data), "--keep", keep)
+    assert result.exit_code == 2
+    assert f"--keep {keep}: a result is written in a column of that name too" in result.stderr
