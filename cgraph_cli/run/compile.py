@@ -45,19 +45,9 @@ _HELPER = re.compile(r"\brt\.(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
-    *(
-        "grads",
-        "inputs",
-        "_finite",
-        "_domain",
-        "_exact",
-        "_arg",
-        "_like",
-        "_plain",
-        "_expect",
-        "_WHERE",
-    ),
+    *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
+    *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
 }
 
 
