@@ -198,7 +198,7 @@ def _interpreted(graph, bindings):
     return values, gradient
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(
     programs(max_statements=3, conditions=True),
     st.lists(st.sampled_from(MORE_COLLIDING), min_size=3, max_size=3, unique=True),
