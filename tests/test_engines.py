@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import INPUTS, programs
+from strategies import INPUTS, TENSOR_SHAPES, programs, tensor_expressions
 
 from cgraph_cli import parse, validate
 from cgraph_cli.core.errors import EvalError
@@ -198,7 +198,9 @@ def _interpreted(graph, bindings):
     return values, gradient
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 @given(
     programs(max_statements=3, conditions=True),
     st.lists(st.sampled_from(MORE_COLLIDING), min_size=3, max_size=3, unique=True),
@@ -291,3 +293,48 @@ def test_a_kept_column_never_disappears_behind_a_result(cli, tmp_path, keep, mod
     result = cli(mode, "-e", "y = x * x", "--rows", str(data), "--keep", keep)
     assert result.exit_code == 2
     assert f"--keep {keep}: a result is written in a column of that name too" in result.stderr
+
+
+TENSOR_VALUES = [0.0, -0.0, 5e-324, 1e308, -1e308, 37.0, -745.0, 710.0, 0.5, -1.5, 3.0]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(tensor_expressions(), st.data())
+def test_tensor_programs_give_the_interpreters_answer_in_every_engine(expression, data):
+    """A tensor program (its output summed to a number): the NumPy module compiled for the
+    shapes and --rows (a row at a time) give the interpreter's value, gradients and errors."""
+    from cgraph_cli import CgraphError
+    from cgraph_cli.app import api
+
+    graph = parse(f"y = sum({expression})")
+    bindings: dict = {}
+    for name, shape in TENSOR_SHAPES.items():
+        if name in graph.inputs:
+            size = max(1, math.prod(shape))
+            values = data.draw(
+                st.lists(st.sampled_from(TENSOR_VALUES), min_size=size, max_size=size)
+            )
+            bindings[name] = np.array(values).reshape(shape) if shape else float(values[0])
+    try:
+        result = api.grad(graph, bindings)
+        expected = (result.value, dict(result.gradients))
+    except CgraphError:
+        expected = None
+    module = _load(compile_module(graph, "numpy", bindings=bindings))
+    try:
+        got = module["grad"](**bindings)
+    except ArithmeticError:
+        got = None
+    assert (got is None) == (expected is None), (expression, bindings, got, expected)
+    if got is not None and expected is not None:
+        assert _same(got[0], expected[0])
+        for n, g in expected[1].items():
+            assert np.array_equal(np.isnan(got[1][n]), np.isnan(g))
+            assert np.allclose(got[1][n], g, rtol=1e-12, atol=1e-300, equal_nan=True)
+    if not bindings:
+        return
+    columns = {n: np.stack([np.asarray(v)] * 2) for n, v in bindings.items()}
+    table = run_rows(graph, [("d.csv", 0, columns)], mode="grad").tables[0]
+    assert (table["error"][0] is None) == (expected is not None), (expression, table["error"])
+    if expected is not None:
+        assert _same(table["y"][0], expected[0])
