@@ -338,3 +338,20 @@ def test_tensor_programs_give_the_interpreters_answer_in_every_engine(expression
     assert (table["error"][0] is None) == (expected is not None), (expression, table["error"])
     if expected is not None:
         assert _same(table["y"][0], expected[0])
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_with_of_runs_every_statement_as_grad_of_does(target):
+    """`grad --of y` fails where t = log(x) fails, though y does not read t; the module
+    compiled with --of y dropped t and gave a gradient."""
+    from cgraph_cli import CgraphError
+    from cgraph_cli.app import api
+
+    graph = parse("t = log(x)\ny = x * 2\nz = y + t\n")
+    with pytest.raises(CgraphError):
+        api.grad(graph, {"x": -1.0}, of="y")
+    module = _load(compile_module(graph, target, of="y"))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"line 1: log\(x\)"):
+            module[fn](x=-1.0)
+    assert module["grad"](x=3.0) == (6.0, {"x": 2.0})

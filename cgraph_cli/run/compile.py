@@ -88,11 +88,8 @@ def compile_module(
     if target not in TARGETS:
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
     assert not rows or target == "numpy", "rows mode is NumPy's"
-    if of is not None and not rows:
-        out = resolve_name(graph, of)
-        graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
-    # Rows mode keeps every statement (the interpreter runs them all: one failing fails the
-    # row), differentiating the value ``of`` names.
+    # Every statement is kept, also with ``of`` (the interpreter runs them all: one failing
+    # fails the call, or the row), differentiating the value ``of`` names.
     output = graph.output if of is None else resolve_name(graph, of)
     # Without a statement per intermediate derivative: those are temporaries, whose variables
     # are used again once they are dead (floats freed as soon as possible run faster).
@@ -105,9 +102,7 @@ def compile_module(
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
-        program = derivative_program(
-            graph, bindings, of if rows else None, wrt, intermediates=False
-        )
+        program = derivative_program(graph, bindings, of, wrt, intermediates=False)
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
         if rows and gradient:
             raise
