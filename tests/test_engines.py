@@ -355,3 +355,16 @@ def test_a_module_with_of_runs_every_statement_as_grad_of_does(target):
         with pytest.raises(ArithmeticError, match=r"line 1: log\(x\)"):
             module[fn](x=-1.0)
     assert module["grad"](x=3.0) == (6.0, {"x": 2.0})
+
+
+def test_dask_decides_a_comparison_as_eval_does(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    from cgraph_cli.jobs.distributed import run_dask
+
+    x = [float(v) for v in np.linspace(0.1, 5.0, 97)]
+    rows = "".join(f"{v!r},{math.exp(v)!r}\n" for v in x)  # c: eval's exp(x)
+    (tmp_path / "d.csv").write_text("x,c\n" + rows, encoding="utf-8")
+    written: list = []
+    graph = parse("y = exp(x) >= c")
+    run_dask(graph, [str(tmp_path / "d.csv")], "csv", chunk_rows=50, write=written.append)
+    assert [float(v) for t in written for v in t["y"]] == [1.0] * len(x)
