@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import INPUTS, programs
+from strategies import INPUTS, TENSOR_SHAPES, programs, tensor_expressions
 
 from cgraph_cli import parse, validate
 from cgraph_cli.core.errors import EvalError
@@ -172,3 +172,199 @@ def test_dask_sees_each_column_under_its_own_name(tmp_path):
         graph, [str(tmp_path / "d.csv")], "csv", chunk_rows=1, mode="grad", write=written.append
     )
     assert [float(v) for t in written for v in t["y"]] == [1 * 2 + 5, -2 * 0.5 + 7]
+
+
+#: With the values a module may be called with but no data file holds for the interpreter:
+#: infinities and nan (the interpreter refuses them as inputs; so must a module's grad).
+MORE_COLLIDING = [*COLLIDING, "sys", "_exact", "_check", "_CHECKED", "a0", "e", "given"]
+SPECIAL_CALLS = [*SPECIAL, math.inf, -math.inf, math.nan, 1e300, -1e300, 1e284]
+
+
+def _interpreted(graph, bindings):
+    """The interpreter's named values, and its value and gradients; each None where it fails
+    (an input that is not finite included)."""
+    from cgraph_cli import CgraphError
+    from cgraph_cli.app import api
+
+    try:
+        values = dict(api.evaluate(graph, bindings).named)
+    except CgraphError:
+        values = None
+    try:
+        g = api.grad(graph, bindings)
+        gradient = (g.value, dict(g.gradients))
+    except CgraphError:
+        gradient = None
+    return values, gradient
+
+
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
+@given(
+    programs(max_statements=3, conditions=True),
+    st.lists(st.sampled_from(MORE_COLLIDING), min_size=3, max_size=3, unique=True),
+    st.lists(st.tuples(*[st.sampled_from(SPECIAL_CALLS)] * 3), min_size=1, max_size=3),
+)
+def test_the_numpy_module_and_the_batch_driver_give_the_interpreters_answer(program, names, rows):
+    """`compile --target numpy` and the driver train and gradcheck --points run (the module,
+    then the interpreter where it raises): every named value, the gradients, and an error
+    exactly where the interpreter has one, a statement no result reads and an input that is
+    not finite included."""
+    from cgraph_cli.run.engine import Driver
+
+    try:
+        graph = validate(parse(_renamed(program, names)))
+    except Exception:  # a name the language keeps for itself where this program puts it
+        return
+    modules = {t: _load(compile_module(graph, t)) for t in ("python", "numpy")}
+    for row in rows:
+        bindings = dict(zip(graph.inputs, row))
+        values, gradient = _interpreted(graph, bindings)
+        for target, module in modules.items():
+            try:
+                named = module["forward"](**bindings)
+            except ArithmeticError:
+                named = None
+            assert (named is None) == (values is None), (target, bindings, named, values)
+            assert named is None or all(_same(named[k], v) for k, v in values.items())
+            try:
+                got = module["grad"](**bindings)
+            except ArithmeticError:
+                got = None
+            assert (got is None) == (gradient is None), (target, bindings, got, gradient)
+            if got is not None and gradient is not None:
+                assert _same(got[0], gradient[0])
+                assert all(_same(got[1][k], v) for k, v in gradient[1].items()), (got, gradient)
+        if gradient is not None and graph.inputs:
+            batch = Driver(graph, wrt=list(graph.inputs)).batch(bindings)
+            assert _same(batch[""], gradient[0])
+            assert all(_same(batch[k], v) for k, v in gradient[1].items())
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_checks_every_statement_and_input_as_the_interpreter_does(target):
+    # t0's first value is never read again, and grad's result does not hold x: both checked.
+    module = _load(
+        compile_module(parse("t0 = xlogy(0.5, z)\nt0 = 2 * z\ny = t0 + 0 * x\n"), target)
+    )
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"line 1: xlogy\(0\.5, z\)"):
+            module[fn](x=1.0, z=-1.0)
+    with pytest.raises(ArithmeticError, match=r"an input is not finite \(inf\)"):
+        module["grad"](x=math.inf, z=1.0)
+
+
+@pytest.mark.parametrize("rule", ["exp", "log", "tanh", "sin", "softplus", "sigmoid"])
+def test_a_comparison_is_decided_as_eval_decides_it(rule):
+    """NumPy's exp, log, tanh... round otherwise than the float functions eval uses on one
+    in ten or so numbers: a value that decides a comparison is computed by eval's rule on
+    rows and in the NumPy module (exp(x) >= c was 0 on --rows where eval gives 1)."""
+    from cgraph_cli.core.interpret import value_function
+    from cgraph_cli.core.ops import OPS
+
+    x = np.linspace(0.1, 5.0, 997)
+    c = np.array([value_function(OPS[rule])(v) for v in x])  # eval's value of rule(x)
+    graph = parse(f"y = {rule}(x) >= c")
+    table = run_rows(graph, [("d.csv", 0, {"x": x, "c": c})]).tables[0]
+    assert table["y"].tolist() == [1.0] * len(x)
+    module = _load(compile_module(graph, "numpy"))
+    assert module["forward"](x=x, c=c)["y"].tolist() == [1.0] * len(x)
+    grad = run_rows(graph, [("d.csv", 0, {"x": x, "c": c})], mode="grad").tables[0]
+    assert grad["y"].tolist() == [1.0] * len(x)
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_names_the_node_that_overflowed(target):
+    """x * x overflows, a * 0 makes it nan: the interpreter names x * x, and so does the
+    module (it said 'grad: a result is not finite')."""
+    module = _load(compile_module(parse("a = x * x\ny = a * 0 + 1\n"), target))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"^line 1: x \* x: the value is not finite$"):
+            module[fn](x=1e200)
+    named = _load(compile_module(parse("a = x * x\ny = a * 0 + 1\n"), target))["forward"]
+    assert named(x=3.0) == {"x": 3.0, "a": 9.0, "y": 1.0}
+
+
+@pytest.mark.parametrize(("keep", "mode"), [("dy_dx", "grad"), ("y", "grad"), ("y", "eval")])
+def test_a_kept_column_never_disappears_behind_a_result(cli, tmp_path, keep, mode):
+    data = tmp_path / "d.csv"
+    data.write_text("x,dy_dx,y\n1,5,3\n")
+    result = cli(mode, "-e", "y = x * x", "--rows", str(data), "--keep", keep)
+    assert result.exit_code == 2
+    assert f"--keep {keep}: a result is written in a column of that name too" in result.stderr
+
+
+TENSOR_VALUES = [0.0, -0.0, 5e-324, 1e308, -1e308, 37.0, -745.0, 710.0, 0.5, -1.5, 3.0]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(tensor_expressions(), st.data())
+def test_tensor_programs_give_the_interpreters_answer_in_every_engine(expression, data):
+    """A tensor program (its output summed to a number): the NumPy module compiled for the
+    shapes and --rows (a row at a time) give the interpreter's value, gradients and errors."""
+    from cgraph_cli import CgraphError
+    from cgraph_cli.app import api
+
+    graph = parse(f"y = sum({expression})")
+    bindings: dict = {}
+    for name, shape in TENSOR_SHAPES.items():
+        if name in graph.inputs:
+            size = max(1, math.prod(shape))
+            values = data.draw(
+                st.lists(st.sampled_from(TENSOR_VALUES), min_size=size, max_size=size)
+            )
+            bindings[name] = np.array(values).reshape(shape) if shape else float(values[0])
+    try:
+        result = api.grad(graph, bindings)
+        expected = (result.value, dict(result.gradients))
+    except CgraphError:
+        expected = None
+    module = _load(compile_module(graph, "numpy", bindings=bindings))
+    try:
+        got = module["grad"](**bindings)
+    except ArithmeticError:
+        got = None
+    assert (got is None) == (expected is None), (expression, bindings, got, expected)
+    if got is not None and expected is not None:
+        assert _same(got[0], expected[0])
+        for n, g in expected[1].items():
+            assert np.array_equal(np.isnan(got[1][n]), np.isnan(g))
+            assert np.allclose(got[1][n], g, rtol=1e-12, atol=1e-300, equal_nan=True)
+    if not bindings:
+        return
+    columns = {n: np.stack([np.asarray(v)] * 2) for n, v in bindings.items()}
+    table = run_rows(graph, [("d.csv", 0, columns)], mode="grad").tables[0]
+    assert (table["error"][0] is None) == (expected is not None), (expression, table["error"])
+    if expected is not None:
+        assert _same(table["y"][0], expected[0])
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_module_with_of_runs_every_statement_as_grad_of_does(target):
+    """`grad --of y` fails where t = log(x) fails, though y does not read t; the module
+    compiled with --of y dropped t and gave a gradient."""
+    from cgraph_cli import CgraphError
+    from cgraph_cli.app import api
+
+    graph = parse("t = log(x)\ny = x * 2\nz = y + t\n")
+    with pytest.raises(CgraphError):
+        api.grad(graph, {"x": -1.0}, of="y")
+    module = _load(compile_module(graph, target, of="y"))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"line 1: log\(x\)"):
+            module[fn](x=-1.0)
+    assert module["grad"](x=3.0) == (6.0, {"x": 2.0})
+
+
+def test_dask_decides_a_comparison_as_eval_does(tmp_path):
+    pytest.importorskip("dask.dataframe")
+    from cgraph_cli.jobs.distributed import run_dask
+
+    x = [float(v) for v in np.linspace(0.1, 5.0, 97)]
+    rows = "".join(f"{v!r},{math.exp(v)!r}\n" for v in x)  # c: eval's exp(x)
+    (tmp_path / "d.csv").write_text("x,c\n" + rows, encoding="utf-8")
+    written: list = []
+    graph = parse("y = exp(x) >= c")
+    run_dask(graph, [str(tmp_path / "d.csv")], "csv", chunk_rows=50, write=written.append)
+    assert [float(v) for t in written for v in t["y"]] == [1.0] * len(x)

@@ -54,6 +54,39 @@ PER_ROW = [
 ]
 
 
+#: Ops whose NumPy rule may round otherwise than the float rule the interpreter applies to
+#: numbers (NumPy's own exp, log, sin... are not libm's; softplus has another formula).
+INEXACT = frozenset(
+    {"pow", "sin", "cos", "tan", "exp", "log", "tanh", "sigmoid", "softplus", "xlogy"}
+)
+#: Ops whose value jumps: an argument one ulp away may change it (a comparison, a truth value).
+_JUMPS = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or"})
+_JUMPS |= {"logical_not", "sign"}
+
+
+def decisive(graph: Graph) -> set[int]:
+    """The nodes of :data:`INEXACT` ops whose value reaches an op that jumps (or the
+    condition of ``where``): a module computes them by the interpreter's float rule, so that
+    ``exp(x) > c`` is decided as ``eval`` decides it, not one ulp away.
+
+    >>> from cgraph_cli import parse
+    >>> sorted(decisive(parse("y = exp(x) > 2; z = exp(x) * 2")))
+    [1]
+    """
+    need = [False] * len(graph.ops)
+    for i, op in enumerate(graph.ops):
+        if op.name in _JUMPS:
+            for a in graph.args[i]:
+                need[a] = True
+        elif op.name == "where":
+            need[graph.args[i][0]] = True
+    for i in range(len(graph.ops) - 1, -1, -1):
+        if need[i]:
+            for a in graph.args[i]:
+                need[a] = True
+    return {i for i, op in enumerate(graph.ops) if need[i] and op.name in INEXACT}
+
+
 def absorbs(op) -> bool:
     """Whether ``op`` can turn a value that is not finite into a finite one (``1 / inf``,
     ``tanh(inf)``, ``inf > 0``): derived from its array rule over infinities, nan and a few

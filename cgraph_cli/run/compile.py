@@ -36,7 +36,7 @@ from ..core.ir import Graph, resolve_name
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
-from .batch import PER_ROW, ROWS, absorbs, elementwise, unread
+from .batch import PER_ROW, ROWS, absorbs, decisive, elementwise, unread
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -47,6 +47,7 @@ _RESERVED = {
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
+    *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
 }
 
 
@@ -87,11 +88,8 @@ def compile_module(
     if target not in TARGETS:
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
     assert not rows or target == "numpy", "rows mode is NumPy's"
-    if of is not None and not rows:
-        out = resolve_name(graph, of)
-        graph = optimize(graph, ["dce"], of=of).graph if out != graph.output else graph
-    # Rows mode keeps every statement (the interpreter runs them all: one failing fails the
-    # row), differentiating the value ``of`` names.
+    # Every statement is kept, also with ``of`` (the interpreter runs them all: one failing
+    # fails the call, or the row), differentiating the value ``of`` names.
     output = graph.output if of is None else resolve_name(graph, of)
     # Without a statement per intermediate derivative: those are temporaries, whose variables
     # are used again once they are dead (floats freed as soon as possible run faster).
@@ -104,14 +102,14 @@ def compile_module(
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
-        program = derivative_program(
-            graph, bindings, of if rows else None, wrt, intermediates=False
-        )
+        program = derivative_program(graph, bindings, of, wrt, intermediates=False)
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
         if rows and gradient:
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
-        forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+        forward_body, forward_names = emitter.body(
+            graph, returned=_returned(graph, output, rows), kinks=kinks
+        )
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
@@ -119,7 +117,9 @@ def compile_module(
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
-    forward_body, forward_names = emitter.body(graph, returned=[output], kinks=kinks)
+    forward_body, forward_names = emitter.body(
+        graph, returned=_returned(graph, output, rows), kinks=kinks
+    )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
@@ -156,6 +156,7 @@ class _Emitter:
         self._shaped_graph: Graph | None = None
         self._sigs: list = []
         self.exact: set[str] = set()  # inputs whose gradient needs no reshaping
+        self.exact_rule = False  # some value computed by _exact (see exact_template)
         # Per function, each value it returns: its shape when known, and whether an operation
         # computes it (else an input, already converted, or a constant).
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
@@ -175,10 +176,11 @@ class _Emitter:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
-        variable of one that is dead by then, unless it is in ``keep``. In rows mode, a node
-        that no ``returned`` node reads is watched too (the interpreter checks every value)."""
-        dead = unread(graph, returned) if self.rows and returned is not None else set()
+        variable of one that is dead by then, unless it is in ``keep``. A node that no
+        ``returned`` node reads is watched too (the interpreter checks every value)."""
+        dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
+        exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
         names: list[str] = []
         # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
@@ -202,6 +204,8 @@ class _Emitter:
             template = self.template(op)
             if self.known is not None:
                 template = self.specialised(graph, i, op, template)
+            if i in exact:
+                template = self.exact_template(op)
             if self.target == "numpy" and i in conditions:  # read by where only: a mask
                 template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
             exponent = graph.consts.get(graph.args[i][-1])
@@ -240,8 +244,10 @@ class _Emitter:
                     temporary.add(var)
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
-            if i in dead:
+            if i in dead and self.rows:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
+            elif i in dead:  # a statement no result reads: the interpreter checks it too
+                lines.append(self.stop(var, self.comment(graph, i)))
         return lines, names
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
@@ -256,11 +262,39 @@ class _Emitter:
                 continue
             if exponent.__class__ is float and exponent > 0.0 and a == args[0]:
                 continue  # inf ^ 2 is inf, nan ^ 2 nan: a positive power passes it on
-            v = names[a]
-            test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
-            stop = "raise FloatingPointError('the value is not finite')"
-            lines.append(f"    if {test}: {stop}" + self.comment(graph, a))
+            lines.append(self.stop(names[a], self.comment(graph, a)))
         return lines
+
+    def exact_template(self, op) -> str:
+        """A template that applies ``op``'s float rule (the interpreter's, on numbers) to each
+        element, through ``_exact``: the same rounding as ``eval``."""
+        self.exact_rule = True
+        a = [f"a{k}" for k in range(op.arity)]
+        rule = f"lambda {', '.join(a)}: {op.py.format(*a)}"
+        return f"_exact({rule}, {', '.join(f'{{{k}}}' for k in range(op.arity))})"
+
+    def checked(self, fn: str, again: list[str], body: list[str]) -> list[str]:
+        """``fn`` again, from a dict of its inputs, stopping at the first value that is not
+        finite, naming its node: what ``_finite`` runs when a result is not finite, to say
+        where, as the interpreter does (``grad: a result is not finite`` said only that)."""
+        lines = []
+        for line in body:
+            lines.append(line)
+            found = re.match(r"    (\w+) = .*(  # line .*)$", line)
+            if found:
+                lines.append(f"    _check({found[1]})" + found[2])  # a call: no branch
+        return [
+            f"def _{fn}_checked(inputs):",
+            *again,
+            *_guarded(lines, self.target == "numpy", []),
+            "",
+            "",
+        ]
+
+    def stop(self, v: str, comment: str) -> str:
+        """The line that stops where variable ``v`` is not finite; ``comment`` says where."""
+        test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
+        return f"    if {test}: raise FloatingPointError('the value is not finite')" + comment
 
     def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
         """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
@@ -426,6 +460,8 @@ class _Emitter:
             *("#     " + visible(line) for line in graph.source.text.strip().splitlines()),
             "",
             "import numpy as np" if numpy else "import math",
+            *(["import math"] if numpy and self.exact_rule else []),
+            *([] if self.rows else ["import sys"]),
             "",
             f"INPUTS = {tuple(inputs)!r}",
             f"DEFAULTS = {self._defaults(graph)}",
@@ -492,6 +528,10 @@ class _Emitter:
                 indented = ["    " + line for line in convert + per_row]
                 start = [f"    if not ({ready}):", *indented, *start]
                 convert = []
+        again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
+        checked = [] if self.rows else self.checked("forward", again, forward_body)
+        if grad_body is not None and not self.rows:
+            checked += self.checked("grad", again, grad_body)
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
@@ -561,19 +601,50 @@ class _Emitter:
                 else ["    if math.isfinite(sum(values.values())):  # a finite sum: all are"]
             ),
             "        return",
+            *(
+                []
+                if self.rows
+                else [  # the call's inputs, run again checking each value: at which node
+                    "    if not _CHECKED:  # compiled on first need, and where its lines are",
+                    "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
+                    "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
+                    "            if '  # line ' in line:",
+                    "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
+                    "    given = sys._getframe(1).f_locals",
+                    "    _CHECKED[fn.__name__](",
+                    "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
+                    "    )",
+                ]
+            ),
             "    for name, v in values.items():",
             f"        if not {check}:",
             "            what = f' (d{name})' if fn is grad and name else (f' ({name})' if name else '')",
             "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
             "",
             "",
+            *((_EXACT_ROWS if self.rows else _EXACT) if self.exact_rule else []),
+            *(
+                []
+                if self.rows
+                else [
+                    "def _check(v):",
+                    '    """Stop at a value that is not finite (the caller\'s line names it)."""',
+                    f"    if {'not np.isfinite(v).all()' if numpy else 'v - v != 0.0'}:",
+                    "        raise FloatingPointError('the value is not finite')",
+                    "",
+                    "",
+                ]
+            ),
             "def _domain(error):",
             '    """The error as a DomainError naming the program\'s line that raised it."""',
             "    tb = error.__traceback__",
             "    where = ''",
             "    while tb is not None:",
             "        if tb.tb_frame.f_globals is globals() or tb.tb_next is None:",
-            "            where = _WHERE.get(tb.tb_lineno, where)",
+            "            where = _WHERE.get(tb.tb_lineno, where)"
+            if self.rows
+            else "            where = (_CHECKED_WHERE if tb.tb_frame.f_code.co_filename =="
+            " '<checked>' else _WHERE).get(tb.tb_lineno, where)",
             "        tb = tb.tb_next",
             "    return DomainError(f'{where}: {error}' if where else str(error))",
             "",
@@ -612,10 +683,11 @@ class _Emitter:
             *(
                 [
                     "    x = np.asarray(x, dtype=float)",
+                    *([] if self.rows else _ARG_FINITE),
                     "    return float(x) if x.ndim == 0 else x",
                 ]
                 if numpy
-                else ["    return float(x)"]
+                else ["    x = float(x)", "    if x - x != 0.0:", _ARG_FINITE[1], "    return x"]
             ),
             "",
             "",
@@ -626,7 +698,7 @@ class _Emitter:
             for k, line in enumerate(lines)
             if "  # line " in line and not line.lstrip().startswith("#")
         }
-        return "\n".join([*lines, f"_WHERE = {where!r}", ""])
+        return "\n".join([*lines, *_checked_source(checked, grad_body), f"_WHERE = {where!r}", ""])
 
     def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
         """One row's shape of each input: the known shape, else a number's."""
@@ -647,6 +719,35 @@ class _Emitter:
         return "{" + ", ".join(items) + "}"
 
 
+# Elementwise, the interpreter's float rule: a value that decides a comparison rounds as in eval.
+_EXACT = [
+    "def _exact(rule, *args):",
+    '    """rule (cgraph\'s on floats) on each element of args."""',
+    "    return np.asarray(np.frompyfunc(rule, len(args), 1)(*args), dtype=float)[()]",
+    "",
+    "",
+]
+_EXACT_ROWS = [
+    "def _exact(rule, *args):",
+    '    """rule (cgraph\'s on floats) on each element of args; nan where it raises (the row',
+    '    is flagged, and cgraph\'s interpreter says why)."""',
+    "",
+    "    def safe(*a):",
+    "        try:",
+    "            return rule(*a)",
+    "        except (ValueError, ArithmeticError):",
+    "            return math.nan",
+    "",
+    "    return np.asarray(np.frompyfunc(safe, len(args), 1)(*args), dtype=float)[()]",
+    "",
+    "",
+]
+# _arg's check of an input (as the interpreter refuses inf and nan), outside rows mode (where
+# cgraph flags such rows itself).
+_ARG_FINITE = [
+    "    if not np.isfinite(x).all():",
+    "        raise DomainError(f'an input is not finite ({x})')",
+]
 _JOINED = 4096  # results up to this size are joined into one array for one sum
 
 _COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -669,6 +770,27 @@ def _masks(graph: Graph) -> set[int]:
         and readers.get(i)
         and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
     }
+
+
+def _checked_source(checked: list[str], grad_body) -> list[str]:
+    """The checked functions as a string the module compiles only when a result is not
+    finite (compiled with the module, they doubled its compile time); none in rows mode."""
+    if not checked:
+        return []
+    names = ["'forward': _forward_checked"]
+    names += [] if grad_body is None else ["'grad': _grad_checked"]
+    text = [*checked, f"_CHECKED.update({{{', '.join(names)}}})", ""]
+    return [
+        "_CHECKED: dict = {}",
+        "_CHECKED_WHERE: dict = {}",
+        f"_CHECKED_SOURCE = {chr(10).join(text)!r}",
+    ]
+
+
+def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
+    """The nodes forward returns and checks at its end: in rows mode the output alone (cgraph
+    checks what it keeps), else every named value and input too."""
+    return [output] if rows else [output, *graph.named_nodes().values()]
 
 
 def _last_uses(graph: Graph) -> list[int]:
