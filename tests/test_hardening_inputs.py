@@ -439,3 +439,20 @@ def test_an_input_bound_twice_on_the_command_line_is_exit_2(cli, tmp_path):
     result = cli("eval", "y = x", "--bindings", str(path), "x=2", "--format", "plain")
     assert result.exit_code == 0 and result.stdout == "y=2\n"
     assert "did you mean 'x'?" in error_of(cli("eval", "y = x", "x=1", "xx=2"), 4)
+
+
+@pytest.mark.parametrize(
+    "value, odd", [("１２", "U+FF11 FULLWIDTH DIGIT ONE"), ("١٢", "U+0661 ARABIC-INDIC DIGIT ONE")]
+)
+def test_look_alike_digits_are_refused_outside_programs_too(cli, tmp_path, value, odd):
+    typed = cli("eval", "-e", "y = x * 2", f"x={value}")
+    assert typed.exit_code == 4
+    assert (
+        f"holds '{value[0]}' ({odd})" in typed.stderr
+        and "help: digits are ASCII: type 12" in typed.stderr
+    )
+    (tmp_path / "d.csv").write_text(f"x\n{value}\n3\n", encoding="utf-8")
+    rows = cli("eval", "-e", "y = x * 2", "--rows", str(tmp_path / "d.csv"), "-q")
+    assert rows.exit_code == 4
+    assert rows.stdout.splitlines()[1].startswith(",row 1: the value of 'x' is not a number")
+    assert rows.stdout.splitlines()[2] == "6,"

@@ -41,6 +41,8 @@ def check_number(name: str, value: object) -> float:
     if isinstance(value, (bool, complex)):
         kind = "true or false (a boolean)" if isinstance(value, bool) else "a complex number"
         raise BindingError(f"the value of '{name}' is {kind}; cgraph computes with real numbers")
+    if isinstance(value, str) and not value.isascii():
+        raise _lookalike(name, value)
     try:
         number = float(value)  # type: ignore[arg-type]
     except OverflowError:  # a Python integer past float64's range
@@ -50,6 +52,32 @@ def check_number(name: str, value: object) -> float:
     if not math.isfinite(number):
         raise BindingError(f"the value of '{name}' is not a finite number: {_shown(value)}")
     return number
+
+
+def _lookalike(name: str, text: str) -> BindingError:
+    """A number written with characters that are not ASCII (``１２``, Arabic-Indic ``١٢``, a
+    Unicode minus): Python's ``float`` would read some of them, cgraph reads none, as in
+    programs.
+
+    >>> print(_lookalike("x", "１２"))
+    error: the value of 'x' is not a number: '１２' holds '１' (U+FF11 FULLWIDTH DIGIT ONE)
+    help: digits are ASCII: type 12
+    """
+    import unicodedata
+
+    odd = next(c for c in text if not c.isascii())
+    what = unicodedata.name(odd, "a character that is not ASCII")
+    meant = "".join(
+        str(unicodedata.digit(c)) if not c.isascii() and unicodedata.digit(c, None) is not None
+        else "-" if c == "\u2212" else c
+        for c in text
+    )  # fmt: skip
+    hint = f"digits are ASCII: type {meant}" if meant.isascii() else "digits are ASCII"
+    return BindingError(
+        f"the value of '{name}' is not a number: {_shown(text)} holds '{odd}' "
+        f"(U+{ord(odd):04X} {what})",
+        hints=[hint],
+    )
 
 
 def _shown(value: object) -> str:
