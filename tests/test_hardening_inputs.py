@@ -456,3 +456,12 @@ def test_look_alike_digits_are_refused_outside_programs_too(cli, tmp_path, value
     assert rows.exit_code == 4
     assert rows.stdout.splitlines()[1].startswith(",row 1: the value of 'x' is not a number")
     assert rows.stdout.splitlines()[2] == "6,"
+
+
+def test_rows_from_a_named_pipe_say_it_is_a_pipe_and_how_to_send_it(cli, tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "rows")  # never opened: the refusal comes before any read
+    r = cli("eval", "-e", "y = x * 2", "--rows", str(tmp_path / "rows"))
+    assert r.exit_code == 2
+    assert "it is a pipe, and --rows reads a file twice" in r.stderr and "--rows -" in r.stderr

@@ -82,6 +82,12 @@ def expand(path: str) -> list[str]:
         return [_sample_data(path.removeprefix("sample:"))]
     if path == "-" or not glob.has_magic(path):
         if path != "-" and not os.path.isfile(path):
+            if _stream(path):  # bash's <(cat d.csv) is /dev/fd/63
+                raise UsageError(
+                    f"cannot read {path}: it is a pipe, and --rows reads a file twice (its "
+                    "header first, then its rows)",
+                    hints=["send it to standard input instead: cat d.csv | cgraph ... --rows -"],
+                )
             what = "is a folder" if os.path.isdir(path) else "does not exist"
             raise UsageError(f"cannot read {path}: it {what}")
         return [path]
@@ -89,6 +95,17 @@ def expand(path: str) -> list[str]:
     if not found:
         raise UsageError(f"no file matches {path}")
     return found
+
+
+def _stream(path: str) -> bool:
+    """Whether ``path`` is a pipe or a device: something read once, front to back."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
 def _sample_data(name: str) -> str:
