@@ -23,7 +23,8 @@ Exit codes:
   0  success
   1  a check failed (check, gradcheck)
   2  usage error: bad option, missing or unreadable file, a name the
-     program lacks (--of, --wrt, --focus), an unwritable output
+     program lacks (--of, --wrt, --focus), an unwritable output or
+     one that is an input of the command
   3  invalid program: syntax, unknown function, wrong argument count
   4  cannot evaluate: missing or unknown binding, shapes that do not fit,
      log(-1), 1/0, overflow; with --rows, rows that failed
