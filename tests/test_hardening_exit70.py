@@ -305,3 +305,32 @@ def test_too_many_derivative_statements_are_refused_before_any_is_made(cli):
         "than the 10,000 cgraph writes"
     )
     assert cli("diff", "-e", program, "--order", "3", "--wrt", "a1,a2").exit_code == 0
+
+
+def test_a_librarys_deprecation_notice_to_its_callers_is_not_shown(cli, monkeypatch):
+    """matplotlib 3.9 calls pyparsing 3.3 by its old names: pyparsing's DeprecationWarning is
+    for matplotlib's developers, not for the person drawing a loss curve."""
+
+    def warns(*args, **kwargs):
+        for category in (DeprecationWarning, PendingDeprecationWarning, FutureWarning):
+            warnings.warn_explicit(
+                "'oneOf' deprecated - use 'one_of'",
+                category,
+                "pyparsing/util.py",
+                1,
+                module="matplotlib._mathtext",
+            )
+        warnings.warn_explicit(
+            "an old way of cgraph's",
+            DeprecationWarning,
+            "cgraph_cli/x.py",
+            1,
+            module="cgraph_cli.x",
+        )
+
+    monkeypatch.setattr(main.commands["samples"], "callback", warns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        result = cli("samples")
+    assert result.exit_code == 0
+    assert result.stderr == "cgraph: warning: an old way of cgraph's\n"

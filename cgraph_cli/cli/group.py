@@ -71,6 +71,11 @@ class Group(click.Group):
             from . import completion  # noqa: F401  (cgraph's completers replace click's)
         with warnings.catch_warnings():  # restores Python's way of showing them, for a library
             warnings.showwarning = _show_warning
+            # A library's notice to its own callers (matplotlib's use of an old pyparsing name)
+            # is not the user's business; NumPy's RuntimeWarnings and cgraph's own are.
+            for category in (DeprecationWarning, PendingDeprecationWarning, FutureWarning):
+                warnings.filterwarnings("ignore", category=category)
+                warnings.filterwarnings("default", category=category, module="cgraph_cli")
             code = self._main(args, prog_name, complete_var, **extra)
         if standalone_mode:
             sys.exit(code)

@@ -15,6 +15,7 @@ address of a ``dask.distributed`` scheduler (``tcp://host:8786``) to run it on a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Mapping
@@ -167,6 +168,11 @@ def _own_folder(target: str, parts: int) -> None:
 _CLIENT_KEYS = ("scheduler", "shuffle")
 
 
+#: What Dask raises when time runs out: before Python 3.11, asyncio's TimeoutError is not the
+#: built-in one (distributed's WorkerStartTimeoutError is asyncio's).
+TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
+
+
 def _client(scheduler: str | None):
     if scheduler is None:
         return None
@@ -180,7 +186,7 @@ def _client(scheduler: str | None):
     check_scheduler(scheduler, seconds)  # its form, and a Dask scheduler's handshake
     try:
         client = Client(scheduler, timeout=f"{seconds}s")
-    except (OSError, TimeoutError) as e:
+    except (OSError, *TIMEOUTS) as e:
         why = str(e) or f"no answer within {seconds:g} s"
         raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}") from None
     except Exception as e:  # noqa: BLE001 - the peer's doing: not Dask's messages, no TLS set up
@@ -189,7 +195,7 @@ def _client(scheduler: str | None):
         ) from None
     try:  # with no worker, the job would wait for ever
         client.wait_for_workers(1, timeout=seconds)
-    except TimeoutError:
+    except TIMEOUTS:
         client.close()
         raise UsageError(
             f"the Dask scheduler at {scheduler} has no workers (none came within {seconds:g} s)",
