@@ -108,6 +108,8 @@ class Graph:
         "source",
         "memo",
         "control",
+        "groups",
+        "functions",
     )
 
     def __init__(self, source: Source) -> None:
@@ -133,6 +135,10 @@ class Graph:
         # A program with conditionals or loops: its static structure, or, on the graph that
         # ran, the guards and steps (cgraph_cli.run.control); None for straight-line code.
         self.control: Any = None
+        # What each call of a function made (cgraph_cli.core.groups.Group), parents first.
+        self.groups: list = []
+        # The functions the program defines: name -> (parameters, the span of the definition).
+        self.functions: dict[str, tuple[tuple[str, ...], int, int]] = {}
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -203,7 +209,12 @@ class Graph:
         return out
 
     def error(self, cls: type[E], message: str, node: int, **kw) -> E:
-        """An error of class ``cls`` placed at node ``node``'s span."""
+        """An error of class ``cls`` placed at node ``node``'s span; a node a function's call
+        made says through which call (`` in layer(h, W2, b2) called at model.cg:6:5``)."""
+        if self.groups:
+            from .groups import called_at
+
+            message += called_at(self, node)
         return cls(message, self.span(node), self.source, **kw)
 
 

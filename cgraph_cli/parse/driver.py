@@ -41,6 +41,8 @@ from .reader import Reader
 CALL, PASS = tables.CALL, tables.PASS
 _STATEMENT = re.compile("[^\n;]+")  # in the string of token kinds: one statement
 _FOR = CODES["FOR"]  # a loop's header starts with it
+_DEF = CODES["DEF"]  # a function's header starts with it
+_HEADERS = (_FOR, _DEF)
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
 _MAX_PLANS = 4096  # shapes remembered at most; then forgotten all at once
 _MAX_COMPILED = 400  # actions at most in a plan turned into code (longer ones are replayed)
@@ -83,6 +85,7 @@ class Driver:
             self.rules.append((size, mode, callback, origin, flatten))
         self.units: dict[tuple[int, int, str], int] = {}  # unit-reduction chains, followed
         self.plans: dict[str, Any] = {}  # statement shape -> its actions, or their code
+        self._blocks: Any = None  # a program with blocks: its tokens and statements
 
     def run(self, tokens: Iterator[Token], codes: str, error, source: Source) -> Graph:
         """The program's graph, from its tokens in order (as the scanner gives them);
@@ -93,7 +96,7 @@ class Driver:
         time (with the separator before the statement kept, for error messages): the tokens of
         the statements read are let go."""
         n = len(codes)
-        if _FOR in codes:
+        if _FOR in codes or _DEF in codes:
             with gc_paused():
                 return self._run_blocks(list(tokens), codes, error, source)
         window: list[Token] = []
@@ -132,14 +135,30 @@ class Driver:
             plan(tokens, i)
 
     def _run_blocks(self, tokens, codes: str, error, source: Source) -> Graph:
-        """A program with loops: its statements, nested by indentation (:func:`blocks`), run
-        in order, a loop's body as many times as the reader says (its steps, or once for the
-        static graph). An explicit stack of loops, no recursion."""
+        """A program with loops or functions: its statements, nested by indentation
+        (:func:`blocks`), run in order (:meth:`_run_range`)."""
         stmts, ends, errors = blocks(tokens, codes, source)
+        self._blocks = (tokens, codes, error, source, stmts, ends, errors)
+        self.reader.run_body = self._run_range
+        try:
+            self._run_range(0, len(stmts))
+        finally:
+            self._blocks = None
+            self.reader.run_body = None
+        if error is not None:
+            raise error
+        return self.reader.start([])
+
+    def _run_range(self, k: int, stop: int) -> None:
+        """Run statements ``k`` to ``stop``: a loop's body as many times as the reader says
+        (its steps, or once for the static graph); a function's body not at all where it is
+        defined (the reader runs it, through this method, where it is called). An explicit
+        stack of loops, no recursion on their nesting."""
+        tokens, codes, error, source, stmts, ends, errors = self._blocks
         reader = self.reader
         n = len(tokens)
+        everything = stop == len(stmts)
         loops: list[list[int]] = []  # [header's index, steps, step now]
-        k = 0
         while True:
             if loops and k == ends[loops[-1][0]]:  # the end of a body: the next step, or out
                 loop = loops[-1]
@@ -151,15 +170,19 @@ class Driver:
                 loops.pop()
                 reader.end_loop()
                 continue
-            if k in errors:
+            if k in errors and (k < stop or everything):
                 raise errors[k]
-            if k == len(stmts):
+            if k == stop:
                 break
             i, j = stmts[k]
             if j == n and error is not None:
                 self._statement(tokens, i, j, source, None, error)
             else:
                 self._one(tokens, i, j, codes[i:j], source)
+            if ends[k] > k and codes[i] == _DEF:  # a function's header: its body, kept
+                reader.define_body(k + 1, ends[k])
+                k = ends[k]
+                continue
             if ends[k] > k:  # a loop's header
                 steps = reader.enter_loop()
                 if steps == 0:
@@ -169,9 +192,6 @@ class Driver:
                 loops.append([k, steps, 0])
                 reader.begin_step(0)
             k += 1
-        if error is not None:
-            raise error
-        return reader.start([])
 
     def _statement(self, tokens, i, j, source, key, cut) -> None:
         """Parse tokens ``i`` to ``j`` as one statement, recording its actions as the plan
@@ -309,7 +329,7 @@ def blocks(
     indentation error met at a statement, if any (raised when the parse reaches it, so an
     earlier syntax error is reported first; index ``len(statements)``: at the end).
 
-    Indentation is read as Python reads it, from the first loop's header on (before it, lines
+    Indentation is read as Python reads it, from the first loop's or function's header on (before it, lines
     may be indented as they like, as in a program without loops): a loop's body is the lines
     below its header indented deeper (or the statements after its colon, on the same line); a
     line indented less must return to an enclosing level; tabs and spaces must agree. A line's
@@ -330,7 +350,7 @@ def blocks(
                 indent = nl[max(nl.rfind("\n"), nl.rfind("\r")) + 1 :]
         else:
             indent = None
-        c = codes.find(colon, i, j) if codes[i] == _FOR else -1
+        c = codes.find(colon, i, j) if codes[i] in _HEADERS else -1
         if c >= 0 and c + 1 < j:  # for t in range(3): h = h * 2
             stmts += [(i, c + 1), (c + 1, j)]
             indents += [indent, "\0"]  # "\0": the body on the header's line
@@ -351,8 +371,9 @@ def blocks(
         return ParseError(message, span, source, hints=list(hints))
 
     def no_body(k: int) -> ParseError:
+        what = "function's" if codes[stmts[k][0]] == _DEF else "loop's"
         return fail(
-            k, "expected an indented block after the loop's header", ["indent its body below it"]
+            k, f"expected an indented block after the {what} header", ["indent its body below it"]
         )
 
     for k, indent in enumerate(indents):
@@ -381,7 +402,7 @@ def blocks(
                     errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
                     break
                 if indent.startswith(current):
-                    errors[k] = fail(k, "unexpected indent", ["only a loop's body is indented"])
+                    errors[k] = fail(k, "unexpected indent", ["only the body of a loop or a function is indented"])
                     break
                 while len(levels) > 1 and levels[-1] != indent and levels[-1].startswith(indent):
                     levels.pop()
@@ -394,7 +415,7 @@ def blocks(
         elif expect >= 0:
             errors[k] = no_body(expect)
             break
-        if codes[stmts[k][0]] == _FOR:
+        if codes[stmts[k][0]] in _HEADERS:
             if not levels:
                 levels.append(line)
             expect = k

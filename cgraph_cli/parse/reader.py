@@ -66,6 +66,27 @@ def _count_args(op: OpSpec) -> str:
     )
 
 
+class Function(NamedTuple):
+    """A function of the program: its name, parameters, the span of its header, and its
+    body (the indices of its first statement and of the one after its last)."""
+
+    name: str
+    params: tuple[str, ...]
+    start: int
+    end: int
+    body: tuple[int, int]
+
+
+class Frame:
+    """A call being read: the function, its group, the loops open outside it, the node its
+    ``return`` gave (-1 until then)."""
+
+    __slots__ = ("function", "group", "loops", "returned")
+
+    def __init__(self, function: Function, group: int, loops: int) -> None:
+        self.function, self.group, self.loops, self.returned = function, group, loops, -1
+
+
 class Reader:
     """Parser callbacks, one per grammar alias, each given the list of its rule's children
     (tokens, and the results of inner callbacks). :meth:`begin` resets the state per parse."""
@@ -92,11 +113,23 @@ class Reader:
             None  # a bare expression seen; legal only as the last statement
         )
         self.declared: set[str] = set()  # names given by `input` statements
+        self.functions: dict[str, Function] = {}  # the functions defined so far
+        self.frames: list[Frame] = []  # the calls being read, innermost last
+        self.groups: list[list] = []  # per call: the fields of a Group, hi and output last
+        self.calls: dict[str, int] = {}  # a function -> its calls so far
+        self.defining: Function | None = None  # a header just read, for the driver
+        self.run_body: Any = None  # the driver's: run statements lo to hi
 
     def _error(self, message: str, start: int, end: int, **kw) -> ParseError:
         return ParseError(message, Span(start, end), self.b.graph.source, **kw)
 
     def _statement(self) -> None:
+        if self.bare_span is not None and self.frames and self.frames[-1].returned >= 0:
+            raise self._error(
+                "nothing may follow `return`: it ends the function's body",
+                *self.bare_span,
+                hints=["move the statements after it above it"],
+            )
         if self.bare_span is not None:
             raise self._error(
                 "this value is computed and then lost: only the last statement may be a bare "
@@ -121,8 +154,20 @@ class Reader:
         """The node ``name`` refers to now; a name never assigned before becomes an input."""
         node = self.scope.get(name)
         if node is None:
+            if self.frames:
+                raise self._outer(name, start, end)
             node = self.scope[name] = self.b.input(name, start, end)
         return node
+
+    def _outer(self, name: str, start: int, end: int) -> ParseError:
+        fn = self.frames[-1].function
+        return self._error(
+            f"'{name}' is not a parameter of {fn.name} nor assigned in it: a function reads "
+            "only its parameters and its own names",
+            start,
+            end,
+            hints=[f"pass it in: def {fn.name}({', '.join([*fn.params, name])})"],
+        )
 
     def _assign(self, name: str, node: int) -> None:
         self.b.name(node, name)
@@ -151,6 +196,8 @@ class Reader:
         if node is None:
             if text in self.steps:  # a loop variable, read in the graph that runs: a number
                 node = self.scope[text] = self.b.const(float(self.steps[text]), start, end)
+            elif self.frames:
+                raise self._outer(text, start, end)
             else:
                 node = self.scope[text] = self.b.input(text, start, end)
         return node, start, end
@@ -305,13 +352,16 @@ class Reader:
         self._name(name)
         given: list = [r for r in rest if r.__class__ is slice or not _is_token(r)]
         start, end = name[START], rest[-1][END]
+        fn = self.functions.get(name[TEXT])
+        if fn is not None:
+            return self._call(fn, given, start, end)
         overloads = FUNCTIONS.get(name[TEXT])
         if overloads is None:
             import difflib
 
             close = difflib.get_close_matches(name[TEXT], list(FUNCTIONS), n=1)
             hints = [f"did you mean '{close[0]}'?"] if close else []
-            hints.append("functions: " + ", ".join(sorted(FUNCTIONS)))
+            hints.append("functions: " + ", ".join(sorted([*FUNCTIONS, *self.functions])))
             raise self._error(f"unknown function '{name[TEXT]}'", start, name[END], hints=hints)
         ranked = sorted(overloads.values(), key=lambda o: o.arity)
         op = next((o for o in ranked if _fits(o, len(given))), None)
@@ -382,6 +432,8 @@ class Reader:
             name = self._name(tok)
         node = e[0]
         self.scope[name] = node
+        if self.frames:  # a function's own name: local to the call, no statement
+            return
         if self.suffix:  # in a loop's body, as it runs: the step's own name
             self._in_step(name, node)
             name += self.suffix
@@ -402,6 +454,8 @@ class Reader:
         left = self._read(name, tok[START], tok[END])
         node = self.b.add(_AUGMENTED[op[TEXT]], (left, e[0]), tok[START], e[2])
         self.scope[name] = node
+        if self.frames:
+            return
         if self.suffix:
             self._in_step(name, node)
             name += self.suffix
@@ -412,6 +466,14 @@ class Reader:
     def bare(self, children):
         e = children[0]
         self._statement()
+        if self.frames:
+            raise self._error(
+                "this value is computed and then lost: a function's body assigns names and "
+                "ends with `return`",
+                e[1],
+                e[2],
+                hints=["name it (NAME = ...), or return it: return EXPR"],
+            )
         self.output = e[0]
         # The expression's text, on one line: without comments or line continuations.
         text = self.text[e[1] : e[2]].replace("\\\n", " ")
@@ -433,6 +495,13 @@ class Reader:
     def declare(self, children):
         items = children[1:]
         self._statement()
+        if self.frames:
+            raise self._error(
+                "inputs are declared at the program's top level, not in a function",
+                children[0][START],
+                children[0][END],
+                hints=["declare it at the top and pass it to the function as a parameter"],
+            )
         if self.loops:
             raise self._error(
                 "inputs are declared outside loops",
@@ -550,6 +619,149 @@ class Reader:
     def _in_step(self, name: str, node: int) -> None:
         self.tracer.assigned(name, node)
 
+    # functions ---------------------------------------------------------------------------
+    def params(self, children):
+        return [c for c in children if c[0] == "NAME"]
+
+    def define(self, children):
+        """A function's header: the driver hands its body to :meth:`define_body`."""
+        self._statement()
+        head, tok = children[0], children[1]
+        given = children[3] if len(children) == 6 else []
+        name = self._name(tok)
+        where = (head[START], children[-1][END])
+        if self.frames or self.loops:
+            raise self._error(
+                "a function is defined at the program's top level",
+                *where,
+                hints=["move the definition out of the loop or function"],
+            )
+        if name in FUNCTIONS:
+            raise self._error(
+                f"'{name}' is a built-in function: a function of the program needs another name",
+                tok[START],
+                tok[END],
+            )
+        if name in self.functions:
+            raise self._error(f"function '{name}' is defined twice", tok[START], tok[END])
+        if name in self.scope:
+            raise self._error(
+                f"'{name}' already names a value of the program: a function needs another name",
+                tok[START],
+                tok[END],
+            )
+        params: list[str] = []
+        for p in given:
+            text = self._name(p)
+            if text in params:
+                raise self._error(f"parameter '{text}' is named twice", p[START], p[END])
+            params.append(text)
+        self.defining = Function(name, tuple(params), where[0], where[1], (0, 0))
+
+    def define_body(self, lo: int, hi: int) -> None:
+        """The body of the function whose header was just read: statements ``lo`` to ``hi``
+        of the program. It is read once here, on placeholders for the parameters, so that a
+        mistake in it is found though the function is never called; the nodes are dropped."""
+        fn = self.defining._replace(body=(lo, hi))
+        self.defining = None
+        g = self.b.graph
+        mark = (len(g.ops), len(self.flow.loops) if self.flow else 0)
+        tracer, self.tracer = self.tracer, None
+        calls = dict(self.calls)
+        try:
+            bound = {}
+            for p in fn.params:
+                bound[p] = self.b.const(0.0, fn.start, fn.end)
+                g.labels[bound[p]] = p
+            self._run(fn, bound, fn.start, fn.end)
+        finally:
+            self.tracer, self.calls = tracer, calls
+            self._rollback(*mark)
+        self.functions[fn.name] = fn
+        g.functions[fn.name] = (fn.params, fn.start, fn.end)
+
+    def _rollback(self, nodes: int, loops: int) -> None:
+        """Forget the nodes from ``nodes`` on (a function's body read for its check)."""
+        g = self.b.graph
+        for column in (g.ops, g.args, g.labels):
+            del column[nodes:]
+        del g.starts[nodes:], g.ends[nodes:]
+        for table in (g.consts, g.params):
+            for k in [k for k in table if k >= nodes]:
+                del table[k]
+        del self.groups[sum(1 for grp in self.groups if grp[9] < nodes) :]
+        if self.flow is not None:
+            del self.flow.loops[loops:]
+            for k in [k for k in self.flow.conds if k >= nodes]:
+                del self.flow.conds[k]
+
+    def ret(self, children):
+        tok, e = children
+        self._statement()
+        if not self.frames:
+            raise self._error("`return` is written only in a function's body", tok[START], e[2])
+        frame = self.frames[-1]
+        if len(self.loops) > frame.loops:
+            raise self._error(
+                "`return` ends a function's body: it is written outside the function's loops",
+                tok[START],
+                e[2],
+            )
+        frame.returned = e[0]
+        self.bare_span = Span(tok[START], e[2])
+
+    def _call(self, fn: Function, given: list, start: int, end: int):
+        """A call of a function of the program: its body, read with the arguments in place
+        of the parameters; a :class:`~cgraph_cli.core.groups.Group` records what it made."""
+        if len(given) != len(fn.params) or any(e.__class__ is slice for e in given):
+            raise self._error(
+                f"{fn.name} takes {len(fn.params)} argument{'s' * (len(fn.params) != 1)}, "
+                f"got {len(given)}",
+                start,
+                end,
+                hints=[f"write it as {fn.name}({', '.join(fn.params)})"],
+            )
+        if any(frame.function.name == fn.name for frame in self.frames):
+            cycle = " -> ".join([*(f.function.name for f in self.frames), fn.name])
+            raise self._error(
+                f"{fn.name} calls itself ({cycle}): a graph is finite, so a function cannot "
+                "be recursive",
+                start,
+                end,
+                hints=["write the repetition as a loop: for t in range(n):"],
+            )
+        index = self.calls[fn.name] = self.calls.get(fn.name, 0) + 1
+        parent = self.frames[-1].group if self.frames else -1
+        label = " ".join(self.text[start:end].split())
+        args = tuple(e[0] for e in given)
+        k = len(self.groups)
+        self.groups.append(
+            ["call", fn.name, index, parent, label, start, end, args, -1, len(self.b.graph.ops), -1]
+        )
+        bound = dict(zip(fn.params, args))
+        node = self._run(fn, bound, start, end, k)
+        self.groups[k][8], self.groups[k][10] = node, len(self.b.graph.ops)
+        return node, start, end
+
+    def _run(self, fn: Function, bound: dict, start: int, end: int, group: int = -1) -> int:
+        """Read ``fn``'s body in a scope of its own; the node it returns."""
+        saved = (self.scope, self.loops, self.steps, self.suffix, self.bare_span)
+        self.scope, self.loops, self.steps, self.suffix, self.bare_span = bound, [], {}, "", None
+        frame = Frame(fn, group, 0)
+        self.frames.append(frame)
+        try:
+            self.run_body(*fn.body)
+        finally:
+            self.frames.pop()
+            self.scope, self.loops, self.steps, self.suffix, self.bare_span = saved
+        if frame.returned < 0:
+            raise self._error(
+                f"function '{fn.name}' has no `return`: its body ends with return EXPR",
+                fn.start,
+                fn.end,
+            )
+        return frame.returned
+
     def start(self, _statements) -> Graph:
         if self.output < 0:
             what = "has no statements" if not self.b.graph.ops else "computes nothing"
@@ -561,6 +773,12 @@ class Reader:
             )
         graph = self.b.finish(self.output, self.output_label)
         graph.control = self.flow
+        if self.groups:
+            from ..core.groups import Group
+
+            graph.groups = [
+                Group(*fields[:7], tuple(fields[7]), *fields[8:]) for fields in self.groups
+            ]
         return graph
 
 
