@@ -670,6 +670,14 @@ _TABLE = (
         latex=r"\operatorname{{sign}}\left({0}\right)",
     ),
     _fn(
+        "stop_gradient",
+        1,
+        "{0}",
+        "{0}",
+        (None,),
+        latex=r"\operatorname{{sg}}\left({0}\right)",
+    ),
+    _fn(
         "min",
         2,
         "min({0}, {1})",
