@@ -137,7 +137,7 @@ class Graph:
         self.control: Any = None
         # What each call of a function made (cgraph_cli.core.groups.Group), parents first.
         self.groups: list = []
-        # The functions the program defines: name -> (parameters, the span of the definition).
+        # The functions the program defines: name -> (parameters, the span of its text).
         self.functions: dict[str, tuple[tuple[str, ...], int, int]] = {}
 
     def __len__(self) -> int:

@@ -180,7 +180,8 @@ class Driver:
             else:
                 self._one(tokens, i, j, codes[i:j], source)
             if ends[k] > k and codes[i] == _DEF:  # a function's header: its body, kept
-                reader.define_body(k + 1, ends[k])
+                last = stmts[ends[k] - 1][1] - 1 if ends[k] > k + 1 else j - 1
+                reader.define_body(k + 1, ends[k], tokens[last][3])
                 k = ends[k]
                 continue
             if ends[k] > k:  # a loop's header
@@ -402,7 +403,11 @@ def blocks(
                     errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
                     break
                 if indent.startswith(current):
-                    errors[k] = fail(k, "unexpected indent", ["only the body of a loop or a function is indented"])
+                    errors[k] = fail(
+                        k,
+                        "unexpected indent",
+                        ["only the body of a loop or a function is indented"],
+                    )
                     break
                 while len(levels) > 1 and levels[-1] != indent and levels[-1].startswith(indent):
                     levels.pop()

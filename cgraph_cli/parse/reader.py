@@ -361,6 +361,8 @@ class Reader:
 
             close = difflib.get_close_matches(name[TEXT], list(FUNCTIONS), n=1)
             hints = [f"did you mean '{close[0]}'?"] if close else []
+            if self.frames:
+                hints.append("a function calls only the functions defined above it")
             hints.append("functions: " + ", ".join(sorted([*FUNCTIONS, *self.functions])))
             raise self._error(f"unknown function '{name[TEXT]}'", start, name[END], hints=hints)
         ranked = sorted(overloads.values(), key=lambda o: o.arity)
@@ -658,9 +660,9 @@ class Reader:
             params.append(text)
         self.defining = Function(name, tuple(params), where[0], where[1], (0, 0))
 
-    def define_body(self, lo: int, hi: int) -> None:
+    def define_body(self, lo: int, hi: int, end: int) -> None:
         """The body of the function whose header was just read: statements ``lo`` to ``hi``
-        of the program. It is read once here, on placeholders for the parameters, so that a
+        of the program, whose text ends at ``end``. It is read once here, on placeholders for the parameters, so that a
         mistake in it is found though the function is never called; the nodes are dropped."""
         fn = self.defining._replace(body=(lo, hi))
         self.defining = None
@@ -668,17 +670,20 @@ class Reader:
         mark = (len(g.ops), len(self.flow.loops) if self.flow else 0)
         tracer, self.tracer = self.tracer, None
         calls = dict(self.calls)
+        self.functions[fn.name] = fn  # so that a call of itself is found to be one
         try:
             bound = {}
             for p in fn.params:
                 bound[p] = self.b.const(0.0, fn.start, fn.end)
                 g.labels[bound[p]] = p
             self._run(fn, bound, fn.start, fn.end)
+        except BaseException:
+            del self.functions[fn.name]
+            raise
         finally:
             self.tracer, self.calls = tracer, calls
             self._rollback(*mark)
-        self.functions[fn.name] = fn
-        g.functions[fn.name] = (fn.params, fn.start, fn.end)
+        g.functions[fn.name] = (fn.params, fn.start, end)
 
     def _rollback(self, nodes: int, loops: int) -> None:
         """Forget the nodes from ``nodes`` on (a function's body read for its check)."""

@@ -30,6 +30,12 @@ from ..core.walks import GraphLike, fresh, last_readers, show_subscript
 Text = tuple[str, int]  # source text and its precedence (how tightly it binds)
 
 
+def _definition(graph, name: str) -> str:
+    """A function's definition as the program wrote it, and a blank line."""
+    _, start, end = graph.functions[name]
+    return graph.source.text[start:end] + "\n"
+
+
 def to_source(graph: GraphLike) -> str:
     """Program text for ``graph``, statement by statement; it parses back to the same graph.
 
@@ -50,7 +56,7 @@ def to_source(graph: GraphLike) -> str:
                 return name, PREC_ATOM
         return exprs[node]
 
-    lines = []
+    lines = [_definition(graph, name) for name in getattr(graph, "functions", {})]
     done = 0  # nodes written so far
     last, says = _last_reads(graph)
     taken = {*graph.stmt_names, *graph.inputs}
@@ -66,8 +72,13 @@ def to_source(graph: GraphLike) -> str:
     own_stale: set[int] = set()  # nodes whose text says the name they took (t = t * 2)
     read_last = _last_readers(graph) if rebound else []
 
+    calls = {grp.output: grp for grp in getattr(graph, "groups", ()) if grp.parent < 0}
+
     def write(i: int) -> None:
         exprs[i] = _node_text(graph, i, ref, exprs)
+        grp = calls.get(i)
+        if grp is not None and grp.lo <= i:  # a call of a function, written as the call
+            exprs[i] = f"{grp.name}({', '.join(ref(a)[0] for a in grp.args)})", PREC_ATOM
         if rebound:
             said: set = set()
             for a in graph.args[i]:

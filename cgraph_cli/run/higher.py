@@ -121,7 +121,8 @@ def hessian(
     shapes = {n: tuple(getattr(values[i], "shape", ())) for n, i in graph.inputs.items()}
     derived = grad_graph(graph, out, wrt, shapes)
     dg = derived.graph
-    point = {n: values[i] for n, i in graph.inputs.items()}
+    # (an input that nothing reads on the way to the output is not in the derivative program)
+    point = {n: values[i] for n, i in graph.inputs.items() if n in dg.inputs}
     dvalues = forward(dg, point)
     holders = [dg.names[derived.gradients[w]] for w in wrt]
     report = {
@@ -133,7 +134,7 @@ def hessian(
     if any(shapes[w] for w in wrt):
         report["shapes"] = {w: list(shapes[w]) for w in wrt}
     if vector is not None:
-        tangents = {n: v for n, v in vector.items()}
+        tangents = {n: v for n, v in vector.items() if n in dg.inputs}
         t = jvp(dg, dvalues, tangents)
         report["vector"] = dict(vector)
         report["hvp"] = {w: t[h] for w, h in zip(wrt, holders)}
@@ -143,6 +144,9 @@ def hessian(
     columns = []
     for w in wrt:
         size = math.prod(shapes[w])
+        if w not in dg.inputs:  # the gradient does not depend on w: its columns are 0
+            columns += [[0.0] * n] * size
+            continue
         for k in range(size):
             t = jvp(dg, dvalues, {w: _one_hot(shapes[w], k)})
             columns.append([x for h in holders for x in _flat(t[h])])
