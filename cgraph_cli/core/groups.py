@@ -1,4 +1,5 @@
-"""Groups of nodes: what each call of a function made (``graph.groups``).
+"""Groups of nodes: what each call of a function made, and each step of a loop as it ran
+(``graph.groups``).
 
 The graph the passes read stays flat: a call of ``layer`` stands for its body, inlined. Each
 call leaves a :class:`Group` behind, for the views (a folded box ``layer(h, W2, b2)``), for
@@ -23,7 +24,9 @@ from .errors import Source, line_col
 
 
 class Group(NamedTuple):
-    """One call of a function: its name, which call of it this is (1 for the first), the
+    """One call of a function (kind "call"), or one step of a loop in the graph that ran (kind
+    "step", name "for", the loop's header as its label): its name, which call of it this is
+    (1 for the first; a loop: which loop of the program), the
     enclosing group (an index into ``graph.groups``, -1 at the top), the call as written, its
     span, its argument nodes, the node it returns, and the nodes it made (``lo`` to ``hi``)."""
 
@@ -38,11 +41,13 @@ class Group(NamedTuple):
     output: int
     lo: int
     hi: int
+    step: str = ""  # a loop's step: its variable and number, ``t=3``
 
     @property
     def key(self) -> str:
-        """``layer#2``: the second call of ``layer`` in the program."""
-        return f"{self.name}#{self.index}"
+        """``layer#2``: the second call of ``layer`` in the program; ``for#1[t=3]``: a step of
+        the program's first loop, as it ran."""
+        return f"{self.name}#{self.index}" + (f"[{self.step}]" if self.step else "")
 
 
 def group_of(graph) -> list[int]:

@@ -117,6 +117,8 @@ class Reader:
         self.frames: list[Frame] = []  # the calls being read, innermost last
         self.groups: list[list] = []  # per call: the fields of a Group, hi and output last
         self.calls: dict[str, int] = {}  # a function -> its calls so far
+        self.open: list[int] = []  # the groups open now (calls, loop steps), innermost last
+        self.loop_numbers: dict[int, int] = {}  # a loop header's start -> for#N's N
         self.defining: Function | None = None  # a header just read, for the driver
         self.run_body: Any = None  # the driver's: run statements lo to hi
 
@@ -587,7 +589,7 @@ class Reader:
         if self.tracer is None:
             flow = self._flow()
             flow.begin_loop(self, name, bound, start, end)
-            self.loops.append([name, 0, (start, end)])
+            self.loops.append([name, 0, (start, end), -1])
             # The variable, in the static graph: a placeholder named after it (not an input:
             # the loop gives it its values).
             var = self.scope[name] = self.b.const(0.0, start, end)
@@ -595,7 +597,7 @@ class Reader:
             return 1
         header = " ".join(self.text[start:end].rstrip(":").split())
         n = self.tracer.trip_count(self.b.graph, bound, read, self.text, header, (start, end))
-        self.loops.append([name, 0, (start, end)])
+        self.loops.append([name, 0, (start, end), -1])
         return n
 
     def begin_step(self, step: int) -> None:
@@ -607,13 +609,21 @@ class Reader:
             self.steps[loop[0]] = step
             self.scope.pop(loop[0], None)  # read again as this step's number
             self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)
+            self._close_step(loop)
+            start, end = loop[2]
+            number = self.loop_numbers.setdefault(start, len(self.loop_numbers) + 1)
+            loop[3] = self._open_group(
+                "step", "for", number, header, start, end, (), f"{loop[0]}={step}"
+            )
 
     def end_loop(self) -> None:
-        name = self.loops.pop()[0]
+        loop = self.loops.pop()
+        name = loop[0]
         if self.tracer is None:
             self.flow.end_loop(self)
             self.scope.pop(name, None)
             return
+        self._close_step(loop)
         self.steps.pop(name, None)
         self.scope.pop(name, None)
         self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)
@@ -736,17 +746,33 @@ class Reader:
                 hints=["write the repetition as a loop: for t in range(n):"],
             )
         index = self.calls[fn.name] = self.calls.get(fn.name, 0) + 1
-        parent = self.frames[-1].group if self.frames else -1
         label = " ".join(self.text[start:end].split())
         args = tuple(e[0] for e in given)
-        k = len(self.groups)
-        self.groups.append(
-            ["call", fn.name, index, parent, label, start, end, args, -1, len(self.b.graph.ops), -1]
-        )
+        k = self._open_group("call", fn.name, index, label, start, end, args)
         bound = dict(zip(fn.params, args))
-        node = self._run(fn, bound, start, end, k)
+        try:
+            node = self._run(fn, bound, start, end, k)
+        finally:
+            self.open.pop()
         self.groups[k][8], self.groups[k][10] = node, len(self.b.graph.ops)
         return node, start, end
+
+    def _open_group(self, kind, name, index, label, start, end, args=(), step="") -> int:
+        """Record a group (a call, or a loop's step as it runs) opening at the next node."""
+        k = len(self.groups)
+        parent = self.open[-1] if self.open else -1
+        lo = len(self.b.graph.ops)
+        self.groups.append([kind, name, index, parent, label, start, end, args, -1, lo, -1, step])
+        self.open.append(k)
+        return k
+
+    def _close_step(self, loop: list) -> None:
+        """Close the group of ``loop``'s step now ending: its last statement gives its value."""
+        k = loop[3]
+        if k >= 0:
+            self.groups[k][8], self.groups[k][10] = self.output, len(self.b.graph.ops)
+            self.open.remove(k)
+            loop[3] = -1
 
     def _run(self, fn: Function, bound: dict, start: int, end: int, group: int = -1) -> int:
         """Read ``fn``'s body in a scope of its own; the node it returns."""
@@ -781,9 +807,7 @@ class Reader:
         if self.groups:
             from ..core.groups import Group
 
-            graph.groups = [
-                Group(*fields[:7], tuple(fields[7]), *fields[8:]) for fields in self.groups
-            ]
+            graph.groups = [Group(*f[:7], tuple(f[7]), *f[8:]) for f in self.groups]
         return graph
 
 

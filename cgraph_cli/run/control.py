@@ -301,6 +301,20 @@ def _prune(ran: Graph, static: Graph) -> Graph:
     g.names = {name: remap[node] for name, node in ran.names.items()}
     g.defaults = dict(ran.defaults)
     g.memo["remap"] = remap
+    g.functions = dict(ran.functions)
+    if ran.groups:
+        kept = [0] * (n + 1)  # kept[i]: how many needed nodes come before node i
+        for i in range(n):
+            kept[i + 1] = kept[i] + needed[i]
+        g.groups = [
+            grp._replace(
+                args=tuple(remap.get(a, -1) for a in grp.args),
+                output=remap.get(grp.output, -1),
+                lo=kept[grp.lo],
+                hi=kept[grp.hi],
+            )
+            for grp in ran.groups
+        ]
     return b.finish(remap[ran.output], ran.output_label)
 
 
