@@ -14,7 +14,7 @@ from cgraph_cli.core.ops import OPS, PREC_AND, PREC_COMPARE, PREC_OR
 
 INPUTS = ("x", "y", "z")
 # The scalar functions (tensor ops get their own tests in test_tensors.py).
-SCALAR = [op for op in OPS.values() if op.function and op.elementwise]
+SCALAR = [op for op in OPS.values() if op.function and op.elementwise and not op.surrogate]
 UNARY = sorted(op.name for op in SCALAR if op.arity == 1)
 BINARY_FUNCTIONS = sorted(op.name for op in SCALAR if op.arity == 2)
 # Functions of three arguments or more that take no condition (where does: it is drawn with the

@@ -179,6 +179,9 @@ def diagram(
     force: bool = False,
     optimized: bool = False,
     compare: bool = False,
+    collapse: bool = False,
+    depth: int = 0,
+    expand: Sequence[str] = (),
 ) -> Diagram:
     """The diagram ``cgraph render`` draws: each node with its value and ∂output/∂node
     (inputs without bindings: the structure only, and a ``note`` says why). ``of``: the
@@ -189,7 +192,9 @@ def diagram(
     before and after optimization, side by side. ``view``, for a program with conditionals
     or loops: "static" (both branches, each loop's body once, in frames), "run" (the graph
     that runs for the bindings) or "auto" (run when every input has a value). More than 500
-    nodes is a :class:`UsageError` unless ``force``.
+    nodes is a :class:`UsageError` unless ``force``. ``collapse``: each call of a function
+    (and each loop's steps, as they ran) drawn as one box; ``depth``: the levels of calls
+    drawn open; ``expand``: the calls drawn open, by name (``layer``) or call (``layer#2``).
 
     >>> d = diagram("p = x + y; g = p * z", {"x": 1, "y": 3}, theme="dark")
     >>> d.nodes, d.note
@@ -213,6 +218,9 @@ def diagram(
         values=values,
         grads=grads,
         backward=backward,
+        collapse=collapse or depth > 0 or bool(expand),
+        depth=depth,
+        expand=tuple(expand),
     )
     if optimized or compare:
         if derivative or focus is not None:
@@ -355,7 +363,13 @@ def backward_labels(graph: Graph, values, options: DiagramOptions, output: int |
 def dot_diagram(graph: Graph, values, adjoints, options: DiagramOptions, output=None, prefix="n"):
     """:func:`cgraph_cli.render.dot.diagram` with its backward edges labelled."""
     labels = backward_labels(graph, values, options, output)
-    return render_dot(graph, values, adjoints, options, output, prefix, labels)
+    plan = None
+    if options.collapse and graph.groups:
+        from .folds import check_expand, fold_plan
+
+        check_expand(graph, options.expand)
+        plan = fold_plan(graph, depth=options.depth, expand=options.expand)
+    return render_dot(graph, values, adjoints, options, output, prefix, labels, plan)
 
 
 def diagram_options(**options: Any) -> DiagramOptions:

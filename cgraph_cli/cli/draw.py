@@ -83,6 +83,10 @@ def diagram_options(command):
     return command
 
 
+#: Under this text height (px) at --fit's size, a drawing of calls is folded (if that helps).
+FOLD_BELOW_PX = 14
+
+
 def _diagram(
     args,
     expr,
@@ -102,6 +106,7 @@ def _diagram(
     of,
     focus,
     force,
+    folds=(False, (), 0),
 ):
     from ..app.diagrams import diagram
     from .options import load
@@ -123,6 +128,9 @@ def _diagram(
         rankdir=rankdir,
         precision=precision or 4,
         force=force,
+        collapse=folds[0],
+        expand=folds[1],
+        depth=folds[2],
     )
     if result.note:
         output.note(f"note: {result.note}")
@@ -190,6 +198,25 @@ RENDER_EXIT = EXIT_CODES.replace(
     show_default=True,
     help="Graphviz's dot, or the bundled graphviz-pure.",
 )
+@click.option(
+    "--collapse",
+    is_flag=True,
+    help="Draw each call of a function (and a loop's steps, as they ran) as one box, with "
+    "the value and gradient of what it returns; a chain of like calls once, × N.",
+)
+@click.option(
+    "--expand",
+    metavar="NAME",
+    multiple=True,
+    help="Draw this call open (layer#2), or every call of a function (layer), or a loop's "
+    "steps (for#1); implies --collapse for the rest. Repeatable.",
+)
+@click.option(
+    "--depth",
+    type=Whole(0, 1000),
+    default=0,
+    help="Draw calls nested less than this many levels open; implies --collapse.",
+)
 @common_options
 def render_command(
     args,
@@ -216,6 +243,9 @@ def render_command(
     dpi,
     fit,
     renderer,
+    collapse,
+    expand,
+    depth,
 ):
     """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
 
@@ -287,12 +317,28 @@ def render_command(
         of,
         focus,
         force,
+        folds=(collapse, expand, depth),
     )
     text_px = None
     if fit is not None:
         from ..render.fit import fit_size
 
         data, text_px = diagram.fitted(fit_size(fit), renderer=renderer)
+        foldable = graph.groups or graph.control is not None  # calls, or a loop's steps
+        if text_px < FOLD_BELOW_PX and foldable and not (collapse or expand or depth):
+            # Too small to read: each call folded into one box, if that reads larger.
+            folded, _ = _diagram(
+                args, expr, file_, binds, bindings_file, theme, rankdir, precision,
+                no_values, no_grads, backward, derivative, optimized, compare, view, of,
+                focus, force, folds=(True, (), 0),
+            )  # fmt: skip
+            data2, px2 = folded.fitted(fit_size(fit), renderer=renderer)
+            if px2 > text_px:
+                data, text_px = data2, px2
+                output.note(
+                    f"note: each call drawn folded into one box, so that the text reads at "
+                    f"{fit} (--expand NAME opens one)"
+                )
     elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
         data = diagram.render(kind, renderer=renderer, dpi=dpi)
     else:  # seconds to minutes of layout: say that something is happening

@@ -63,6 +63,7 @@ class OpSpec:
         "kink",
         "positive",
         "differentiable",
+        "surrogate",
     )
 
     name: str  # the grammar alias / function name; stable: JSON, golden files, `e.<name>`
@@ -99,6 +100,9 @@ class OpSpec:
     # fact is; tests/test_ops.py checks it at points and tests/test_properties.py against SymPy.
     positive: bool
     differentiable: bool  # a derivative rule exists: vjp, or a partial for some argument
+    # Its gradient is, by design, not the derivative of its value (stop_gradient): checks
+    # against finite differences or SymPy leave it out.
+    surrogate: bool
 
     def __init__(
         self,
@@ -124,6 +128,7 @@ class OpSpec:
         example: str = "",
         kink: Callable | None = None,
         positive: bool = False,
+        surrogate: bool = False,
     ) -> None:
         put = object.__setattr__
         put(self, "name", name)
@@ -147,6 +152,7 @@ class OpSpec:
         put(self, "example", example)
         put(self, "kink", kink)
         put(self, "positive", positive)
+        put(self, "surrogate", surrogate)
         # Whether its value has a derivative (comparisons' do not): read once a node in every
         # pass that differentiates, so kept rather than worked out each time.
         put(self, "differentiable", vjp is not None or any(p is not None for p in partials or ()))
@@ -676,6 +682,7 @@ _TABLE = (
         "{0}",
         (None,),
         latex=r"\operatorname{{sg}}\left({0}\right)",
+        surrogate=True,
     ),
     _fn(
         "min",

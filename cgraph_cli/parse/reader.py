@@ -233,7 +233,7 @@ class Reader:
             node = self.b.add(OPS["where"], (c[0], a[0], b[0]), start, end)
             self._flow().conds[node] = (c[1], c[2])
             return node, start, end
-        at = ", ".join(f"{var} = {step}" for var, step, _ in self.loops)
+        at = ", ".join(f"{var} = {step}" for var, step, *_ in self.loops)
         holds = self.tracer.condition(
             self.b.graph, c[0], (c[1], c[2]), ((a[1], a[2]), (b[1], b[2])), at
         )

@@ -72,7 +72,11 @@ def to_source(graph: GraphLike) -> str:
     own_stale: set[int] = set()  # nodes whose text says the name they took (t = t * 2)
     read_last = _last_readers(graph) if rebound else []
 
-    calls = {grp.output: grp for grp in getattr(graph, "groups", ()) if grp.parent < 0}
+    calls = {
+        grp.output: grp
+        for grp in getattr(graph, "groups", ())
+        if grp.parent < 0 and grp.kind == "call"
+    }
 
     def write(i: int) -> None:
         exprs[i] = _node_text(graph, i, ref, exprs)

@@ -109,6 +109,11 @@ class DiagramOptions:
     # Tensors of at most this many elements (and two axes) are drawn in full, the rest as a
     # summary; 0 summarises every tensor (``--fit`` does when the grids make text too small).
     in_full: int = SMALL_IN_NODE
+    # Calls of functions (and a loop's steps) drawn as one box each (see app/folds.py):
+    # those nested ``depth`` or more levels deep, except the groups ``expand`` names.
+    collapse: bool = False
+    depth: int = 0
+    expand: tuple[str, ...] = ()
 
 
 def diagram(
@@ -119,11 +124,14 @@ def diagram(
     output: int | None = None,
     prefix: str = "n",
     edge_labels: Mapping[tuple[int, int], str] | None = None,
+    fold=None,
 ) -> graphviz.Digraph:
     """The DOT diagram of ``graph``; values and adjoints (∂output/∂node) label the nodes when
     given and asked for. ``prefix`` begins each node's DOT name (``n0``, ``n1``...): two
     diagrams drawn side by side need different ones. ``edge_labels``: the text of each
-    backward edge ``(node, argument)`` when ``options.backward`` draws it."""
+    backward edge ``(node, argument)`` when ``options.backward`` draws it. ``fold`` (a
+    :class:`cgraph_cli.app.folds.Fold`): the boxes that stand for folded calls, and which nodes
+    each stands for."""
     import graphviz
 
     options = options or DiagramOptions()
@@ -180,8 +188,19 @@ def diagram(
     fmt = lambda x: format_number(x, options.precision)  # noqa: E731
     split = _split_leaves(graph, shown)
     labels = {}
+    rep = fold.rep if fold else {}
+    for b, box in enumerate(fold.boxes if fold else ()):
+        grad = None if adjoints is None else adjoints[box.output]
+        value = None if values is None else values[box.output]
+        who = (names[out], names[box.output] if box.output >= 0 else "·")
+        label = _box_label(box, theme, fmt, value, grad, scale, options.in_full, who)
+        attrs = {"shape": "box", "style": "rounded,filled", "fillcolor": theme.op_fill}
+        attrs.update(peripheries="2", tooltip=", ".join(box.keys)[:200])
+        if rep.get(out) == b:
+            attrs.update(color=theme.output, penwidth="2.4")
+        dot.node(f"{prefix}g{b}", f"<{label}>", **attrs)
     for i in range(len(graph.ops)):
-        if not shown[i]:
+        if not shown[i] or i in rep:
             continue
         attrs = _node_attrs(graph, i, names, theme)
         grad = None if adjoints is None else adjoints[i]
@@ -193,10 +212,20 @@ def diagram(
             labels[i] = (label, attrs)  # drawn beside each reader instead
             continue
         dot.node(f"{prefix}{i}", f"<{label}>", **attrs)
+    drawn: set[tuple[str, str]] = set()
     for i, args in enumerate(graph.args):
         if not shown[i]:
             continue
         for k, a in enumerate(args):
+            if a in rep or i in rep:  # an edge into, out of or inside a folded box
+                ends = (_end(prefix, rep, a), _end(prefix, rep, i))
+                if ends[0] != ends[1] and ends not in drawn:
+                    drawn.add(ends)
+                    attrs = {}
+                    if tensors and values is not None and is_tensor(values[a]):
+                        attrs["label"] = shape_text(values[a])
+                    dot.edge(*ends, **attrs)
+                continue
             tail = f"{prefix}{a}"
             if a in labels:
                 tail = f"{prefix}{a}_{i}_{k}"
@@ -227,6 +256,38 @@ def diagram(
             label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10"
         )
     return dot
+
+
+def _end(prefix: str, rep: Mapping[int, int], i: int) -> str:
+    """The DOT name an edge meets node ``i`` at: its folded box's, or its own."""
+    b = rep.get(i)
+    return f"{prefix}{i}" if b is None else f"{prefix}g{b}"
+
+
+def _box_label(box, theme: Theme, fmt, value, grad, scale, in_full, names) -> str:
+    """A folded call's box: the call as written, the inputs drawn inside it, and the value
+    and gradient of what it returns."""
+    e = html.escape
+    rows = [f'<TR><TD COLSPAN="2"><B>{e(box.label)}</B></TD></TR>']
+    if box.holds:
+        inside = e(", ".join(box.holds))
+        rows.append(
+            f'<TR><TD COLSPAN="2"><FONT COLOR="{theme.muted}" POINT-SIZE="11">'
+            f"holds {inside}</FONT></TD></TR>"
+        )
+    if value is not None:
+        cell = _tensor_html(value, fmt, None, in_full) if is_tensor(value) else f" {e(fmt(value))} "
+        rows.append(_row("value", cell, theme.muted, html_value=True))
+    if grad is not None:
+        who, what = (n if n.isidentifier() else "·" for n in names)
+        key = f"∂{who if who != '·' else 'out'}/∂{what}"
+        if is_tensor(grad):
+            cell = _tensor_html(grad, fmt, lambda g: _tint(g, scale, theme), in_full)
+            rows.append(_row(key, cell, theme.muted, html_value=True))
+        elif not (grad.__class__ is float and math.isnan(grad)):
+            rows.append(_row(key, fmt(grad), theme.muted, _tint(grad, scale, theme)))
+    table = "".join(rows)
+    return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">{table}</TABLE>'
 
 
 #: In diagrams of more nodes than this, an input or constant read in many places is drawn

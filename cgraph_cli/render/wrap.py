@@ -121,6 +121,8 @@ def wrapped(dot: str, plain: str, rows: int) -> tuple[str, float, float]:
     top = 0.0
     wide = 0.0
     for band in members:
+        if not band:  # every node of the row moved beside its reader in a later row
+            continue
         left = min(n[1] - n[3] / 2 for n in band)
         high = max(n[2] + n[4] / 2 for n in band)
         low = min(n[2] - n[4] / 2 for n in band)

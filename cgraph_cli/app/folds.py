@@ -1,0 +1,189 @@
+"""Which nodes a folded drawing draws as one box: each call of a function (a group of the
+IR, :mod:`cgraph_cli.core.groups`) or each step of a loop, unless opened.
+
+The plan says, for every node that a box stands for, which box; the renderer draws the box
+with the value and gradient of the node the call returns, and the edges between boxes and
+the nodes left open. Three rules, as TensorBoard draws name scopes and torchview repeated
+blocks:
+
+- a group deeper than ``depth`` levels is folded, unless ``expand`` names it (``layer#2``),
+  its function (``layer``) or its loop (``for#1``);
+- an input that only one box's nodes read (a layer's weights and bias) is drawn inside it;
+- calls of one function in a chain (each reads the one before's result) with the same other
+  arguments, and the steps of one loop, are drawn once, "× N" (an RNN's step).
+
+>>> from cgraph_cli import parse
+>>> g = parse("def layer(x, W, b):\\n    return tanh(W @ x + b)\\nh = layer(x, W1, b1)\\n"
+...           "y = layer(h, W2, b2)")
+>>> plan = fold_plan(g)
+>>> [(box.label, box.holds) for box in plan.boxes]
+[('layer(x, W1, b1)', ('W1', 'b1')), ('layer(h, W2, b2)', ('W2', 'b2'))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..core.errors import UsageError
+from ..core.groups import Group, group_of
+from ..core.ir import Graph
+from ..core.ops import CONST, INPUT
+
+
+@dataclass(frozen=True)
+class Box:
+    """One folded box: the groups it stands for (keys), its text, the node whose value and
+    gradient it shows, the inputs drawn inside it, and how many calls or steps it rolls up."""
+
+    keys: tuple[str, ...]
+    label: str
+    output: int
+    holds: tuple[str, ...]
+    count: int
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A folded drawing's plan: ``rep`` maps each node a box stands for to its box."""
+
+    boxes: list[Box] = field(default_factory=list)
+    rep: dict[int, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.boxes)
+
+
+def levels(graph: Graph) -> list[int]:
+    """Each group's depth: 0 for a call at the top level, 1 inside one..."""
+    out: list[int] = []
+    for grp in graph.groups:  # a parent comes first
+        out.append(0 if grp.parent < 0 else out[grp.parent] + 1)
+    return out
+
+
+def check_expand(graph: Graph, expand: Iterable[str]) -> None:
+    """A :class:`UsageError` for an ``--expand`` that names no group of the program."""
+    known = {n for grp in graph.groups for n in _names(grp)}
+    for name in expand:
+        if name not in known:
+            shown = sorted({grp.name for grp in graph.groups} | {grp.key for grp in graph.groups})
+            raise UsageError(
+                f"--expand {name}: the program has no call or loop of that name",
+                hints=["groups: " + (", ".join(shown[:20]) if shown else "none (no def, no loop)")],
+            )
+
+
+def _names(grp: Group) -> tuple[str, ...]:
+    base = f"{grp.name}#{grp.index}"
+    return (grp.name, base, grp.key)
+
+
+def fold_plan(
+    graph: Graph,
+    shown: list[bool] | None = None,
+    *,
+    depth: int = 0,
+    expand: Iterable[str] = (),
+) -> Fold:
+    """The boxes of ``graph`` drawn folded (see the module's docstring); ``shown``: the nodes
+    drawn at all (default: every node)."""
+    groups = graph.groups
+    if not groups:
+        return Fold()
+    n = len(graph.ops)
+    shown = shown if shown is not None else [True] * n
+    opened = set(expand)
+    level = levels(graph)
+    folded: list[int] = []
+    closed: set[int] = set()  # folded groups and everything inside them
+    for k, grp in enumerate(groups):
+        if grp.parent in closed:
+            closed.add(k)
+            continue
+        if level[k] >= depth and not opened.intersection(_names(grp)):
+            folded.append(k)
+            closed.add(k)
+    runs = _chains(graph, folded)
+    members = group_of(graph)
+    heads = set(folded)
+    top = {}  # group -> the folded group holding it
+    for k in range(len(groups)):
+        p = k
+        while p >= 0 and p not in heads:
+            p = groups[p].parent
+        if p >= 0:
+            top[k] = p
+    box_of = {k: b for b, run in enumerate(runs) for k in run}
+    rep: dict[int, int] = {}
+    for i in range(n):
+        k = members[i]
+        if k >= 0 and k in top and shown[i]:
+            rep[i] = box_of[top[k]]
+    flowing = {groups[run[0]].args[0] for run in runs if groups[run[0]].args}
+    flowing |= {
+        graph.args[i][0]
+        for i in rep
+        if graph.ops[i].name == "index" and groups[members[i]].kind == "step"
+    }
+    holds = _held_inputs(graph, shown, rep, flowing)
+    boxes = []
+    for b, run in enumerate(runs):
+        first, last = groups[run[0]], groups[run[-1]]
+        label = first.label if len(run) == 1 else f"{first.label} × {len(run)}"
+        names = tuple(graph.labels[i] for i in holds.get(b, ()) if graph.labels[i])
+        boxes.append(Box(tuple(groups[k].key for k in run), label, last.output, names, len(run)))
+        for i in holds.get(b, ()):
+            rep[i] = b
+    return Fold(boxes, rep)
+
+
+def _chains(graph: Graph, folded: list[int]) -> list[list[int]]:
+    """The folded groups in runs: consecutive siblings of one function in a chain with the
+    same other arguments, or consecutive steps of one loop, make one run."""
+    runs: list[list[int]] = []
+    for k in folded:
+        grp = graph.groups[k]
+        if runs:
+            prev = graph.groups[runs[-1][-1]]
+            if _continues(prev, grp):
+                runs[-1].append(k)
+                continue
+        runs.append([k])
+    return runs
+
+
+def _continues(prev: Group, grp: Group) -> bool:
+    if (prev.kind, prev.name, prev.parent) != (grp.kind, grp.name, grp.parent):
+        return False
+    if grp.kind == "step":
+        return prev.index == grp.index and prev.hi == grp.lo
+    if prev.output not in grp.args:
+        return False
+    chained = grp.args.index(prev.output)
+    return all(a == b for j, (a, b) in enumerate(zip(prev.args, grp.args)) if j != chained)
+
+
+def _held_inputs(
+    graph: Graph, shown: list[bool], rep: dict[int, int], flowing: set[int]
+) -> dict[int, list[int]]:
+    """Per box, the inputs (and unnamed constants) read only by the nodes it stands for: its
+    weights; not the data that flows through it (``flowing``: a call's first argument, a
+    sequence a loop indexes)."""
+    readers: dict[int, set[int]] = {}
+    outside: set[int] = set()
+    for i, args in enumerate(graph.args):
+        if not shown[i]:
+            continue
+        for a in args:
+            op = graph.ops[a]
+            if op is INPUT or (op is CONST and graph.labels[a] is None and a not in rep):
+                if i in rep and a not in flowing:
+                    readers.setdefault(a, set()).add(rep[i])
+                else:
+                    outside.add(a)
+    held: dict[int, list[int]] = {}
+    for a, boxes in readers.items():
+        if len(boxes) == 1 and a not in outside and a != graph.output and a not in rep:
+            held.setdefault(next(iter(boxes)), []).append(a)
+    return held

@@ -1,0 +1,106 @@
+"""Folded drawings: each call of a function (and a loop's steps, as they ran) as one box."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import cgraph_cli as cg
+from cgraph_cli.app.diagrams import diagram
+from cgraph_cli.app.folds import fold_plan
+
+MLP3 = """\
+def layer(x, W, b):
+    return tanh(W @ x + b)
+def mse(y, t):
+    return mean((y - t)^2)
+input x = [1, 2, 3], t = [0.5, -0.5]
+input W1 = [[0.1, 0.2, 0.3], [0.3, -0.4, 0.1], [0.5, 0.6, -0.1]], b1 = [0, 0.1, -0.1]
+input W2 = [[0.2, -0.3, 0.4], [0.1, 0.2, 0.3], [0.5, 0.6, -0.1]], b2 = [0.05, 0, 0.1]
+input W3 = [[0.2, -0.3, 0.4], [0.1, 0.2, 0.3]], b3 = [0.05, 0]
+h1 = layer(x, W1, b1)
+h2 = layer(h1, W2, b2)
+y = layer(h2, W3, b3)
+loss = mse(y, t)
+"""
+
+RNN = """\
+def step(h, x, W, U, b):
+    return tanh(W @ h + U @ x + b)
+input W = [[0.5, -0.3], [0.2, 0.4]], U = [[1, 0.5], [-0.5, 1]], b = [0.1, -0.1]
+input v = [1, -1], target = 0.5
+h = [0, 0]
+for t in range(len(xs)):
+    h = step(h, xs[t], W, U, b)
+y = sum(v * h)
+loss = (y - target)^2
+"""
+
+
+def _boxes(dot: str) -> int:
+    """The nodes a DOT text draws."""
+    return len(re.findall(r"^\t+n\w+ \[label=", dot, flags=re.M))
+
+
+def test_an_mlp_of_three_layers_folds_to_a_few_boxes():
+    full, folded = diagram(MLP3), diagram(MLP3, collapse=True)
+    assert _boxes(full.dot) > 20
+    assert _boxes(folded.dot) <= 8
+    for text in ("layer(x, W1, b1)", "layer(h1, W2, b2)", "layer(h2, W3, b3)", "mse(y, t)"):
+        assert text in folded.dot
+    assert "holds W1, b1" in folded.dot  # a layer's weights are drawn inside it
+
+
+def test_an_rnn_of_fifty_steps_folds_to_one_box_times_fifty():
+    xs = [[0.1 * k, -0.05 * k] for k in range(50)]
+    folded = diagram(RNN, {"xs": xs}, collapse=True)
+    assert _boxes(folded.dot) <= 12
+    assert "× 50" in folded.dot
+    full = diagram(RNN, {"xs": xs}, force=True)
+    assert _boxes(full.dot) > 300
+
+
+def test_like_calls_in_a_chain_roll_up_only_with_the_same_weights():
+    same = cg.parse("def f(h, W):\n    return tanh(W * h)\na = f(x, W)\nb = f(a, W)\nc = f(b, W)")
+    assert [box.label for box in fold_plan(same).boxes] == ["f(x, W) × 3"]
+    other = cg.parse("def f(h, W):\n    return tanh(W * h)\na = f(x, W1)\nb = f(a, W2)")
+    assert [box.label for box in fold_plan(other).boxes] == ["f(x, W1)", "f(a, W2)"]
+
+
+def test_expand_opens_exactly_the_groups_nodes():
+    folded = diagram(MLP3, collapse=True)
+    opened = diagram(MLP3, expand=["layer#2"])
+    g = cg.parse(MLP3)
+    layer2 = g.groups[1]
+    inside = layer2.hi - layer2.lo + 2  # its nodes, and W2 and b2 drawn again on their own
+    assert _boxes(opened.dot) == _boxes(folded.dot) - 1 + inside
+    assert "layer(h1, W2, b2)" not in opened.dot
+
+
+def test_depth_opens_the_outer_calls():
+    nested = "def f(u):\n    return sin(u) * 2\ndef g(u):\n    return f(u) + f(u * 3)\ny = g(x)"
+    assert [b.label for b in fold_plan(cg.parse(nested)).boxes] == ["g(x)"]
+    assert [b.label for b in fold_plan(cg.parse(nested), depth=1).boxes] == ["f(u)", "f(u * 3)"]
+
+
+def test_an_unknown_expand_is_a_usage_error(cli, tmp_path):
+    program = tmp_path / "m.cg"
+    program.write_text(MLP3)
+    result = cli("render", str(program), "--expand", "layr", "-o", str(tmp_path / "m.dot"))
+    assert result.exit_code == 2
+    assert "--expand layr: the program has no call or loop of that name" in result.stderr
+    assert "layer#2" in result.stderr
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_fit_folds_when_the_text_would_be_small(cli, tmp_path, backward):
+    program = tmp_path / "m.cg"
+    program.write_text(MLP3)
+    out = tmp_path / "m.png"
+    args = ["render", str(program), "--fit", "16:9", "-o", str(out)]
+    result = cli(*args, *(["--backward"] if backward else []))
+    assert result.exit_code == 0, result.stderr
+    assert ("each call drawn folded into one box" in result.stderr) == backward
+    assert "small for a projector" not in result.stderr  # folded only where that is needed
+    assert out.read_bytes()[:4] == b"\x89PNG"
