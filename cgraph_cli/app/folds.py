@@ -75,7 +75,7 @@ def check_expand(graph: Graph, expand: Iterable[str]) -> None:
 
 
 def _names(grp: Group) -> tuple[str, ...]:
-    base = f"{grp.name}#{grp.index}"
+    base = f"{grp.name}#{grp.number}"
     return (grp.name, base, grp.key)
 
 
@@ -131,7 +131,7 @@ def fold_plan(
     for b, run in enumerate(runs):
         first, last = groups[run[0]], groups[run[-1]]
         label = first.label if len(run) == 1 else f"{first.label} × {len(run)}"
-        names = tuple(graph.labels[i] for i in holds.get(b, ()) if graph.labels[i])
+        names = tuple(str(graph.labels[i]) for i in holds.get(b, ()) if graph.labels[i])
         boxes.append(Box(tuple(groups[k].key for k in run), label, last.output, names, len(run)))
         for i in holds.get(b, ()):
             rep[i] = b
@@ -157,7 +157,7 @@ def _continues(prev: Group, grp: Group) -> bool:
     if (prev.kind, prev.name, prev.parent) != (grp.kind, grp.name, grp.parent):
         return False
     if grp.kind == "step":
-        return prev.index == grp.index and prev.hi == grp.lo
+        return prev.number == grp.number and prev.hi == grp.lo
     if prev.output not in grp.args:
         return False
     chained = grp.args.index(prev.output)

@@ -32,7 +32,7 @@ class Group(NamedTuple):
 
     kind: str
     name: str
-    index: int
+    number: int
     parent: int
     label: str
     start: int
@@ -47,7 +47,7 @@ class Group(NamedTuple):
     def key(self) -> str:
         """``layer#2``: the second call of ``layer`` in the program; ``for#1[t=3]``: a step of
         the program's first loop, as it ran."""
-        return f"{self.name}#{self.index}" + (f"[{self.step}]" if self.step else "")
+        return f"{self.name}#{self.number}" + (f"[{self.step}]" if self.step else "")
 
 
 def group_of(graph) -> list[int]:

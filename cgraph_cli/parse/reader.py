@@ -674,6 +674,7 @@ class Reader:
         """The body of the function whose header was just read: statements ``lo`` to ``hi``
         of the program, whose text ends at ``end``. It is read once here, on placeholders for the parameters, so that a
         mistake in it is found though the function is never called; the nodes are dropped."""
+        assert self.defining is not None, "a function's header comes before its body"
         fn = self.defining._replace(body=(lo, hi))
         self.defining = None
         g = self.b.graph
@@ -807,7 +808,7 @@ class Reader:
         if self.groups:
             from ..core.groups import Group
 
-            graph.groups = [Group(*f[:7], tuple(f[7]), *f[8:]) for f in self.groups]
+            graph.groups = [Group(*f[:7], tuple(f[7]), *f[8:]) for f in self.groups]  # type: ignore[call-arg]
         return graph
 
 
