@@ -226,7 +226,9 @@ _WRITTEN = {
     for t in TENSOR_LEAVES + TENSOR_UNARY + TENSOR_BINARY + TENSOR_TERNARY
     for op in parse("y = " + t.format("A", "r", "c", "s")).ops
 }
-for _op in OPS.values():
+for _op in OPS.values():  # (not stop_gradient: finite differences see through it)
+    if _op.surrogate:
+        continue
     if _op.arity and _op.name not in _WRITTEN and (_template := tensor_template(_op)):
         assert _op.arity <= 4, f"{_op.name}: the templates take four expressions at most"
         (TENSOR_UNARY, TENSOR_BINARY, TENSOR_TERNARY)[min(_op.arity, 3) - 1].append(_template)

@@ -301,7 +301,12 @@ def test_fit_summarises_tensor_grids_only_where_they_make_the_text_small():
 
 
 def test_fit_warns_when_the_text_comes_out_small(cli, tmp_path):
-    r = cli("render", "sample:rnn", "--fit", "16:9", "-o", str(tmp_path / "rnn.png"))
+    r = cli(
+        "render", "sample:rnn", "--fit", "16:9", "--expand", "for", "-o", str(tmp_path / "rnn.png")
+    )
     assert r.exit_code == 0 and "small for a projector" in r.stderr
+    # unasked, the loop's steps fold into one box, so that the text reads
+    r = cli("render", "sample:rnn", "--fit", "16:9", "-o", str(tmp_path / "rnn.png"))
+    assert r.exit_code == 0 and "each call drawn folded into one box" in r.stderr
     r = cli("render", "sample:seed", "--fit", "16:9", "-o", str(tmp_path / "seed.svg"))
     assert r.exit_code == 2 and "--fit makes a PNG" in r.stderr

@@ -186,6 +186,18 @@ def test_stop_gradient_passes_the_value_and_no_gradient():
     assert r.value == 9.0 and r.gradients == {"x": 3.0}
     target = cg.grad("loss = (w - stop_gradient(2 * w))^2", {"w": 1.0})
     assert target.gradients == {"w": -2.0}  # 2(w - 2w) through the first w only
+    for target_, text, v in [
+        ("python", "loss = (w - stop_gradient(2 * w))^2 + stop_gradient(v) * v", 2.0),
+        ("numpy", "loss = (w - stop_gradient(2 * w))^2 + sum(stop_gradient(v) * v)", [1.0, -2.0]),
+    ]:
+        module: dict = {}
+        source = compile_module(cg.parse(text), target_, bindings={"w": 1.0, "v": v})
+        exec(compile(source, "<m>", "exec"), module)  # noqa: S102
+        value, grads = module["grad"](w=1.0, v=v)
+        assert float(grads["w"]) == -2.0
+        assert np.array(grads["v"]).tolist() == v  # through the second v only
+        assert value == 1.0 + np.sum(np.square(v))
+    assert cg.hessian("y = stop_gradient(x) * x^2", {"x": 3.0})["hessian"] == [[6.0]]
 
 
 # Random programs with random functions, against the same program written out by hand ------
@@ -286,3 +298,33 @@ def test_called_at_is_empty_at_the_top_level():
     g = cg.parse(LAYERS)
     assert called_at(g, g.inputs["x"]) == ""
     assert called_at(g, g.output).startswith(" in mse(y, t) called at <expr>:12:8")
+
+
+def test_the_derivative_program_keeps_the_calls_as_groups():
+    from cgraph_cli.passes.grad_graph import grad_graph
+
+    g = cg.parse(LAYERS)
+    d = grad_graph(g).graph
+    of = group_of(d)
+    labels = {d.groups[k].label for k in of if k >= 0}
+    assert {"layer(h, W2, b2)", "∂ layer(h, W2, b2)", "∂ mse(y, t)"} <= labels
+    dw2 = d.names["dloss_dW2"]
+    assert d.groups[of[dw2]].label == "∂ layer(h, W2, b2)"
+    assert d.groups[of[dw2]].kind == "grad"
+
+
+def test_diff_groups_each_calls_derivative_code_under_a_comment(cli, tmp_path):
+    program = tmp_path / "model.cg"
+    program.write_text(LAYERS)
+    result = cli("diff", str(program))
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for heading, first in [
+        ("# ∂ mse(y, t)", "dloss_dt5 = 2 * t5"),
+        ("# ∂ layer(h, W2, b2)", "dloss_dt4 = dloss_dt5 * (1 - y ^ 2)"),
+        ("# ∂ layer(x, W1, b1)", "dloss_dt2 = dloss_dh * (1 - h ^ 2)"),
+    ]:
+        assert lines[lines.index(heading) + 1] == first
+    # and it still reads back as the program it prints
+    again = cg.evaluate(result.stdout, {})
+    assert again.named["dloss_dW1"].shape == (3, 2)

@@ -433,6 +433,7 @@ def relayout(
         else:
             b.name(new[node], name)
         b.statement(kind, name, new[node])
+    g.memo["copied_from"] = {j: i for i, j in new.items()}  # (each node's origin, for groups)
     return b.finish(new[output], output_label)
 
 

@@ -36,6 +36,25 @@ def _definition(graph, name: str) -> str:
     return graph.source.text[start:end] + "\n"
 
 
+def _headings(graph):
+    """For a derivative program of a program with functions (``memo["headings"]``: each
+    statement's call, by the statement's name): a function that writes a comment naming the
+    call (``# ∂ layer(h, W2, b2)``) where the statements move into another call's code; None
+    for any other graph."""
+    headings = graph.memo.get("headings")
+    if not headings:
+        return None
+    last = [""]
+
+    def heading(name: str, lines: list[str]) -> None:
+        label = headings.get(name, "")
+        if label != last[0]:
+            lines.append(f"# {label}" if label else "# the program")
+            last[0] = label
+
+    return heading
+
+
 def to_source(graph: GraphLike) -> str:
     """Program text for ``graph``, statement by statement; it parses back to the same graph.
 
@@ -72,10 +91,10 @@ def to_source(graph: GraphLike) -> str:
     own_stale: set[int] = set()  # nodes whose text says the name they took (t = t * 2)
     read_last = _last_readers(graph) if rebound else []
 
-    calls = {
+    calls = {  # a program's own calls (a derived program has no functions: it is inlined)
         grp.output: grp
         for grp in getattr(graph, "groups", ())
-        if grp.parent < 0 and grp.kind == "call"
+        if grp.parent < 0 and grp.kind == "call" and getattr(graph, "functions", None)
     }
 
     def write(i: int) -> None:
@@ -94,7 +113,10 @@ def to_source(graph: GraphLike) -> str:
             for n in said:
                 saying.setdefault(n, {})[i] = None
 
+    heading = _headings(graph)
     for kind, name, node, end in graph.statements():
+        if heading is not None:
+            heading(name, lines)
         for i in range(done, end):
             write(i)
             label = graph.labels[i]

@@ -135,8 +135,11 @@ def grad_graph(
     _require_number(graph, b, out)
     reach, depends = _reaching(graph, out)
 
+    marks: list[tuple[int, int]] = []  # (first node made for node i's rules, i)
+
     def at(i: int) -> None:  # a derivative node points back to where it came from
         b.span = (graph.starts[i], graph.ends[i])
+        marks.append((len(b.graph.ops), i))
 
     adj = reverse(
         graph,
@@ -165,7 +168,52 @@ def grad_graph(
         intermediates,
         every,
     )
+    if graph.groups:
+        derived.groups, of = derived_groups(graph, derived, marks)
+        derived.memo["group_of"] = of
+        derived.memo["headings"] = {  # a comment over each statement: the call it is in
+            name: derived.groups[of[node]].label if of[node] >= 0 else ""
+            for _, name, node, _ in derived.statements()
+        }
     return Derived(derived, graph.display_name(out), gradients)
+
+
+def derived_groups(graph: Graph, derived: Graph, marks: list[tuple[int, int]]):
+    """The groups of a derivative program: a forward node keeps its call's group; a node the
+    backward pass made for node i is in the group ``∂ layer#2`` of i's call. Returns the
+    groups (the forward ones, then one ``∂`` group each) and each node's group."""
+    from bisect import bisect_right
+
+    from ..core.groups import group_of
+
+    n, k = len(graph.ops), len(graph.groups)
+    forward = group_of(graph)
+    starts = [m[0] for m in marks]
+    grads = [
+        grp._replace(
+            kind="grad",
+            name=f"∂ {grp.name}",
+            parent=grp.parent + k if grp.parent >= 0 else -1,
+            label=f"∂ {grp.label}",
+            lo=0,
+            hi=0,
+        )
+        for grp in graph.groups
+    ]
+    groups = [grp._replace(lo=0, hi=0) for grp in graph.groups] + grads
+    copied = derived.memo.pop("copied_from", {})
+    out = []
+    for j in range(len(derived.ops)):
+        i = copied.get(j, -1)
+        if 0 <= i < n:
+            out.append(forward[i])
+        elif i >= n and marks:
+            origin = marks[bisect_right(starts, i) - 1][1]
+            g = forward[origin]
+            out.append(g + k if g >= 0 else -1)
+        else:
+            out.append(-1)
+    return groups, out
 
 
 class NotANumber(EvalError):

@@ -59,7 +59,7 @@ def graph_tree(
             return format_value(x, precision, rows="", shape=True)
         return format_number(x, precision)
 
-    def line(i: int) -> Text:
+    def line(i: int, params: dict | None = None) -> Text:
         op = graph.ops[i]
         text = Text()
         text.append(names[i], style="bold")
@@ -74,7 +74,7 @@ def graph_tree(
         else:
             formula = combine(
                 op,
-                [(names[a], PREC_ATOM) for a in graph.args[i]],
+                [((params or {}).get(a, names[a]), PREC_ATOM) for a in graph.args[i]],
                 symbol=op.glyph,
                 params=graph.params.get(i, ()),
             )[0]
@@ -89,32 +89,88 @@ def graph_tree(
             text.append(fmt(g), style=style)
         return text
 
-    root = Tree(line(out), guide_style="dim")
+    calls = _calls(graph)
+
+    def call_line(i: int, grp) -> Text:
+        text = Text()
+        text.append(names[i], style="bold")
+        text.append(f" = {grp.label}", style="cyan")
+        if values is not None:
+            text.append(f" = {fmt(values[i])}")
+        text.append("  call", style="dim")
+        return text
+
+    def body(i: int, grp, branch: Tree, level: int, anchor):
+        """The call's body under it (its own nodes, down to its parameters), then the call's
+        arguments, as any node's arguments."""
+        inside = branch.add(Text(f"in {grp.name}:", style="dim"))
+        params = dict(zip(grp.args, _parameters(graph, grp)))
+        return [(i, inside, level, anchor, grp, params)] + [
+            (a, branch, level + 1, anchor, None, None) for a in grp.args
+        ]
+
+    top = calls.get(out)
+    root = Tree(call_line(out, top) if top else line(out), guide_style="dim")
     drawn = {out}
     named = graph.named_nodes()
     heights: list[int] | None = None
     # Depth first, in reading order: a node is added when popped, so the first place a reader
     # meets it (top to bottom) is where it is drawn in full. `anchor` is the deepest node on
-    # the way down that --of can name (a reassigned name's older node it cannot).
-    stack: list[tuple[int, Tree, int, int | None]] = [
-        (a, root, 1, None) for a in reversed(graph.args[out])
-    ]
+    # the way down that --of can name (a reassigned name's older node it cannot). A call's
+    # result is drawn as the call, its body indented under it (`within`: the call whose body
+    # is being drawn, whose nodes stop at its parameters).
+    stack: list = (
+        list(reversed(body(out, top, root, 1, None)))
+        if top
+        else [(a, root, 1, None, None, None) for a in reversed(graph.args[out])]
+    )
     while stack:
-        node, parent, level, anchor = stack.pop()
+        node, parent, level, anchor, within, params = stack.pop()
+        if within is not None and node in params:  # a parameter: the argument, by name
+            parent.add(Text(f"{params[node]} ← {names[node]}", style="dim"))
+            continue
+        if within is not None and node == within.output and parent.label.plain.startswith("in "):
+            branch = parent.add(line(node, params))  # the body's result: its formula
+            stack.extend(
+                (a, branch, level + 1, anchor, within, params) for a in reversed(graph.args[node])
+            )
+            continue
         if node in drawn and graph.ops[node] is not CONST:
             parent.add(Text(f"↑ {names[node]}", style="dim"))
             continue
         drawn.add(node)
-        branch = parent.add(line(node))
+        grp = calls.get(node)
+        if grp is not None and level < depth:
+            branch = parent.add(call_line(node, grp))
+            stack.extend(reversed(body(node, grp, branch, level + 1, anchor)))
+            continue
+        branch = parent.add(line(node, params))
         if named.get(names[node]) == node:
             anchor = node
         if level < depth:
-            stack.extend((a, branch, level + 1, anchor) for a in reversed(graph.args[node]))
+            stack.extend(
+                (a, branch, level + 1, anchor, within, params) for a in reversed(graph.args[node])
+            )
         elif graph.args[node]:
             if heights is None:
                 heights = _heights(graph, out)
             branch.add(_cut(heights[node], depth, None if anchor is None else names[anchor]))
     return root
+
+
+def _calls(graph: Graph) -> dict:
+    """The calls of functions by the node each returns (a node made by the call)."""
+    return {
+        grp.output: grp
+        for grp in graph.groups
+        if grp.kind == "call" and grp.lo <= grp.output < grp.hi
+    }
+
+
+def _parameters(graph: Graph, grp) -> list[str]:
+    """The parameters of the function ``grp`` calls, in order (``?`` where unknown)."""
+    found = graph.functions.get(grp.name)
+    return list(found[0]) if found else ["?"] * len(grp.args)
 
 
 def _heights(graph: Graph, last: int) -> list[int]:
