@@ -101,6 +101,6 @@ def test_fit_folds_when_the_text_would_be_small(cli, tmp_path, backward):
     args = ["render", str(program), "--fit", "16:9", "-o", str(out)]
     result = cli(*args, *(["--backward"] if backward else []))
     assert result.exit_code == 0, result.stderr
-    assert ("each call drawn folded into one box" in result.stderr) == backward
+    assert ("calls and loop steps drawn folded" in result.stderr) == backward
     assert "small for a projector" not in result.stderr  # folded only where that is needed
     assert out.read_bytes()[:4] == b"\x89PNG"

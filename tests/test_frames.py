@@ -307,6 +307,6 @@ def test_fit_warns_when_the_text_comes_out_small(cli, tmp_path):
     assert r.exit_code == 0 and "small for a projector" in r.stderr
     # unasked, the loop's steps fold into one box, so that the text reads
     r = cli("render", "sample:rnn", "--fit", "16:9", "-o", str(tmp_path / "rnn.png"))
-    assert r.exit_code == 0 and "each call drawn folded into one box" in r.stderr
+    assert r.exit_code == 0 and "calls and loop steps drawn folded" in r.stderr
     r = cli("render", "sample:seed", "--fit", "16:9", "-o", str(tmp_path / "seed.svg"))
     assert r.exit_code == 2 and "--fit makes a PNG" in r.stderr

@@ -336,8 +336,8 @@ def render_command(
             if px2 > text_px:
                 data, text_px = data2, px2
                 output.note(
-                    f"note: each call drawn folded into one box, so that the text reads at "
-                    f"{fit} (--expand NAME opens one)"
+                    f"note: calls and loop steps drawn folded, one box each, so that the text "
+                    f"reads at {fit} (--expand NAME opens one)"
                 )
     elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
         data = diagram.render(kind, renderer=renderer, dpi=dpi)
