@@ -328,3 +328,16 @@ def test_diff_groups_each_calls_derivative_code_under_a_comment(cli, tmp_path):
     # and it still reads back as the program it prints
     again = cg.evaluate(result.stdout, {})
     assert again.named["dloss_dW1"].shape == (3, 2)
+
+
+def test_a_parameter_is_not_a_number_written_in_the_program():
+    with pytest.raises(cg.ParseError) as e:
+        cg.parse("def r(x, n):\n    return reshape(x, n)\ny = sum(r(x, 2))")
+    assert "the shape of reshape must be written as whole numbers in the program" in str(e.value)
+
+
+def test_an_error_met_reading_a_call_says_which_call():
+    program = "def f(xs):\n    return sum(xs) + g(xs)\ny = f(x)"
+    with pytest.raises(cg.ParseError) as e:  # g is unknown: found at the definition already
+        cg.parse(program)
+    assert e.value.where() == "<expr>:2:22"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from ..core.errors import ParseError, Source, Span, shorten
+from ..core.errors import CgraphError, ParseError, Source, Span, shorten
 from ..core.ir import ASSIGNMENT, Graph, GraphBuilder
 from ..core.ops import CONST, FUNCTIONS, OPS, OpSpec
 from .messages import END, START, TEXT
@@ -79,12 +79,13 @@ class Function(NamedTuple):
 
 class Frame:
     """A call being read: the function, its group, the loops open outside it, the node its
-    ``return`` gave (-1 until then)."""
+    ``return`` gave (-1 until then), the nodes of its arguments."""
 
-    __slots__ = ("function", "group", "loops", "returned")
+    __slots__ = ("function", "group", "loops", "returned", "bound")
 
-    def __init__(self, function: Function, group: int, loops: int) -> None:
+    def __init__(self, function: Function, group: int, loops: int, bound: set[int]) -> None:
         self.function, self.group, self.loops, self.returned = function, group, loops, -1
+        self.bound = bound  # the nodes its parameters stand for
 
 
 class Reader:
@@ -408,7 +409,9 @@ class Reader:
             if what == "indices":
                 return e
             raise self._error(f"the {what} of {op.symbol} cannot be a slice", 0, 0)
-        value = self.b.pop_const(e[0])
+        # (a parameter of the function being read stands for its argument: not a number here)
+        bound = self.frames[-1].bound if self.frames else {}
+        value = None if e[0] in bound else self.b.pop_const(e[0])
         if value is not None and what == "shape":
             shape = [value] if value.__class__ is float else value.tolist()
             if isinstance(shape, list) and all(
@@ -419,8 +422,9 @@ class Reader:
             return int(value)
         example = "[2, 3]" if what == "shape" else "0"
         raise self._error(
-            f"the {what} of {op.symbol} must be written as a whole number{'s' if what == 'shape' else ''}"
-            f" in the program",
+            f"the {what} of {op.symbol} must be written as "
+            + ("whole numbers" if what == "shape" else "a whole number")
+            + " in the program",
             e[1],
             e[2],
             hints=[f"for example: {op.symbol}(x, {example})"],
@@ -753,6 +757,14 @@ class Reader:
         bound = dict(zip(fn.params, args))
         try:
             node = self._run(fn, bound, start, end, k)
+        except CgraphError as e:  # met in the body as this call reads it: say which call
+            if e.span is not None and not (start <= e.span.start < end):
+                from ..core.errors import line_col
+
+                line, col = line_col(self.text, start)
+                e.message += f" in {label} called at {self.b.graph.source.filename}:{line}:{col}"
+                e.args = (e.message,)
+            raise
         finally:
             self.open.pop()
         self.groups[k][8], self.groups[k][10] = node, len(self.b.graph.ops)
@@ -779,7 +791,7 @@ class Reader:
         """Read ``fn``'s body in a scope of its own; the node it returns."""
         saved = (self.scope, self.loops, self.steps, self.suffix, self.bare_span)
         self.scope, self.loops, self.steps, self.suffix, self.bare_span = bound, [], {}, "", None
-        frame = Frame(fn, group, 0)
+        frame = Frame(fn, group, 0, set(bound.values()))
         self.frames.append(frame)
         try:
             self.run_body(*fn.body)
