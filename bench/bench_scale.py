@@ -1,6 +1,7 @@
 """Linear everywhere: the commands that write a program back as text (diff, explain, worksheet,
-compile) on programs of 1,000 to 40,000 lines, and a run over rows on CSV files of 1,000 to
-1,000,000 columns, each beside its practical limit.
+compile) on programs of 1,000 to 40,000 lines, a run over rows on CSV files of 1,000 to
+1,000,000 columns, and programs of 1,000 to 40,000 calls of a function (``def``) beside the
+same program with each call written out, each beside its practical limit.
 
     python bench/bench_scale.py                  # 1,000 / 8,000 / 40,000 lines; 1e3..1e6 columns
     python bench/bench_scale.py --runs 5 --lines 1000,4000 --columns 1000,10000
@@ -31,6 +32,22 @@ def program(lines: int) -> str:
     body = ["t0 = sin(x) * 1.5"]
     body += [f"t{k} = sin(t{k - 1}) * 0.5 + t{k - 1}" for k in range(1, lines)]
     return "\n".join(body) + "\n"
+
+
+def calls(count: int, by_hand: bool) -> str:
+    """A chain of ``count`` calls of a two-statement function (``by_hand``: each call written
+    out instead), over seven weights."""
+    if by_hand:
+        body = [f"h = tanh(h * w{k % 7} + 1)" for k in range(count)]
+        return "\n".join(["h = x", *body]) + "\n"
+    body = [f"h = f(h, w{k % 7})" for k in range(count)]
+    return (
+        "\n".join(["def f(h, w):", "    u = h * w + 1", "    return tanh(u)", "h = x", *body])
+        + "\n"
+    )
+
+
+WEIGHTS = [f"w{k}=0.5" for k in range(7)]
 
 
 def timed(command: list[str]) -> float:
@@ -80,9 +97,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines", default="1000,8000,40000")
     parser.add_argument("--columns", default="1000,10000,100000,1000000")
+    parser.add_argument("--calls", default="1000,8000,40000")
     args = parser.parse_args()
     lines = [int(n) for n in args.lines.split(",") if n]
     columns = [int(n) for n in args.columns.split(",") if n]
+    counts = [int(n) for n in args.calls.split(",") if n]
     with tempfile.TemporaryDirectory() as where:
         folder = Path(where)
         text_rows = {}
@@ -116,6 +135,24 @@ def main() -> None:
                 args.runs,
             )
         report("CSV files of many columns, two lines", columns, "columns", column_rows)
+        call_rows = {}
+        for n in counts:
+            paths = {}
+            for hand in (True, False):
+                paths[hand] = folder / f"calls{n}{'_hand' * hand}.cg"
+                paths[hand].write_text(calls(n, hand))
+            call_rows[n] = turns(
+                {
+                    "grad, written out (the limit)": [
+                        *CGRAPH, "grad", str(paths[True]), "x=0.1", *WEIGHTS
+                    ],
+                    "grad, calls of a function": [
+                        *CGRAPH, "grad", str(paths[False]), "x=0.1", *WEIGHTS
+                    ],
+                },
+                args.runs,
+            )  # fmt: skip
+        report("Programs of many calls of a function (seconds)", counts, "calls", call_rows)
 
 
 if __name__ == "__main__":
