@@ -136,6 +136,8 @@ def test_the_cli_shows_both_places(cli, tmp_path):
             "3:9",
         ),
         ("def f(u):\n    return u +\ny = f(x)", "expected an expression", "2:15"),
+        ("def = 3", "'def' begins a function's definition and cannot be a name", "1:5"),
+        ("y = return + 1", "'return' is a keyword (it ends a function's body)", "1:5"),
         # an uncalled function is checked too
         ("def f(u):\n    return u * W\ny = x", "'W' is not a parameter of f", "2:16"),
     ],

@@ -102,6 +102,23 @@ def syntax_error(
             source,
             hints=["write: input x = 1, y = 2  (or pick another name)"],
         )
+    if prev is not None and prev[KIND] == "DEF" and tok[KIND] != "NAME":
+        return UnexpectedInput(
+            "'def' begins a function's definition and cannot be a name",
+            span,
+            source,
+            hints=["write: def f(x, w):  with its body indented below"],
+        )
+    if tok[KIND] in ("DEF", "RETURN") and (wants_expression or "NAME" in expected):
+        word = tok[TEXT]
+        return UnexpectedInput(
+            f"'{word}' is a keyword (it "
+            + ("begins a function's definition" if word == "def" else "ends a function's body")
+            + ") and cannot be a name",
+            span,
+            source,
+            hints=["pick another name"],
+        )
     closer = {"LPAR": "RPAR", "LSQB": "RSQB"}.get(opened[-1][KIND]) if opened else None
     if ends_statement and closer in expected and not wants_expression:
         opener = opened[-1]
