@@ -82,6 +82,9 @@ class Graph:
     """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after.
     Node ``i``'s op is ``ops[i]``, its arguments ``args[i]``; ``inputs`` maps each input's name
     to its node, ``output`` is the last statement's node; ``graph[i]`` is a :class:`Node`.
+    ``groups``: what each call of a function (and each step of a loop, as it ran) made, for
+    the views and messages (:mod:`cgraph_cli.core.groups`); ``functions``: the program's
+    functions, by name. The graph itself stays flat: a call is its body, inlined.
 
     >>> from cgraph_cli import parse
     >>> g = parse("y = x * 2")
