@@ -11,7 +11,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from strategies import INPUTS, TENSOR_SHAPES, expressions, points, tensor_expressions
 from test_properties import _evaluate
@@ -356,6 +356,9 @@ def reassigning_programs(draw):
 
 @PROPERTY
 @given(reassigning_programs(), points)
+@example(  # a constant's name given again: a text read later that says it, written again
+    "z = 0.5\nz = (0 - (((0.5) + -((x + z)))))\nout = z + x + y + z", (1.0, 1.0, 1.0)
+)
 def test_an_input_read_after_its_name_is_taken_keeps_a_name(program, point):
     try:
         graph = validate(parse(program))

@@ -169,8 +169,9 @@ def to_source(graph: GraphLike) -> str:
                 scope[alias] = given
                 names_of.setdefault(given, [name]).append(alias)
             rewrite = sorted({*rewrite, *pending})
-        elif pending:  # an input's name: texts saying it were written again above
-            rewrite = sorted({*rewrite, *(j for j in pending if read_last[j] >= end)})
+        elif pending:  # texts saying the name: written again, in order (a text read later
+            # is written from its arguments' texts, which say the name too)
+            rewrite = sorted({*rewrite, *pending})
         if kind == "input":
             default = graph.defaults.get(name)
             lines.append(f"input {name}" + ("" if default is None else f" = {literal(default)}"))
