@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,29 @@ def test_fit_folds_when_the_text_would_be_small(cli, tmp_path, backward):
     assert ("calls and loop steps drawn folded" in result.stderr) == backward
     assert "small for a projector" not in result.stderr  # folded only where that is needed
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+GOLDEN = Path(__file__).parent / "golden_dot"
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+FOLDED = {
+    "layers_collapse": ("layers.cg", {"collapse": True}),
+    "layers_expand_layer2": ("layers.cg", {"expand": ["layer#2"]}),
+    "layers_collapse_backward": ("layers.cg", {"collapse": True, "backward": True}),
+    "rnn_collapse": ("rnn.cg", {"collapse": True}),
+    "seed_collapse": ("seed.cg", {"collapse": True}),  # no calls: drawn as it is
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED))
+def test_golden_folded_dot(name, update_golden):
+    sample, options = FOLDED[name]
+    source = diagram((SAMPLES / sample).read_text(), **options).dot
+    path = GOLDEN / f"{name}.dot"
+    if update_golden:
+        path.write_text(source)
+    assert source == path.read_text()
+
+
+def test_a_program_without_calls_draws_the_same_folded():
+    seed = (SAMPLES / "seed.cg").read_text()
+    assert diagram(seed, collapse=True).dot == diagram(seed).dot
