@@ -136,6 +136,12 @@ def test_the_cli_shows_both_places(cli, tmp_path):
             "3:9",
         ),
         ("def f(u):\n    return u +\ny = f(x)", "expected an expression", "2:15"),
+        (
+            "def f(u):\n    return u\ny = f + 1",
+            "'f' is a function of the program, not a value",
+            "3:5",
+        ),
+        ("def f(u):\n    return u\nf = 2", "'f' names a function of the program", "3:1"),
         ("def = 3", "'def' begins a function's definition and cannot be a name", "1:5"),
         ("y = return + 1", "'return' is a keyword (it ends a function's body)", "1:5"),
         # an uncalled function is checked too

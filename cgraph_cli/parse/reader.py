@@ -199,6 +199,13 @@ class Reader:
         if node is None:
             if text in self.steps:  # a loop variable, read in the graph that runs: a number
                 node = self.scope[text] = self.b.const(float(self.steps[text]), start, end)
+            elif text in self.functions:
+                raise self._error(
+                    f"'{text}' is a function of the program, not a value",
+                    start,
+                    end,
+                    hints=[f"call it: {text}({', '.join(self.functions[text].params)})"],
+                )
             elif self.frames:
                 raise self._outer(text, start, end)
             else:
@@ -439,6 +446,12 @@ class Reader:
         if not name.isascii():
             name = self._name(tok)
         node = e[0]
+        if self.functions and name in self.functions:
+            raise self._error(
+                f"'{name}' names a function of the program: a value needs another name",
+                tok[START],
+                tok[END],
+            )
         self.scope[name] = node
         if self.frames:  # a function's own name: local to the call, no statement
             return
