@@ -271,12 +271,12 @@ def explain(
       1. t1 = x + y = 1 + 3 = 4
       2. g = t1 * z = 4 * (-3) = -12
     Backward pass
-      1. Start at the output: ∂g/∂g = 1
+      1. Start at the output: ḡ = 1   (a bar: the gradient over every path; ∂t/∂x: one op's local partial)
       2. Through *: ∂g/∂t1 = z = -3, ∂g/∂z = t1 = 4
       3. Through +: ∂t1/∂x = 1, ∂t1/∂y = 1
-      4. Chain rule: ∂g/∂x = ∂g/∂t1 · ∂t1/∂x = (-3) · 1 = -3
-                     ∂g/∂y = ∂g/∂t1 · ∂t1/∂y = (-3) · 1 = -3
-    Gradients: ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
+      4. Chain rule: x̄ = t̅1̅ · ∂t1/∂x = (-3) · 1 = -3
+                     ȳ = t̅1̅ · ∂t1/∂y = (-3) · 1 = -3
+    Gradients: x̄ = -3, ȳ = -3, z̄ = 4
     """
     from .explain import derivative_steps
     from .explain import explain as steps_of

@@ -24,6 +24,9 @@ from ..core.ops import CONST, PREC_ATOM
 from ..core.walks import ancestors
 from ..parse.unparse import combine
 from ..render.formulas import Expr, Formula, Latex
+from ..render.notation import adjoint, adjoint_tex, positions
+from ..render.notation import local as local_name
+from ..render.notation import local_tex as local_name_tex
 from ..run.evaluate import is_tensor_run, local_partials
 
 
@@ -52,16 +55,15 @@ def explain(graph: Graph, values: Sequence, adjoints: Sequence, output: int | No
         }
         for i in ops
     ]
-    g_out = f"∂{names[out]}"
     shapes = {names[i]: tuple(_shape(values[i])) for i in range(len(graph.ops))}
-    shapes.update({f"{g_out}/∂{names[i]}": shapes[names[i]] for i in ops})
+    shapes.update({adjoint(names[i]): shapes[names[i]] for i in ops})
     through = []
     uses: dict[int, list[tuple[int, int]]] = {}  # node -> (reader, argument position)
     run = _Run(list(values), [op is not CONST for op in graph.ops], tensors)  # once, not per node
     for i in reversed(ops):
         if not reach[i]:
             continue
-        parts = _partials(graph, run, adjoints, i, names, f"{g_out}/∂{names[i]}", shapes)
+        parts = _partials(graph, run, adjoints, i, names, shapes)
         for k, a in enumerate(graph.args[i]):
             if graph.ops[a] is not CONST:
                 uses.setdefault(a, []).append((i, k))
@@ -110,7 +112,7 @@ class _Run(NamedTuple):
     tensors: bool
 
 
-def _partials(graph, run: _Run, adjoints, i, names, gradient, shapes) -> list[dict]:
+def _partials(graph, run: _Run, adjoints, i, names, shapes) -> list[dict]:
     from ..core.autodiff import pullback, rule_pullback
     from ..core.interpret import ARRAYS
 
@@ -120,13 +122,15 @@ def _partials(graph, run: _Run, adjoints, i, names, gradient, shapes) -> list[di
     formula, latex = Formula(shapes), Latex(shapes)
     xs, out, params = _args(graph, i, names), names[i], graph.params.get(i, ())
     wanted = [graph.ops[a] is not CONST for a in args]
+    gradient = adjoint(names[i])
     rules_f = rule_pullback(formula, op, xs, out, params, gradient, wanted, summed=False)
-    tex_gradient = Expr(_tex_d_name(gradient), PREC_ATOM, shapes.get(gradient, ()))
+    tex_gradient = Expr(adjoint_tex(names[i]), PREC_ATOM, shapes.get(gradient, ()))
     rules_t = rule_pullback(latex, op, xs, out, params, tex_gradient, wanted, summed=False)
     numbers = None
     if op.vjp is None and not run.tensors:
         numbers = local_partials(graph, values, i)
     parts = []
+    at = positions(list(args))
     for k, a in enumerate(args):
         if graph.ops[a] is CONST:
             continue
@@ -137,6 +141,9 @@ def _partials(graph, run: _Run, adjoints, i, names, gradient, shapes) -> list[di
         parts.append(
             {
                 "wrt": names[a],
+                "operand": at[k],
+                "partial": local_name(names[i], names[a], at[k]),
+                "partial_tex": local_name_tex(names[i], names[a], at[k]),
                 "local": local,
                 "local_tex": local_tex,
                 "local_value": None if numbers is None else numbers[k],
@@ -148,13 +155,6 @@ def _partials(graph, run: _Run, adjoints, i, names, gradient, shapes) -> list[di
             }
         )
     return parts
-
-
-def _tex_d_name(gradient: str) -> str:
-    num, den = gradient[1:].split("/∂", 1)
-    from ..render.formulas import tex_name
-
-    return rf"\frac{{\partial {tex_name(num)}}}{{\partial {tex_name(den)}}}"
 
 
 def _summed_axes(graph: Graph, values: Sequence, i: int, a: int) -> list[int]:
@@ -177,7 +177,10 @@ def _sums(graph, values, adjoints, out, names, uses, reach, tensors) -> list[dic
         return [
             {
                 "node": names[a],
-                "terms": [{"via": names[c], "upstream": None, "local": None} for c, _ in via],
+                "terms": [
+                    {"via": names[c], "upstream": None, "local": None, "partial": None}
+                    for c, _ in via
+                ],
                 "gradient": adjoints[a],
             }
             for a, via in sorted(uses.items())
@@ -197,7 +200,13 @@ def _sums(graph, values, adjoints, out, names, uses, reach, tensors) -> list[dic
         if uses[a] == [(out, uses[a][0][1])]:
             continue  # read once, by the output: its gradient is the local partial shown
         terms = [
-            {"via": names[c], "upstream": adjoints[c], "local": local[c][k]} for c, k in uses[a]
+            {
+                "via": names[c],
+                "upstream": adjoints[c],
+                "local": local[c][k],
+                "partial": local_name(names[c], names[a], positions(list(graph.args[c]))[k]),
+            }
+            for c, k in uses[a]
         ]
         chain.append({"node": names[a], "terms": terms, "gradient": adjoints[a]})
     return chain

@@ -11,11 +11,14 @@ its own SVG from it, so every node, edge and label has an id the script can addr
 
 >>> from cgraph_cli import parse
 >>> w = steps(parse("g = (x + y) * z"), {"x": 1, "y": 3, "z": -3})
->>> [e["caption"] for e in w["events"]]  # doctest: +NORMALIZE_WHITESPACE
-['Inputs: x = 1, y = 3, z = -3', 't1 = x + y = 1 + 3 = 4', 'g = t1 * z = 4 * (-3) = -12',
- 'Start at the output: ∂g/∂g = 1', '∂g/∂t1 += ∂g/∂g · ∂g/∂t1 = 1 · (-3) = -3',
- '∂g/∂z += ∂g/∂g · ∂g/∂z = 1 · 4 = 4', '∂g/∂x += ∂g/∂t1 · ∂t1/∂x = (-3) · 1 = -3',
- '∂g/∂y += ∂g/∂t1 · ∂t1/∂y = (-3) · 1 = -3', 'Gradients: ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4']
+>>> for e in w["events"][3:]:
+...     print(e["caption"])
+Start at the output: ḡ = 1   (a bar: the gradient over every path; ∂t/∂x: one op's local partial)
+t̅1̅ += ḡ · ∂g/∂t1 = 1 · (-3) = -3
+z̄ += ḡ · ∂g/∂z = 1 · 4 = 4
+x̄ += t̅1̅ · ∂t1/∂x = (-3) · 1 = -3
+ȳ += t̅1̅ · ∂t1/∂y = (-3) · 1 = -3
+Gradients: x̄ = -3, ȳ = -3, z̄ = 4
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..core.numfmt import format_number, format_value, is_tensor, nested, shape_
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
 from ..render.layout import layout_source, place
+from ..render.notation import KEY, adjoint
 
 #: A tensor with at most this many elements is written in full inside its node.
 IN_NODE = 6
@@ -145,15 +149,12 @@ def steps(
         text = format_number(float(x), precision)
         return f"({text})" if text.startswith("-") else text
 
-    def d(num: str, den: str) -> str:
-        return f"∂{num}/∂{den}"
-
     o = names[out]
     nodes, edges = figure(g, values, adjoints, out, precision)
     shown = list(nodes)  # what leads to the output, in order
     into = {(int(e["to"][1:]), e["arg"]): k for k, e in enumerate(edges)}
     for node in nodes.values():
-        node.update(formula=None, locals=[], chain=[])
+        node.update(formula=None, locals=[], chain=[], adjoint=adjoint(node["name"]))
 
     events: list[dict[str, Any]] = []
     inputs = [i for i in shown if g.ops[i] is INPUT]
@@ -188,7 +189,7 @@ def steps(
     events.append(
         {
             "phase": "backward",
-            "caption": f"Start at the output: {d(o, o)} = 1",
+            "caption": f"Start at the output: {adjoint(o)} = 1   ({KEY})",
             "grads": {f"n{out}": {"text": "1", "complete": True}},
             "active": [f"n{out}"],
             "edges": [],
@@ -216,29 +217,31 @@ def steps(
             done = seen[a] == readers[a]
             if tensors or part["local_value"] is None:
                 local = part["rule"]
-                caption = f"{d(o, names[a])} += {part['rule']} = {full(part['value'])}"
+                caption = f"{adjoint(names[a])} += {part['rule']} = {full(part['value'])}"
                 term = f"via {names[i]}: {part['rule']}"
-                edge["local"] = f"{d(names[i], names[a])}"
+                edge["local"] = part["partial"]
             else:
                 local = short(part["local_value"])
                 product = f"{par(adjoints[i])} · {par(part['local_value'])}"
                 caption = (
-                    f"{d(o, names[a])} += {d(o, names[i])} · {d(names[i], names[a])} = "
+                    f"{adjoint(names[a])} += {adjoint(names[i])} · {part['partial']} = "
                     f"{product} = {short(part['value'])}"
                 )
-                term = f"{d(o, names[i])} · {d(names[i], names[a])} = {product}"
-                edge["local"] = f"{d(names[i], names[a])} = {local}"
+                term = f"{adjoint(names[i])} · {part['partial']} = {product}"
+                edge["local"] = f"{part['partial']} = {local}"
             if tensors or part["local_value"] is None:
-                nodes[i]["locals"].append(f"{d(o, names[a])} = {part['rule']}")
+                nodes[i]["locals"].append(f"{adjoint(names[a])} += {part['rule']}")
             else:
                 formula = part["local"] if part["local"] not in (None, local) else None
                 nodes[i]["locals"].append(
-                    d(names[i], names[a]) + (f" = {formula}" if formula else "") + f" = {local}"
+                    part["partial"] + (f" = {formula}" if formula else "") + f" = {local}"
                 )
             terms.setdefault(a, []).append(term)
             total = adjoints[a] if done else sums[a]
             if done and readers[a] > 1:
-                caption += f"; all {readers[a]} paths in: {d(o, names[a])} = {short(adjoints[a])}"
+                caption += (
+                    f"; all {readers[a]} paths in: {adjoint(names[a])} = {short(adjoints[a])}"
+                )
             events.append(
                 {
                     "phase": "backward",
@@ -251,7 +254,7 @@ def steps(
     for a, ts in terms.items():
         nodes[a]["chain"] = ts
     finals = ", ".join(
-        f"{d(o, n)} = {short(v)}" for n, v in data["gradients"].items() if g.inputs[n] in nodes
+        f"{adjoint(n)} = {short(v)}" for n, v in data["gradients"].items() if g.inputs[n] in nodes
     )
     events.append(
         {

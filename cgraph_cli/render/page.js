@@ -50,7 +50,7 @@
       const grad = known.grads.get(node.id);
       show(cell, grad !== undefined);
       if (grad !== undefined) {
-        cell.textContent = "∂" + out + "/∂" + node.name + " = " + grad.text + (grad.complete ? "" : " + …");
+        cell.textContent = node.adjoint + " = " + grad.text + (grad.complete ? "" : " + …");
         cell.classList.toggle("partial", !grad.complete);
         cell.classList.toggle("pos", grad.complete && node.sign > 0);
         cell.classList.toggle("neg", grad.complete && node.sign < 0);
@@ -105,10 +105,10 @@
       const grad = known.grads.get(id);
       const done = grad !== undefined && grad.complete;
       if (node.chain.length) {
-        const rule = "∂" + out + "/∂" + node.name + " = " + node.chain.join("  +  ");
+        const rule = node.adjoint + " = " + node.chain.join("  +  ");
         rows.push(item("Chain rule", rule, done));
       }
-      rows.push(item("Gradient ∂" + out + "/∂" + node.name, node.grad_full, done));
+      rows.push(item("Gradient " + node.adjoint + " = ∂" + out + "/∂" + node.name, node.grad_full, done));
     }
     rows.forEach(([dt, dd]) => dl.append(dt, dd));
     dl.querySelectorAll("dd").forEach((dd) => (dd.style.whiteSpace = "pre-wrap"));

@@ -117,7 +117,7 @@ def _svg(data: dict[str, Any]) -> str:
             sign = {1: " pos", -1: " neg", 0: ""}[node["sign"]]
             lines.append(
                 f'<text x="{cx}" y="{y + TOP + LINE * row}" class="grad{sign}" '
-                f'id="{node["id"]}-g">∂{e(out)}/∂{e(node["name"])} = {e(node["grad"])}</text>'
+                f'id="{node["id"]}-g">{e(node["adjoint"])} = {e(node["grad"])}</text>'
             )
         label = f"{node['name']}: " + (
             node["formula"] or ("input" if node["kind"] == "input" else "constant")

@@ -1,6 +1,7 @@
 """Explanations (the steps of :func:`cgraph_cli.app.explain.explain`) written for people: plain
 text, and markdown with plain or LaTeX formulas. Numbers are multiplied through local
-derivatives as a textbook does; tensors flow through each op's reverse rule.
+derivatives as a textbook does; tensors flow through each op's reverse rule. The notation
+is :mod:`cgraph_cli.render.notation`'s: x̄ the total gradient, ∂t/∂x one op's local partial.
 
 >>> from cgraph_cli import grad
 >>> from cgraph_cli.app.explain import explain
@@ -10,12 +11,12 @@ Forward pass
   1. p = x + y = 1 + 3 = 4
   2. g = p * z = 4 * (-3) = -12
 Backward pass
-  1. Start at the output: ∂g/∂g = 1
+  1. Start at the output: ḡ = 1   (a bar: the gradient over every path; ∂t/∂x: one op's local partial)
   2. Through *: ∂g/∂p = z = -3, ∂g/∂z = p = 4
   3. Through +: ∂p/∂x = 1, ∂p/∂y = 1
-  4. Chain rule: ∂g/∂x = ∂g/∂p · ∂p/∂x = (-3) · 1 = -3
-                 ∂g/∂y = ∂g/∂p · ∂p/∂y = (-3) · 1 = -3
-Gradients: ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4
+  4. Chain rule: x̄ = p̄ · ∂p/∂x = (-3) · 1 = -3
+                 ȳ = p̄ · ∂p/∂y = (-3) · 1 = -3
+Gradients: x̄ = -3, ȳ = -3, z̄ = 4
 """
 
 from __future__ import annotations
@@ -25,14 +26,22 @@ from ..core.numfmt import format_number, format_value
 from ..core.ops import OPS, PREC_ATOM
 from ..parse.unparse import combine
 from .formulas import Expr, Latex, tex_name
+from .notation import KEY, KEY_TEX, adjoint, adjoint_tex, local_tex
 
 
-def _d(num: str, den: str) -> str:
-    return f"∂{num}/∂{den}"
+def _symbol(step: dict) -> str:
+    """The op a backward step goes through: its symbol (``*``), or a call's text."""
+    op = OPS.get(step["op"])
+    return op.symbol if op is not None else step.get("formula", step["op"])
 
 
-def _tex_d(num: str, den: str) -> str:
-    return rf"\frac{{\partial {tex_name(num)}}}{{\partial {tex_name(den)}}}"
+def _partial_tex(term: dict, node: str) -> str:
+    """A chain-rule term's local partial in LaTeX (by position where the op reads the node
+    twice, as its text says)."""
+    text = term.get("partial") or ""
+    if "(operand " in text:
+        return local_tex(term["via"], node, int(text.rsplit(" ", 1)[1].rstrip(")")))
+    return local_tex(term["via"], node)
 
 
 def _formula(op_name: str, args: list[str]) -> str:
@@ -177,25 +186,23 @@ def scalar_lines(steps: dict, precision: int | None = None) -> tuple[list[str], 
         with_values = _formula(s["op"], [par(v) for v in s["arg_values"]])
         forward.append(f"{s['node']} = {s['formula']} = {with_values} = {f(s['value'])}")
     out = steps["output"]
-    backward = [f"Start at the output: {_d(out, out)} = 1"]
+    backward = [f"Start at the output: {adjoint(out)} = 1   ({KEY})"]
     for s in steps["backward"]["through"]:
         parts = []
         for p in s["partials"]:
             value = f(p["local_value"])
             formula = "" if p["local"] == value else f" = {p['local']}"
-            parts.append(f"{_d(s['node'], p['wrt'])}{formula} = {value}")
-        backward.append(f"Through {OPS[s['op']].symbol}: " + ", ".join(parts))
+            parts.append(f"{p['partial']}{formula} = {value}")
+        backward.append(f"Through {_symbol(s)}: " + ", ".join(parts))
     chain = []
     for s in steps["backward"]["sums"]:
-        symbolic = " + ".join(
-            f"{_d(out, t['via'])} · {_d(t['via'], s['node'])}" for t in s["terms"]
-        )
+        symbolic = " + ".join(f"{adjoint(t['via'])} · {t['partial']}" for t in s["terms"])
         numeric = " + ".join(f"{par(t['upstream'])} · {par(t['local'])}" for t in s["terms"])
-        chain.append(f"{_d(out, s['node'])} = {symbolic} = {numeric} = {f(s['gradient'])}")
+        chain.append(f"{adjoint(s['node'])} = {symbolic} = {numeric} = {f(s['gradient'])}")
     if chain:
         indent = " " * len("Chain rule: ")
         backward.append("Chain rule: " + f"\n{indent}".join(chain))
-    gradients = ", ".join(f"{_d(out, n)} = {f(g)}" for n, g in steps["gradients"].items())
+    gradients = ", ".join(f"{adjoint(n)} = {f(g)}" for n, g in steps["gradients"].items())
     return forward, backward, f"Gradients: {gradients}"
 
 
@@ -217,18 +224,21 @@ def tensor_lines(
             f"{s['node']} = {s['formula']}: {flow} -> {show_shape(s['shape'])} = {f(s['value'])}"
         )
     out = steps["output"]
-    backward = [f"Start at the output: ∂{out}/∂{out} = 1"]
+    backward = [f"Start at the output: {adjoint(out)} = 1   ({KEY})"]
+    shared = {s["node"] for s in steps["backward"]["sums"]}  # read more than once: summed
     for s in steps["backward"]["through"]:
-        parts = [f"Through {OPS[s['op']].symbol}: {s['node']} = {s['formula']}"]
+        parts = [f"Through {_symbol(s)}: {s['node']} = {s['formula']}"]
         for p in s["partials"]:
-            parts.append(f"  ∂{out}/∂{p['wrt']} = {p['rule']}{_summed(p)} = {f(p['value'])}")
+            into = "+=" if p["wrt"] in shared or p.get("operand") else "="
+            line = f"  {adjoint(p['wrt'])} {into} {p['rule']}{_summed(p)} = {f(p['value'])}"
+            parts.append(line)
         backward.append("\n".join(parts))
     for s in steps["backward"]["sums"]:
         via = " + ".join(f"(via {t['via']})" for t in s["terms"])
         backward.append(
-            f"Sum over the uses of {s['node']}: ∂{out}/∂{s['node']} = {via} = {f(s['gradient'])}"
+            f"Sum over the uses of {s['node']}: {adjoint(s['node'])} = {via} = {f(s['gradient'])}"
         )
-    gradients = [f"∂{out}/∂{n} = {f(g)}" for n, g in steps["gradients"].items()]
+    gradients = [f"{adjoint(n)} = {f(g)}" for n, g in steps["gradients"].items()]
     return forward, backward, gradients
 
 
@@ -264,7 +274,7 @@ def _latex_markdown(steps: dict, precision: int | None = None) -> str:
         "",
         "## Backward pass",
         "",
-        f"1. Start at the output: ${_tex_d(out_name, out_name)} = 1$",
+        f"1. Start at the output: ${adjoint_tex(out_name)} = 1$ ({KEY_TEX})",
     ]
     k = 1
     for s in steps["backward"]["through"]:
@@ -272,32 +282,32 @@ def _latex_markdown(steps: dict, precision: int | None = None) -> str:
         parts = []
         for p in s["partials"]:
             if steps["tensors"] or p["local_tex"] is None:
-                target = _tex_d(out_name, p["wrt"])
-                parts.append(f"${target} = {p['rule_tex']}$")
+                target = adjoint_tex(p["wrt"])
+                into = "\\mathrel{+}=" if p.get("operand") else "="
+                parts.append(f"${target} {into} {p['rule_tex']}$")
             else:
                 value = f(p["local_value"])
                 formula = "" if p["local"] == value else f" = {p['local_tex']}"
-                parts.append(f"${_tex_d(s['node'], p['wrt'])}{formula} = {value}$")
+                parts.append(f"${p['partial_tex']}{formula} = {value}$")
         md.append(f"{k}. Through ${tex_name(s['node'])} = {s['formula_tex']}$: " + ", ".join(parts))
     sums = steps["backward"]["sums"]
     if sums and not steps["tensors"]:
         md.append(f"{k + 1}. Chain rule:")
         for s in sums:
             symbolic = " + ".join(
-                rf"{_tex_d(out_name, t['via'])} {_tex_d(t['via'], s['node'])}" for t in s["terms"]
+                rf"{adjoint_tex(t['via'])} \, {_partial_tex(t, s['node'])}" for t in s["terms"]
             )
             numeric = " + ".join(
                 rf"{tex_number(t['upstream'])} \cdot {tex_number(t['local'])}" for t in s["terms"]
             )
             md.append(
-                f"   - ${_tex_d(out_name, s['node'])} = {symbolic} = {numeric} = "
-                f"{f(s['gradient'])}$"
+                f"   - ${adjoint_tex(s['node'])} = {symbolic} = {numeric} = {f(s['gradient'])}$"
             )
     elif sums:
         md.append(f"{k + 1}. Sums over uses:")
         for s in sums:
             via = " + ".join(rf"\text{{(via }}{tex_name(t['via'])}\text{{)}}" for t in s["terms"])
-            md.append(f"   - ${_tex_d(out_name, s['node'])} = {via}$")
-    grads = ", ".join(f"${_tex_d(out_name, n)} = {f(g)}$" for n, g in steps["gradients"].items())
+            md.append(f"   - ${adjoint_tex(s['node'])} = {via}$")
+    grads = ", ".join(f"${adjoint_tex(n)} = {f(g)}$" for n, g in steps["gradients"].items())
     md += ["", f"**Gradients:** {grads}"]
     return "\n".join(md) + "\n"
