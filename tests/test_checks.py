@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cgraph_cli.render.notation import KEY, adjoint
-
 from cgraph_cli import parse
 from cgraph_cli.app.gradcheck import gradcheck, random_points
+from cgraph_cli.render.notation import adjoint
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = str(ROOT / "samples" / "seed.cg")

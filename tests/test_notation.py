@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from strategies import expressions
 
 import cgraph_cli as cg
 from cgraph_cli.app.walkthrough import steps as page_steps
 from cgraph_cli.core.errors import CgraphError
 from cgraph_cli.render.notation import adjoint, local, positions
-
-from strategies import expressions
 
 SAMPLES = sorted(Path(__file__).resolve().parent.parent.glob("samples/*.cg"))
 
