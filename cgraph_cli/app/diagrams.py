@@ -262,7 +262,7 @@ def page(
     ran, and drawn as written (both branches, each loop's body once) under it.
 
     >>> html = page("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
-    >>> html.startswith("<!DOCTYPE html>"), "∂g/∂x = -3" in html
+    >>> html.startswith("<!DOCTYPE html>"), "x̄ = -3" in html
     (True, True)
     """
     from ..render.page import page as write_page

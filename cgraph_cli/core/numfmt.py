@@ -58,14 +58,42 @@ def shape_text(value) -> str:
     return str(tuple(getattr(value, "shape", ())))
 
 
+#: A value this many float64 epsilons of its tensor's largest entry, or less, is rounding
+#: noise: shown (at a given precision) as 0. ``softmax`` of equal scores minus their mean gives
+#: 7.5e-18 beside entries of order 1; it means 0.
+NOISE = 64 * 2.220446049250313e-16
+
+
+def noise_floor(flat) -> float:
+    """What rounding noise is next to the entries of ``flat`` (a 1-D array): ``NOISE`` times
+    the largest finite |entry|; 0 for an empty one."""
+    import numpy as np
+
+    finite = np.abs(flat[np.isfinite(flat)])
+    return NOISE * float(finite.max()) if finite.size else 0.0
+
+
+def denoised(x: float, floor: float) -> float:
+    """``x``, or 0 where it is rounding noise (at most ``floor``).
+
+    >>> denoised(7.5e-18, noise_floor(__import__("numpy").array([1.0, -0.5]))), denoised(0.2, 1e-14)
+    (0.0, 0.2)
+    """
+    return 0.0 if abs(x) <= floor else x
+
+
 def nested(value, precision: int | None = None, sep: str = ", ", rows: str = "") -> str:
     """A tensor as nested brackets: ``[[1, 2], [3, 4]]``. ``rows`` goes between the rows of a
-    matrix (``"\\n"`` puts each on its own line, numbers then right-aligned in columns)."""
+    matrix (``"\\n"`` puts each on its own line, numbers then right-aligned in columns). At a
+    ``precision`` (a display), an entry that is rounding noise next to the largest shows as 0
+    (:func:`denoised`); without one (text for scripts), every entry as it is."""
     if not is_tensor(value):
         return format_number(float(value), precision)
     if value.size == 0:
         return _empty(value.shape, sep)
-    texts = [format_number(float(x), precision) for x in value.ravel()]
+    flat = value.ravel()
+    floor = noise_floor(flat) if precision is not None else 0.0
+    texts = [format_number(denoised(float(x), floor), precision) for x in flat]
     width = max(map(len, texts)) if rows and value.ndim > 1 else 0
     texts = [t.rjust(width) for t in texts]
     # Join from the innermost axis out: each pass groups `n` neighbours into one bracket; a row
@@ -98,12 +126,19 @@ def plain_value(value, precision: int | None = None) -> str:
 def summary(value, precision: int | None = 4) -> str:
     """A large tensor in one line: its shape, min, max, mean and its first entries."""
     flat = value.ravel()
-    first = ", ".join(format_number(float(x), precision) for x in flat[:3])
+    floor = noise_floor(flat) if precision is not None else 0.0
+    first = ", ".join(format_number(denoised(float(x), floor), precision) for x in flat[:3])
     return (
         f"{shape_text(value)} tensor  min {format_number(float(flat.min()), precision)}  "
         f"max {format_number(float(flat.max()), precision)}  "
-        f"mean {format_number(mean(flat), precision)}  [{first}, …]"
+        f"mean {format_number(shown_mean(flat), precision)}  [{first}, …]"
     )
+
+
+def shown_mean(flat) -> float:
+    """The mean of ``flat`` as a summary shows it: 0 where it is rounding noise next to the
+    entries (the mean of a softmax's gradient, 7.5e-18 beside entries of order 1)."""
+    return denoised(mean(flat), noise_floor(flat))
 
 
 def mean(flat) -> float:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..core.arrays import Value
 from ..core.ir import Graph
 from ..core.names import node_names
-from ..core.numfmt import format_number, is_tensor, mean, shape_text
+from ..core.numfmt import denoised, format_number, is_tensor, noise_floor, shape_text, shown_mean
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
 
@@ -253,9 +253,20 @@ def diagram(
         add_frames(dot, graph, shown, prefix, theme)
     if adjoints is not None:
         dot.attr(
-            label=f"<{_legend(theme, names[out])}>", labelloc="b", labeljust="c", fontsize="10"
+            label=f"<{_legend(theme, names[out], _summaries(adjoints, shown, options))}>",
+            labelloc="b",
+            labeljust="c",
+            fontsize="10",
         )
     return dot
+
+
+def _summaries(adjoints, shown, options: DiagramOptions) -> bool:
+    """Whether a gradient the diagram shows is a summary rather than its entries."""
+    return any(
+        shown[i] and is_tensor(g) and (g.size > options.in_full or g.ndim > 2)
+        for i, g in enumerate(adjoints)
+    )
 
 
 def _end(prefix: str, rep: Mapping[int, int], i: int) -> str:
@@ -389,16 +400,22 @@ def _tensor_html(x, fmt, tint=None, in_full: int = SMALL_IN_NODE) -> str:
     e = html.escape
     if x.size == 0:
         return f" [] {e(shape_text(x))} "
+    floor = noise_floor(x.ravel())
     if x.size > in_full or x.ndim > 2:
         flat = x.ravel()
+        low, high = float(flat.min()), float(flat.max())
+        # a gradient's summary says its signs; of both signs it is not tinted (one colour
+        # would say something false of half its entries)
+        signs = ("±" if low < -floor and high > floor else "") if tint else ""
         return (
-            f" {e(shape_text(x))}  mean {e(fmt(mean(flat)))}  "
-            f"[{e(fmt(float(flat.min())))}, {e(fmt(float(flat.max())))}] "
+            f" {signs}{e(shape_text(x))}  mean {e(fmt(shown_mean(flat)))}  "
+            f"[{e(fmt(low))}, {e(fmt(high))}] "
         )
     rows = []
     for row in x.reshape(1, -1) if x.ndim == 1 else x:
         cells = []
         for v in row.tolist():
+            v = denoised(v, floor)
             fill = tint(v) if tint else None
             bg = f' BGCOLOR="{fill}"' if fill else ""
             cells.append(f'<TD ALIGN="RIGHT"{bg}>{e(fmt(v))}</TD>')
@@ -445,7 +462,7 @@ def _edge_attrs(graph, i, k, theme, options, edge_labels) -> dict[str, str]:
     return attrs
 
 
-def _legend(theme: Theme, out: str) -> str:
+def _legend(theme: Theme, out: str, summaries: bool = False) -> str:
     who = out if out.isidentifier() else "out"
     if theme.positive == theme.negative:
         swatches = (
@@ -464,6 +481,13 @@ def _legend(theme: Theme, out: str) -> str:
         )
     return (
         f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>'
-        f'<TD><FONT COLOR="{theme.muted}">∂{html.escape(who)}/∂node:</FONT></TD>{swatches}'
-        f"</TR></TABLE>"
+        f'<TD><FONT COLOR="{theme.muted}">∂{html.escape(who)}/∂node:</FONT></TD>'
+        f"{swatches}"
+        + (
+            f'<TD><FONT COLOR="{theme.muted}">± (untinted): a summary of entries of both '
+            "signs</FONT></TD>"
+            if summaries
+            else ""
+        )
+        + "</TR></TABLE>"
     )
