@@ -31,7 +31,14 @@ from ..core.arrays import np
 from ..core.interpret import commutative
 from ..core.ir import Graph
 from ..core.names import node_names
-from ..core.numfmt import format_number, format_value, is_tensor, nested, shape_text
+from ..core.numfmt import (
+    format_number,
+    format_value,
+    is_tensor,
+    nested,
+    noise_floor,
+    shape_text,
+)
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
 from ..render.layout import layout_source, place
@@ -89,7 +96,7 @@ def figure(
             "value": None if values is None else _short(values[i], precision),
             "value_full": None if values is None else _full(values[i], precision),
             "shape": [] if values is None else list(np.shape(values[i])),
-            "grad": _short(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
+            "grad": _grad_text(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
             "grad_full": _full(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
             "sign": _sign(adjoints[i]) if has_grad else 0,  # type: ignore[index]
         }
@@ -278,11 +285,31 @@ def steps(
 
 
 def _sign(x) -> int:
-    """The sign a gradient is tinted by: the sign of a number, of a tensor's largest entry."""
+    """The sign a gradient is tinted by: a number's; a tensor's where all its entries (but
+    rounding noise) share it; 0, untinted, for a tensor of entries of both signs (one colour
+    would say something false of some of them)."""
     if is_tensor(x):
-        x = x.ravel()[np.argmax(abs(x))] if x.size else 0.0
+        flat = x.ravel()[np.isfinite(x.ravel())]
+        if not flat.size:
+            return 0
+        floor = noise_floor(flat)
+        low, high = float(flat.min()), float(flat.max())
+        if low < -floor and high > floor:
+            return 0
+        x = high if high > floor else low
     x = float(x)
     return 0 if x == 0 or math.isnan(x) else (1 if x > 0 else -1)
+
+
+def _grad_text(x, precision: int | None) -> str:
+    """A gradient inside its node: as :func:`_short`, a summary of entries of both signs
+    marked ``±`` (its colour is neutral)."""
+    text = _short(x, precision)
+    if is_tensor(x) and text.endswith("tensor") and x.size and _sign(x) == 0:
+        flat = x.ravel()
+        if float(flat.min()) < 0 < float(flat.max()):
+            return "± " + text
+    return text
 
 
 def walkthrough(

@@ -118,7 +118,123 @@
   function go(s) {
     step = Math.max(0, Math.min(events.length, s));
     render();
+    follow();
   }
+
+  // The view: a zoom (1 = the drawing's own size, its node text 14 px) and the canvas's
+  // scroll. It opens as wide as the canvas allows, but never so small that node text is under
+  // 12 px (the canvas scrolls instead), and it follows the step.
+  const canvas = document.querySelector(".stage .canvas");
+  const svg = $("graph");
+  const MIN_ZOOM = 12 / 14;
+  const MAX_ZOOM = 3;
+  let zoom = 1;
+  svg.style.minWidth = "0"; // the sizes the page has without its script: the zoom's now
+  svg.style.maxWidth = "none";
+
+  function setZoom(z, cx, cy) {
+    const before = zoom;
+    zoom = Math.max(MIN_ZOOM / 2, Math.min(MAX_ZOOM, z));
+    // keep the point under (cx, cy) of the canvas where it is
+    const px = cx === undefined ? canvas.clientWidth / 2 : cx;
+    const py = cy === undefined ? canvas.clientHeight / 2 : cy;
+    const x = (canvas.scrollLeft + px) / before;
+    const y = (canvas.scrollTop + py) / before;
+    svg.style.width = Math.round(data.width * zoom) + "px";
+    svg.style.height = Math.round(data.height * zoom) + "px";
+    canvas.scrollLeft = x * zoom - px;
+    canvas.scrollTop = y * zoom - py;
+    $("zoom-level").textContent = Math.round(zoom * 100) + "%";
+  }
+
+  function fitZoom() {
+    const wide = canvas.clientWidth / data.width;
+    const tall = canvas.clientHeight / data.height;
+    return Math.max(MIN_ZOOM, Math.min(1.5, wide, Math.max(tall, wide)));
+  }
+
+  // Scroll the canvas so that the active nodes and edges (or `ids`) are inside it.
+  function follow(ids) {
+    const ev = step > 0 ? events[step - 1] : null;
+    const targets = (ids || (ev ? ev.active : [])).map($).filter(Boolean);
+    if (!targets.length) return;
+    const box = canvas.getBoundingClientRect();
+    let left = Infinity, top = Infinity, right = -Infinity, bottom = -Infinity;
+    for (const el of targets) {
+      const r = el.getBoundingClientRect();
+      left = Math.min(left, r.left); top = Math.min(top, r.top);
+      right = Math.max(right, r.right); bottom = Math.max(bottom, r.bottom);
+    }
+    const margin = 24;
+    if (left < box.left + margin || right > box.right - margin) {
+      const wide = right - left > box.width - 2 * margin;
+      const target = wide ? left - margin : (left + right) / 2 - box.width / 2;
+      canvas.scrollLeft += wide ? target - box.left : target;
+    }
+    if (top < box.top + margin || bottom > box.bottom - margin) {
+      const tall = bottom - top > box.height - 2 * margin;
+      canvas.scrollTop += tall ? top - margin - box.top : (top + bottom) / 2 - (box.top + box.height / 2);
+    }
+  }
+
+  $("zoom-in").addEventListener("click", () => setZoom(zoom * 1.25));
+  $("zoom-out").addEventListener("click", () => setZoom(zoom / 1.25));
+  $("zoom-fit").addEventListener("click", () => setZoom(fitZoom()));
+  canvas.addEventListener("wheel", (e) => {
+    if (!e.ctrlKey) return; // a plain wheel scrolls; ctrl + wheel (and a pinch) zooms
+    e.preventDefault();
+    const r = canvas.getBoundingClientRect();
+    setZoom(zoom * Math.exp(-e.deltaY / 300), e.clientX - r.left, e.clientY - r.top);
+  }, { passive: false });
+  let drag = null;
+  canvas.addEventListener("pointerdown", (e) => {
+    if (e.button !== 0 || e.target.closest(".node")) return;
+    drag = { x: e.clientX, y: e.clientY, left: canvas.scrollLeft, top: canvas.scrollTop };
+    canvas.setPointerCapture(e.pointerId);
+    canvas.classList.add("dragging");
+  });
+  canvas.addEventListener("pointermove", (e) => {
+    if (!drag) return;
+    canvas.scrollLeft = drag.left - (e.clientX - drag.x);
+    canvas.scrollTop = drag.top - (e.clientY - drag.y);
+  });
+  const endDrag = () => { drag = null; canvas.classList.remove("dragging"); };
+  canvas.addEventListener("pointerup", endDrag);
+  canvas.addEventListener("pointercancel", endDrag);
+
+  // Find a node by its name: Enter goes to the first match (again: the next), Escape clears.
+  const search = $("search");
+  let found = [];
+  let foundAt = -1;
+  function clearFound() {
+    document.querySelectorAll("#graph .node.found").forEach((g) => g.classList.remove("found"));
+  }
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      search.value = "";
+      clearFound();
+      $("search-result").textContent = "";
+      return;
+    }
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    const text = search.value.trim().toLowerCase();
+    if (!text) return;
+    found = data.nodes.filter((n) => n.name.toLowerCase() === text)
+      .concat(data.nodes.filter((n) => n.name.toLowerCase() !== text && n.name.toLowerCase().includes(text)));
+    clearFound();
+    if (!found.length) {
+      $("search-result").textContent = "no node named " + search.value.trim();
+      return;
+    }
+    foundAt = (foundAt + 1) % found.length;
+    const node = found[foundAt];
+    found.forEach((n) => $(n.id).classList.add("found"));
+    $("search-result").textContent = (foundAt + 1) + " of " + found.length;
+    select(node.id);
+    follow([node.id]);
+  });
+  search.addEventListener("input", () => { foundAt = -1; });
 
   function select(id) {
     if (selected) $(selected).classList.remove("selected");
@@ -154,7 +270,17 @@
     if (e.key in moves) {
       e.preventDefault();
       go(moves[e.key]);
+    } else if (e.key === "+" || e.key === "=") {
+      setZoom(zoom * 1.25);
+    } else if (e.key === "-") {
+      setZoom(zoom / 1.25);
+    } else if (e.key === "0") {
+      setZoom(fitZoom());
+    } else if (e.key === "/") {
+      e.preventDefault();
+      search.focus();
     }
   });
+  setZoom(fitZoom());
   go(0);
 })();

@@ -218,6 +218,14 @@ body {{ font-family: {FONT}; }}
 <output id="counter" for="step">{len(data["events"])} / {len(data["events"])}</output>
 <label class="theme">Theme <select id="theme">{themes}</select></label>
 </nav>
+<nav class="view" aria-label="View">
+<button type="button" id="zoom-out" aria-label="Zoom out (−)" title="−">−</button>
+<output id="zoom-level">100%</output>
+<button type="button" id="zoom-in" aria-label="Zoom in (+)" title="+">+</button>
+<button type="button" id="zoom-fit" aria-label="Fit the graph (0)" title="0">Fit</button>
+<label class="find">Find <input type="search" id="search" placeholder="a node's name (/)" aria-label="Find a node by its name" size="14"></label>
+<output id="search-result" for="search"></output>
+</nav>
 </header>
 <main>
 <section class="stage">
@@ -229,9 +237,11 @@ body {{ font-family: {FONT}; }}
 <ul class="legend">
 <li><span class="swatch pos"></span> gradient &gt; 0 (blue, no sign)</li>
 <li><span class="swatch neg"></span> gradient &lt; 0 (red, with its minus sign)</li>
+<li>± a tensor with entries of both signs (not coloured)</li>
+<li>x̄ (a bar): the gradient of the output over every path; ∂t/∂x: one op's local partial</li>
 <li><span class="badge">1</span> <span class="badge">2</span> operand order where it matters (−, ÷, ^, @)</li>
 <li><span class="swatch const"></span> constant (dashed)</li>
-<li>Keys: → next, ← back, Home start, End finish; Tab to a node for its details</li>
+<li>Keys: → next, ← back, Home start, End finish, + and − zoom, 0 fits, / finds a node; drag to pan, ctrl + wheel zooms; Tab to a node for its details</li>
 </ul>
 </section>
 <aside id="details" class="details" aria-live="polite">
