@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from test_page import browser  # noqa: F401  (the module's one Chromium)
 
 SAMPLES = sorted(Path(__file__).resolve().parent.parent.glob("samples/*.cg"))
