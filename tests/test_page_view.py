@@ -79,9 +79,10 @@ def test_every_step_shows_its_node_and_the_text_reads(browser, pages, name):  # 
 def test_zoom_keys_buttons_and_search(browser, pages):  # noqa: F811
     tab = _open(browser, pages["mlp"])
     try:
-        width = lambda: tab.evaluate(
-            "document.getElementById('graph').getBoundingClientRect().width"
-        )  # noqa: E731
+
+        def width() -> float:
+            return tab.evaluate("document.getElementById('graph').getBoundingClientRect().width")
+
         start = width()
         tab.keyboard.press("+")
         assert width() > start * 1.2
