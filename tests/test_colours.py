@@ -1,5 +1,6 @@
 """Honest colours: a gradient's entries each tinted by their own sign; a summary of entries of
-both signs untinted, with ± in its text; rounding noise shown as 0."""
+both signs untinted, with ± in its text (one sign: + or −, and that sign's tint); rounding noise
+shown as 0. Checked on the DOT of every sample, drawn in full, summarised, backward, folded."""
 
 from __future__ import annotations
 
@@ -10,42 +11,100 @@ import numpy as np
 import pytest
 
 from cgraph_cli.app.diagrams import diagram
-from cgraph_cli.core.numfmt import format_value, nested, shown_mean
+from cgraph_cli.core.numfmt import format_value, nested, shown_mean, summary
+from cgraph_cli.render.signs import entry_sign, mark, sign
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-CELL = re.compile(r'<TD ALIGN="RIGHT"( BGCOLOR="(#[0-9a-f]{6})")?>([^<]*)</TD>')
+SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cg"))
+# A node's gradient row: its key (the name under a bar) and the cell after it, to the end of
+# the node's table (a grid or a summary is a table of its own inside that cell).
+GRADIENT = re.compile(
+    r'<O>[^<]*</O></FONT></TD><TD ALIGN="RIGHT"(?: BGCOLOR="(#[0-9a-f]{6})")?>(.*?)'
+    r"</TD></TR></TABLE>>"
+)
+CELL = re.compile(r'<TD ALIGN="RIGHT"(?: BGCOLOR="(#[0-9a-f]{6})")?>([^<]*)</TD>')
+SUMMARY = re.compile(r"^ ([+−±0]) \(.*\)  mean \S+  \[(\S+), (\S+)\] $")
 
 
-def _hue(colour: str) -> int:
-    """+1 for a blue tint (the light theme's > 0), -1 for a red one (< 0)."""
+def _hue(colour: str | None) -> int:
+    """+1 for a blue tint (the light theme's > 0), -1 for a red one (< 0), 0 for none."""
+    if colour is None or colour == "":
+        return 0
     r, b = int(colour[1:3], 16), int(colour[5:7], 16)
     return 1 if b > r else -1
 
 
-@pytest.mark.parametrize(
-    "sample", ["mlp", "layers", "softmax_cross_entropy", "logistic_regression", "linear"]
-)
-def test_each_entry_of_a_gradient_is_tinted_by_its_own_sign(sample):
-    dot = diagram((SAMPLES / f"{sample}.cg").read_text()).dot
-    tinted = 0
-    for row in re.findall(r"∂\w+/∂\w+</FONT></TD><TD ALIGN=\"RIGHT\"[^>]*>(.*?)</TD></TR>", dot):
-        for _, colour, text in CELL.findall(row):
-            value = float(text.strip())
-            if value == 0:
-                assert not colour, (sample, text)
-            elif colour:
-                assert _hue(colour) == np.sign(value), (sample, text, colour)
-                tinted += 1
-    assert tinted > 0
+def _number(text: str) -> float:
+    return float(text.strip().replace("−", "-"))
+
+
+def drawn_gradients(dot: str) -> list[tuple[str, int, int]]:
+    """Each gradient entry, number or summary the DOT draws: (its text, the sign its text
+    says, the sign its tint says)."""
+    found = []
+    for outer, cell in GRADIENT.findall(dot):
+        if not cell.startswith("<TABLE"):
+            if cell.strip() not in ("?", ""):
+                found.append((cell, int(np.sign(_number(cell))), _hue(outer)))
+            continue
+        for colour, text in CELL.findall(cell):
+            m = SUMMARY.match(text)
+            if m is None:  # an entry of a grid
+                found.append((text, int(np.sign(_number(text))), _hue(colour)))
+                continue
+            low, high = _number(m.group(2)), _number(m.group(3))
+            said = {"+": 1, "−": -1, "±": 0, "0": 0}[m.group(1)]
+            truth = 0 if low < 0 < high else int(np.sign(high if high > 0 else low))
+            assert said == truth, text  # the mark says the range's signs
+            found.append((text, said, _hue(colour)))
+    return found
+
+
+def _views(path: Path):
+    text = path.read_text()
+    full = diagram(text)
+    yield "full", full.dot
+    if full.summarised is not None:
+        yield "summarised", full.summarised().dot
+    yield "backward", diagram(text, backward=True).dot
+    yield "folded", diagram(text, collapse=True).dot
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
+def test_every_drawn_gradient_is_tinted_by_its_own_sign(path):
+    drawn = 0
+    for view, dot in _views(path):
+        for text, said, tint in drawn_gradients(dot):
+            assert tint == said, (view, text, said, tint)  # 0 and ± untinted
+            drawn += 1
+    if "input" in path.read_text() or "=" in path.read_text():
+        assert drawn > 0, path.stem
 
 
 def test_a_summary_of_both_signs_is_untinted_and_says_so():
-    dot = diagram((SAMPLES / "softmax_cross_entropy.cg").read_text(), backward=True)
-    summary = dot.summarised().dot
-    mixed = re.findall(r'<TD ALIGN="RIGHT"( BGCOLOR="[^"]*")?> ±\(', summary)
-    assert mixed and not any(mixed)
-    assert "± (untinted): a summary of entries of both signs" in summary
-    assert "mean 7.5" not in summary and "e-18" not in summary  # rounding noise shows as 0
+    text = next(p for p in SAMPLES if p.stem == "softmax_cross_entropy").read_text()
+    dot = diagram(text, backward=True)
+    assert dot.summarised is not None
+    summary_dot = dot.summarised().dot
+    marks = [(t, tint) for t, said, tint in drawn_gradients(summary_dot) if t.startswith(" ±")]
+    assert marks and not any(tint for _, tint in marks)
+    assert "a summary: + all &gt; 0, − all &lt; 0, ± both signs (untinted)" in summary_dot
+    assert "mean 7.5" not in summary_dot and "e-18" not in summary_dot  # noise shows as 0
+
+
+def test_a_summary_of_one_sign_says_which_and_is_tinted_so():
+    dot = diagram("loss = sum(exp(W @ x))", {"W": np.ones((4, 3)), "x": [1.0, 2.0, 3.0]})
+    assert dot.summarised is not None
+    drawn = drawn_gradients(dot.summarised().dot)
+    assert any(t.startswith(" + (4, 3)") and tint == 1 for t, _, tint in drawn), drawn
+
+
+def test_the_one_sign_rule():
+    noisy = np.array([1.0, 0.5, -7.5e-18])  # noise beside entries of order 1: not a sign
+    assert sign(noisy) == 1 and mark(noisy) == "+"
+    assert sign(np.array([1.0, -0.5])) == 0 and mark(np.array([1.0, -0.5])) == "±"
+    assert sign(np.array([-1.0, 0.0])) == -1 and mark(np.zeros(3)) == "0"
+    assert sign(-2.0) == -1 and sign(0.0) == 0 and sign(float("nan")) == 0
+    assert entry_sign(-7.5e-18, 64 * 2.2e-16) == 0 and entry_sign(-1e-3, 1e-14) == -1
 
 
 def test_rounding_noise_shows_as_zero_where_numbers_are_displayed():
@@ -56,3 +115,7 @@ def test_rounding_noise_shows_as_zero_where_numbers_are_displayed():
     assert shown_mean(np.array([1.0, -1.0, 7.5e-18])) == 0.0
     assert "e-18" not in format_value(np.concatenate([noisy] * 7), 4)
     assert abs(shown_mean(g)) < 1e-12
+    # a summary's range too: its smallest entry is noise beside the largest
+    assert "min 0 " in summary(np.concatenate([[7.5e-18], np.ones(20)]))
+    # a tensor of nothing but tiny numbers is not noise: its own scale
+    assert nested(np.array([1e-20, -3e-20]), 4) == "[1e-20, -3e-20]"

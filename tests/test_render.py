@@ -70,7 +70,7 @@ def test_diagram_content():
         "n2 -> n4",
     ]
     assert "penwidth=2.4" in source.split("\tn4 [")[1].split("\n")[0]
-    for text in ("<B>x</B>", "<B>p</B>", "<B>g</B>", "×", "-12", "∂g/∂x", "∂g/∂z"):
+    for text in ("<B>x</B>", "<B>p</B>", "<B>g</B>", "×", "-12", "<O>x</O>", "<O>z</O>"):
         assert text in source
     backward = dot_of("seed.cg", backward=True)
     assert 'label="∂g/∂p = z = -3"' in backward and 'label="∂p/∂x = 1"' in backward
@@ -120,7 +120,8 @@ def test_svg_holds_the_values_and_gradients(renderer, cli, tmp_path):
     assert cli("render", NEURON, "-o", str(out), "--renderer", renderer).exit_code == 0
     root = ET.parse(out).getroot()
     texts = {t.text.strip() for t in root.iter("{http://www.w3.org/2000/svg}text") if t.text}
-    assert {"0.7071", "-1.5", "0.5", "∂o/∂x1", "tanh", "x1w1"} <= texts
+    assert {"0.7071", "-1.5", "0.5", "x1", "tanh", "x1w1"} <= texts
+    assert 'text-decoration="overline"' in out.read_text()  # x̄: the gradient over every path
 
 
 @pytest.mark.skipif(image.locate("dot") is None, reason="Graphviz dot not installed")

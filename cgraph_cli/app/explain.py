@@ -228,7 +228,7 @@ def reverse_rule(
     graph: Graph, i: int, k: int, gradient: str, names: list[str], shapes: dict | None = None
 ) -> str:
     """The rule that gives argument ``k`` of node ``i`` its gradient, as a formula over the
-    node's gradient ``gradient``: ``∂y/∂t1 @ xᵀ``, ``∂y/∂t2·[t1 > 0]``."""
+    node's gradient ``gradient``: ``t̅1̅ @ xᵀ``, ``t̅2̅·[t1 > 0]``."""
     from ..core.autodiff import rule_pullback
 
     formula = Formula(shapes)
@@ -249,26 +249,31 @@ def edge_labels(
 ) -> dict[tuple[int, int], str]:
     """The text of each edge of the backward pass a diagram draws (``(node, argument)`` ->
     text) for the nodes ``shown`` (default: those leading to ``out``): an elementwise op's
-    local partial with its number at ``values`` (``∂p/∂x = 1``); a tensor's, or an op with a
-    reverse rule, that rule applied to the node's gradient (``∂y/∂t1 @ xᵀ``).
+    local partial with its number at ``values`` (``∂p/∂x = 1``; an op reading one node twice
+    names the operand by its place, ``∂t1/∂(operand 2)``); a tensor's, or an op with a reverse
+    rule, that rule applied to the node's gradient, written with a bar (``t̅1̅ @ xᵀ``): the
+    notation of :mod:`cgraph_cli.render.notation`.
 
     >>> from cgraph_cli import grad
     >>> r = grad("p = x + y; g = p * z", {"x": 1, "y": 3, "z": -3})
     >>> edge_labels(r.graph, r.values, r.output)[(4, 0)]
     '∂g/∂p = z = -3'
+    >>> r = grad("g = x * x", {"x": 3})
+    >>> sorted(edge_labels(r.graph, r.values, r.output).values())
+    ['∂g/∂(operand 1) = x = 3', '∂g/∂(operand 2) = x = 3']
     """
     from ..core.numfmt import format_number, is_tensor
 
     names = node_names(graph)
     values = None if values is None else list(values)
     shown = ancestors(graph, out) if shown is None else shown
-    who = names[out] if names[out].isidentifier() else "out"
     labels: dict[tuple[int, int], str] = {}
     for i, (op, args) in enumerate(zip(graph.ops, graph.args)):
         if not shown[i] or not op.arity or not op.differentiable:
             continue
         tensors = values is not None and any(is_tensor(values[a]) for a in (*args, i))
         numbers = None
+        at = positions(list(args))
         for k, a in enumerate(args):
             rule = op.partials[k] if op.partials is not None else None
             if graph.ops[a] is CONST or (op.vjp is None and rule is None):
@@ -277,13 +282,13 @@ def edge_labels(
                 shapes = None
                 if values is not None:
                     shapes = {names[x]: tuple(getattr(values[x], "shape", ())) for x in (*args, i)}
-                    shapes[f"∂{who}/∂{names[i]}"] = shapes[names[i]]
-                labels[i, k] = reverse_rule(graph, i, k, f"∂{who}/∂{names[i]}", names, shapes)
+                    shapes[adjoint(names[i])] = shapes[names[i]]
+                labels[i, k] = reverse_rule(graph, i, k, adjoint(names[i]), names, shapes)
                 continue
             formula_e = Formula()
             assert rule is not None, "an elementwise op's partial"
             formula = formula_e.write(rule(formula_e, *_args(graph, i, names), names[i]))
-            text = f"∂{names[i]}/∂{names[a]} = {formula}"
+            text = f"{local_name(names[i], names[a], at[k])} = {formula}"
             if values is not None:
                 numbers = numbers or local_partials(graph, values, i)
                 number = format_number(numbers[k], precision)

@@ -23,7 +23,6 @@ Gradients: x̄ = -3, ȳ = -3, z̄ = 4
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,13 +35,13 @@ from ..core.numfmt import (
     format_value,
     is_tensor,
     nested,
-    noise_floor,
     shape_text,
 )
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
 from ..render.layout import layout_source, place
 from ..render.notation import KEY, adjoint
+from ..render.signs import sign
 
 #: A tensor with at most this many elements is written in full inside its node.
 IN_NODE = 6
@@ -285,20 +284,10 @@ def steps(
 
 
 def _sign(x) -> int:
-    """The sign a gradient is tinted by: a number's; a tensor's where all its entries (but
-    rounding noise) share it; 0, untinted, for a tensor of entries of both signs (one colour
-    would say something false of some of them)."""
-    if is_tensor(x):
-        flat = x.ravel()[np.isfinite(x.ravel())]
-        if not flat.size:
-            return 0
-        floor = noise_floor(flat)
-        low, high = float(flat.min()), float(flat.max())
-        if low < -floor and high > floor:
-            return 0
-        x = high if high > floor else low
-    x = float(x)
-    return 0 if x == 0 or math.isnan(x) else (1 if x > 0 else -1)
+    """The sign a gradient is tinted by (:func:`cgraph_cli.render.signs.sign`, the one rule
+    of the drawings too): a number's; a tensor's where all its entries (but rounding noise)
+    share it; 0, untinted, for a tensor of entries of both signs."""
+    return sign(x)
 
 
 def _grad_text(x, precision: int | None) -> str:

@@ -128,9 +128,10 @@ def summary(value, precision: int | None = 4) -> str:
     flat = value.ravel()
     floor = noise_floor(flat) if precision is not None else 0.0
     first = ", ".join(format_number(denoised(float(x), floor), precision) for x in flat[:3])
+    low, high = (denoised(float(x), floor) for x in (flat.min(), flat.max()))
     return (
-        f"{shape_text(value)} tensor  min {format_number(float(flat.min()), precision)}  "
-        f"max {format_number(float(flat.max()), precision)}  "
+        f"{shape_text(value)} tensor  min {format_number(low, precision)}  "
+        f"max {format_number(high, precision)}  "
         f"mean {format_number(shown_mean(flat), precision)}  [{first}, …]"
     )
 

@@ -4,9 +4,13 @@ Pure: returns a ``graphviz.Digraph`` (its ``.source`` is the DOT text); nothing 
 The same graph, values and options always give the same bytes: node ids are ``n<id>`` and
 nodes and edges are written in node order.
 
-Colour: with gradients shown, each node's gradient cell is tinted by the sign of ∂out/∂node
-(blue positive, red negative; the print theme uses grey) and more strongly the larger its
-magnitude is relative to the largest in the graph. The legend under the diagram says so.
+Notation (:mod:`cgraph_cli.render.notation`): a node's gradient, the total ∂out/∂node over
+every path, is written with a bar (``x̄``); a backward edge carries one op's local partial
+(``∂t1/∂x``). Colour: with gradients shown, each gradient is tinted by its sign, a tensor's
+entry by entry (blue positive, red negative; the print theme uses grey), more strongly the
+larger its magnitude is relative to the largest in the graph; a summary of entries of both
+signs is untinted and marked ``±`` (the one decision: :mod:`cgraph_cli.render.signs`). The
+legend under the diagram says so.
 
 >>> from cgraph_cli import grad
 >>> r = grad("p = x + y; g = p * z", {"x": 1, "y": 3, "z": -3})
@@ -23,12 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.arrays import Value
+from ..core.arrays import Value, np
 from ..core.ir import Graph
 from ..core.names import node_names
 from ..core.numfmt import denoised, format_number, is_tensor, noise_floor, shape_text, shown_mean
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
+from .signs import MARKS, entry_sign, mark, sign
 
 if TYPE_CHECKING:
     import graphviz
@@ -290,8 +295,7 @@ def _box_label(box, theme: Theme, fmt, value, grad, scale, in_full, names) -> st
         cell = _tensor_html(value, fmt, None, in_full) if is_tensor(value) else f" {e(fmt(value))} "
         rows.append(_row("value", cell, theme.muted, html_value=True))
     if grad is not None:
-        who, what = (n if n.isidentifier() else "·" for n in names)
-        key = f"∂{who if who != '·' else 'out'}/∂{what}"
+        key = _bar(names[1])
         if is_tensor(grad):
             cell = _tensor_html(grad, fmt, lambda g: _tint(g, scale, theme), in_full)
             rows.append(_row(key, cell, theme.muted, html_value=True))
@@ -362,8 +366,7 @@ def _label(
         else:
             rows.append(_row("value", fmt(value), theme.muted))
     if grad is not None and op is not CONST:
-        who = names[out] if names[out].isidentifier() else "out"
-        key = f"∂{who}/∂{names[i] if names[i].isidentifier() else '·'}"
+        key = _bar(names[i])
         if grad.__class__ is float and math.isnan(grad):  # not reached yet (a backward frame)
             rows.append(_row(key, "?", theme.muted))
         elif is_tensor(grad):
@@ -378,13 +381,25 @@ def _label(
 def _row(
     key: str, value: str, key_color: str, fill: str | None = None, html_value: bool = False
 ) -> str:
+    """One row of a node's table: ``key`` (HTML: a gradient's is :func:`_bar`) and its value."""
     e = html.escape
     bg = f' BGCOLOR="{fill}"' if fill else ""
     cell = value if html_value else f" {e(value)} "
     return (
-        f'<TR><TD ALIGN="LEFT"><FONT COLOR="{key_color}" POINT-SIZE="10">{e(key)}</FONT></TD>'
+        f'<TR><TD ALIGN="LEFT"><FONT COLOR="{key_color}" POINT-SIZE="10">{key}</FONT></TD>'
         f'<TD ALIGN="RIGHT"{bg}>{cell}</TD></TR>'
     )
+
+
+def _bar(name: str) -> str:
+    """A node's gradient as its row's key: the name under one unbroken line (Graphviz's
+    ``<O>``; the text of :func:`~cgraph_cli.render.notation.total`, ``t̅1̅``, draws a line
+    over each character at its own height).
+
+    >>> _bar("t1"), _bar("x * x")
+    ('<O>t1</O>', '<O>out</O>')
+    """
+    return f"<O>{html.escape(name if name.isidentifier() else 'out')}</O>"
 
 
 def _magnitude(x) -> float:
@@ -395,28 +410,33 @@ def _magnitude(x) -> float:
 
 
 def _tensor_html(x, fmt, tint=None, in_full: int = SMALL_IN_NODE) -> str:
-    """A small tensor (at most ``in_full`` elements) as a grid of its elements (each tinted by
-    ``tint``), a large one as its shape, mean and range."""
+    """A small tensor (at most ``in_full`` elements) as a grid of its elements (a gradient's
+    each tinted by ``tint`` of its own sign), a large one as its shape, mean and range (a
+    gradient's marked with the signs of its entries, :func:`~cgraph_cli.render.signs.mark`,
+    and tinted only where they share one)."""
     e = html.escape
     if x.size == 0:
         return f" [] {e(shape_text(x))} "
-    floor = noise_floor(x.ravel())
+    flat = x.ravel()
+    floor = noise_floor(flat)
     if x.size > in_full or x.ndim > 2:
-        flat = x.ravel()
-        low, high = float(flat.min()), float(flat.max())
-        # a gradient's summary says its signs; of both signs it is not tinted (one colour
-        # would say something false of half its entries)
-        signs = ("±" if low < -floor and high > floor else "") if tint else ""
+        low, high = denoised(float(flat.min()), floor), denoised(float(flat.max()), floor)
+        text = f"{shape_text(x)}  mean {fmt(shown_mean(flat))}  [{fmt(low)}, {fmt(high)}]"
+        if tint is None:
+            return f" {e(text)} "
+        s = sign(x)
+        fill = tint(s * float(abs(flat[np.isfinite(flat)]).max(initial=0.0))) if s else None
+        bg = f' BGCOLOR="{fill}"' if fill else ""
         return (
-            f" {signs}{e(shape_text(x))}  mean {e(fmt(shown_mean(flat)))}  "
-            f"[{e(fmt(low))}, {e(fmt(high))}] "
+            '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+            f'<TR><TD ALIGN="RIGHT"{bg}> {e(mark(x))} {e(text)} </TD></TR></TABLE>'
         )
     rows = []
     for row in x.reshape(1, -1) if x.ndim == 1 else x:
         cells = []
         for v in row.tolist():
             v = denoised(v, floor)
-            fill = tint(v) if tint else None
+            fill = tint(v) if tint and entry_sign(v, floor) else None
             bg = f' BGCOLOR="{fill}"' if fill else ""
             cells.append(f'<TD ALIGN="RIGHT"{bg}>{e(fmt(v))}</TD>')
         rows.append("<TR>" + "".join(cells) + "</TR>")
@@ -428,7 +448,9 @@ def _tensor_html(x, fmt, tint=None, in_full: int = SMALL_IN_NODE) -> str:
 
 
 def _tint(grad: float, scale: float, theme: Theme) -> str | None:
-    if grad == 0.0 or scale == 0.0 or not math.isfinite(grad):
+    """The fill of a number of the gradient: its sign's colour (:func:`sign`), stronger the
+    larger ``|grad|`` is beside ``scale``; none for 0, or where nothing is tinted."""
+    if sign(grad) == 0 or scale == 0.0:
         return None
     strength = 0.18 + 0.5 * math.sqrt(min(1.0, abs(grad) / scale))
     if theme.positive == theme.negative:  # print: grey by magnitude only
@@ -463,31 +485,34 @@ def _edge_attrs(graph, i, k, theme, options, edge_labels) -> dict[str, str]:
 
 
 def _legend(theme: Theme, out: str, summaries: bool = False) -> str:
-    who = out if out.isidentifier() else "out"
+    """The key under a diagram of gradients, in short rows (it must not widen a narrow
+    drawing): what a bar is, what each colour says, and (where a summary is drawn) what its
+    sign marks say."""
+    muted = f'<FONT COLOR="{theme.muted}">'
     if theme.positive == theme.negative:
-        swatches = (
-            f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.3)}"> small |∂| </TD>'
-            f'<TD BGCOLOR="{_mix(theme.background, "#888888", 0.68)}"> large |∂| </TD>'
-        )
+        swatches = [
+            (_mix(theme.background, "#888888", 0.3), "small |<O>x</O>|"),
+            (_mix(theme.background, "#888888", 0.68), "large |<O>x</O>|"),
+        ]
     else:
-        swatches = "".join(
-            f'<TD BGCOLOR="{_mix(theme.background, color, s)}"> {text} </TD>'
+        swatches = [
+            (_mix(theme.background, color, s), text)
             for color, s, text in (
                 (theme.negative, 0.68, "−large"),
                 (theme.negative, 0.3, "−small"),
                 (theme.positive, 0.3, "+small"),
                 (theme.positive, 0.68, "+large"),
             )
+        ]
+    who = html.escape(out if out.isidentifier() else "out")
+    cells = "".join(f'<TD BGCOLOR="{fill}"> {text} </TD>' for fill, text in swatches)
+    rows = [
+        f"<TR><TD>{muted}<O>x</O> = ∂{who}/∂x, every path:</FONT></TD>{cells}</TR>",
+    ]
+    if summaries:
+        marks = ", ".join(f"{m} {said}" for m, said in MARKS.items() if m != "0")
+        rows.append(
+            f'<TR><TD COLSPAN="{len(swatches) + 1}">{muted}a summary: '
+            f"{html.escape(marks)} (untinted)</FONT></TD></TR>"
         )
-    return (
-        f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>'
-        f'<TD><FONT COLOR="{theme.muted}">∂{html.escape(who)}/∂node:</FONT></TD>'
-        f"{swatches}"
-        + (
-            f'<TD><FONT COLOR="{theme.muted}">± (untinted): a summary of entries of both '
-            "signs</FONT></TD>"
-            if summaries
-            else ""
-        )
-        + "</TR></TABLE>"
-    )
+    return '<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2">' + "".join(rows) + "</TABLE>"

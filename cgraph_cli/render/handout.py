@@ -12,6 +12,10 @@ filled in and the ones the students fill in marked.
 | t1 | x + y | ____ | ∂t1/∂x = 1, ∂t1/∂y = 1 | -3 |
 | z | input | -3 |  | 4 |
 | g | t1 * z | ____ | ∂g/∂t1 = -3, ∂g/∂z = 4 | 1 |
+
+The notation is the explanations' (:mod:`cgraph_cli.render.notation`): the last column is the
+gradient over every path, headed ``x̄``; a local derivative is one op's, ``∂t1/∂x``, its
+operand named by its place where the op reads one node twice (``∂t1/∂(operand 2)``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..core.numfmt import format_number
+from .notation import local, positions
 from .slides import tex
 
 BLANK = "____"
@@ -29,8 +34,8 @@ BLANK = "____"
 def _cells(s: dict[str, Any], key: bool, precision: int | None, mark, blank: str, dee=None):
     """Each row's cells as text: (node, computes, value, locals, gradient); a blank cell is
     ``blank`` on the sheet, and ``mark(text)`` in the key. ``dee(num, den)`` writes a
-    derivative's name."""
-    dee = dee or (lambda a, b: f"∂{a}/∂{b}")
+    derivative's name (and the operand's place, where a node is read twice)."""
+    dee = dee or local
     blanks = {tuple(b) for b in s["blanks"]}
 
     def cell(node: str, which: str, text: str) -> str:
@@ -42,8 +47,10 @@ def _cells(s: dict[str, Any], key: bool, precision: int | None, mark, blank: str
     for r in s["rows"]:
         n = r["node"]
         value = cell(n, "value", format_number(r["value"], precision))
+        at = positions([p["wrt"] for p in r["locals"]])
         locals_ = ", ".join(
-            f"{dee(n, p['wrt'])} = {cell(n, f'local:{k}', format_number(p['value'], precision))}"
+            f"{dee(n, p['wrt'], at[k])} = "
+            f"{cell(n, f'local:{k}', format_number(p['value'], precision))}"
             for k, p in enumerate(r["locals"])
         )
         grad = cell(n, "gradient", format_number(r["gradient"], precision))
@@ -65,10 +72,13 @@ def _bindings(s: dict[str, Any], precision: int | None) -> str:
 
 INSTRUCTIONS = (
     "Fill in every blank. The forward pass gives the values, top to bottom; each local "
-    "derivative is that of the row's node with respect to one of its arguments, at these "
-    "values; the backward pass gives the gradients, bottom to top, starting from 1 at {out} "
-    "and summing over every node a value feeds."
+    "derivative ∂t/∂x is that of the row's node t with respect to one of its arguments x (the "
+    "others held), at these values; the backward pass gives the gradients x̄ (a bar: the "
+    "gradient of {out} with respect to the row's node, over every path), bottom to top, "
+    "starting from 1 at {out} and summing over every node a value feeds."
 )
+#: The head of the gradients' column.
+GRADIENT = "gradient x̄"
 
 
 def markdown(
@@ -88,7 +98,7 @@ def markdown(
     lines += [
         "Marked in bold: the cells to fill in." if key else INSTRUCTIONS.format(out=out),
         "",
-        f"| node | computes | value | local derivatives | ∂{out}/∂node |",
+        f"| node | computes | value | local derivatives | {GRADIENT} |",
         "|---|---|---|---|---|",
     ]
     for row in _cells(s, key, precision, lambda t: f"**{t}**", BLANK):
@@ -139,8 +149,8 @@ def latex(
             r"\par\medskip",
             r"\renewcommand{\arraystretch}{1.6}",
             r"\begin{tabular}{l l l >{\raggedright\arraybackslash}p{5.2cm} l}",
-            rf"\textbf{{node}} & \textbf{{computes}} & \textbf{{value}} & \textbf{{local "
-            rf"derivatives}} & \textbf{{{tex(f'∂{out}/∂node')}}} \\ \hline",
+            r"\textbf{node} & \textbf{computes} & \textbf{value} & \textbf{local "
+            r"derivatives} & \textbf{gradient $\bar{x}$} \\ \hline",
             *body,
             r"\end{tabular}",
             r"\end{document}",
@@ -198,7 +208,7 @@ def html(
 {given}{notes}{figure}
 <p>{e(say)}</p>
 <table>
-<thead><tr><th>node</th><th>computes</th><th>value</th><th>local derivatives</th><th>∂{e(out)}/∂node</th></tr></thead>
+<thead><tr><th>node</th><th>computes</th><th>value</th><th>local derivatives</th><th>{e(GRADIENT)}</th></tr></thead>
 <tbody>
 {body}
 </tbody>

@@ -15,6 +15,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.ir import Graph
 from ..core.walks import ancestors
+from .notation import total
 
 CHAR = 8.2  # the width of a character at the page's 14 px font, generously (digits: ~7.8)
 LINE = 20  # the height of a line of text in a node
@@ -30,8 +31,8 @@ def node_lines(node: dict[str, Any], output: str, gap: str = "  ") -> list[str]:
         node["kind"] == "const" and node["value"] == node["name"]
     ):
         lines.append(f"= {node['value']}")
-    if node["grad"] is not None:
-        lines.append(f"∂{output}/∂{node['name']} = {node['grad']}")
+    if node["grad"] is not None:  # the total gradient, x̄ (see render/notation.py)
+        lines.append(f"{total(node['name'])} = {node['grad']}")
     return lines
 
 

@@ -7,8 +7,10 @@
   position: ``∂t1/∂(operand 1)``.
 
 So a chain-rule step reads ``x̄ += t̄1 · ∂t1/∂x``, and no line says a quantity in terms of
-itself. Tables and drawings label a total by name, ``∂g/∂x``, where no local partial stands
-beside it.
+itself. Drawings (DOT, PNG, SVG, TikZ, Mermaid) and worksheets label a node's gradient the
+same way, ``x̄`` (:func:`total`), and their legends say what the bar means; only outputs that
+list the inputs' gradients alone (``cgraph grad``) write ``∂g/∂x``, which for an input is the
+same number.
 
 >>> adjoint("x"), local("t1", "x"), local("t1", "x", position=2)
 ('x̄', '∂t1/∂x', '∂t1/∂(operand 2)')
@@ -35,6 +37,16 @@ def adjoint(name: str) -> str:
     if name.isidentifier():
         return "".join(c + _BAR for c in name)
     return f"({name}){_BAR}"
+
+
+def total(name: str) -> str:
+    """The label of a node's gradient in a drawing: :func:`adjoint` of its name, or of
+    ``out`` for a node with no name to put a bar over.
+
+    >>> total("b1"), total("x * x")
+    ('b̅1̅', 'o̅u̅t̅')
+    """
+    return adjoint(name if name.isidentifier() else "out")
 
 
 def adjoint_tex(name: str) -> str:

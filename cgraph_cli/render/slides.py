@@ -8,9 +8,10 @@ Graphviz layout, so the picture matches the PNG's).
 >>> nodes, edges = figure(parse("d = a - b"), [3.0, 1.0, 2.0], [1.0, -1.0, 1.0], 2)
 >>> print(mermaid({"output": "d", "nodes": list(nodes.values()), "edges": edges}))
 flowchart LR
-  n0["<b>a</b><br/>= 3<br/>∂d/∂a = 1"]:::input
-  n1["<b>b</b><br/>= 1<br/>∂d/∂b = -1"]:::input
-  n2["<b>− d</b><br/>= 2<br/>∂d/∂d = 1"]:::output
+  %% x̄, a bar over a name: the gradient of d with respect to it
+  n0["<b>a</b><br/>= 3<br/>ā = 1"]:::input
+  n1["<b>b</b><br/>= 1<br/>b̄ = -1"]:::input
+  n2["<b>− d</b><br/>= 2<br/>d̄ = 1"]:::output
   n0 -->|"1"| n2
   n1 -->|"2"| n2
   classDef input fill:#ddf4ff,stroke:#57606a,color:#1f2328
@@ -23,6 +24,7 @@ x\\_1 \\ensuremath{\\geq} 2\\ensuremath{\\times}y \\ensuremath{-} 1 \\% \\ensure
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .dot import THEMES
@@ -65,7 +67,27 @@ def tex(text: str) -> str:
 
     >>> print(tex("dβ_x = 50%"))
     d\\ensuremath{\\beta}\\_x = 50\\%
+
+    A name under a bar (``x̄``, ``t̅1̅``: a gradient, see :mod:`cgraph_cli.render.notation`)
+    as one ``\\overline``:
+
+    >>> print(tex("t\u03051\u0305 = 1"))
+    \\ensuremath{\\overline{\\mbox{t1}}} = 1
     """
+    parts = _BARRED.split(text)  # odd parts: the characters under one bar
+    return "".join(
+        rf"\ensuremath{{\overline{{\mbox{{{_plain(p.replace(_MACRON, '').replace(_OVER, ''))}}}}}}}"
+        if k % 2
+        else _plain(p)
+        for k, p in enumerate(parts)
+    )
+
+
+_MACRON, _OVER = "\u0304", "\u0305"
+_BARRED = re.compile(f"((?:.[{_MACRON}{_OVER}])+)")
+
+
+def _plain(text: str) -> str:
     return "".join(_TEX.get(c) or (c if c.isascii() else tex_char(c)) for c in text)
 
 
@@ -90,6 +112,7 @@ def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
         f"% {command or 'cgraph render'}: the graph of {tex(out)} in TikZ, each node with its",
         "% value and gradient. Needs \\usepackage{tikz} (and graphicx, which Beamer loads);",
         "% \\input this file where the picture goes.",
+        f"% A bar over a name: the gradient of {tex(out)} with respect to it over every path.",
         *(f"\\definecolor{{{k}}}{{HTML}}{{{v.lstrip('#').upper()}}}" for k, v in colours.items()),
         "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
         "\\begin{tikzpicture}[x=1pt, y=-1pt, font=\\sffamily\\small, text=cgtext,",
@@ -113,7 +136,9 @@ def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
         texts = [f"\\textbf{{{tex(lines[0])}}}"] + [tex(s) for s in lines[1:-1]]
         if node["grad"] is not None:
             sign = {1: "cgpos", -1: "cgneg", 0: "cgtext"}[node["sign"]]
-            texts.append(f"\\textcolor{{{sign}}}{{\\textbf{{{tex(lines[-1])}}}}}")
+            name = node["name"] if node["name"].isidentifier() else "out"
+            grad = f"$\\overline{{\\mbox{{{tex(name)}}}}}$ = {tex(node['grad'])}"
+            texts.append(f"\\textcolor{{{sign}}}{{\\textbf{{{grad}}}}}")
         elif len(lines) > 1:
             texts.append(tex(lines[-1]))
         style = f"cg {node['kind']}" + (", cg output" if node["output"] else "")
@@ -147,6 +172,8 @@ def mermaid(fig: dict[str, Any], theme: str = "light", rankdir: str = "LR") -> s
     t = THEMES[theme]
     out = fig["output"]
     lines = [f"flowchart {rankdir}"]
+    if any(node["grad"] is not None for node in fig["nodes"]):
+        lines.append(f"  %% x̄, a bar over a name: the gradient of {out} with respect to it")
     for node in fig["nodes"]:
         text = node_lines(node, out, " ")
         label = "<br/>".join([f"<b>{_mmd(text[0])}</b>", *(_mmd(s) for s in text[1:])])
