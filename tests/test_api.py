@@ -292,7 +292,10 @@ def test_an_explanation_prints_what_the_cli_prints(cli):
     markdown = cli("explain", SEED, "x=1", "y=3", "z=-3", "--format", "markdown", "--math", "latex")
     assert e.markdown("latex") == markdown.stdout
     assert e._repr_markdown_() == markdown.stdout
-    assert repr(e) == "<Explanation of g = -12: 2 forward steps; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>"
+    assert (
+        repr(e)
+        == "<Explanation of g = -12: 2 forward steps; x\u0304 = -3, y\u0304 = -3, z\u0304 = 4>"
+    )
 
 
 def test_an_explanation_with_its_derivative_program(cli):

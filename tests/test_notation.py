@@ -91,3 +91,94 @@ def test_no_line_of_a_random_program_with_fan_out_is_circular(expression, repeat
         assume(False)
     bad = [(line, circular(line)) for line in lines if circular(line)]
     assert not bad, (program, bad[:3])
+
+
+# --- LaTeX, drawings and worksheets --------------------------------------------------------
+
+
+def circular_tex(line: str) -> list[str]:
+    """:func:`circular` of the ``$LaTeX$`` formulas in a Markdown line: a formula whose left
+    side (a bar, or a partial) appears again on its right."""
+    found = []
+    for formula in re.findall(r"\$([^$]+)\$", line):
+        left, _, right = (part.strip() for part in formula.partition(" = "))
+        if left.startswith((r"\overline", r"\frac{\partial")) and left in right:
+            found.append(left)
+    return found
+
+
+def test_the_tex_check_finds_a_circular_formula():
+    bar = r"\overline{t_{1}}"
+    assert circular_tex(rf"- ${bar} = {bar} \, 2 = 2$") == [bar]
+    assert (
+        circular_tex(rf"- $\overline{{x}} = {bar} \, \frac{{\partial t_{{1}}}}{{\partial x}}$")
+        == []
+    )
+
+
+def _drawn(program: str, bindings=None) -> list[str]:
+    """The text a backward drawing and a worksheet (its answer key, in Markdown, LaTeX and
+    HTML) put in front of a student, checking the drawing's notation on the way: every edge a
+    local partial of its own op, ∂<node>/∂<operand> (by place for an op reading one node twice),
+    or a reverse rule over the node's bar; every node's gradient a bar, never a ∂."""
+    from cgraph_cli.app.explain import edge_labels
+    from cgraph_cli.app.worksheet import sheet
+    from cgraph_cli.core.names import node_names
+    from cgraph_cli.render import handout
+
+    r = cg.grad(program, bindings)
+    names = node_names(r.graph)
+    labels = edge_labels(r.graph, r.values, r.output)
+    for (i, k), text in labels.items():
+        place = positions(list(r.graph.args[i]))[k]
+        operand = names[r.graph.args[i][k]]
+        if text.startswith("∂"):
+            assert text.startswith(local(names[i], operand, place) + " = "), text
+        else:
+            assert adjoint(names[i]) in text and "∂" not in text, text
+    dot = cg.diagram(program, bindings, backward=True).dot
+    keys = re.findall(r'POINT-SIZE="10">([^<]*(?:<O>[^<]*</O>)?)</FONT></TD><TD ALIGN="RIGHT"', dot)
+    assert keys and all(k == "value" or k.startswith("<O>") for k in keys), keys
+    legend = dot[dot.rindex("label=<<TABLE") :]
+    assert "∂" not in legend  # the legend says what a bar is without a ∂ of another meaning
+    s = sheet(program, bindings)
+    pages = [handout.markdown(s, key=True), handout.latex(s, key=True), handout.html(s, key=True)]
+    return list(labels.values()) + [ln for page in pages for ln in page.splitlines()]
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
+def test_no_latex_formula_of_a_sample_is_circular(path):
+    md = cg.explain(path.read_text()).markdown(math="latex").splitlines()
+    bad = [(line, circular_tex(line)) for line in md if circular_tex(line)]
+    assert not bad, bad[:5]
+
+
+@pytest.mark.parametrize(
+    "program", ["g = x * x", "t = x + w\ng = t * t", "y = x * x + sin(x) + x", "g = x / x + x ^ x"]
+)
+def test_drawings_and_worksheets_name_each_operand_and_write_totals_with_a_bar(program):
+    lines = _drawn(program, {"x": 1.5, "w": -0.5} if "w" in program else {"x": 1.5})
+    assert not [ln for ln in lines if circular(ln)]
+    twice = [ln for ln in lines if "(operand 1)" in ln]
+    assert twice and all("(operand 2)" in ln for ln in twice if ln.startswith("|")), twice
+    assert any("gradient x̄" in ln or r"gradient $\bar{x}$" in ln for ln in lines)
+
+
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    expressions(names=("x", "y"), max_leaves=4),
+    st.sampled_from(["t * t", "t + t", "t * x", "t / t"]),
+)
+def test_no_line_of_a_random_program_read_twice_is_circular_anywhere(expression, repeated):
+    program = f"t = x + y\ng = {repeated} + ({expression})"
+    bindings = {"x": 0.7, "y": -1.3}
+    try:
+        lines = _lines(program, bindings) + _drawn(program, bindings)
+        md = cg.explain(program, bindings).markdown(math="latex").splitlines()
+    except CgraphError:
+        assume(False)
+    bad = [(ln, circular(ln)) for ln in lines if circular(ln)]
+    bad += [(ln, circular_tex(ln)) for ln in md if circular_tex(ln)]
+    assert not bad, (program, bad[:3])

@@ -246,7 +246,9 @@ class Explanation(_Result):
 
     def __repr__(self) -> str:
         r, count = self.result, len(self.steps["forward"])
-        gradients = [f"∂{r.output_name}/∂{n} = {short_value(g)}" for n, g in r.gradients.items()]
+        from ..render.notation import adjoint
+
+        gradients = [f"{adjoint(n)} = {short_value(g)}" for n, g in r.gradients.items()]
         return (
             f"<Explanation of {r.output_name} = {short_value(r.value)}: {count} forward "
             f"step{'s' * (count != 1)}; {listing(gradients)}>"
@@ -265,7 +267,7 @@ def explain(
 
     >>> e = explain("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
     >>> e
-    <Explanation of g = -12: 2 forward steps; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
+    <Explanation of g = -12: 2 forward steps; x̄ = -3, ȳ = -3, z̄ = 4>
     >>> print(e)
     Forward pass
       1. t1 = x + y = 1 + 3 = 4

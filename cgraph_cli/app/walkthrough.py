@@ -41,7 +41,7 @@ from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
 from ..render.layout import layout_source, place
 from ..render.notation import KEY, adjoint
-from ..render.signs import sign
+from ..render.signs import mark, sign
 
 #: A tensor with at most this many elements is written in full inside its node.
 IN_NODE = 6
@@ -291,13 +291,13 @@ def _sign(x) -> int:
 
 
 def _grad_text(x, precision: int | None) -> str:
-    """A gradient inside its node: as :func:`_short`, a summary of entries of both signs
-    marked ``±`` (its colour is neutral)."""
+    """A gradient inside its node: as :func:`_short`; a tensor shown by its shape alone says
+    the signs of its entries (:func:`cgraph_cli.render.signs.mark`: ``+``, ``−``, or ``±``
+    for both signs, whose colour is neutral)."""
     text = _short(x, precision)
-    if is_tensor(x) and text.endswith("tensor") and x.size and _sign(x) == 0:
-        flat = x.ravel()
-        if float(flat.min()) < 0 < float(flat.max()):
-            return "± " + text
+    if is_tensor(x) and text.endswith("tensor") and x.size:
+        signs = mark(x)
+        return f"{text}, all 0" if signs == "0" else f"{signs} {text}"
     return text
 
 

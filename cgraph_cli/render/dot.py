@@ -507,7 +507,7 @@ def _legend(theme: Theme, out: str, summaries: bool = False) -> str:
     who = html.escape(out if out.isidentifier() else "out")
     cells = "".join(f'<TD BGCOLOR="{fill}"> {text} </TD>' for fill, text in swatches)
     rows = [
-        f"<TR><TD>{muted}<O>x</O> = ∂{who}/∂x, every path:</FONT></TD>{cells}</TR>",
+        f"<TR><TD>{muted}<O>x</O>: the gradient of {who}, every path:</FONT></TD>{cells}</TR>",
     ]
     if summaries:
         marks = ", ".join(f"{m} {said}" for m, said in MARKS.items() if m != "0")
