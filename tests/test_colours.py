@@ -119,3 +119,24 @@ def test_rounding_noise_shows_as_zero_where_numbers_are_displayed():
     assert "min 0 " in summary(np.concatenate([[7.5e-18], np.ones(20)]))
     # a tensor of nothing but tiny numbers is not noise: its own scale
     assert nested(np.array([1e-20, -3e-20]), 4) == "[1e-20, -3e-20]"
+
+
+def test_rounding_noise_prints_as_zero_in_every_view(cli):
+    # 0.1 + 0.2 - 0.3 is 5.55e-17 in floating point: noise beside the entries 1 and 2
+    program = "input a = [0.1, 1, 2]\ny = a + [0.2, 0, 0] - [0.3, 0, 0]\nloss = sum(y * y)"
+    from cgraph_cli.app.walkthrough import steps
+    from cgraph_cli.parse import parse
+
+    shown = [
+        cli("eval", program, "--of", "y").stdout,
+        cli("grad", program).stdout,
+        cli("show", program).stdout,
+        cli("explain", program).stdout,
+        cli("explain", program, "--format", "markdown", "--math", "latex").stdout,
+        cli("dot", program).stdout,
+        str(steps(parse(program))),
+    ]
+    for text in shown:
+        assert "e-17" not in text and "e-16" not in text, text
+    assert "y = [0, 1, 2]" in shown[0]
+    assert "5.551115123125783e-17" in cli("eval", program, "--of", "y", "--format", "json").stdout

@@ -283,7 +283,7 @@ def _band_title(graph: Graph, view: DerivativeView) -> str:
     who = html.escape(out if out.isidentifier() else "out")
     return (
         f"<B>backward pass</B>: the derivative program; "
-        f"each d{who}_d<I>name</I> holds ∂{who}/∂<I>name</I>"
+        f"each d{who}_d<I>name</I> holds <O><I>name</I></O>, the gradient over every path"
     )
 
 
