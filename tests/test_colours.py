@@ -18,7 +18,7 @@ SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.cg
 # A node's gradient row: its key (the name under a bar) and the cell after it, to the end of
 # the node's table (a grid or a summary is a table of its own inside that cell).
 GRADIENT = re.compile(
-    r'<O>[^<]*</O></FONT></TD><TD ALIGN="RIGHT"(?: BGCOLOR="(#[0-9a-f]{6})")?>(.*?)'
+    r'(?:<O>[^<]*</O>|\w\u0304)</FONT></TD><TD ALIGN="RIGHT"(?: BGCOLOR="(#[0-9a-f]{6})")?>(.*?)'
     r"</TD></TR></TABLE>>"
 )
 CELL = re.compile(r'<TD ALIGN="RIGHT"(?: BGCOLOR="(#[0-9a-f]{6})")?>([^<]*)</TD>')

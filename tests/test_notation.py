@@ -138,7 +138,8 @@ def _drawn(program: str, bindings=None) -> list[str]:
             assert adjoint(names[i]) in text and "∂" not in text, text
     dot = cg.diagram(program, bindings, backward=True).dot
     keys = re.findall(r'POINT-SIZE="10">([^<]*(?:<O>[^<]*</O>)?)</FONT></TD><TD ALIGN="RIGHT"', dot)
-    assert keys and all(k == "value" or k.startswith("<O>") for k in keys), keys
+    bars = [k for k in keys if k != "value"]
+    assert bars and all(k.startswith("<O>") or k[1:] == "\u0304" for k in bars), keys
     legend = dot[dot.rindex("label=<<TABLE") :]
     assert "∂" not in legend  # the legend says what a bar is without a ∂ of another meaning
     s = sheet(program, bindings)

@@ -70,7 +70,7 @@ def test_diagram_content():
         "n2 -> n4",
     ]
     assert "penwidth=2.4" in source.split("\tn4 [")[1].split("\n")[0]
-    for text in ("<B>x</B>", "<B>p</B>", "<B>g</B>", "×", "-12", "<O>x</O>", "<O>z</O>"):
+    for text in ("<B>x</B>", "<B>p</B>", "<B>g</B>", "×", "-12", "x\u0304", "z\u0304"):
         assert text in source
     backward = dot_of("seed.cg", backward=True)
     assert 'label="∂g/∂p = z = -3"' in backward and 'label="∂p/∂x = 1"' in backward

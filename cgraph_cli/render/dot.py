@@ -33,6 +33,7 @@ from ..core.names import node_names
 from ..core.numfmt import denoised, format_number, is_tensor, noise_floor, shape_text, shown_mean
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
+from .notation import adjoint
 from .signs import MARKS, entry_sign, mark, sign
 
 if TYPE_CHECKING:
@@ -392,14 +393,15 @@ def _row(
 
 
 def _bar(name: str) -> str:
-    """A node's gradient as its row's key: the name under one unbroken line (Graphviz's
-    ``<O>``; the text of :func:`~cgraph_cli.render.notation.total`, ``t̅1̅``, draws a line
-    over each character at its own height).
+    """A node's gradient as its row's key: a one-letter name with a macron, ``x̄`` (the font
+    sets it close over the letter), a longer one under one unbroken line (Graphviz's ``<O>``;
+    combining lines over ``t1`` sit at two heights).
 
-    >>> _bar("t1"), _bar("x * x")
-    ('<O>t1</O>', '<O>out</O>')
+    >>> _bar("x"), _bar("t1"), _bar("x * x")
+    ('x̄', '<O>t1</O>', '<O>out</O>')
     """
-    return f"<O>{html.escape(name if name.isidentifier() else 'out')}</O>"
+    name = name if name.isidentifier() else "out"
+    return html.escape(adjoint(name)) if len(name) == 1 else f"<O>{html.escape(name)}</O>"
 
 
 def _magnitude(x) -> float:
@@ -491,8 +493,8 @@ def _legend(theme: Theme, out: str, summaries: bool = False) -> str:
     muted = f'<FONT COLOR="{theme.muted}">'
     if theme.positive == theme.negative:
         swatches = [
-            (_mix(theme.background, "#888888", 0.3), "small |<O>x</O>|"),
-            (_mix(theme.background, "#888888", 0.68), "large |<O>x</O>|"),
+            (_mix(theme.background, "#888888", 0.3), "small |x̄|"),
+            (_mix(theme.background, "#888888", 0.68), "large |x̄|"),
         ]
     else:
         swatches = [
@@ -507,7 +509,7 @@ def _legend(theme: Theme, out: str, summaries: bool = False) -> str:
     who = html.escape(out if out.isidentifier() else "out")
     cells = "".join(f'<TD BGCOLOR="{fill}"> {text} </TD>' for fill, text in swatches)
     rows = [
-        f"<TR><TD>{muted}<O>x</O>: the gradient of {who}, every path:</FONT></TD>{cells}</TR>",
+        f"<TR><TD>{muted}x̄ (gradient of {who}):</FONT></TD>{cells}</TR>",
     ]
     if summaries:
         marks = ", ".join(f"{m} {said}" for m, said in MARKS.items() if m != "0")
