@@ -252,7 +252,7 @@ def steps(
                 {
                     "phase": "backward",
                     "caption": caption,
-                    "grads": {f"n{a}": {"text": short(total), "complete": done}},
+                    "grads": {f"n{a}": {"text": _grad_text(total, precision), "complete": done}},
                     "active": [f"n{a}"],
                     "edges": [edge["id"]],
                 }
