@@ -7,6 +7,7 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    Whole,
     also_written,
     check_gif,
     common_options,
@@ -43,6 +44,21 @@ from .options import (
     is_flag=True,
     help="Also print the derivative program (as cgraph diff does), each statement with its value.",
 )
+@click.option(
+    "--depth",
+    type=Whole(1, 1000),
+    default=None,
+    metavar="N",
+    help="Levels explained step by step, the program's own the first: 1 explains each call "
+    "of a function as one step (its gradient the call's vector-Jacobian product).",
+)
+@click.option(
+    "--expand",
+    metavar="NAME",
+    multiple=True,
+    help="Explain this call inside (layer#2, or every call of layer); implies --depth 1 for "
+    "the rest. Repeatable.",
+)
 @output_option
 @common_options
 def explain_command(
@@ -62,6 +78,8 @@ def explain_command(
     mp4,
     force,
     program,
+    depth,
+    expand,
 ):
     """Spell out the forward and backward passes, step by step, like a worked example.
 
@@ -82,7 +100,7 @@ def explain_command(
         from ..app.frames import frames_folder
 
         frames = frames_folder(graph, of, frames, force)
-    explanation = explain(graph, bindings, of=of, derivative=program)
+    explanation = explain(graph, bindings, of=of, derivative=program, depth=depth, expand=expand)
     result = explanation.result
     digits = precision or 4
     if fmt == "json":

@@ -110,7 +110,8 @@ class DiagramOptions:
     # summary; 0 summarises every tensor (``--fit`` does when the grids make text too small).
     in_full: int = SMALL_IN_NODE
     # Calls of functions (and a loop's steps) drawn as one box each (see app/folds.py):
-    # those nested ``depth`` or more levels deep, except the groups ``expand`` names.
+    # below the first ``depth`` levels (the program's own the first; 0: as 1), except the
+    # groups ``expand`` names.
     collapse: bool = False
     depth: int = 0
     expand: tuple[str, ...] = ()
