@@ -18,6 +18,7 @@ program's own the first; ``expand`` opens calls by name).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..core.groups import Group
 from ..core.ir import Graph
@@ -54,7 +55,9 @@ def fold_steps(
             forward.append(s)
         elif node_of[s["node"]] == grp.output:
             forward.append(_forward_call(grp, names, values))
-    through, done, sums = [], set(), {}
+    through: list[dict] = []
+    done: set[str] = set()
+    sums: dict[tuple[str, str], Any] = {}
     for s in steps["backward"]["through"]:
         grp = inside(s["node"])
         if grp is None:
@@ -138,7 +141,8 @@ def _backward_call(graph, grp: Group, names, values, adjoints, sums) -> dict:
 def _fold_sum(s: dict, head_of, node_of, groups, names, adjoints) -> dict:
     """A chain-rule sum whose terms come through a folded call: one term per call, through
     its result (its local partial the call's, as a number where the upstream is not 0)."""
-    terms, seen = [], {}
+    terms: list[dict] = []
+    seen: dict[str, dict] = {}
     for t in s["terms"]:
         k = head_of.get(node_of.get(t["via"], -1))
         if k is None:
