@@ -167,3 +167,32 @@ def test_explain_expand_opens_one_call(cli):
     assert "1. h = layer(x, W1, b1)" in result.stdout and "t3 = W2 @ h" in result.stdout
     bad = cli("explain", "sample:layers", "--expand", "nope")
     assert bad.exit_code == 2 and "--expand nope" in bad.stderr
+
+
+def test_explain_frames_fit_a_slide_with_a_caption_and_fold_the_calls(cli, tmp_path):
+    result = cli("explain", "sample:layers", "--frames", str(tmp_path), "--fit", "16:9")
+    assert result.exit_code == 0, result.stderr
+    frames = sorted(tmp_path.glob("frame-*.png"))
+    assert len(frames) == 4  # one per folded call, and the output: nothing inside a box
+    for frame in frames:
+        data = frame.read_bytes()
+        assert int.from_bytes(data[16:20], "big") == 1920
+        assert int.from_bytes(data[20:24], "big") == 1080
+    bad = cli("explain", "sample:layers", "--fit", "16:9")
+    assert bad.exit_code == 2 and "--fit sizes PNG frames" in bad.stderr
+
+
+def test_each_frame_says_its_step():
+    from cgraph_cli import grad
+    from cgraph_cli.app import frames as frames_module
+
+    seen = []
+    r = grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    original = frames_module.save_frames
+    try:
+        frames_module.save_frames = lambda frames, *a, **k: seen.extend(frames) or []
+        frames_module.write_frames(r.graph, r, "unused", fmt="svg")
+    finally:
+        frames_module.save_frames = original
+    assert "step 2 of 5 of the backward pass: ∂g/∂z = 4" in seen[1][1].decode()
+    assert "step 5 of 5 of the backward pass: ∂g/∂x = &#45;3" in seen[4][1].decode()

@@ -45,6 +45,12 @@ from .options import (
     help="Also print the derivative program (as cgraph diff does), each statement with its value.",
 )
 @click.option(
+    "--fit",
+    metavar="16:9|4:3|16:10|WxH",
+    help="PNG frames of exactly this size (16:9: 1920x1080), each drawing as large as fits; "
+    "calls folded where the text would be small.",
+)
+@click.option(
     "--depth",
     type=Whole(1, 1000),
     default=None,
@@ -78,6 +84,7 @@ def explain_command(
     mp4,
     force,
     program,
+    fit,
     depth,
     expand,
 ):
@@ -93,9 +100,16 @@ def explain_command(
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..app.api import explain
+    from ..render.fit import fit_size
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
+    if fit is not None:
+        from ..core.errors import UsageError
+
+        if not frames or frames_format != "png":
+            raise UsageError("--fit sizes PNG frames: give it with --frames DIR")
+        fit_size(fit)  # a bad size is refused before any work
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..app.frames import frames_folder
 
@@ -118,8 +132,9 @@ def explain_command(
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
             written = write_frames(
-                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif, mp4=mp4
-            )
+                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif,
+                mp4=mp4, fit=None if fit is None else fit_size(fit),
+            )  # fmt: skip
         output.note(f"wrote {len(written)} frames to {frames}" + also_written(gif, mp4))
 
 
