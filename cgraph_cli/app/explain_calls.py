@@ -10,9 +10,9 @@ program's own the first; ``expand`` opens calls by name).
 >>> from cgraph_cli import explain
 >>> e = explain("def sq(u):\\n    v = u * u\\n    return v + 1\\ny = 3 * sq(x)", {"x": 2.0}, depth=1)
 >>> [s["node"] + " = " + s["formula"] for s in e.steps["forward"]]
-['t3 = sq(x)', 'y = 3 * t3']
+['t2 = sq(x)', 'y = 3 * t2']
 >>> [(p["partial"], p["value"]) for p in e.steps["backward"]["through"][1]["partials"]]
-[('∂t3/∂x', 12.0)]
+[('∂t2/∂x', 12.0)]
 """
 
 from __future__ import annotations
