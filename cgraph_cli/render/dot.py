@@ -225,7 +225,9 @@ def diagram(
                     attrs = _folded_edge(graph, fold, rep, i, k, theme, options, edge_labels)
                     if tensors and values is not None and is_tensor(values[a]):
                         shape = shape_text(values[a])
-                        attrs["label"] = shape + ("\\n" + attrs["label"] if "label" in attrs else "")
+                        attrs["label"] = shape + (
+                            "\\n" + attrs["label"] if "label" in attrs else ""
+                        )
                     dot.edge(*ends, **attrs)
                 continue
             tail = f"{prefix}{a}"
