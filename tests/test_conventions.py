@@ -60,6 +60,8 @@ NO_GRADS = {"render", "dot", "show"}
 # the order (diff: derivatives up to N; gradcheck: which derivatives it checks), what
 # --frames draws (explain: backward steps; optimize: passes).
 OWN_HELP = {
+    "--fit",  # render: the drawing's size; explain: its frames'
+    "--expand",  # render: calls drawn open; explain: calls explained inside
     "--depth",  # show: levels of the tree; render: levels of calls drawn open
     "--rows",  # train: in mini-batches
     "--reduce",  # train: how a loss per row becomes the batch's

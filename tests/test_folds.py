@@ -82,7 +82,8 @@ def test_expand_opens_exactly_the_groups_nodes():
 def test_depth_opens_the_outer_calls():
     nested = "def f(u):\n    return sin(u) * 2\ndef g(u):\n    return f(u) + f(u * 3)\ny = g(x)"
     assert [b.label for b in fold_plan(cg.parse(nested)).boxes] == ["g(x)"]
-    assert [b.label for b in fold_plan(cg.parse(nested), depth=1).boxes] == ["f(u)", "f(u * 3)"]
+    assert [b.label for b in fold_plan(cg.parse(nested), depth=2).boxes] == ["f(u)", "f(u * 3)"]
+    assert fold_plan(cg.parse(nested), depth=3).boxes == []
 
 
 def test_an_unknown_expand_is_a_usage_error(cli, tmp_path):
@@ -131,3 +132,67 @@ def test_golden_folded_dot(name, update_golden):
 def test_a_program_without_calls_draws_the_same_folded():
     seed = (SAMPLES / "seed.cg").read_text()
     assert diagram(seed, collapse=True).dot == diagram(seed).dot
+
+
+# explain --depth: calls as single steps ------------------------------------------------------
+def test_explain_depth_1_explains_each_call_as_one_step():
+    layers = (SAMPLES / "layers.cg").read_text()
+    full, folded = cg.explain(layers), cg.explain(layers, depth=1)
+    assert [s["formula"] for s in folded.steps["forward"]] == [
+        "layer(x, W1, b1)",
+        "layer(h, W2, b2)",
+        "mse(y, t)",
+    ]
+    through = {s["formula"]: s for s in folded.steps["backward"]["through"]}
+    w2 = next(p for p in through["layer(h, W2, b2)"]["partials"] if p["wrt"] == "W2")
+    assert w2["rule"].startswith("vjp of layer at ")
+    # what the call passes back is the gradient the full explanation arrives at
+    assert (w2["value"] == full.steps["gradients"]["W2"]).all()
+    assert folded.steps["gradients"].keys() == full.steps["gradients"].keys()
+
+
+def test_explain_depth_sums_the_paths_through_a_call():
+    e = cg.explain("def sq(u):\n    v = u * u\n    return v + 1\ny = 3 * sq(x) + sq(x)", {"x": 2.0})
+    folded = cg.explain("def sq(u):\n    v = u * u\n    return v + 1\ny = 3 * sq(x) + sq(x)",
+                        {"x": 2.0}, depth=1)  # fmt: skip
+    text = str(folded)
+    assert "1. t2 = sq(x) = sq(2) = 5" in text
+    assert "Through sq(x): ∂t2/∂x = 4" in text and "= 3 · 4 + 1 · 4 = 16" in text
+    assert folded.steps["gradients"] == e.steps["gradients"] == {"x": 16.0}
+
+
+def test_explain_expand_opens_one_call(cli):
+    result = cli("explain", "sample:layers", "--expand", "layer#2")
+    assert result.exit_code == 0, result.stderr
+    assert "1. h = layer(x, W1, b1)" in result.stdout and "t3 = W2 @ h" in result.stdout
+    bad = cli("explain", "sample:layers", "--expand", "nope")
+    assert bad.exit_code == 2 and "--expand nope" in bad.stderr
+
+
+def test_explain_frames_fit_a_slide_with_a_caption_and_fold_the_calls(cli, tmp_path):
+    result = cli("explain", "sample:layers", "--frames", str(tmp_path), "--fit", "16:9")
+    assert result.exit_code == 0, result.stderr
+    frames = sorted(tmp_path.glob("frame-*.png"))
+    assert len(frames) == 4  # one per folded call, and the output: nothing inside a box
+    for frame in frames:
+        data = frame.read_bytes()
+        assert int.from_bytes(data[16:20], "big") == 1920
+        assert int.from_bytes(data[20:24], "big") == 1080
+    bad = cli("explain", "sample:layers", "--fit", "16:9")
+    assert bad.exit_code == 2 and "--fit sizes PNG frames" in bad.stderr
+
+
+def test_each_frame_says_its_step():
+    from cgraph_cli import grad
+    from cgraph_cli.app import frames as frames_module
+
+    seen = []
+    r = grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
+    original = frames_module.save_frames
+    try:
+        frames_module.save_frames = lambda frames, *a, **k: seen.extend(frames) or []
+        frames_module.write_frames(r.graph, r, "unused", fmt="svg")
+    finally:
+        frames_module.save_frames = original
+    assert "step 2 of 5 of the backward pass: ∂g/∂z = 4" in seen[1][1].decode()
+    assert "step 5 of 5 of the backward pass: ∂g/∂x = &#45;3" in seen[4][1].decode()

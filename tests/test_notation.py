@@ -52,10 +52,11 @@ def test_the_two_operands_of_one_op_on_one_node_are_named_by_place():
 
 
 def _lines(program: str, bindings=None) -> list[str]:
-    """Every line a person reads about the passes: explain's text, its Markdown, and the
-    page's captions and node panels."""
+    """Every line a person reads about the passes: explain's text (with calls as one step
+    too), its Markdown, and the page's captions and node panels."""
     explanation = cg.explain(program, bindings)
     lines = str(explanation).splitlines() + explanation.markdown().splitlines()
+    lines += str(cg.explain(program, bindings, depth=1)).splitlines()
     data = page_steps(cg.parse(program) if isinstance(program, str) else program, bindings)
     lines += [e["caption"] for e in data["events"]]
     for node in data["nodes"]:

@@ -95,7 +95,15 @@ def _same_run(graph, optimized, bindings) -> None:
     for name, node in graph.inputs.items():
         got = grads[optimized.inputs[name]]
         assert np.shape(got) == np.shape(adjoints[node]), name
-        assert _close(got, adjoints[node]), name
+        # A gradient that sums large partials of opposite signs carries their rounding (z^z
+        # - z^z at z = 2: -3.6e-12 from terms of 4e4; the optimizer's 0 is the exact one).
+        assert np.allclose(got, adjoints[node], rtol=1e-12, atol=1e-12 * _largest(adjoints)), name
+
+
+def _largest(adjoints) -> float:
+    """The largest finite |gradient| of any node of a run, and at least 1."""
+    sizes = [float(np.max(np.abs(a), initial=0.0)) for a in adjoints if a is not None]
+    return max([1.0, *(x for x in sizes if np.isfinite(x))])
 
 
 @PROPERTY

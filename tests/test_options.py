@@ -61,7 +61,6 @@ TAKEN = {
         for o in ("--momentum", "--dampening", "--weight-decay", "--tol", "--seed")
     },  # fmt: skip
     **{("train", o, HUGE): 0 for o in ("--step-size", "--save-every", "--seed")},  # fmt: skip
-    ("render", "--depth", "0"): 0,  # every call folded (as --collapse)
 }
 
 

@@ -190,6 +190,14 @@ CASES = [
         0,
         lambda d: [t["via"] for t in d["backward"]["sums"][0]["terms"]] == ["t1", "t1"],
     ),
+    (
+        "explain-calls",
+        ["explain", "sample:layers", "--depth", "1"],
+        0,
+        lambda d: (
+            [s["formula"] for s in d["forward"]][:2] == ["layer(x, W1, b1)", "layer(h, W2, b2)"]
+        ),
+    ),
 ]
 
 

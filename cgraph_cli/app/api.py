@@ -8,7 +8,7 @@ itself (a diagram, a table, a worked example).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.arrays import Value
@@ -261,9 +261,14 @@ def explain(
     *,
     of: str | None = None,
     derivative: bool = False,
+    depth: int | None = None,
+    expand: Sequence[str] = (),
 ) -> Explanation:
     """The forward and backward passes spelled out, as ``cgraph explain`` prints them;
     ``derivative`` adds the derivative program, statement by statement (``--program``).
+    ``depth``: the levels explained step by step, the program's own the first (1: each call
+    of a function one step, its gradient the call's vector-Jacobian product); ``expand``:
+    calls explained inside, by name (``layer``) or call (``layer#2``).
 
     >>> e = explain("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
     >>> e
@@ -285,6 +290,12 @@ def explain(
 
     result = grad(program, bindings, of=of)
     steps = steps_of(result.graph, result.values, result.adjoints, result.output)
+    if depth is not None or expand:
+        from .explain_calls import fold_steps
+        from .folds import check_expand
+
+        check_expand(result.graph, expand)
+        fold_steps(result.graph, result.values, result.adjoints, steps, depth or 1, expand)
     run = result.graph.control
     if run is not None and hasattr(run, "notes"):
         steps["control"] = list(run.notes)

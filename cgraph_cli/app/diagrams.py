@@ -193,8 +193,8 @@ def diagram(
     or loops: "static" (both branches, each loop's body once, in frames), "run" (the graph
     that runs for the bindings) or "auto" (run when every input has a value). More than 500
     nodes is a :class:`UsageError` unless ``force``. ``collapse``: each call of a function
-    (and each loop's steps, as they ran) drawn as one box; ``depth``: the levels of calls
-    drawn open; ``expand``: the calls drawn open, by name (``layer``) or call (``layer#2``).
+    (and each loop's steps, as they ran) drawn as one box; ``depth``: the levels drawn, the
+    program's own the first (1: every call folded; 2: the top-level calls open); ``expand``: the calls drawn open, by name (``layer``) or call (``layer#2``).
 
     >>> d = diagram("p = x + y; g = p * z", {"x": 1, "y": 3}, theme="dark")
     >>> d.nodes, d.note
@@ -368,7 +368,7 @@ def dot_diagram(graph: Graph, values, adjoints, options: DiagramOptions, output=
         from .folds import check_expand, fold_plan
 
         check_expand(graph, options.expand)
-        plan = fold_plan(graph, depth=options.depth, expand=options.expand)
+        plan = fold_plan(graph, depth=max(1, options.depth), expand=options.expand)
     return render_dot(graph, values, adjoints, options, output, prefix, labels, plan)
 
 

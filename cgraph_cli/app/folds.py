@@ -6,7 +6,9 @@ with the value and gradient of the node the call returns, and the edges between 
 the nodes left open. Three rules, as TensorBoard draws name scopes and torchview repeated
 blocks:
 
-- a group deeper than ``depth`` levels is folded, unless ``expand`` names it (``layer#2``),
+- ``depth`` levels are drawn, the program's own being the first: a call deeper is folded
+  (``depth`` 1: every call; 2: the calls inside the top-level ones), unless ``expand`` names
+  it (``layer#2``),
   its function (``layer``) or its loop (``for#1``);
 - an input that only one box's nodes read (a layer's weights and bias) is drawn inside it;
 - calls of one function in a chain (each reads the one before's result) with the same other
@@ -79,11 +81,38 @@ def _names(grp: Group) -> tuple[str, ...]:
     return (grp.name, base, grp.key)
 
 
+def folded_calls(graph: Graph, depth: int = 1, expand: Iterable[str] = ()) -> dict[int, int]:
+    """Each node a folded call made (its nested calls' nodes included), mapped to that call
+    (an index into ``graph.groups``): the calls below the first ``depth`` levels that
+    ``expand`` does not open. Loop steps are not folded here."""
+    groups = graph.groups
+    if not groups:
+        return {}
+    opened = set(expand)
+    level = levels(graph)
+    heads: set[int] = set()
+    closed: set[int] = set()
+    for k, grp in enumerate(groups):
+        if grp.parent in closed:
+            closed.add(k)
+        elif grp.kind == "call" and level[k] >= depth - 1 and not opened.intersection(_names(grp)):
+            heads.add(k)
+            closed.add(k)
+    members = group_of(graph)
+    out = {}
+    for i, k in enumerate(members):
+        while k >= 0 and k not in heads:
+            k = groups[k].parent
+        if k >= 0:
+            out[i] = k
+    return out
+
+
 def fold_plan(
     graph: Graph,
     shown: list[bool] | None = None,
     *,
-    depth: int = 0,
+    depth: int = 1,
     expand: Iterable[str] = (),
 ) -> Fold:
     """The boxes of ``graph`` drawn folded (see the module's docstring); ``shown``: the nodes
@@ -101,7 +130,7 @@ def fold_plan(
         if grp.parent in closed:
             closed.add(k)
             continue
-        if level[k] >= depth and not opened.intersection(_names(grp)):
+        if level[k] >= depth - 1 and not opened.intersection(_names(grp)):
             folded.append(k)
             closed.add(k)
     runs = _chains(graph, folded)

@@ -5,6 +5,7 @@ an H.264 video. Only the frames an earlier run of the same command wrote are rep
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.errors import UsageError, cannot_write
@@ -49,16 +50,23 @@ def write_frames(
     dpi: int = 110,
     gif: str | None = None,
     mp4: str | None = None,
+    fit: tuple[int, int] | None = None,
 ) -> list:
     """One diagram per step of the backward pass: frame k shows the gradients of the first k
-    nodes the pass reaches (the output first); the others show "?". Every frame tints by the
-    same scale (the largest gradient of the last frame) and, as PNG, has the same canvas; the
-    frames an earlier run left in ``folder`` go first. ``gif``, ``mp4``: also an animation, a
-    video. Returns the paths. ``on_frame()`` is called after each frame (a progress bar)."""
+    nodes the pass reaches (the output first); the others show "?". Each frame is captioned
+    with its step (``step 3 of 9 of the backward pass: ∂g/∂t1 = -3``). Every frame tints by
+    the same scale (the largest gradient of the last frame) and, as PNG, has the same canvas;
+    the frames an earlier run left in ``folder`` go first. ``fit``: PNG frames of exactly that
+    size (a slide), the calls of functions folded where the text would be under 14 px.
+    ``gif``, ``mp4``: also an animation, a video. Returns the paths. ``on_frame()`` is called
+    after each frame (a progress bar)."""
     import math
 
+    from ..core.names import node_names
+    from ..core.numfmt import format_value, is_tensor, shape_text
     from ..render.dot import THEMES, _magnitude
     from ..render.image import choose, render
+    from .diagrams import Diagram
     from .explain import frame_order
 
     order = frame_order(graph, result.output)
@@ -66,16 +74,58 @@ def write_frames(
     reach = ancestors(graph, result.output)
     scale = max((_magnitude(result.adjoints[i]) for i in order if reach[i]), default=0.0)
     options = DiagramOptions(precision=precision, backward=True, theme=theme, scale=scale)
-    width = len(str(len(order)))
+    folded = fit is not None and _small_at(graph, result, options, fit, renderer)
+    if folded:
+        options = replace(options, collapse=True)
+    names = node_names(graph)
+    out = names[result.output]
+    # Folded, a node inside a box changes nothing drawn: one frame per box (at what it returns)
+    hidden = _inside_boxes(graph) if folded else set()
+    steps = [k for k in range(1, len(order) + 1) if order[k - 1] not in hidden]
+    width = len(str(len(steps)))
     frames = []
-    for k in range(1, len(order) + 1):
+    for n, k in enumerate(steps, 1):
         known = set(order[:k])
         adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
         dot = dot_diagram(graph, result.values, adjoints, options, output=result.output)
-        frames.append((f"frame-{k:0{width}d}.{fmt}", render(dot.source, fmt, renderer, dpi)))
+        node = order[k - 1]
+        grad = result.adjoints[node]
+        small = not is_tensor(grad) or grad.size <= 6
+        shown = format_value(grad, precision, rows="") if small else f"{shape_text(grad)} tensor"
+        caption = f"step {n} of {len(steps)} of the backward pass: ∂{out}/∂{names[node]} = {shown}"
+        drawing = Diagram(dot.source, len(graph.ops)).titled(caption)
+        if fit is not None:
+            data = drawing.fitted(fit)[0]
+        else:
+            data = render(drawing.dot, fmt, renderer, dpi)
+        frames.append((f"frame-{n:0{width}d}.{fmt}", data))
         if on_frame is not None:
             on_frame()
     return save_frames(frames, folder, "explain", THEMES[theme].background, gif, mp4)
+
+
+def _inside_boxes(graph: Graph) -> set[int]:
+    """The nodes a folded drawing hides inside its boxes (all but what each box returns)."""
+    from .folds import fold_plan
+
+    plan = fold_plan(graph)
+    return {i for i, b in plan.rep.items() if i != plan.boxes[b].output}
+
+
+def _small_at(graph: Graph, result, options, fit: tuple[int, int], renderer) -> bool:
+    """Whether the finished frame's text would be under 14 px at ``fit`` and folding the
+    calls (and loop steps) makes it larger."""
+    from .diagrams import Diagram
+
+    if not graph.groups:
+        return False
+    whole = dot_diagram(graph, result.values, result.adjoints, options, output=result.output)
+    px = Diagram(whole.source, len(graph.ops)).fitted(fit)[1]
+    if px >= 14:
+        return False
+    folded = replace(options, collapse=True)
+    dot = dot_diagram(graph, result.values, result.adjoints, folded, output=result.output)
+    return Diagram(dot.source, len(graph.ops)).fitted(fit)[1] > px
 
 
 #: The list of the frames a command wrote in a folder, one name a line, beside them: a new

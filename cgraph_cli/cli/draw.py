@@ -213,9 +213,11 @@ RENDER_EXIT = EXIT_CODES.replace(
 )
 @click.option(
     "--depth",
-    type=Whole(0, 1000),
-    default=0,
-    help="Draw calls nested less than this many levels open; implies --collapse.",
+    type=Whole(1, 1000),
+    default=None,
+    metavar="N",
+    help="Levels drawn, the program's own the first: 1 folds every call (as --collapse), 2 "
+    "opens the top-level calls and folds the calls inside them...",
 )
 @common_options
 def render_command(
@@ -317,7 +319,7 @@ def render_command(
         of,
         focus,
         force,
-        folds=(collapse, expand, depth),
+        folds=(collapse, expand, depth or 0),
     )
     text_px = None
     if fit is not None:

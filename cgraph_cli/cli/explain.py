@@ -7,6 +7,7 @@ import click
 from . import output
 from .options import (
     EXIT_CODES,
+    Whole,
     also_written,
     check_gif,
     common_options,
@@ -43,6 +44,27 @@ from .options import (
     is_flag=True,
     help="Also print the derivative program (as cgraph diff does), each statement with its value.",
 )
+@click.option(
+    "--fit",
+    metavar="16:9|4:3|16:10|WxH",
+    help="PNG frames of exactly this size (16:9: 1920x1080), each drawing as large as fits; "
+    "calls folded where the text would be small.",
+)
+@click.option(
+    "--depth",
+    type=Whole(1, 1000),
+    default=None,
+    metavar="N",
+    help="Levels explained step by step, the program's own the first: 1 explains each call "
+    "of a function as one step (its gradient the call's vector-Jacobian product).",
+)
+@click.option(
+    "--expand",
+    metavar="NAME",
+    multiple=True,
+    help="Explain this call inside (layer#2, or every call of layer); implies --depth 1 for "
+    "the rest. Repeatable.",
+)
 @output_option
 @common_options
 def explain_command(
@@ -62,6 +84,9 @@ def explain_command(
     mp4,
     force,
     program,
+    fit,
+    depth,
+    expand,
 ):
     """Spell out the forward and backward passes, step by step, like a worked example.
 
@@ -75,14 +100,21 @@ def explain_command(
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..app.api import explain
+    from ..render.fit import fit_size
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
+    if fit is not None:
+        from ..core.errors import UsageError
+
+        if not frames or frames_format != "png":
+            raise UsageError("--fit sizes PNG frames: give it with --frames DIR")
+        fit_size(fit)  # a bad size is refused before any work
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..app.frames import frames_folder
 
         frames = frames_folder(graph, of, frames, force)
-    explanation = explain(graph, bindings, of=of, derivative=program)
+    explanation = explain(graph, bindings, of=of, derivative=program, depth=depth, expand=expand)
     result = explanation.result
     digits = precision or 4
     if fmt == "json":
@@ -100,8 +132,9 @@ def explain_command(
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
             written = write_frames(
-                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif, mp4=mp4
-            )
+                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif,
+                mp4=mp4, fit=None if fit is None else fit_size(fit),
+            )  # fmt: skip
         output.note(f"wrote {len(written)} frames to {frames}" + also_written(gif, mp4))
 
 

@@ -116,7 +116,8 @@ class DiagramOptions:
     # summary; 0 summarises every tensor (``--fit`` does when the grids make text too small).
     in_full: int = SMALL_IN_NODE
     # Calls of functions (and a loop's steps) drawn as one box each (see app/folds.py):
-    # those nested ``depth`` or more levels deep, except the groups ``expand`` names.
+    # below the first ``depth`` levels (the program's own the first; 0: as 1), except the
+    # groups ``expand`` names.
     collapse: bool = False
     depth: int = 0
     expand: tuple[str, ...] = ()
@@ -227,9 +228,12 @@ def diagram(
                 ends = (_end(prefix, rep, a), _end(prefix, rep, i))
                 if ends[0] != ends[1] and ends not in drawn:
                     drawn.add(ends)
-                    attrs = {}
+                    attrs = _folded_edge(graph, fold, rep, i, k, theme, options, edge_labels)
                     if tensors and values is not None and is_tensor(values[a]):
-                        attrs["label"] = shape_text(values[a])
+                        shape = shape_text(values[a])
+                        attrs["label"] = shape + (
+                            "\\n" + attrs["label"] if "label" in attrs else ""
+                        )
                     dot.edge(*ends, **attrs)
                 continue
             tail = f"{prefix}{a}"
@@ -273,6 +277,21 @@ def _summaries(adjoints, shown, options: DiagramOptions) -> bool:
         shown[i] and is_tensor(g) and (g.size > options.in_full or g.ndim > 2)
         for i, g in enumerate(adjoints)
     )
+
+
+def _folded_edge(graph, fold, rep, i, k, theme, options, edge_labels) -> dict[str, str]:
+    """An edge that meets a folded box, in the backward view: against the arrow, labelled
+    with the local partial where it leaves the box into an open node, or with the call's
+    vector-Jacobian product where it enters the box (what the call passes back)."""
+    if not options.backward:
+        return {}
+    if i in rep:  # into the box: the gradient the call passes back to its argument
+        attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward}
+        name = fold.boxes[rep[i]].label.split("(")[0]
+        if graph.ops[graph.args[i][k]] is not CONST:
+            attrs["label"] = f"vjp of {name}"
+        return attrs
+    return _edge_attrs(graph, i, k, theme, options, edge_labels)
 
 
 def _end(prefix: str, rep: Mapping[int, int], i: int) -> str:

@@ -44,7 +44,9 @@ def _partial_tex(term: dict, node: str) -> str:
     return local_tex(term["via"], node)
 
 
-def _formula(op_name: str, args: list[str]) -> str:
+def _formula(op_name: str, args: list[str], function: str = "") -> str:
+    if op_name == "call":  # a call of a function of the program, explained as one step
+        return f"{function}({', '.join(args)})"
     return combine(OPS[op_name], [(a, PREC_ATOM) for a in args])[0]
 
 
@@ -183,7 +185,7 @@ def scalar_lines(steps: dict, precision: int | None = None) -> tuple[list[str], 
 
     forward = []
     for s in steps["forward"]:
-        with_values = _formula(s["op"], [par(v) for v in s["arg_values"]])
+        with_values = _formula(s["op"], [par(v) for v in s["arg_values"]], s.get("function", ""))
         forward.append(f"{s['node']} = {s['formula']} = {with_values} = {f(s['value'])}")
     out = steps["output"]
     backward = [f"Start at the output: {adjoint(out)} = 1   ({KEY})"]
@@ -191,7 +193,7 @@ def scalar_lines(steps: dict, precision: int | None = None) -> tuple[list[str], 
         parts = []
         for p in s["partials"]:
             value = f(p["local_value"])
-            formula = "" if p["local"] == value else f" = {p['local']}"
+            formula = "" if p["local"] in (None, value) else f" = {p['local']}"
             parts.append(f"{p['partial']}{formula} = {value}")
         backward.append(f"Through {_symbol(s)}: " + ", ".join(parts))
     chain = []
@@ -266,7 +268,11 @@ def _latex_markdown(steps: dict, precision: int | None = None) -> str:
         if not steps["tensors"]:
             latex = Latex()
             numbers = [Expr(tex_number(v), PREC_ATOM) for v in s["arg_values"]]
-            with_values = f" = {latex.write(latex.apply(OPS[s['op']], numbers, ()))}"
+            if s["op"] == "call":
+                call = ", ".join(tex_number(v) for v in s["arg_values"])
+                with_values = rf" = \operatorname{{{s['function']}}}\left({call}\right)"
+            else:
+                with_values = f" = {latex.write(latex.apply(OPS[s['op']], numbers, ()))}"
         md.append(
             f"{k}. ${tex_name(s['node'])} = {s['formula_tex']}{with_values} = {f(s['value'])}$"
         )
