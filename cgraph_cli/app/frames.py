@@ -15,6 +15,8 @@ from ..data.outputs import listed, write_file, write_list
 from ..render.dot import DiagramOptions
 from ..render.fit import png_bytes, same_canvas
 from ..render.layout import diagram_size
+from ..render.notation import adjoint
+from ..render.signs import mark
 from .diagrams import dot_diagram
 
 
@@ -54,7 +56,8 @@ def write_frames(
 ) -> list:
     """One diagram per step of the backward pass: frame k shows the gradients of the first k
     nodes the pass reaches (the output first); the others show "?". Each frame is captioned
-    with its step (``step 3 of 9 of the backward pass: ∂g/∂t1 = -3``). Every frame tints by
+    with its step (``step 3 of 9 of the backward pass: t̅1̅ = -3``: the gradient over every path,
+    in the notation of :mod:`cgraph_cli.render.notation`). Every frame tints by
     the same scale (the largest gradient of the last frame) and, as PNG, has the same canvas;
     the frames an earlier run left in ``folder`` go first. ``fit``: PNG frames of exactly that
     size (a slide), the calls of functions folded where the text would be under 14 px.
@@ -78,7 +81,6 @@ def write_frames(
     if folded:
         options = replace(options, collapse=True)
     names = node_names(graph)
-    out = names[result.output]
     # Folded, a node inside a box changes nothing drawn: one frame per box (at what it returns)
     hidden = _inside_boxes(graph) if folded else set()
     steps = [k for k in range(1, len(order) + 1) if order[k - 1] not in hidden]
@@ -91,8 +93,12 @@ def write_frames(
         node = order[k - 1]
         grad = result.adjoints[node]
         small = not is_tensor(grad) or grad.size <= 6
-        shown = format_value(grad, precision, rows="") if small else f"{shape_text(grad)} tensor"
-        caption = f"step {n} of {len(steps)} of the backward pass: ∂{out}/∂{names[node]} = {shown}"
+        shown = (
+            format_value(grad, precision, rows="")
+            if small
+            else f"{mark(grad)} {shape_text(grad)} tensor"
+        )
+        caption = f"step {n} of {len(steps)} of the backward pass: {adjoint(names[node])} = {shown}"
         drawing = Diagram(dot.source, len(graph.ops)).titled(caption)
         if fit is not None:
             data = drawing.fitted(fit)[0]
