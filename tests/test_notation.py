@@ -184,3 +184,13 @@ def test_no_line_of_a_random_program_read_twice_is_circular_anywhere(expression,
     bad = [(ln, circular(ln)) for ln in lines if circular(ln)]
     bad += [(ln, circular_tex(ln)) for ln in md if circular_tex(ln)]
     assert not bad, (program, bad[:3])
+
+
+@pytest.mark.parametrize("name", ["layers", "functions", "rnn"])
+def test_calls_explained_as_one_step_write_no_circular_line(name):
+    text = next(p for p in SAMPLES if p.stem == name).read_text()
+    explanation = cg.explain(text, depth=1)
+    lines = str(explanation).splitlines() + explanation.markdown().splitlines()
+    md = explanation.markdown(math="latex").splitlines()
+    assert not [(ln, circular(ln)) for ln in lines if circular(ln)]
+    assert not [(ln, circular_tex(ln)) for ln in md if circular_tex(ln)]
