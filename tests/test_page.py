@@ -276,7 +276,7 @@ def test_a_node_shows_its_chain_rule_and_hides_what_is_not_computed_yet(opened):
     tab.keyboard.press("End")
     panel = tab.text_content("#details")
     assert "x̄ = t̅1̅ · ∂t1/∂x = (-3) · 1" in panel and "not computed yet" not in panel
-    assert "Gradient x̄ = ∂g/∂x" in panel
+    assert "Gradient x̄ (of g, over every path)" in panel
     t1 = node_id(tab, "t1")
     tab.focus(f"#{t1}")  # the keyboard alone reaches a node's details
     assert "t1 = x + y" in tab.text_content("#details")

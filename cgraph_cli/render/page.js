@@ -108,7 +108,7 @@
         const rule = node.adjoint + " = " + node.chain.join("  +  ");
         rows.push(item("Chain rule", rule, done));
       }
-      rows.push(item("Gradient " + node.adjoint + " = ∂" + out + "/∂" + node.name, node.grad_full, done));
+      rows.push(item("Gradient " + node.adjoint + " (of " + out + ", over every path)", node.grad_full, done));
     }
     rows.forEach(([dt, dd]) => dl.append(dt, dd));
     dl.querySelectorAll("dd").forEach((dd) => (dd.style.whiteSpace = "pre-wrap"));

@@ -237,7 +237,7 @@ body {{ font-family: {FONT}; }}
 <ul class="legend">
 <li><span class="swatch pos"></span> gradient &gt; 0 (blue, no sign)</li>
 <li><span class="swatch neg"></span> gradient &lt; 0 (red, with its minus sign)</li>
-<li>± a tensor with entries of both signs (not coloured)</li>
+<li>+ (4, 3) tensor, − (2,) tensor: a gradient shown by its shape, all of one sign; ± both signs (not coloured)</li>
 <li>x̄ (a bar): the gradient of the output over every path; ∂t/∂x: one op's local partial</li>
 <li><span class="badge">1</span> <span class="badge">2</span> operand order where it matters (−, ÷, ^, @)</li>
 <li><span class="swatch const"></span> constant (dashed)</li>
