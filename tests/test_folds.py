@@ -196,3 +196,17 @@ def test_each_frame_says_its_step():
         frames_module.save_frames = original
     assert "step 2 of 5 of the backward pass: z\u0304 = 4" in seen[1][1].decode()
     assert "step 5 of 5 of the backward pass: x\u0304 = &#45;3" in seen[4][1].decode()
+
+
+def test_expand_names_no_call_of_a_program_without_calls(cli, tmp_path):
+    result = cli("render", "sample:seed", "--expand", "layer", "-o", str(tmp_path / "s.png"))
+    assert result.exit_code == 2
+    assert "--expand layer: the program has no call or loop of that name" in result.stderr
+
+
+def test_show_draws_a_call_past_its_depth_as_the_call(cli):
+    result = cli("show", "sample:layers", "--depth", "2", "--no-grads")
+    assert result.exit_code == 0, result.stderr
+    assert "y = layer(h, W2, b2) = [0.5547]  call" in result.stdout
+    assert "its body and arguments: draw more with --depth 3" in result.stdout
+    assert "in layer:" in cli("show", "sample:layers", "--no-grads").stdout

@@ -364,10 +364,13 @@ def dot_diagram(graph: Graph, values, adjoints, options: DiagramOptions, output=
     """:func:`cgraph_cli.render.dot.diagram` with its backward edges labelled."""
     labels = backward_labels(graph, values, options, output)
     plan = None
-    if options.collapse and graph.groups:
-        from .folds import check_expand, fold_plan
+    if options.expand:
+        from .folds import check_expand
 
-        check_expand(graph, options.expand)
+        check_expand(graph, options.expand)  # a name of no call is a mistake to say
+    if options.collapse and graph.groups:
+        from .folds import fold_plan
+
         plan = fold_plan(graph, depth=max(1, options.depth), expand=options.expand)
     return render_dot(graph, values, adjoints, options, output, prefix, labels, plan)
 

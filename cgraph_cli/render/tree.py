@@ -140,9 +140,16 @@ def graph_tree(
             continue
         drawn.add(node)
         grp = calls.get(node)
-        if grp is not None and level < depth:
+        if grp is not None:  # the call, folded (its body not drawn) past the depth
             branch = parent.add(call_line(node, grp))
-            stack.extend(reversed(body(node, grp, branch, level + 1, anchor)))
+            if level < depth:
+                stack.extend(reversed(body(node, grp, branch, level + 1, anchor)))
+            else:
+                branch.add(
+                    Text(
+                        f"… its body and arguments: draw more with --depth {depth + 1}", style="dim"
+                    )
+                )
             continue
         branch = parent.add(line(node, params))
         if named.get(names[node]) == node:
