@@ -210,3 +210,13 @@ def test_show_draws_a_call_past_its_depth_as_the_call(cli):
     assert "y = layer(h, W2, b2) = [0.5547]  call" in result.stdout
     assert "its body and arguments: draw more with --depth 3" in result.stdout
     assert "in layer:" in cli("show", "sample:layers", "--no-grads").stdout
+
+
+def test_fit_folds_a_program_read_from_standard_input(cli, tmp_path):
+    """The folded drawing is made from the program read once: standard input is not read
+    again (it was, and came back empty)."""
+    out = tmp_path / "m.png"
+    result = cli("render", "-", "--fit", "16:9", "--backward", "-o", str(out), input=MLP3)
+    assert result.exit_code == 0, result.stderr
+    assert "calls and loop steps drawn folded" in result.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"

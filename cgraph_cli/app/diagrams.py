@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from ..data.bindings import input_values
 from ..parse import parse
 from ..render.dot import DiagramOptions
 from ..render.dot import diagram as render_dot
-from ..render.fit import READABLE_PX, best_fit, png_bytes, same_canvas, text_px
+from ..render.fit import LEGIBLE_PX, READABLE_PX, best_fit, png_bytes, same_canvas, text_px
 from ..render.image import output_format
 from ..render.layout import check_size, diagram_size
 from ..run.vjp import vjp
@@ -47,6 +48,9 @@ class Diagram:
     # The same drawing with every tensor summarised (shape, mean, range) instead of drawn as a
     # grid, made when asked (``fitted`` does when the grids make the text small); None: no grid.
     summarised: Callable[[], Diagram] | None = field(default=None, compare=False)
+    # The same drawing with each call of a function (and a loop's steps) folded into one box;
+    # None where it has none to fold, or is folded already.
+    folded: Callable[[], Diagram] | None = field(default=None, compare=False)
 
     def titled(self, title: str) -> Diagram:
         """The same drawing under a title (a frame without a border, labelled at the top;
@@ -74,6 +78,7 @@ class Diagram:
             self.nodes,
             self.note,
             None if later is None else lambda: later().titled(title),
+            self.folded,  # titled by the call that makes it
         )
 
     @property
@@ -147,6 +152,19 @@ class Diagram:
         image = same_canvas([png], background, required=True, size=size, shrink=True)
         assert image is not None
         return png_bytes(image[0]), text_px(dot, dpi / 72 * image[1])
+
+    def fitted_folding(
+        self, size: tuple[int, int], *, renderer: str = "auto"
+    ) -> tuple[bytes, float, bool]:
+        """:meth:`fitted`, or, where its text comes out under ``LEGIBLE_PX`` and the drawing
+        has calls or loop steps to fold, the folded drawing fitted if its text reads larger;
+        and whether it is the folded one."""
+        png, px = self.fitted(size, renderer=renderer)
+        if px < LEGIBLE_PX and self.folded is not None:
+            folded_png, folded_px = self.folded().fitted(size, renderer=renderer)
+            if folded_px > px:
+                return folded_png, folded_px, True
+        return png, px, False
 
     def _repr_svg_(self) -> str | None:
         """Jupyter's picture of the diagram; None (the repr instead) where nothing can draw
@@ -235,7 +253,15 @@ def diagram(
         drawn = diagram_of(graph, bindings, options, of=of, focus=focus, force=force)
         if view_note is not None:
             return Diagram(drawn.dot, drawn.nodes, view_note or None)
-        return drawn.titled(ran_title(graph)) if ran_title(graph) else drawn
+        drawn = drawn.titled(ran_title(graph)) if ran_title(graph) else drawn
+        if graph.groups and not options.collapse:  # calls or loop steps to fold
+            folded = partial(
+                diagram, program, bindings, of=of, focus=focus, backward=backward,
+                values=values, grads=grads, theme=theme, rankdir=rankdir,
+                precision=precision, view=view, force=force, collapse=True,
+            )  # fmt: skip
+            drawn = replace(drawn, folded=folded)
+        return drawn
     if focus is not None:
         raise UsageError(
             "--derivative draws the whole derivative program; --focus cannot narrow it",

@@ -121,13 +121,14 @@ def _inside_boxes(graph: Graph) -> set[int]:
 def _small_at(graph: Graph, result, options, fit: tuple[int, int], renderer) -> bool:
     """Whether the finished frame's text would be under 14 px at ``fit`` and folding the
     calls (and loop steps) makes it larger."""
+    from ..render.fit import LEGIBLE_PX
     from .diagrams import Diagram
 
     if not graph.groups:
         return False
     whole = dot_diagram(graph, result.values, result.adjoints, options, output=result.output)
     px = Diagram(whole.source, len(graph.ops)).fitted(fit)[1]
-    if px >= 14:
+    if px >= LEGIBLE_PX:
         return False
     folded = replace(options, collapse=True)
     dot = dot_diagram(graph, result.values, result.adjoints, folded, output=result.output)

@@ -83,10 +83,6 @@ def diagram_options(command):
     return command
 
 
-#: Under this text height (px) at --fit's size, a drawing of calls is folded (if that helps).
-FOLD_BELOW_PX = 14
-
-
 def _diagram(
     args,
     expr,
@@ -321,26 +317,16 @@ def render_command(
         force,
         folds=(collapse, expand, depth or 0),
     )
+    from ..render.fit import LEGIBLE_PX, fit_size
+
     text_px = None
     if fit is not None:
-        from ..render.fit import fit_size
-
-        data, text_px = diagram.fitted(fit_size(fit), renderer=renderer)
-        foldable = graph.groups or graph.control is not None  # calls, or a loop's steps
-        if text_px < FOLD_BELOW_PX and foldable and not (collapse or expand or depth):
-            # Too small to read: each call folded into one box, if that reads larger.
-            folded, _ = _diagram(
-                args, expr, file_, binds, bindings_file, theme, rankdir, precision,
-                no_values, no_grads, backward, derivative, optimized, compare, view, of,
-                focus, force, folds=(True, (), 0),
-            )  # fmt: skip
-            data2, px2 = folded.fitted(fit_size(fit), renderer=renderer)
-            if px2 > text_px:
-                data, text_px = data2, px2
-                output.note(
-                    f"note: calls and loop steps drawn folded, one box each, so that the text "
-                    f"reads at {fit} (--expand NAME opens one)"
-                )
+        data, text_px, folded = diagram.fitted_folding(fit_size(fit), renderer=renderer)
+        if folded:
+            output.note(
+                f"note: calls and loop steps drawn folded, one box each, so that the text "
+                f"reads at {fit} (--expand NAME opens one)"
+            )
     elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
         data = diagram.render(kind, renderer=renderer, dpi=dpi)
     else:  # seconds to minutes of layout: say that something is happening
@@ -350,7 +336,7 @@ def render_command(
     output.write_bytes(data, target)
     if target != "-":
         output.note(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})")
-    if text_px is not None and text_px < 14:
+    if text_px is not None and text_px < LEGIBLE_PX:
         less = [
             option
             for option, usable in (

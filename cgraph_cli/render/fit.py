@@ -17,6 +17,9 @@ SLIDES = {"16:9": (1920, 1080), "4:3": (1440, 1080), "16:10": (1920, 1200)}
 
 #: Nodes' text this many pixels high reads from the back of a room on a 1080p projector.
 READABLE_PX = 20
+#: Under this, cgraph says the text is small for a projector, and folds the calls of functions
+#: (and a loop's steps) into boxes where the drawing has them.
+LEGIBLE_PX = 14
 
 
 def text_px(dot: str, scale: float) -> float:
