@@ -85,27 +85,38 @@ def folded_calls(graph: Graph, depth: int = 1, expand: Iterable[str] = ()) -> di
     """Each node a folded call made (its nested calls' nodes included), mapped to that call
     (an index into ``graph.groups``): the calls below the first ``depth`` levels that
     ``expand`` does not open. Loop steps are not folded here."""
-    groups = graph.groups
-    if not groups:
+    if not graph.groups:
         return {}
+    return _node_heads(graph, _heads(graph, depth, expand, calls_only=True))
+
+
+def _heads(graph: Graph, depth: int, expand: Iterable[str], calls_only: bool) -> list[int]:
+    """The outermost groups drawn folded, in order: below the first ``depth`` levels (the
+    program's own the first), not opened by ``expand``; the groups inside one are not."""
     opened = set(expand)
     level = levels(graph)
-    heads: set[int] = set()
-    closed: set[int] = set()
-    for k, grp in enumerate(groups):
+    heads: list[int] = []
+    closed: set[int] = set()  # folded groups and everything inside them
+    for k, grp in enumerate(graph.groups):  # a parent comes before its children
         if grp.parent in closed:
             closed.add(k)
-        elif grp.kind == "call" and level[k] >= depth - 1 and not opened.intersection(_names(grp)):
-            heads.add(k)
+        elif (
+            (grp.kind == "call" or not calls_only)
+            and level[k] >= depth - 1
+            and not opened.intersection(_names(grp))
+        ):
+            heads.append(k)
             closed.add(k)
-    members = group_of(graph)
-    out = {}
-    for i, k in enumerate(members):
-        while k >= 0 and k not in heads:
-            k = groups[k].parent
-        if k >= 0:
-            out[i] = k
-    return out
+    return heads
+
+
+def _node_heads(graph: Graph, heads: list[int]) -> dict[int, int]:
+    """Each node inside a folded group, mapped to the folded group that holds it."""
+    chosen = set(heads)
+    top: list[int] = []  # per group: the folded group holding it, or -1
+    for k, grp in enumerate(graph.groups):  # a parent's entry is made before its children's
+        top.append(k if k in chosen else top[grp.parent] if grp.parent >= 0 else -1)
+    return {i: top[k] for i, k in enumerate(group_of(graph)) if k >= 0 and top[k] >= 0}
 
 
 def fold_plan(
@@ -122,33 +133,11 @@ def fold_plan(
         return Fold()
     n = len(graph.ops)
     shown = shown if shown is not None else [True] * n
-    opened = set(expand)
-    level = levels(graph)
-    folded: list[int] = []
-    closed: set[int] = set()  # folded groups and everything inside them
-    for k, grp in enumerate(groups):
-        if grp.parent in closed:
-            closed.add(k)
-            continue
-        if level[k] >= depth - 1 and not opened.intersection(_names(grp)):
-            folded.append(k)
-            closed.add(k)
+    folded = _heads(graph, depth, expand, calls_only=False)
     runs = _chains(graph, folded)
     members = group_of(graph)
-    heads = set(folded)
-    top = {}  # group -> the folded group holding it
-    for k in range(len(groups)):
-        p = k
-        while p >= 0 and p not in heads:
-            p = groups[p].parent
-        if p >= 0:
-            top[k] = p
     box_of = {k: b for b, run in enumerate(runs) for k in run}
-    rep: dict[int, int] = {}
-    for i in range(n):
-        k = members[i]
-        if k >= 0 and k in top and shown[i]:
-            rep[i] = box_of[top[k]]
+    rep = {i: box_of[k] for i, k in _node_heads(graph, folded).items() if shown[i]}
     flowing = {groups[run[0]].args[0] for run in runs if groups[run[0]].args}
     flowing |= {
         graph.args[i][0]
