@@ -97,7 +97,8 @@ def figure(
             "shape": [] if values is None else list(np.shape(values[i])),
             "grad": _grad_text(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
             "grad_full": _full(adjoints[i], precision) if has_grad else None,  # type: ignore[index]
-            "sign": _sign(adjoints[i]) if has_grad else 0,  # type: ignore[index]
+            # the one sign rule of the drawings too: 0 (untinted) for entries of both signs
+            "sign": sign(adjoints[i]) if has_grad else 0,  # type: ignore[index]
         }
     edges: list[dict[str, Any]] = []
     for i in shown:
@@ -281,13 +282,6 @@ def steps(
         "edges": edges,
         "events": events,
     }
-
-
-def _sign(x) -> int:
-    """The sign a gradient is tinted by (:func:`cgraph_cli.render.signs.sign`, the one rule
-    of the drawings too): a number's; a tensor's where all its entries (but rounding noise)
-    share it; 0, untinted, for a tensor of entries of both signs."""
-    return sign(x)
 
 
 def _grad_text(x, precision: int | None) -> str:
