@@ -61,6 +61,7 @@ NO_GRADS = {"render", "dot", "show"}
 # --frames draws (explain: backward steps; optimize: passes).
 OWN_HELP = {
     "--depth",  # show: levels of the tree; render: levels of calls drawn open
+    "--fit",  # render: the PNG's size; explain and optimize: each frame's
     "--rows",  # train: in mini-batches
     "--reduce",  # train: how a loss per row becomes the batch's
     "--eps",  # gradcheck: the finite-difference step; train: Adam's epsilon

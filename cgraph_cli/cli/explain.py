@@ -11,6 +11,7 @@ from .options import (
     check_gif,
     common_options,
     format_option,
+    frames_fit,
     frames_options,
     load,
     of_option,
@@ -57,6 +58,7 @@ def explain_command(
     precision,
     frames,
     frames_format,
+    fit,
     theme,
     gif,
     mp4,
@@ -72,12 +74,14 @@ def explain_command(
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
       cgraph explain sample:seed --frames frames/ --gif seed.gif   # and an animation
       cgraph explain sample:seed --frames frames/ --mp4 seed.mp4   # or a video
+      cgraph explain sample:mlp --frames frames/ --fit 16:9    # 1920x1080 slides
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..app.api import explain
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
+    size = frames_fit(frames, frames_format, fit)
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..app.frames import frames_folder
 
@@ -100,8 +104,9 @@ def explain_command(
         ran = result.graph  # the graph that ran, for a program with if/else or loops
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
             written = write_frames(
-                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif, mp4=mp4
-            )
+                ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif,
+                mp4=mp4, fit=size,
+            )  # fmt: skip
         output.note(f"wrote {len(written)} frames to {frames}" + also_written(gif, mp4))
 
 
