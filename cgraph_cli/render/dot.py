@@ -213,6 +213,8 @@ def diagram(
             continue
         dot.node(f"{prefix}{i}", f"<{label}>", **attrs)
     drawn: set[tuple[str, str]] = set()
+    single = _read_once(graph, shown, prefix, rep) if rep and options.backward else set()
+    owner = names[out] if names[out].isidentifier() else "out"
     for i, args in enumerate(graph.args):
         if not shown[i]:
             continue
@@ -221,9 +223,14 @@ def diagram(
                 ends = (_end(prefix, rep, a), _end(prefix, rep, i))
                 if ends[0] != ends[1] and ends not in drawn:
                     drawn.add(ends)
-                    attrs = {}
+                    whole = f"∂{owner}/∂{names[a]}" if ends[0] in single else None
+                    attrs = _folded_edge_attrs(
+                        graph, i, k, theme, options, edge_labels, fold, whole
+                    )
                     if tensors and values is not None and is_tensor(values[a]):
-                        attrs["label"] = shape_text(values[a])
+                        attrs["label"] = shape_text(values[a]) + (
+                            "\\n" + attrs["label"] if "label" in attrs else ""
+                        )
                     dot.edge(*ends, **attrs)
                 continue
             tail = f"{prefix}{a}"
@@ -262,6 +269,43 @@ def _end(prefix: str, rep: Mapping[int, int], i: int) -> str:
     """The DOT name an edge meets node ``i`` at: its folded box's, or its own."""
     b = rep.get(i)
     return f"{prefix}{i}" if b is None else f"{prefix}g{b}"
+
+
+def _read_once(graph: Graph, shown, prefix: str, rep: Mapping[int, int]) -> set[str]:
+    """The drawn ends (a node or a folded box) whose value one drawn end alone reads: the
+    gradient that crosses their edge backwards is all of theirs (``∂loss/∂h``)."""
+    readers: dict[str, set[str]] = {}
+    for i, args in enumerate(graph.args):
+        if shown[i]:
+            for a in args:
+                tail, head = _end(prefix, rep, a), _end(prefix, rep, i)
+                if tail != head:
+                    readers.setdefault(tail, set()).add(head)
+    return {tail for tail, heads in readers.items() if len(heads) == 1}
+
+
+def _folded_edge_attrs(
+    graph, i, k, theme, options, edge_labels, fold, whole: str | None
+) -> dict[str, str]:
+    """An edge into or out of a folded box, in the backward view: drawn against the flow
+    where a gradient crosses it, labelled with what crosses it: the reverse rule of the open
+    node that reads a box's result, or the vector-Jacobian product of the box that reads
+    the value (``vjp of layer(h, W2, b2)``); ``whole`` (``∂loss/∂h``) instead where one end
+    alone reads the value, so that what crosses is all of its gradient."""
+    if not options.backward:
+        return {}
+    a = graph.args[i][k]
+    if graph.ops[a] is CONST:
+        return {}
+    b = fold.rep.get(i)
+    if b is None:  # an open node reading a box's result: its own rule, as unfolded
+        attrs = _edge_attrs(graph, i, k, theme, options, edge_labels)
+    else:
+        attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward}
+        attrs.update(penwidth="1.4", label=f"vjp of {fold.boxes[b].label}")
+    if attrs and whole is not None:
+        attrs["label"] = whole
+    return attrs
 
 
 def _box_label(box, theme: Theme, fmt, value, grad, scale, in_full, names) -> str:
