@@ -60,9 +60,9 @@ NO_GRADS = {"render", "dot", "show"}
 # the order (diff: derivatives up to N; gradcheck: which derivatives it checks), what
 # --frames draws (explain: backward steps; optimize: passes).
 OWN_HELP = {
-    "--fit",  # render: the drawing's size; explain: its frames'
     "--expand",  # render: calls drawn open; explain: calls explained inside
     "--depth",  # show: levels of the tree; render: levels of calls drawn open
+    "--fit",  # render: the PNG's size; explain and optimize: each frame's
     "--rows",  # train: in mini-batches
     "--reduce",  # train: how a loss per row becomes the batch's
     "--eps",  # gradcheck: the finite-difference step; train: Adam's epsilon

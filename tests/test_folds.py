@@ -179,23 +179,7 @@ def test_explain_frames_fit_a_slide_with_a_caption_and_fold_the_calls(cli, tmp_p
         assert int.from_bytes(data[16:20], "big") == 1920
         assert int.from_bytes(data[20:24], "big") == 1080
     bad = cli("explain", "sample:layers", "--fit", "16:9")
-    assert bad.exit_code == 2 and "--fit sizes PNG frames" in bad.stderr
-
-
-def test_each_frame_says_its_step():
-    from cgraph_cli import grad
-    from cgraph_cli.app import frames as frames_module
-
-    seen = []
-    r = grad("g = (x + y) * z", {"x": 1, "y": 3, "z": -3})
-    original = frames_module.save_frames
-    try:
-        frames_module.save_frames = lambda frames, *a, **k: seen.extend(frames) or []
-        frames_module.write_frames(r.graph, r, "unused", fmt="svg")
-    finally:
-        frames_module.save_frames = original
-    assert "step 2 of 5 of the backward pass: z\u0304 = 4" in seen[1][1].decode()
-    assert "step 5 of 5 of the backward pass: x\u0304 = &#45;3" in seen[4][1].decode()
+    assert bad.exit_code == 2 and "--fit sizes the frames" in bad.stderr
 
 
 def test_expand_names_no_call_of_a_program_without_calls(cli, tmp_path):
@@ -220,3 +204,69 @@ def test_fit_folds_a_program_read_from_standard_input(cli, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "calls and loop steps drawn folded" in result.stderr
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def _drawn(dot: str) -> list[str]:
+    """The names of the nodes a DOT text draws (forward, band, copies)."""
+    return re.findall(r"^\t+(\w+) \[label=", dot, flags=re.M)
+
+
+def _edges(dot: str) -> list[str]:
+    return [line.strip() for line in dot.splitlines() if " -> " in line]
+
+
+@pytest.mark.parametrize(
+    ("source", "boxes", "crossing"),
+    [
+        ("samples/layers.cg", 3, ["x\u0304", "h\u0304", "y\u0304"]),
+        (None, 4, ["x\u0304", "<O>h1</O>", "<O>h2</O>", "y\u0304"]),
+    ],
+)
+def test_the_backward_view_folds_with_its_edges_against_the_flow(source, boxes, crossing):
+    text = open(source).read() if source else MLP3
+    full, folded = diagram(text, backward=True), diagram(text, backward=True, collapse=True)
+    assert len(_drawn(folded.dot)) == boxes + 1 < len(_drawn(full.dot))  # the boxes and x
+    edges = _edges(folded.dot)
+    assert len(edges) == boxes and all("dir=back" in e for e in edges)
+    for label in crossing:  # what crosses each edge backwards: all of that value's gradient
+        assert sum(f"<BR/>{label}>" in e for e in edges) == 1, label
+
+
+def test_an_edge_into_a_box_from_a_value_read_twice_says_whose_vjp_crosses_it():
+    text = (
+        "def f(u, w):\n    return tanh(w * u)\ninput x = 0.5, a = 2, b = 3\ny = f(x, a) + f(x, b)"
+    )
+    edges = _edges(diagram(text, backward=True, collapse=True).dot)
+    assert sum("vjp of f(x, a)" in e for e in edges) == sum("vjp of f(x, b)" in e for e in edges)
+    assert any("vjp of f(x, a)" in e and "dir=back" in e for e in edges)
+
+
+@pytest.mark.parametrize(
+    ("source", "calls", "most"),
+    [
+        ("samples/layers.cg", ["layer(x, W1, b1)", "layer(h, W2, b2)", "mse(y, t)"], 8),
+        (None, ["layer(x, W1, b1)", "layer(h1, W2, b2)", "layer(h2, W3, b3)", "mse(y, t)"], 14),
+    ],
+)
+def test_the_derivative_band_folds_into_one_box_per_call(source, calls, most):
+    text = open(source).read() if source else MLP3
+    full = diagram(text, derivative=True).dot
+    folded = diagram(text, derivative=True, collapse=True).dot
+    drawn = _drawn(folded)
+    assert len(drawn) <= most < len(_drawn(full))
+    band = [name for name in drawn if name.startswith("dg")]
+    assert len(band) == len(calls)
+    for call in calls:  # each box under its call's box, joined in one column
+        k = calls.index(call)
+        assert f"∂ {call}" in folded
+        assert f"{{rank=same; ng{k}; dg{k}}}" in folded
+    # what the inputs of the second layer receive, shown in its box; its inner steps are not
+    box = re.search(r"\tdg1 \[label=<(.*)>", folded).group(1)
+    for name in ("dloss_dW2", "dloss_db2"):
+        assert name in box
+    assert "dloss_dt4" not in box  # a step inside the call
+
+
+def test_derivative_collapse_of_a_program_without_calls_draws_as_before():
+    text = open("samples/seed.cg").read()
+    assert diagram(text, derivative=True, collapse=True).dot == diagram(text, derivative=True).dot

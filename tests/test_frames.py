@@ -5,6 +5,7 @@ for the whole sequence, the frames of an earlier run removed (nothing else), the
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -310,3 +311,106 @@ def test_fit_warns_when_the_text_comes_out_small(cli, tmp_path):
     assert r.exit_code == 0 and "calls and loop steps drawn folded" in r.stderr
     r = cli("render", "sample:seed", "--fit", "16:9", "-o", str(tmp_path / "seed.svg"))
     assert r.exit_code == 2 and "--fit makes a PNG" in r.stderr
+
+
+# --- explain --frames --fit, captions, one layout, folded frames (issue 26) ---------------------
+MLP3 = """\
+def layer(x, W, b):
+    return tanh(W @ x + b)
+def mse(y, t):
+    return mean((y - t)^2)
+input x = [1, 2, 3], t = [0.5, -0.5]
+input W1 = [[0.1, 0.2, 0.3], [0.3, -0.4, 0.1], [0.5, 0.6, -0.1]], b1 = [0, 0.1, -0.1]
+input W2 = [[0.2, -0.3, 0.4], [0.1, 0.2, 0.3], [0.5, 0.6, -0.1]], b2 = [0.05, 0, 0.1]
+input W3 = [[0.2, -0.3, 0.4], [0.1, 0.2, 0.3]], b3 = [0.05, 0]
+h1 = layer(x, W1, b1)
+h2 = layer(h1, W2, b2)
+y = layer(h2, W3, b3)
+loss = mse(y, t)
+"""
+
+
+def _ran(source: str):
+    from cgraph_cli import grad
+
+    return grad(source)
+
+
+@pytest.mark.parametrize(("fit", "size"), [("16:9", (1920, 1080)), ("640x480", (640, 480))])
+def test_explain_frames_fit_a_slide(cli, tmp_path, fit, size):
+    folder = tmp_path / "slides"
+    r = cli("explain", "sample:mlp", "--frames", str(folder), "--fit", fit, "-q")
+    assert r.exit_code == 0, r.stderr
+    assert len(list(folder.glob("frame-*.png"))) == 14
+    assert sizes(folder) == {size}
+
+
+def test_each_frame_says_its_step_in_a_caption():
+    from cgraph_cli.app.frames import explain_frames
+
+    r = _ran(open("samples/mlp.cg").read())
+    frames = explain_frames(r.graph, r, "svg")
+    assert len(frames) == 14
+    first, fifth = frames[0][1].decode(), frames[4][1].decode()
+    assert "step 1 of 14, backward: l̅o̅s̅s̅ = 1" in first
+    assert "step 5 of 14, backward: t̅3̅ = (4, 2) tensor in" in fifth
+    assert "(t3 = H @ W2)" in fifth
+
+
+def test_frames_are_drawn_on_one_layout_nothing_moves():
+    """The nodes stand at the same place in every frame (one layout, the last frame's)."""
+    from cgraph_cli.app.frames import explain_frames
+
+    r = _ran(open("samples/neuron.cg").read())
+    frames = [data.decode() for _, data in explain_frames(r.graph, r, "svg")]
+    node = (
+        r'<g id="node\d+" class="node">\s*<title>([^<]*)</title>\s*<\w+ [^>]*(?:d|points)="([^"]+)"'
+    )
+    boxes = [re.findall(node, f) for f in frames]
+    assert len(boxes[0]) >= 8 and all(b == boxes[0] for b in boxes)
+    assert "?" in frames[0] and "?" not in re.sub(r"<[^>]+>", "", frames[-1])
+
+
+def test_frames_of_a_program_with_functions_fold_where_the_text_would_be_small(cli, tmp_path):
+    from cgraph_cli.app.explain import frame_order
+    from cgraph_cli.app.frames import FrameSequence
+    from cgraph_cli.render.dot import DiagramOptions
+
+    r = _ran(MLP3)
+    order = frame_order(r.graph, r.output)
+    folded = FrameSequence(r.graph, r, order, DiagramOptions(backward=True, collapse=True))
+    # a frame for the output, each call's box (its result's gradient) and x
+    assert len(folded.steps) == 5 < len(order)
+    assert "what layer(h1, W2, b2) returns" in " ".join(folded.captions)
+    last = folded.dot(len(folded.steps) - 1)
+    assert "layer(h2, W3, b3)" in last and "holds W3, b3" in last
+    source = tmp_path / "mlp3.cg"
+    source.write_text(MLP3)
+    folder = tmp_path / "slides"
+    done = cli("explain", str(source), "--frames", str(folder), "--fit", "480x270", "-q")
+    assert done.exit_code == 0, done.stderr
+    assert len(list(folder.glob("frame-*.png"))) == 5
+    assert sizes(folder) == {(480, 270)}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--fit", "16:9"), "--fit sizes the frames: say where they go with --frames DIR"),
+        (("--frames", "f", "--frames-format", "svg", "--fit", "16:9"), "--fit makes PNG frames"),
+        (("--frames", "f", "--fit", "huge"), "--fit huge: not a slide's shape"),
+    ],
+)
+def test_frames_fit_usage_errors(cli, tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    r = cli("explain", "sample:seed", *args)
+    assert r.exit_code == 2 and message in r.stderr
+    assert not (tmp_path / "f").exists() or not any((tmp_path / "f").iterdir())
+
+
+def test_optimize_frames_fit_a_slide(cli, tmp_path):
+    folder = tmp_path / "slides"
+    r = cli("optimize", "sample:rewrites", "--frames", str(folder), "--fit", "16:9", "-q")
+    assert r.exit_code == 0, r.stderr
+    assert len(list(folder.glob("*.png"))) > 2
+    assert sizes(folder) == {(1920, 1080)}

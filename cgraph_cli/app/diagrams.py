@@ -631,7 +631,15 @@ def derivative_diagram_of(
     check_size(count, force, "the diagram with its derivative program", "--of NAME")
     shown_values = view.forward_values if options.values and view.values is not None else None
     labels = backward_labels(graph, shown_values, options, view.output)
-    return Diagram(derivative_diagram(graph, view, options, labels).source, count, note)
+    plan = band = None
+    if options.collapse and graph.groups:
+        from .folds import band_fold, check_expand, fold_plan
+
+        check_expand(graph, options.expand)
+        plan = fold_plan(graph, depth=options.depth, expand=options.expand)
+        band = band_fold(graph, view, plan)
+    dot = derivative_diagram(graph, view, options, labels, plan, band)
+    return Diagram(dot.source, count, note)
 
 
 VIEWS = ("auto", "static", "run")

@@ -205,3 +205,87 @@ def _held_inputs(
         if len(boxes) == 1 and a not in outside and a != graph.output and a not in rep:
             held.setdefault(next(iter(boxes)), []).append(a)
     return held
+
+
+@dataclass(frozen=True)
+class BandBox:
+    """One folded box of the derivative band: the backward code of a call (``∂ layer(h, W2,
+    b2)``), the box of the forward drawing it stands under, and the statements it shows:
+    the gradients the call's inputs receive (``dloss_dh``, ``dloss_dW2``), as
+    ``(name, program node)``."""
+
+    label: str
+    under: int
+    shows: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class BandFold:
+    """The derivative band folded as the forward drawing is (``render --derivative
+    --collapse``): its boxes, and the box each derivative node stands in."""
+
+    boxes: list[BandBox] = field(default_factory=list)
+    rep: dict[int, int] = field(default_factory=dict)
+    # constants of the backward code that only boxes read (several): not drawn
+    hidden: set[int] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.boxes)
+
+
+def band_fold(graph: Graph, view, plan: Fold) -> BandFold:
+    """The boxes of ``view``'s derivative band (a ``DerivativeView``) for the forward
+    drawing's ``plan``: the backward code of each folded call (the derived graph's group
+    ``∂ layer#2``) in one box under the call's box; a statement is shown in the box when it
+    is the gradient of an input of the call (drawn outside the call's box, or held in it).
+
+    >>> from cgraph_cli import parse
+    >>> from cgraph_cli.app.diagrams import derivative_view
+    >>> g = parse(open("samples/layers.cg").read())
+    >>> band = band_fold(g, derivative_view(g)[0], fold_plan(g))
+    >>> [(box.label, [name for name, _ in box.shows]) for box in band.boxes][1:]
+    [('∂ layer(h, W2, b2)', ['dloss_db2', 'dloss_dW2', 'dloss_dh']), ('∂ mse(y, t)', ['dloss_dy', 'dloss_dt'])]
+    """
+    program = view.program
+    if not plan or not program.groups:
+        return BandFold()
+    forward_box = {key: b for b, box in enumerate(plan.boxes) for key in box.keys}
+    groups = program.groups
+
+    def under(k: int) -> int | None:  # the forward box of the folded call group k is in
+        while k >= 0:
+            grp = groups[k]
+            found = forward_box.get(grp.key.removeprefix("∂ ")) if grp.kind == "grad" else None
+            if found is not None:
+                return found
+            k = grp.parent
+        return None
+
+    members = group_of(program)
+    boxed = {k: under(k) for k in set(members[view.first_node :]) if k >= 0}
+    opened = sorted({b for b in boxed.values() if b is not None})
+    index = {b: n for n, b in enumerate(opened)}
+    rep = {
+        i: index[b]
+        for i in range(view.first_node, len(program.ops))
+        if (b := boxed.get(members[i])) is not None and program.ops[i] is not CONST
+    }
+    readers: dict[int, set[int]] = {}  # a constant is in the box that alone reads it
+    for i in range(view.first_node, len(program.ops)):
+        for a in program.args[i]:
+            if a >= view.first_node and program.ops[a] is CONST:
+                readers.setdefault(a, set()).add(rep.get(i, -1))
+    hidden = {a for a, r in readers.items() if -1 not in r}  # backward code's own numbers
+    rep.update({a: min(r) for a, r in readers.items() if len(r) == 1 and -1 not in r})
+    shows: dict[int, list[tuple[str, int]]] = {}
+    for name, node, target in view.statements:
+        n = rep.get(node)
+        if n is None or target is None:
+            continue
+        if plan.rep.get(target) != opened[n] or graph.ops[target] is INPUT:
+            shows.setdefault(n, []).append((name, node))
+    boxes = [
+        BandBox(f"∂ {plan.boxes[b].label}", b, tuple(shows.get(n, ())))
+        for n, b in enumerate(opened)
+    ]
+    return BandFold(boxes, rep, hidden - set(rep))

@@ -5,7 +5,6 @@ an H.264 video. Only the frames an earlier run of the same command wrote are rep
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from ..core.errors import UsageError, cannot_write
@@ -15,8 +14,7 @@ from ..data.outputs import listed, write_file, write_list
 from ..render.dot import DiagramOptions
 from ..render.fit import png_bytes, same_canvas
 from ..render.layout import diagram_size
-from ..render.notation import adjoint
-from ..render.signs import mark
+from ..render.notation import total
 from .diagrams import dot_diagram
 
 
@@ -53,86 +51,233 @@ def write_frames(
     gif: str | None = None,
     mp4: str | None = None,
     fit: tuple[int, int] | None = None,
+    renderer: str = "auto",
 ) -> list:
-    """One diagram per step of the backward pass: frame k shows the gradients of the first k
-    nodes the pass reaches (the output first); the others show "?". Each frame is captioned
-    with its step (``step 3 of 9 of the backward pass: t̅1̅ = -3``: the gradient over every path,
-    in the notation of :mod:`cgraph_cli.render.notation`). Every frame tints by
-    the same scale (the largest gradient of the last frame) and, as PNG, has the same canvas;
-    the frames an earlier run left in ``folder`` go first. ``fit``: PNG frames of exactly that
-    size (a slide), the calls of functions folded where the text would be under 14 px.
-    ``gif``, ``mp4``: also an animation, a video. Returns the paths. ``on_frame()`` is called
-    after each frame (a progress bar)."""
-    import math
+    """One diagram per step of the backward pass (see :func:`explain_frames`), written into
+    ``folder``; the frames an earlier run left there go first. ``gif``, ``mp4``: also an
+    animation, a video. Returns the paths. ``on_frame()`` is called after each frame (a
+    progress bar)."""
+    from ..render.dot import THEMES
 
-    from ..core.names import node_names
-    from ..core.numfmt import format_value, is_tensor, shape_text
-    from ..render.dot import THEMES, _magnitude
-    from ..render.image import choose, render
-    from .diagrams import Diagram
+    frames = explain_frames(graph, result, fmt, precision, on_frame, theme, dpi, fit, renderer)
+    return save_frames(frames, folder, "explain", THEMES[theme].background, gif, mp4, size=fit)
+
+
+def explain_frames(
+    graph: Graph,
+    result,
+    fmt: str = "png",
+    precision: int = 4,
+    on_frame=None,
+    theme: str = "light",
+    dpi: int = 110,
+    fit: tuple[int, int] | None = None,
+    renderer: str = "auto",
+) -> list[tuple[str, bytes]]:
+    """The frames of the backward pass, ``(name, image)``: frame k shows the gradients of the
+    first k nodes the pass reaches (the output first); the others show "?", and a caption
+    says the step (``step 5 of 14, backward: ∂loss/∂Y = ...``). Every frame tints by the same
+    scale (the largest gradient of the last frame) and is drawn on one layout (the last
+    frame's), so nothing moves and every frame has one size. ``fit``: frames of exactly that
+    many pixels, the drawing as large as fits (as ``render --fit``), each call folded into
+    one box where the text would otherwise be under 14 px; then a frame is drawn only when
+    a drawn node's gradient arrives."""
+    from ..render.dot import _magnitude
+    from ..render.image import choose
+    from ..render.pinned import draw, laid_out, node_labels, png_size
     from .explain import frame_order
 
     order = frame_order(graph, result.output)
-    renderer = choose(fmt)
     reach = ancestors(graph, result.output)
     scale = max((_magnitude(result.adjoints[i]) for i in order if reach[i]), default=0.0)
     options = DiagramOptions(precision=precision, backward=True, theme=theme, scale=scale)
-    folded = fit is not None and _small_at(graph, result, options, fit, renderer)
-    if folded:
-        options = replace(options, collapse=True)
-    names = node_names(graph)
-    # Folded, a node inside a box changes nothing drawn: one frame per box (at what it returns)
-    hidden = _inside_boxes(graph) if folded else set()
-    steps = [k for k in range(1, len(order) + 1) if order[k - 1] not in hidden]
-    width = len(str(len(steps)))
+    plain = choose("png" if fit else fmt, renderer)
+    seq = FrameSequence(graph, result, order, options)
+    best = seq.dot(len(seq.steps) - 1)
+    if fit is not None:
+        seq, best, dpi = _fitted(seq, fit, renderer)
+    layout = laid_out(best, plain)
+    final = seq.caption_html(len(seq.steps) - 1)
+    width = len(str(len(seq.steps)))
+    extra = (0.0, 0.0)
     frames = []
-    for n, k in enumerate(steps, 1):
-        known = set(order[:k])
-        adjoints = [a if i in known else math.nan for i, a in enumerate(result.adjoints)]
-        dot = dot_diagram(graph, result.values, adjoints, options, output=result.output)
-        node = order[k - 1]
-        grad = result.adjoints[node]
-        small = not is_tensor(grad) or grad.size <= 6
-        shown = (
-            format_value(grad, precision, rows="")
-            if small
-            else f"{mark(grad)} {shape_text(grad)} tensor"
-        )
-        caption = f"step {n} of {len(steps)} of the backward pass: {adjoint(names[node])} = {shown}"
-        drawing = Diagram(dot.source, len(graph.ops)).titled(caption)
+    for k in range(len(seq.steps)):
+        text = layout.with_labels(node_labels(seq.dot(k)), (final, seq.caption_html(k)))
         if fit is not None:
-            data = drawing.fitted(fit)[0]
+            data = draw(layout.padded(text, fit, dpi, extra), fmt, plain, dpi)
+            got = png_size(data)
+            if k == 0 and got != fit:  # Graphviz rounds: correct the margin once
+                extra = (fit[0] - got[0], fit[1] - got[1])
+                data = draw(layout.padded(text, fit, dpi, extra), fmt, plain, dpi)
         else:
-            data = render(drawing.dot, fmt, renderer, dpi)
-        frames.append((f"frame-{n:0{width}d}.{fmt}", data))
+            data = draw(text, fmt, plain, dpi)
+        frames.append((f"frame-{k + 1:0{width}d}.{fmt}", data))
         if on_frame is not None:
             on_frame()
-    return save_frames(frames, folder, "explain", THEMES[theme].background, gif, mp4)
+    return frames
 
 
-def _inside_boxes(graph: Graph) -> set[int]:
-    """The nodes a folded drawing hides inside its boxes (all but what each box returns)."""
-    from .folds import fold_plan
+def _fitted(seq: FrameSequence, size: tuple[int, int], renderer: str):
+    """The frames' drawing that reads largest at ``size`` (as ``render --fit`` chooses):
+    tensors drawn as grids, else summarised, else each call folded into one box; returns
+    the sequence, its last frame's DOT as laid out for the size, and the dots per inch."""
+    from ..render.fit import LEGIBLE_PX, READABLE_PX, best_fit, text_px
 
-    plan = fold_plan(graph)
-    return {i for i, b in plan.rep.items() if i != plan.boxes[b].output}
+    def tried(candidate: FrameSequence) -> tuple[float, str, FrameSequence]:
+        scale, dot = best_fit(candidate.dot(len(candidate.steps) - 1), size, renderer)
+        return scale, dot, candidate
+
+    best = tried(seq)
+    if text_px(best[1], best[0]) < READABLE_PX and seq.has_grids():
+        summarised = tried(seq.with_options(in_full=0))
+        if summarised[0] > best[0] * 1.1:
+            best = summarised
+    if text_px(best[1], best[0]) < LEGIBLE_PX and seq.graph.groups:
+        folded = tried(best[2].with_options(collapse=True))
+        if folded[0] > best[0]:
+            best = folded
+    scale, dot, chosen = best
+    return chosen, dot, 72 * scale
 
 
-def _small_at(graph: Graph, result, options, fit: tuple[int, int], renderer) -> bool:
-    """Whether the finished frame's text would be under 14 px at ``fit`` and folding the
-    calls (and loop steps) makes it larger."""
-    from ..render.fit import LEGIBLE_PX
-    from .diagrams import Diagram
+class FrameSequence:
+    """The frames of a backward pass drawn with ``options``: which steps get a frame (every
+    node's, or with the calls folded, those a drawn box or node shows), each frame's DOT and
+    caption."""
 
-    if not graph.groups:
-        return False
-    whole = dot_diagram(graph, result.values, result.adjoints, options, output=result.output)
-    px = Diagram(whole.source, len(graph.ops)).fitted(fit)[1]
-    if px >= LEGIBLE_PX:
-        return False
-    folded = replace(options, collapse=True)
-    dot = dot_diagram(graph, result.values, result.adjoints, folded, output=result.output)
-    return Diagram(dot.source, len(graph.ops)).fitted(fit)[1] > px
+    def __init__(self, graph: Graph, result, order: list[int], options: DiagramOptions):
+        self.graph, self.result, self.order, self.options = graph, result, order, options
+        self.plan = None
+        if options.collapse and graph.groups:
+            from .folds import fold_plan
+
+            self.plan = fold_plan(graph)
+        self.steps = drawn_steps(order, self.plan)
+        self.captions = [self._caption(k) for k in range(len(self.steps))]
+        self.width = max(len(c) for c in self.captions) if self.captions else 0
+
+    def with_options(self, **changes) -> FrameSequence:
+        from dataclasses import replace
+
+        return FrameSequence(self.graph, self.result, self.order, replace(self.options, **changes))
+
+    def has_grids(self) -> bool:
+        """Whether some tensor is drawn element by element (summarising it could help)."""
+        from ..core.numfmt import is_tensor
+
+        full = self.options.in_full
+        return any(is_tensor(v) and 0 < v.size <= full and v.ndim <= 2 for v in self.result.values)
+
+    def dot(self, k: int) -> str:
+        """Frame ``k``'s DOT, its caption above the drawing."""
+        import math
+
+        known = set(self.order[: self.steps[k] + 1])
+        adjoints = [a if i in known else math.nan for i, a in enumerate(self.result.adjoints)]
+        r = self.result
+        dot = dot_diagram(self.graph, r.values, adjoints, self.options, output=r.output).source
+        return captioned(dot, self.caption_html(k))
+
+    def caption_html(self, k: int) -> str:
+        """Caption ``k`` as the HTML inside the frame's label: every caption as wide as the
+        longest (so that one layout holds them all), its text set left."""
+        import html
+
+        width = round(self.width * CAPTION_CHAR_PT)
+        return (
+            f'<TABLE BORDER="0" CELLPADDING="0" CELLSPACING="0" WIDTH="{width}"><TR>'
+            f'<TD ALIGN="LEFT"><FONT POINT-SIZE="{CAPTION_PT}">'
+            f"{html.escape(self.captions[k], quote=False)}</FONT></TD></TR></TABLE>"
+        )
+
+    def _caption(self, k: int) -> str:
+        from ..core.names import node_names
+
+        graph, r = self.graph, self.result
+        names = node_names(graph)
+        node = self.order[self.steps[k]]
+        return frame_caption(graph, names, r.output, node, r.adjoints[node], k, len(self.steps),
+                             self.options.precision, self._box_of(node))  # fmt: skip
+
+    def _box_of(self, node: int) -> str | None:
+        if not self.plan or node not in self.plan.rep:
+            return None
+        return self.plan.boxes[self.plan.rep[node]].label
+
+
+#: The caption's type size (points), and the width that holds one of its characters.
+CAPTION_PT = 15
+CAPTION_CHAR_PT = 8.2
+#: A caption's most characters: a long formula ends in "…".
+CAPTION_CHARS = 110
+
+
+def drawn_steps(order: list[int], plan) -> list[int]:
+    """The steps (indices into ``order``) that get a frame: every one, or with ``plan``
+    folding calls into boxes, those of a node drawn open or of what a box returns."""
+    if not plan:
+        return list(range(len(order)))
+    outputs = {box.output for box in plan.boxes}
+    return [k for k, i in enumerate(order) if i not in plan.rep or i in outputs]
+
+
+def frame_caption(
+    graph: Graph, names, out: int, node: int, gradient, k: int, n: int, precision, box=None
+) -> str:
+    """The caption of frame ``k`` of ``n``: the step, the gradient that arrived and where.
+
+    >>> from cgraph_cli import grad
+    >>> from cgraph_cli.core.names import node_names
+    >>> r = grad("p = x + y; g = p * z", {"x": 1, "y": 3, "z": -3})
+    >>> frame_caption(r.graph, node_names(r.graph), 4, 2, -3.0, 1, 5, 4)
+    'step 2 of 5, backward: p̄ = -3   (p = x + y)'
+    """
+    from ..core.ops import INPUT, PREC_ATOM
+    from ..parse.unparse import combine
+
+    text = f"step {k + 1} of {n}, backward: {total(names[node])} = "
+    text += short_value(gradient, precision)
+    if node == out:
+        text += "   (the output: the backward pass starts here)"
+    elif box is not None:
+        text += f"   (what {box} returns)"
+    elif graph.ops[node] is not INPUT:
+        args = [(names[a], PREC_ATOM) for a in graph.args[node]]
+        formula = combine(graph.ops[node], args, params=graph.params.get(node, ()))[0]
+        text += f"   ({names[node]} = {formula})"
+    return text if len(text) <= CAPTION_CHARS else text[: CAPTION_CHARS - 1] + "…"
+
+
+def short_value(value, precision) -> str:
+    """A value in a few characters: a number, a small tensor in full, a large one's shape
+    and range."""
+    from ..core.numfmt import format_number, is_tensor, nested, shape_text
+
+    if not is_tensor(value):
+        return format_number(value, precision)
+    if value.size <= 4:
+        return nested(value, precision)
+    flat = value.ravel()
+    low, high = (format_number(float(f(flat)), precision) for f in (min, max))
+    return f"{shape_text(value)} tensor in [{low}, {high}]"
+
+
+def captioned(dot: str, caption: str) -> str:
+    """``dot`` under a caption (``caption``: HTML), as :meth:`Diagram.titled` puts a title:
+    the nodes in a frame without a border, labelled at the top; the legend stays under."""
+    import re
+
+    lines = dot.rstrip().rstrip("}").splitlines()
+    node = re.compile(r"\tn(g?\d)")
+    head = [lines[0]] + [line for line in lines[1:] if not node.match(line)]
+    body = [f"\t{line}" for line in lines[1:] if node.match(line)]
+    frame = [
+        "\tsubgraph cluster_title {",
+        f"\t\tlabel=<{caption}> labelloc=t labeljust=l peripheries=0 margin=12",
+        *body,
+        "\t}",
+    ]
+    return "\n".join([*head, *frame, "}"]) + "\n"
 
 
 #: The list of the frames a command wrote in a folder, one name a line, beside them: a new
@@ -148,12 +293,13 @@ def save_frames(
     background: str,
     gif: str | None = None,
     mp4: str | None = None,
+    size: tuple[int, int] | None = None,
 ):
     """Write ``frames`` (name, bytes) into ``folder``, the frames of ``kind`` ("explain",
     "optimize"): those its earlier run left there (its manifest names them) go first, and
     nothing else there is removed or overwritten (exit 2 before any is written). PNG frames
-    are padded to one canvas (the largest, centred, on ``background``: Pillow, the plot
-    extra); ``gif``: the frames as an animated GIF, 1.2 s each and 3 s on the last; ``mp4``:
+    are padded to one canvas (``size``, or the largest; centred, on ``background``: Pillow,
+    the plot extra) where they differ; ``gif``: the frames as an animated GIF, 1.2 s each and 3 s on the last; ``mp4``:
     the same as an H.264 video (PyAV, the video extra). Returns the paths written."""
 
     folder = Path(folder)
@@ -179,9 +325,15 @@ def save_frames(
     pngs = all(name.endswith(".png") for name, _ in frames)
     images = None
     if pngs and frames:
+        from ..render.pinned import png_size
+
         wanted = gif is not None or mp4 is not None
-        images = same_canvas([data for _, data in frames], background, required=wanted)
-        if images is not None:
+        sizes = {png_size(data) for _, data in frames}
+        uniform = len(sizes) == 1 and (size is None or sizes == {size})
+        if wanted or not uniform:  # decoded only to pad frames to one canvas, or to animate
+            required = wanted or size is not None
+            images = same_canvas([data for _, data in frames], background, required, size)
+        if images is not None and not uniform:
             frames = [(name, png_bytes(image)) for (name, _), image in zip(frames, images)]
     paths = []
     for name, data in frames:

@@ -12,6 +12,7 @@ from .options import (
     check_gif,
     common_options,
     format_option,
+    frames_fit,
     frames_options,
     load,
     of_option,
@@ -45,12 +46,6 @@ from .options import (
     help="Also print the derivative program (as cgraph diff does), each statement with its value.",
 )
 @click.option(
-    "--fit",
-    metavar="16:9|4:3|16:10|WxH",
-    help="PNG frames of exactly this size (16:9: 1920x1080), each drawing as large as fits; "
-    "calls folded where the text would be small.",
-)
-@click.option(
     "--depth",
     type=Whole(1, 1000),
     default=None,
@@ -79,12 +74,12 @@ def explain_command(
     precision,
     frames,
     frames_format,
+    fit,
     theme,
     gif,
     mp4,
     force,
     program,
-    fit,
     depth,
     expand,
 ):
@@ -97,19 +92,14 @@ def explain_command(
       cgraph explain sample:seed --frames frames/     # one PNG per backward step
       cgraph explain sample:seed --frames frames/ --gif seed.gif   # and an animation
       cgraph explain sample:seed --frames frames/ --mp4 seed.mp4   # or a video
+      cgraph explain sample:mlp --frames frames/ --fit 16:9    # 1920x1080 slides
       cgraph explain sample:mlp --program             # and the backward pass as code
     """
     from ..app.api import explain
-    from ..render.fit import fit_size
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
-    if fit is not None:
-        from ..core.errors import UsageError
-
-        if not frames or frames_format != "png":
-            raise UsageError("--fit sizes PNG frames: give it with --frames DIR")
-        fit_size(fit)  # a bad size is refused before any work
+    size = frames_fit(frames, frames_format, fit)
     if frames:  # refuse before any work: too large, or nowhere to write
         from ..app.frames import frames_folder
 
@@ -133,7 +123,7 @@ def explain_command(
         with output.progress(len(frame_order(ran, result.output)), "frames") as advance:
             written = write_frames(
                 ran, result, frames, frames_format, digits, advance, theme=theme, gif=gif,
-                mp4=mp4, fit=None if fit is None else fit_size(fit),
+                mp4=mp4, fit=size,
             )  # fmt: skip
         output.note(f"wrote {len(written)} frames to {frames}" + also_written(gif, mp4))
 

@@ -12,6 +12,7 @@ from .options import (
     check_gif,
     common_options,
     format_option,
+    frames_fit,
     frames_options,
     load,
     names,
@@ -46,8 +47,8 @@ MAX_REWRITE_FRAMES = 60  # rewrites drawn one frame each at most (else one frame
 @output_option
 @common_options
 def optimize_command(
-    args, expr, file_, binds, bindings_file, of, passes, report, frames, frames_format, theme,
-    gif, mp4, fmt,
+    args, expr, file_, binds, bindings_file, of, passes, report, frames, frames_format, fit,
+    theme, gif, mp4, fmt,
 ):  # fmt: skip
     """Optimize the program as a graph compiler does, and print the result: dead code
     dropped, constants folded, common subexpressions shared, algebra simplified, and
@@ -64,11 +65,13 @@ def optimize_command(
       cgraph optimize 'y = x*1 + 0' --passes simplify --format json
       cgraph optimize sample:neuron | cgraph eval - --all
       cgraph optimize sample:rewrites --frames slides/      # one diagram per rewrite
+      cgraph optimize sample:rewrites --frames slides/ --fit 16:9   # as 1920x1080 slides
     """
     from ..passes.optimize import optimize, parse_passes
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     check_gif(frames, frames_format, gif, mp4)
+    size = frames_fit(frames, frames_format, fit)
     chosen = parse_passes(passes)
     steps: list = []
     if frames:
@@ -87,7 +90,7 @@ def optimize_command(
             ]
         else:
             output.note(f"{len(done)} rewrites: one frame per pass instead of one per rewrite")
-        written = _write_frames(steps, bindings, folder, frames_format, theme, gif, mp4)
+        written = _write_frames(steps, bindings, folder, frames_format, theme, gif, mp4, size)
         output.note(f"wrote {written} frames to {folder}" + also_written(gif, mp4))
     if fmt == "json":
         from ..app.report import optimize_report, to_json_text
@@ -100,9 +103,10 @@ def optimize_command(
     output.write_text(text, nl=False)
 
 
-def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> int:
+def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4, size=None) -> int:
     """One diagram per step: ``00-original.png``, ``01-dce.png``..., each titled with the
-    pass and its rewrites, on one canvas."""
+    pass and its rewrites, on one canvas (``size``: exactly that many pixels, each drawing
+    as large as fits)."""
     from ..app.diagrams import diagram_of, diagram_options
     from ..app.frames import save_frames
     from ..render.dot import THEMES
@@ -119,9 +123,11 @@ def _write_frames(steps, bindings, folder, kind: str, theme: str, gif, mp4) -> i
                 shown = "; ".join(f"{r.before} → {r.after}" for r in rewrites[:3])
                 more = f" (and {len(rewrites) - 3} more)" if len(rewrites) > 3 else ""
                 title = f"after {name}: {count} nodes. {shown}{more}"
-            frames.append((f"{k:02d}-{name}.{kind}", d.titled(title).render(kind)))
+            drawn = d.titled(title)
+            data = drawn.render(kind) if size is None else drawn.fitted(size)[0]
+            frames.append((f"{k:02d}-{name}.{kind}", data))
             advance()
-    save_frames(frames, folder, "optimize", THEMES[theme].background, gif, mp4)
+    save_frames(frames, folder, "optimize", THEMES[theme].background, gif, mp4, size=size)
     return len(steps)
 
 

@@ -310,6 +310,12 @@ def frames_options(what: str):
             help="Colours for slides (light, dark) or paper (print).",
         )(command)
         command = click.option(
+            "--fit",
+            metavar="16:9|4:3|16:10|WxH",
+            help="PNG frames of exactly this size (16:9: 1920x1080), the drawing as large as "
+            "fits, as render --fit draws it; calls folded where the text would be small.",
+        )(command)
+        command = click.option(
             "--frames-format",
             type=click.Choice(["png", "svg"]),
             default="png",
@@ -330,6 +336,21 @@ def frames_options(what: str):
 def also_written(*files) -> str:
     """The note on the animations written beside the frames: " and seed.gif", or nothing."""
     return "".join(f" and {f}" for f in files if f)
+
+
+def frames_fit(frames, frames_format: str, fit: str | None):
+    """``--fit``'s size in pixels for PNG frames (None without it); a usage error without
+    --frames or with SVG frames, before any work."""
+    from ..core.errors import UsageError
+    from ..render.fit import fit_size
+
+    if fit is None:
+        return None
+    if not frames:
+        raise UsageError("--fit sizes the frames: say where they go with --frames DIR")
+    if frames_format != "png":
+        raise UsageError("--fit makes PNG frames", hints=["leave out --frames-format svg"])
+    return fit_size(fit)
 
 
 def check_gif(frames, frames_format: str, gif, mp4=None) -> None:

@@ -65,9 +65,12 @@ def derivative_diagram(
     view: DerivativeView,
     options: DiagramOptions | None = None,
     edge_labels: Mapping[tuple[int, int], str] | None = None,
+    fold=None,
+    band=None,
 ):
     """The forward diagram of ``graph`` with the derivative program of ``view`` beside it
-    (``edge_labels``: as :func:`cgraph_cli.render.dot.diagram` takes them)."""
+    (``edge_labels``, ``fold``: as :func:`cgraph_cli.render.dot.diagram` takes them;
+    ``band``: the band's folded boxes, a :class:`cgraph_cli.app.folds.BandFold`)."""
     options = options or DiagramOptions()
     show_values = options.values and view.values is not None
     dot = diagram(
@@ -77,18 +80,38 @@ def derivative_diagram(
         options,
         output=view.output,
         edge_labels=edge_labels,
+        fold=fold,
     )
-    band = _Band(THEMES[options.theme])
-    cluster = _cluster(graph, view, band, view.values if show_values else None, options)
+    colours = _Band(THEMES[options.theme])
+    folded = _Folded(band, fold)
+    cluster = _cluster(graph, view, colours, view.values if show_values else None, options, folded)
     # Written before the forward nodes: Graphviz then lays the band under them (written
     # after them, it rises above the forward graph in a left-to-right layout).
-    at = next(k for k, line in enumerate(dot.body) if re.match(r"\tn\d", line))
+    at = next(k for k, line in enumerate(dot.body) if re.match(r"\tng?\d", line))
     dot.body[at:at] = [f"\t{line}" for line in cluster.__iter__(subgraph=True)]
-    _links(dot, graph, view, band)
+    _links(dot, graph, view, colours, folded)
     return dot
 
 
-def _cluster(graph: Graph, view: DerivativeView, band, values, options):
+class _Folded:
+    """Where a folded band draws each derivative node: in its box (``dg<k>``) or itself."""
+
+    def __init__(self, band, fold) -> None:
+        self.boxes = list(band.boxes) if band else []
+        self.rep: dict[int, int] = dict(band.rep) if band else {}
+        self.hidden: set[int] = set(band.hidden) if band else set()
+        self.forward: dict[int, int] = dict(fold.rep) if fold else {}
+
+    def end(self, node: int) -> str:
+        k = self.rep.get(node)
+        return f"d{node}" if k is None else f"dg{k}"
+
+    def forward_end(self, node: int) -> str:
+        b = self.forward.get(node)
+        return f"n{node}" if b is None else f"ng{b}"
+
+
+def _cluster(graph: Graph, view: DerivativeView, band, values, options, folded: _Folded):
     """The band: derivative nodes, statements that name earlier values, forward values read."""
     import graphviz
 
@@ -116,8 +139,11 @@ def _cluster(graph: Graph, view: DerivativeView, band, values, options):
         range(len(view.statements)),
         key=lambda k: (view.statements[k][2] is None, view.statements[k][2] or 0),
     )
+    _band_boxes(c, folded, band, values, fmt, scale, options)
     for k in order:  # statements first, as their forward nodes come: the band keeps their order
         name, node, _ = view.statements[k]
+        if node in folded.rep:
+            continue
         if k in aliases:
             label = _alias_label(name, _at(values, node), fmt, theme, scale)
             c.node(f"s{k}", f"<{label}>", **band.node_attrs(p, node, True))
@@ -125,18 +151,57 @@ def _cluster(graph: Graph, view: DerivativeView, band, values, options):
             label = _node_label(p, node, name, _at(values, node), fmt, theme, scale)
             c.node(f"d{node}", f"<{label}>", **band.node_attrs(p, node, True))
     names = node_names(graph)
-    for f in sorted(_reads(view)):  # the forward values the derivatives read, as dashed copies
+    for f in sorted(_reads(view) - _held_reads(view, folded)):  # forward values read: copies
         c.node(f"r{f}", names[f], **band.read_attrs())
     origins = _origins(graph, view)
     for i in range(view.first_node, len(p.ops)):
-        if i not in named:
+        if i not in named and i not in folded.rep and i not in folded.hidden:
             label = _node_label(p, i, None, _at(values, i), fmt, theme, scale)
             attrs = band.node_attrs(p, i, False)
             if i in origins:  # where it came from, on hovering over it in an SVG
                 attrs["tooltip"] = f"made by the backward step through {origins[i]}"
             c.node(f"d{i}", f"<{label}>", **attrs)
-    _band_edges(c, view, band, aliases)
+    _band_edges(c, view, band, aliases, folded)
     return c
+
+
+def _band_boxes(c, folded: _Folded, band, values, fmt, scale: float, options) -> None:
+    """The band's folded boxes: a call's backward code as one box, ``∂ layer(h, W2, b2)``,
+    with the gradients the call's inputs receive."""
+    theme = band.theme
+    for k, box in enumerate(folded.boxes):
+        rows = [f'<TR><TD COLSPAN="2"><B>{html.escape(box.label)}</B></TD></TR>']
+        for name, node in box.shows:
+            value = _at(values, node)
+            if value is None:
+                rows.append(f'<TR><TD COLSPAN="2">{html.escape(name)}</TD></TR>')
+                continue
+            tint = lambda g: _tint(g, scale, theme)  # noqa: E731
+            if is_tensor(value):
+                cell = _tensor_html(value, fmt, tint, options.in_full)
+                rows.append(_row(name, cell, theme.muted, html_value=True))
+            else:
+                rows.append(_row(name, fmt(value), theme.muted, tint(value)))
+        attrs = {"shape": "box", "style": "rounded,filled", "fillcolor": band.node_fill}
+        attrs.update(color=theme.backward, penwidth="1.6", peripheries="2", tooltip=box.label)
+        c.node(f"dg{k}", f"<{_table(rows)}>", **attrs)
+
+
+def _held_reads(view: DerivativeView, folded: _Folded) -> set[int]:
+    """The forward values (their dashed copies) that only one folded box of the band reads:
+    drawn inside it, not beside it."""
+    if not folded.rep:
+        return set()
+    p = view.program
+    readers: dict[int, set[str]] = {}
+    for i in range(view.first_node, len(p.ops)):
+        for a in p.args[i]:
+            if a < view.first_node:
+                readers.setdefault(view.forward[a], set()).add(folded.end(i))
+    for k, (_, node, _) in enumerate(view.statements):  # aliases of forward values
+        if node < view.first_node and k in _aliases(view):
+            readers.setdefault(view.forward[node], set()).add("statement")
+    return {f for f, ends in readers.items() if len(ends) == 1 and min(ends).startswith("dg")}
 
 
 def _origins(graph: Graph, view: DerivativeView) -> dict[int, str]:
@@ -232,43 +297,56 @@ def _earlier_name(view: DerivativeView, k: int) -> int | None:
     return None
 
 
-def _band_edges(c, view: DerivativeView, band: _Band, aliases: set[int]) -> None:
+def _band_edges(c, view: DerivativeView, band: _Band, aliases: set[int], folded) -> None:
     """The data flow inside the band, drawn right to left: each edge is written from reader
-    to argument with its arrow turned back, so the layout ranks readers first."""
+    to argument with its arrow turned back, so the layout ranks readers first. An edge into
+    or out of a folded box is drawn once; one inside a box, not at all."""
     p = view.program
     attrs = {"color": band.edge, "dir": "back", "arrowsize": "0.6"}
+    held = _held_reads(view, folded)
+    drawn: set[tuple[str, str]] = set()
+
+    def edge(head: str, tail: str) -> None:
+        if head != tail and (head, tail) not in drawn:
+            drawn.add((head, tail))
+            c.edge(head, tail, **attrs)
+
     for i in range(view.first_node, len(p.ops)):
         for a in p.args[i]:
-            tail = f"d{a}" if a >= view.first_node else f"r{view.forward[a]}"
-            c.edge(f"d{i}", tail, **attrs)
+            if (a < view.first_node and view.forward[a] in held) or a in folded.hidden:
+                continue
+            tail = folded.end(a) if a >= view.first_node else f"r{view.forward[a]}"
+            edge(folded.end(i), tail)
     for k in sorted(aliases):
         node = view.statements[k][1]
+        if node in folded.rep:
+            continue
         j = _earlier_name(view, k)
         if j is not None:
-            source = f"s{j}" if j in aliases else f"d{node}"
+            source = f"s{j}" if j in aliases and node not in folded.rep else folded.end(node)
         else:
             source = f"r{view.forward[node]}"
-        c.edge(f"s{k}", source, **attrs)
+        edge(f"s{k}", source)
 
 
-def _links(dot, graph: Graph, view: DerivativeView, band: _Band) -> None:
+def _links(dot, graph: Graph, view: DerivativeView, band: _Band, folded: _Folded) -> None:
     """Each statement joined to the forward node it differentiates against, in its column
-    (if the diagram draws that node: not an input the output does not read)."""
+    (if the diagram draws that node: not an input the output does not read); a folded box
+    of the band, to the box of the call whose backward code it holds."""
     aliases = _aliases(view)
     drawn = ancestors(graph, view.output)
+    attrs = {"style": "dashed", "color": band.link, "arrowhead": "none", "penwidth": "1.1"}
+    for k, box in enumerate(folded.boxes):
+        dot.edge(f"ng{box.under}", f"dg{k}", **attrs)
+        dot.body.append(f"\t{{rank=same; ng{box.under}; dg{k}}}\n")
     for k, (_, node, target) in enumerate(view.statements):
-        if target is None or not drawn[target]:
+        if target is None or not drawn[target] or node in folded.rep:
             continue
         shown = f"s{k}" if k in aliases else f"d{node}"
-        dot.edge(
-            f"n{target}",
-            shown,
-            style="dashed",
-            color=band.link,
-            arrowhead="none",
-            penwidth="1.1",
-        )
-        dot.body.append(f"\t{{rank=same; n{target}; {shown}}}\n")
+        forward = folded.forward_end(target)
+        dot.edge(forward, shown, **attrs)
+        if forward.startswith("n") and not forward.startswith("ng"):  # a box is in a column
+            dot.body.append(f"\t{{rank=same; {forward}; {shown}}}\n")
 
 
 def _scale(view: DerivativeView, values) -> float:

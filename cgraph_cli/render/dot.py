@@ -220,6 +220,7 @@ def diagram(
             continue
         dot.node(f"{prefix}{i}", f"<{label}>", **attrs)
     drawn: set[tuple[str, str]] = set()
+    single = _read_once(graph, shown, prefix, rep) if rep and options.backward else set()
     for i, args in enumerate(graph.args):
         if not shown[i]:
             continue
@@ -228,9 +229,15 @@ def diagram(
                 ends = (_end(prefix, rep, a), _end(prefix, rep, i))
                 if ends[0] != ends[1] and ends not in drawn:
                     drawn.add(ends)
+                    whole = ends[0] in single and i in rep
                     attrs = _folded_edge(graph, fold, rep, i, k, theme, options, edge_labels)
+                    shape = ""
                     if tensors and values is not None and is_tensor(values[a]):
                         shape = shape_text(values[a])
+                    if whole and "label" in attrs:  # all of a's gradient crosses: a̅
+                        top = f"{html.escape(shape)}<BR/>" if shape else ""
+                        attrs["label"] = f"<{top}{_bar(names[a])}>"
+                    elif shape:
                         attrs["label"] = shape + (
                             "\\n" + attrs["label"] if "label" in attrs else ""
                         )
@@ -281,17 +288,32 @@ def _summaries(adjoints, shown, options: DiagramOptions) -> bool:
 
 def _folded_edge(graph, fold, rep, i, k, theme, options, edge_labels) -> dict[str, str]:
     """An edge that meets a folded box, in the backward view: against the arrow, labelled
-    with the local partial where it leaves the box into an open node, or with the call's
-    vector-Jacobian product where it enters the box (what the call passes back)."""
+    with the local partial where it leaves the box into an open node, or where it enters the
+    box with what the call passes back, its vector-Jacobian product (``vjp of layer(h, W2,
+    b2)``; the drawing writes ``h̄`` instead where the box alone reads ``h``: all of its
+    gradient crosses)."""
     if not options.backward:
         return {}
     if i in rep:  # into the box: the gradient the call passes back to its argument
         attrs = {"dir": "back", "color": theme.backward, "fontcolor": theme.backward}
-        name = fold.boxes[rep[i]].label.split("(")[0]
+        attrs["penwidth"] = "1.4"
         if graph.ops[graph.args[i][k]] is not CONST:
-            attrs["label"] = f"vjp of {name}"
+            attrs["label"] = f"vjp of {fold.boxes[rep[i]].label}"
         return attrs
     return _edge_attrs(graph, i, k, theme, options, edge_labels)
+
+
+def _read_once(graph: Graph, shown, prefix: str, rep: Mapping[int, int]) -> set[str]:
+    """The drawn ends (a node or a folded box) whose value one drawn end alone reads: the
+    gradient that crosses their edge backwards is all of theirs."""
+    readers: dict[str, set[str]] = {}
+    for i, args in enumerate(graph.args):
+        if shown[i]:
+            for a in args:
+                tail, head = _end(prefix, rep, a), _end(prefix, rep, i)
+                if tail != head:
+                    readers.setdefault(tail, set()).add(head)
+    return {tail for tail, heads in readers.items() if len(heads) == 1}
 
 
 def _end(prefix: str, rep: Mapping[int, int], i: int) -> str:

@@ -115,9 +115,12 @@ def choose(fmt: str, preference: str = "auto") -> Renderer:
     raise UsageError(problem, hints=hints)
 
 
-def render(source: str, fmt: str, renderer: Renderer, dpi: int | None = None) -> bytes:
-    """Run the renderer on DOT ``source``."""
-    command = [renderer.path, f"-T{fmt}"]
+def render(
+    source: str, fmt: str, renderer: Renderer, dpi: float | None = None, pinned: bool = False
+) -> bytes:
+    """Run the renderer on DOT ``source``; ``pinned``: a laid-out source (Graphviz's
+    ``-Tdot``), drawn where it was laid out (``neato -n2``)."""
+    command = [renderer.path, f"-T{fmt}"] + (["-Kneato", "-n2"] if pinned else [])
     if fmt == "png":
         dpi = dpi or 96
         # Scale a huge drawing down to at most ~30,000 pixels a side: a 500-node chain would
