@@ -83,6 +83,19 @@ def _close(a, b) -> bool:
     return bool(np.allclose(a, b, rtol=1e-12, atol=1e-12))
 
 
+def _close_as_rounding_allows(graph, bindings, got, want) -> bool:
+    """``got`` equals ``want`` up to what rounding a few ulps of the inputs moves the
+    original by: a rewrite exact in the reals, ((A^3)^2)^3 to A^18, rounds differently, and
+    cos(A^18) at A = 2 turns 1 ulp of 262144 into 6e-11."""
+    if _close(got, want):
+        return True
+    spread = np.zeros(np.shape(want))
+    for nudge in (1 + 8e-16, 1 - 8e-16):
+        moved = {n: v * nudge for n, v in bindings.items()}
+        spread = np.maximum(spread, np.abs(forward(graph, moved)[graph.output] - want))
+    return bool(np.all(np.abs(np.asarray(got) - want) <= 1e-12 + 4 * spread))
+
+
 def _same_run(graph, optimized, bindings) -> None:
     """Both graphs give the same output and gradients where the original evaluates."""
     done = _evaluate(graph, bindings)
@@ -139,6 +152,7 @@ def test_optimizing_tensor_programs_without_knowing_their_shapes(expression, see
 
 @PROPERTY
 @given(seeded(tensor_expressions(max_leaves=4), TENSOR_IDENTITIES), st.integers(0, 10**6))
+@example("(sin(A) * cos((((((A) ^ 3)) ^ 2) ^ 3)) + sin(A) * cos((((((A) ^ 3)) ^ 2) ^ 3)))", 0)
 def test_optimizing_with_the_shapes_known(expression, seed):
     graph = validate(parse(f"y = {expression}"))
     rng = np.random.default_rng(seed)
@@ -151,7 +165,7 @@ def test_optimizing_with_the_shapes_known(expression, seed):
     optimized = validate(optimize(graph, EXACT, bindings=bindings).graph)
     new = forward(optimized, bindings)
     assert np.shape(new[optimized.output]) == np.shape(values[graph.output])
-    assert _close(new[optimized.output], values[graph.output])
+    assert _close_as_rounding_allows(graph, bindings, new[optimized.output], values[graph.output])
 
 
 @pytest.mark.parametrize("name", EXACT)
