@@ -270,3 +270,43 @@ def test_the_derivative_band_folds_into_one_box_per_call(source, calls, most):
 def test_derivative_collapse_of_a_program_without_calls_draws_as_before():
     text = open("samples/seed.cg").read()
     assert diagram(text, derivative=True, collapse=True).dot == diagram(text, derivative=True).dot
+
+
+# The page's groups -------------------------------------------------------------------------
+def test_the_page_knows_each_call_its_box_and_what_it_passes_back():
+    from cgraph_cli.app.walkthrough import walkthrough
+
+    data = walkthrough(cg.parse((SAMPLES / "layers.cg").read_text()))
+    groups = {g["key"]: g for g in data["groups"]}
+    assert list(groups) == ["layer#1", "layer#2", "mse#1"]
+    boxes = {n["id"]: n["box"] for n in data["nodes"]}
+    for g in data["groups"]:
+        x, y, w, h = g["box"]
+        for node in g["nodes"]:  # its nodes inside its outline
+            nx, ny, nw, nh = boxes[node]
+            assert x <= nx and nx + nw <= x + w and y <= ny and ny + nh <= y + h, (g["key"], node)
+        fx, fy, fw, fh = g["fold"]  # folded, one box inside the outline
+        assert x <= fx and fx + fw <= x + w and y <= fy and fy + fh <= y + h
+        for node in data["nodes"]:  # and over none of the nodes outside it
+            if node["id"] not in g["nodes"]:
+                nx, ny, nw, nh = node["box"]
+                assert nx >= fx + fw or nx + nw <= fx or ny >= fy + fh or ny + nh <= fy
+    second = groups["layer#2"]
+    assert second["forward"] == "y = layer(h, W2, b2) = [0.5547]"
+    # what its vector-Jacobian product passes back to h is h's whole gradient (h has one reader)
+    h = next(n for n in data["nodes"] if n["name"] == "h")
+    assert f"h\u0304 += {h['grad']}" in second["backward"]
+    assert [n["group"] for n in data["nodes"] if n["name"] in ("x", "W1", "h", "t3")] == [
+        None,
+        None,
+        "c0",
+        "c1",
+    ]
+
+
+def test_a_page_of_loop_steps_names_each_step():
+    from cgraph_cli.app.walkthrough import steps
+
+    data = steps(cg.parse((SAMPLES / "rnn.cg").read_text()))
+    labels = [g["label"] for g in data["groups"]]
+    assert labels == [f"step t={k} of for t in range(len(xs))" for k in range(4)]

@@ -208,6 +208,8 @@ def steps(
             if g.ops[a] is not CONST:
                 readers[a] = readers.get(a, 0) + 1
     through = {s["node"]: s for s in data["backward"]["through"]}
+    within = _within(g, shown)
+    shares: dict[int, dict[int, Any]] = {}  # group -> argument -> what its vjp passes back
     sums: dict[int, Any] = {}
     seen: dict[int, int] = {}
     terms: dict[int, list[str]] = {}
@@ -244,6 +246,9 @@ def steps(
                     part["partial"] + (f" = {formula}" if formula else "") + f" = {local}"
                 )
             terms.setdefault(a, []).append(term)
+            for k_ in within[i] - within[a]:  # the edge leaves these calls: their vjp's share
+                share = shares.setdefault(k_, {})
+                share[a] = part["value"] if a not in share else share[a] + part["value"]
             total = adjoints[a] if done else sums[a]
             if done and readers[a] > 1:
                 caption += (
@@ -271,9 +276,13 @@ def steps(
             "edges": [],
         }
     )
+    groups = _page_groups(g, shown, within, names, values, adjoints, shares, precision)
+    for i in shown:
+        nodes[i]["group"] = _innermost(g, within[i])
     return {
         "output": o,
         "value": short(values[out]),
+        "groups": groups,
         "tensors": tensors,
         "notes": list(getattr(g.control, "notes", ()) or ()),
         "source": g.source.text,
@@ -282,6 +291,73 @@ def steps(
         "edges": edges,
         "events": events,
     }
+
+
+def _within(g: Graph, shown: Sequence[int]) -> dict[int, frozenset[int]]:
+    """The groups (calls, loop steps) each shown node lies in, nested ones included."""
+    if not g.groups:
+        return {i: frozenset() for i in shown}
+    from ..core.groups import group_of
+
+    inner = group_of(g)
+    out: dict[int, frozenset[int]] = {}
+    for i in shown:
+        ks, k = [], inner[i]
+        while k >= 0:
+            ks.append(k)
+            k = g.groups[k].parent
+        out[i] = frozenset(ks)
+    return out
+
+
+def _innermost(g: Graph, ks: frozenset[int]) -> str | None:
+    """The page's id of the innermost of groups ``ks`` (the one no other of them is inside)."""
+    parents = {g.groups[k].parent for k in ks}
+    inner = [k for k in ks if k not in parents]
+    return f"c{inner[0]}" if inner else None
+
+
+def _page_groups(g, shown, within, names, values, adjoints, shares, precision) -> list[dict]:
+    """The page's groups: each call of a function and each loop step with a shown node, with
+    what its box shows folded (the value and gradient of what it returns) and the captions of
+    its two steps folded (its value; its vector-Jacobian product, what it passes back to each
+    argument)."""
+    members: dict[int, list[str]] = {}
+    for i in shown:
+        for k in within[i]:
+            members.setdefault(k, []).append(f"n{i}")
+    groups = []
+    for k in sorted(members):
+        grp = g.groups[k]
+        o = grp.output
+        title = grp.label if grp.kind == "call" else f"step {grp.step} of {grp.label}"
+        share = shares.get(k, {})
+        order = [a for a in grp.args if a in share] + sorted(set(share) - set(grp.args))
+        passed = ", ".join(
+            f"{adjoint(names[a])} += {_grad_text(share[a], precision)}"
+            for a in dict.fromkeys(order)
+        )
+        what = f"{names[o]} = {title}" if grp.kind == "call" else f"{title}: {names[o]}"
+        groups.append(
+            {
+                "id": f"c{k}",
+                "key": grp.key,
+                "label": title,
+                "kind": grp.kind,
+                "parent": f"c{grp.parent}" if grp.parent >= 0 else None,
+                "output": f"n{o}",
+                "nodes": members[k],
+                "value": _short(values[o], precision),
+                "grad": _grad_text(adjoints[o], precision),
+                "adjoint": adjoint(names[o]),
+                "sign": sign(adjoints[o]),
+                "forward": f"{what} = {_short(values[o], precision)}",
+                "backward": f"Back through {title}, its vector-Jacobian product: {passed}"
+                if passed
+                else f"Back through {title}: nothing it reads has a gradient",
+            }
+        )
+    return groups
 
 
 def _grad_text(x, precision: int | None) -> str:

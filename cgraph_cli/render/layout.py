@@ -60,17 +60,56 @@ def layout_source(
         # Fewer crossing-minimisation and ranking passes: labelled edges that span many
         # ranks (an input read at every step of a loop) take dot minutes otherwise.
         lines.append("  mclimit=0.1; nslimit=1;")
+    declared: dict[str | None, list[str]] = {}
     for node in page["nodes"]:
         text = node_lines(node, page["output"])
         width = max(len(t) for t in text) * char + 2 * pad
         height = len(text) * line + pad
-        lines.append(f"  {node['id']} [width={width / 72:.3f}, height={height / 72:.3f}];")
+        declared.setdefault(node.get("group"), []).append(
+            f"{node['id']} [width={width / 72:.3f}, height={height / 72:.3f}];"
+        )
+    lines += _clusters(page.get("groups") or [], declared)
     for edge in page["edges"]:
         label = max([edge.get("local") or "", edge.get("shape") or ""], key=len)
         attrs = f' [label="{_dot_escape(label)}"]' if label else ""
         lines.append(f"  {edge['from']} -> {edge['to']}{attrs};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _clusters(groups: list[dict[str, Any]], declared: dict[str | None, list[str]]) -> list[str]:
+    """The nodes' declarations, each inside the clusters of the groups (calls, loop steps) it
+    lies in, so that Graphviz keeps a group's nodes together, with room above for its header.
+    Nested groups nest; built with a stack, not recursion."""
+    children: dict[str | None, list[str]] = {}
+    labels = {grp["id"]: _dot_escape(grp["label"]) for grp in groups}
+    for grp in groups:
+        children.setdefault(grp["parent"], []).append(grp["id"])
+    lines = [f"  {d}" for d in declared.get(None, [])]
+    stack: list[tuple[str, bool]] = [(c, True) for c in reversed(children.get(None, []))]
+    depth = 1
+    while stack:
+        gid, opening = stack.pop()
+        if not opening:
+            depth -= 1
+            lines.append("  " * depth + "}")
+            continue
+        pad = "  " * depth
+        lines.append(  # the header's room: its text at a size a little over the page's
+            f'{pad}subgraph cluster_{gid} {{ label="{labels[gid]}  "; fontsize=16; '
+            f"margin={GROUP_MARGIN};"
+        )
+        lines += [f"{pad}  {d}" for d in declared.get(gid, [])]
+        depth += 1
+        stack.append((gid, False))
+        stack += [(c, True) for c in reversed(children.get(gid, []))]
+    return lines
+
+
+#: The height (points) Graphviz leaves above a group's nodes for its header on the page, and
+#: its margin around them.
+GROUP_HEAD = 22
+GROUP_MARGIN = 8
 
 
 def _dot_escape(text: str) -> str:
@@ -137,9 +176,44 @@ def place(page: dict[str, Any], plain: str) -> dict[str, Any]:
         run = math.hypot(x2 - x1, y2 - y1) or 1.0
         back = 16 / run  # the operand's badge sits on the edge, just before the arrowhead
         edge["port_at"] = [_n(round(x2 - (x2 - x1) * back, 1)), _n(round(y2 - (y2 - y1) * back, 1))]
+    _group_boxes(page)
     page["width"] = _n(round(width * pt + 2 * margin))
     page["height"] = _n(round(height * pt + 2 * margin))
     return page
+
+
+def _group_boxes(page: dict[str, Any]) -> None:
+    """Each group's box: around its nodes and the groups inside it, with room for its header
+    above (where Graphviz left it: see :func:`_clusters`)."""
+    groups = page.get("groups") or []
+    boxes = {n["id"]: n["box"] for n in page["nodes"]}
+    inner: dict[str, list[list[float]]] = {}
+    for node in page["nodes"]:
+        if node.get("group"):
+            inner.setdefault(node["group"], []).append(node["box"])
+    for grp in reversed(groups):  # a group after the groups around it: the inner ones first
+        held = inner.get(grp["id"], [])
+        if not held:
+            held = [boxes[grp["output"]]] if grp["output"] in boxes else [[0, 0, 0, 0]]
+        left = min(b[0] for b in held) - GROUP_MARGIN
+        top = min(b[1] for b in held) - GROUP_MARGIN - GROUP_HEAD
+        right = max(b[0] + b[2] for b in held) + GROUP_MARGIN
+        bottom = max(b[1] + b[3] for b in held) + GROUP_MARGIN
+        wide = (len(grp["label"]) + 4) * CHAR + 2 * PAD  # its header, and the box's ▸
+        if right - left < wide:
+            left, right = (left + right - wide) / 2, (left + right + wide) / 2
+        grp["box"] = [_n(round(left, 1)), _n(round(top, 1)), _n(round(right - left, 1)),
+                      _n(round(bottom - top, 1))]  # fmt: skip
+        # Folded, one box where the node it returns is (the flow goes on from there), wide
+        # enough for the call as written: its other nodes are hidden, their room left empty.
+        ox, oy, ow, oh = boxes.get(grp["output"], held[-1])
+        width = min(max(ow, wide), right - left)
+        height = max(oh, 3 * LINE + PAD)
+        x = max(left, min(ox + ow - width, right - width))
+        y = max(top, min(oy + oh / 2 - height / 2, bottom - height))
+        grp["fold"] = [_n(round(x, 1)), _n(round(y, 1)), _n(round(width, 1)), _n(round(height, 1))]
+        if grp["parent"]:
+            inner.setdefault(grp["parent"], []).append(grp["box"])
 
 
 def _middle(points: Sequence[tuple[float, float]]) -> list[float]:

@@ -9,10 +9,99 @@
   const out = data.output;
   const nodes = new Map(data.nodes.map((n) => [n.id, n]));
   const edges = new Map(data.edges.map((e) => [e.id, e]));
+  const groups = new Map((data.groups || []).map((g) => [g.id, g]));
   const $ = (id) => document.getElementById(id);
   const slider = $("step");
-  let step = 0;
+  let step = 0; // steps shown (of `view`), each one event or a folded group's run of them
   let selected = null;
+
+  // Folding: each call of a function (and each loop step) is a group; a folded group is
+  // drawn as one box over its nodes and stepped as one node. The top level's groups open
+  // folded. `hiddenIn` maps a node (or group) to the outermost folded group around it.
+  const folded = new Set([...groups.values()].filter((g) => !g.parent).map((g) => g.id));
+  let hiddenIn = new Map();
+  let view = []; // the steps: { end (events replayed), unit (a folded group's id, or null) }
+
+  function outermostFolded(gid) {
+    let found = null;
+    for (let k = gid; k; k = groups.get(k).parent) if (folded.has(k)) found = k;
+    return found;
+  }
+
+  function unitOf(ev) {
+    if (ev.phase === "forward") {
+      const units = new Set(ev.active.map((id) => hiddenIn.get(id) || null));
+      return units.size === 1 ? [...units][0] : null;
+    }
+    if (ev.phase === "backward" && ev.edges.length) {
+      return hiddenIn.get(edges.get(ev.edges[0]).to) || null; // back through a folded call
+    }
+    return null;
+  }
+
+  // Fold and open: which nodes, edges and boxes show, and the steps again (the events a
+  // folded group makes in a row become one step), keeping the step at the same event.
+  function refold() {
+    const at = step > 0 ? view[step - 1].end : 0;
+    hiddenIn = new Map();
+    for (const node of data.nodes) hiddenIn.set(node.id, node.group ? outermostFolded(node.group) : null);
+    for (const g of groups.values()) hiddenIn.set(g.id, g.parent ? outermostFolded(g.parent) : null);
+    view = [];
+    events.forEach((ev, k) => {
+      const unit = unitOf(ev);
+      const last = view[view.length - 1];
+      if (unit && last && last.unit === unit && events[last.end - 1].phase === ev.phase) last.end = k + 1;
+      else view.push({ end: k + 1, unit: unit });
+    });
+    for (const node of data.nodes) $(node.id).classList.toggle("folded-away", Boolean(hiddenIn.get(node.id)));
+    svg.querySelectorAll(".proxy").forEach((p) => p.remove());
+    const drawn = new Set();
+    const before = svg.querySelector(".node");
+    for (const edge of data.edges) {
+      let a = hiddenIn.get(edge.from), b = hiddenIn.get(edge.to);
+      if (a && groups.get(a).output === edge.from && !b) a = null; // what a box returns: as drawn
+      $(edge.id).classList.toggle("folded-away", Boolean(a || b));
+      if ((!a && !b) || a === b || drawn.has((a || edge.from) + ">" + (b || edge.to))) continue;
+      drawn.add((a || edge.from) + ">" + (b || edge.to));
+      // an edge into (or out of) a folded box: drawn again from (or to) the box's side
+      const [x1, y1] = a ? side(a, 1) : edge.points[0];
+      const [x2, y2] = b ? side(b, 0) : edge.points[edge.points.length - 1];
+      const bend = Math.max(30, Math.abs(x2 - x1) / 2);
+      const path = document.createElementNS(svgNS, "path");
+      path.setAttribute("class", "proxy");
+      path.setAttribute("d", "M" + x1 + " " + y1 + "C" + (x1 + bend) + " " + y1 + " " + (x2 - bend) + " " + y2 + " " + x2 + " " + y2);
+      path.setAttribute("marker-end", "url(#arrow)");
+      svg.insertBefore(path, before);
+    }
+    for (const g of groups.values()) {
+      const shown = !hiddenIn.get(g.id);
+      $(g.id).classList.toggle("folded-away", !shown || folded.has(g.id));
+      show($(g.id + "-box"), shown && folded.has(g.id));
+    }
+    slider.max = String(view.length);
+    step = at === 0 ? 0 : view.findIndex((v) => v.end >= at) + 1;
+  }
+
+  // The middle of a folded box's left (0) or right (1) side, where edges meet it.
+  function side(gid, right) {
+    const [x, y, w, h] = groups.get(gid).fold;
+    return [x + (right ? w : -11), y + h / 2]; // the arrowhead ends at the box
+  }
+
+  // What the reader sees of node or group `id`: its own element, or the folded box over it.
+  function seen(id) {
+    const unit = hiddenIn.get(id);
+    return unit ? unit + "-box" : groups.has(id) && folded.has(id) ? id + "-box" : id;
+  }
+
+  function toggle(gid) {
+    if (folded.has(gid)) folded.delete(gid);
+    else folded.add(gid);
+    refold();
+    render();
+    const box = $(seen(gid));
+    if (box && document.activeElement !== box) follow([seen(gid)]);
+  }
 
   const PHASES = { forward: "Forward pass", backward: "Backward pass", done: "Both passes done" };
 
@@ -33,14 +122,58 @@
     return known;
   }
 
+  // A gradient's text in its cell: a number, or a tensor written out element by element,
+  // each element coloured by its own sign (blue > 0, red < 0); a tensor shown by its shape
+  // takes the colour of its one sign (none for ±); a partial sum is grey.
+  const svgNS = document.getElementById("graph").namespaceURI;
+  const NUMBER = /-?(?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf|nan)/g;
+  function paint(cell, adjoint, grad, sign) {
+    const text = grad.text;
+    const each = grad.complete && text.startsWith("[");
+    cell.replaceChildren(adjoint + " = ");
+    if (each) {
+      let at = 0;
+      for (const m of text.matchAll(NUMBER)) {
+        cell.append(text.slice(at, m.index));
+        const span = document.createElementNS(svgNS, "tspan");
+        const x = parseFloat(m[0]);
+        if (x > 0) span.setAttribute("class", "pos");
+        else if (x < 0) span.setAttribute("class", "neg");
+        span.textContent = m[0];
+        cell.append(span);
+        at = m.index + m[0].length;
+      }
+      cell.append(text.slice(at));
+    } else cell.append(text + (grad.complete ? "" : " + …"));
+    cell.classList.toggle("partial", !grad.complete);
+    cell.classList.toggle("pos", grad.complete && !each && sign > 0);
+    cell.classList.toggle("neg", grad.complete && !each && sign < 0);
+  }
+
   function show(el, visible) {
     if (el) el.classList.toggle("hidden", !visible);
   }
 
+  // The ids of what the current step lights up: its nodes and edges, a folded box for
+  // what lies inside one.
+  function lit() {
+    if (step === 0) return new Set();
+    const v = view[step - 1];
+    if (v.unit) return new Set([v.unit + "-box"]);
+    const ev = events[v.end - 1];
+    const ids = ev.active.map(seen);
+    ev.edges.forEach((id) => {
+      if (!$(id).classList.contains("folded-away")) ids.push(id);
+    });
+    return new Set(ids);
+  }
+
   function render() {
-    const known = state(step);
-    const ev = step > 0 ? events[step - 1] : null;
-    const active = new Set(ev ? ev.active.concat(ev.edges) : []);
+    const done = step > 0 ? view[step - 1].end : 0;
+    const known = state(done);
+    const v = step > 0 ? view[step - 1] : null;
+    const ev = v ? events[v.end - 1] : null;
+    const active = lit();
     for (const node of data.nodes) {
       const g = $(node.id);
       g.classList.toggle("active", active.has(node.id));
@@ -49,12 +182,7 @@
       if (!cell) continue;
       const grad = known.grads.get(node.id);
       show(cell, grad !== undefined);
-      if (grad !== undefined) {
-        cell.textContent = node.adjoint + " = " + grad.text + (grad.complete ? "" : " + …");
-        cell.classList.toggle("partial", !grad.complete);
-        cell.classList.toggle("pos", grad.complete && node.sign > 0);
-        cell.classList.toggle("neg", grad.complete && node.sign < 0);
-      }
+      if (grad !== undefined) paint(cell, node.adjoint, grad, node.sign);
     }
     for (const edge of data.edges) {
       const g = $(edge.id);
@@ -62,15 +190,47 @@
       g.classList.toggle("walked", known.walked.has(edge.id));
       show($(edge.id + "-l"), known.walked.has(edge.id));
     }
+    for (const g of groups.values()) {
+      const box = $(g.id + "-box");
+      box.classList.toggle("active", active.has(g.id + "-box"));
+      show($(g.id + "-v"), known.values.has(g.output));
+      const grad = known.grads.get(g.output);
+      const cell = $(g.id + "-g");
+      show(cell, grad !== undefined);
+      if (grad !== undefined) paint(cell, g.adjoint, grad, g.sign);
+    }
     $("phase").textContent = ev ? PHASES[ev.phase] : "Before the forward pass";
-    $("caption").textContent = ev
-      ? ev.caption
-      : "Press → (or Next) to run the forward pass, one node at a time.";
-    $("counter").textContent = step + " / " + events.length;
+    let caption = "Press → (or Next) to run the forward pass, one node at a time.";
+    if (v && v.unit) caption = groups.get(v.unit)[ev.phase === "forward" ? "forward" : "backward"];
+    else if (ev) caption = ev.caption;
+    $("caption").textContent = caption;
+    $("counter").textContent = step + " / " + view.length;
     slider.value = String(step);
     $("first").disabled = $("prev").disabled = step === 0;
-    $("next").disabled = $("last").disabled = step === events.length;
+    $("next").disabled = $("last").disabled = step === view.length;
     if (selected) details(selected, known);
+  }
+
+  // A folded group in its own terms: the call, what it returns, its gradient, what its
+  // vector-Jacobian product passes back.
+  function groupDetails(gid, known) {
+    const g = groups.get(gid);
+    const panel = $("details");
+    panel.replaceChildren();
+    const h = document.createElement("h2");
+    h.textContent = g.label + (g.kind === "call" ? ": a call, folded" : ": a loop step, folded");
+    const dl = document.createElement("dl");
+    const inside = g.nodes.map((id) => nodes.get(id).name).join(", ");
+    const back = known.grads.get(g.output);
+    const rows = [
+      item("Computes", g.forward, known.values.has(g.output)),
+      item("Gradient " + g.adjoint + " (of " + out + ", over every path)", g.grad, back !== undefined && back.complete),
+      item("Backward", g.backward, back !== undefined && back.complete),
+      item("Inside (Enter or a click opens it)", inside, true),
+    ];
+    rows.forEach(([dt, dd]) => dl.append(dt, dd));
+    dl.querySelectorAll("dd").forEach((dd) => (dd.style.whiteSpace = "pre-wrap"));
+    panel.append(h, dl);
   }
 
   function item(term, text, known) {
@@ -87,6 +247,7 @@
 
   // The selected node in its own terms: its value, its local derivatives, its gradient.
   function details(id, known) {
+    if (groups.has(id)) return groupDetails(id, known);
     const node = nodes.get(id);
     const panel = $("details");
     panel.replaceChildren();
@@ -116,7 +277,7 @@
   }
 
   function go(s) {
-    step = Math.max(0, Math.min(events.length, s));
+    step = Math.max(0, Math.min(view.length, s));
     render();
     follow();
   }
@@ -155,8 +316,7 @@
 
   // Scroll the canvas so that the active nodes and edges (or `ids`) are inside it.
   function follow(ids) {
-    const ev = step > 0 ? events[step - 1] : null;
-    const targets = (ids || (ev ? ev.active : [])).map($).filter(Boolean);
+    const targets = (ids || [...lit()].filter((id) => !edges.has(id))).map($).filter(Boolean);
     if (!targets.length) return;
     const box = canvas.getBoundingClientRect();
     let left = Infinity, top = Infinity, right = -Infinity, bottom = -Infinity;
@@ -188,7 +348,7 @@
   }, { passive: false });
   let drag = null;
   canvas.addEventListener("pointerdown", (e) => {
-    if (e.button !== 0 || e.target.closest(".node")) return;
+    if (e.button !== 0 || e.target.closest(".node, .ghead")) return;
     drag = { x: e.clientX, y: e.clientY, left: canvas.scrollLeft, top: canvas.scrollTop };
     canvas.setPointerCapture(e.pointerId);
     canvas.classList.add("dragging");
@@ -229,6 +389,11 @@
     }
     foundAt = (foundAt + 1) % found.length;
     const node = found[foundAt];
+    if (hiddenIn.get(node.id)) { // open the folded groups around it
+      for (let k = node.group; k; k = groups.get(k).parent) folded.delete(k);
+      refold();
+      render();
+    }
     found.forEach((n) => $(n.id).classList.add("found"));
     $("search-result").textContent = (foundAt + 1) + " of " + found.length;
     select(node.id);
@@ -237,16 +402,16 @@
   search.addEventListener("input", () => { foundAt = -1; });
 
   function select(id) {
-    if (selected) $(selected).classList.remove("selected");
+    document.querySelectorAll("#graph .selected").forEach((el) => el.classList.remove("selected"));
     selected = id;
-    $(id).classList.add("selected");
-    details(id, state(step));
+    $(seen(id)).classList.add("selected");
+    details(id, state(step > 0 ? view[step - 1].end : 0));
   }
 
   $("first").addEventListener("click", () => go(0));
   $("prev").addEventListener("click", () => go(step - 1));
   $("next").addEventListener("click", () => go(step + 1));
-  $("last").addEventListener("click", () => go(events.length));
+  $("last").addEventListener("click", () => go(view.length));
   slider.addEventListener("input", () => go(Number(slider.value)));
   $("theme").addEventListener("change", (e) => {
     document.documentElement.dataset.theme = e.target.value;
@@ -262,11 +427,28 @@
       }
     });
   }
+  for (const g of groups.values()) {
+    const box = $(g.id + "-box");
+    const head = $(g.id).querySelector(".ghead");
+    box.addEventListener("click", () => { toggle(g.id); select(g.output); });
+    head.addEventListener("click", () => { toggle(g.id); select(g.id); });
+    box.addEventListener("focus", () => select(g.id));
+    for (const [el, then] of [[box, () => g.output], [head, () => g.id]]) {
+      el.addEventListener("keydown", (e) => {
+        if (e.key !== "Enter" && e.key !== " ") return;
+        e.preventDefault();
+        e.stopPropagation();
+        toggle(g.id);
+        const next = $(seen(then()));
+        if (next) next.focus();
+      });
+    }
+  }
   document.addEventListener("keydown", (e) => {
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     const tag = e.target.tagName;
     if (tag === "INPUT" || tag === "SELECT") return; // the slider and the menu keep their keys
-    const moves = { ArrowRight: step + 1, ArrowLeft: step - 1, Home: 0, End: events.length };
+    const moves = { ArrowRight: step + 1, ArrowLeft: step - 1, Home: 0, End: view.length };
     if (e.key in moves) {
       e.preventDefault();
       go(moves[e.key]);
@@ -281,6 +463,7 @@
       search.focus();
     }
   });
+  refold();
   setZoom(fitZoom());
   go(0);
 })();

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from importlib.resources import files
 from pathlib import PurePath
 from typing import Any
@@ -69,6 +70,8 @@ def _svg(data: dict[str, Any]) -> str:
         'markerUnits="userSpaceOnUse" markerWidth="11" markerHeight="11" orient="auto">'
         '<path d="M0 0L10 5L0 10z" class="arrowhead"/></marker></defs>',
     ]
+    groups = data.get("groups") or []
+    parts += [_group_frame(grp) for grp in groups]  # open: an outline behind its nodes
     for edge in data["edges"]:
         lx, ly = edge["label_at"]
         labels = []
@@ -114,10 +117,9 @@ def _svg(data: dict[str, Any]) -> str:
             )
             row += 1
         if node["grad"] is not None:
-            sign = {1: " pos", -1: " neg", 0: ""}[node["sign"]]
             lines.append(
-                f'<text x="{cx}" y="{y + TOP + LINE * row}" class="grad{sign}" '
-                f'id="{node["id"]}-g">{e(node["adjoint"])} = {e(node["grad"])}</text>'
+                f'<text x="{cx}" y="{y + TOP + LINE * row}" {_painted(node)} '
+                f'id="{node["id"]}-g">{e(node["adjoint"])} = {painted(node["grad"])}</text>'
             )
         label = f"{node['name']}: " + (
             node["formula"] or ("input" if node["kind"] == "input" else "constant")
@@ -128,8 +130,72 @@ def _svg(data: dict[str, Any]) -> str:
             + "".join(lines)
             + "</g>"
         )
+    parts += [_group_box(grp) for grp in groups]  # folded: a box over its nodes
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+#: A number as the page writes it (see page.js, which paints the steps the same way).
+NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf|nan)")
+
+
+def painted(text: str) -> str:
+    """A gradient's text as SVG: a tensor written out element by element has each element
+    coloured by its own sign (``tspan`` of class pos, neg); anything else is left as it is
+    (its text element takes the colour of its one sign, :func:`_painted`).
+
+    >>> painted("[0.5, -2, 0]")
+    '[<tspan class="pos">0.5</tspan>, <tspan class="neg">-2</tspan>, <tspan>0</tspan>]'
+    """
+    if not text.startswith("["):
+        return html.escape(text)
+
+    def one(m: re.Match) -> str:
+        x = float(m.group(0))
+        kind = ' class="pos"' if x > 0 else ' class="neg"' if x < 0 else ""
+        return f"<tspan{kind}>{m.group(0)}</tspan>"
+
+    return NUMBER.sub(one, html.escape(text))
+
+
+def _painted(item: dict[str, Any]) -> str:
+    """The class of a gradient's text element: its one sign's colour, unless its elements
+    are painted one by one."""
+    if item["grad"].startswith("["):
+        return 'class="grad"'
+    return 'class="grad' + {1: " pos", -1: " neg", 0: ""}[item["sign"]] + '"'
+
+
+def _group_frame(grp: dict[str, Any]) -> str:
+    """An open group: its outline, headed by the call as written and a button that folds it."""
+    e = html.escape
+    x, y, w, h = grp["box"]
+    return (
+        f'<g class="group-frame" id="{grp["id"]}"><rect x="{x}" y="{y}" width="{w}" '
+        f'height="{h}" rx="10"/><text x="{x + 10}" y="{y + 17}" class="ghead" tabindex="0" '
+        f'role="button" aria-label="Fold {e(grp["label"])} into one box">'
+        f"▾ {e(grp['label'])}</text></g>"
+    )
+
+
+def _group_box(grp: dict[str, Any]) -> str:
+    """A folded group: one box over its nodes, with the call as written and the value and
+    gradient of what it returns; hidden until the script folds the group."""
+    e = html.escape
+    x, y, w, h = grp["fold"]
+    cx = round(x + w / 2, 1)
+    top = y + max(TOP, h / 2 - LINE)
+    return (
+        f'<g class="node group-box hidden" id="{grp["id"]}-box" tabindex="0" role="button" '
+        f'aria-label="{e(grp["label"])}: folded; Enter opens it">'
+        f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="10"/><rect x="{x + 4}" '
+        f'y="{y + 4}" width="{w - 8}" height="{h - 8}" rx="7" class="inner"/>'
+        f'<text x="{cx}" y="{top}" class="head"><tspan class="glyph">▸</tspan>  '
+        f'<tspan class="name">{e(grp["label"])}</tspan></text>'
+        f'<text x="{cx}" y="{top + LINE}" class="val" id="{grp["id"]}-v">= {e(grp["value"])}'
+        f'</text><text x="{cx}" y="{top + 2 * LINE}" {_painted(grp)} id="{grp["id"]}-g">'
+        f"{e(grp['adjoint'])} = {painted(grp['grad'])}</text></g>"
+    )
 
 
 def inline_svg(svg: bytes, prefix: str = "") -> str:
