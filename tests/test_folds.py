@@ -310,3 +310,30 @@ def test_a_page_of_loop_steps_names_each_step():
     data = steps(cg.parse((SAMPLES / "rnn.cg").read_text()))
     labels = [g["label"] for g in data["groups"]]
     assert labels == [f"step t={k} of for t in range(len(xs))" for k in range(4)]
+
+
+# --fit holds 14 px on every sample --------------------------------------------------------
+@pytest.mark.parametrize("backward", [False, True])
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.cg")))
+def test_every_sample_fits_a_slide_with_text_of_14_px_or_more(sample, backward):
+    from cgraph_cli.render.fit import LEGIBLE_PX
+
+    drawn = diagram((SAMPLES / sample).read_text(), backward=backward)
+    png, px, folded = drawn.fitted_folding((1920, 1080))
+    assert png[:4] == b"\x89PNG"
+    assert px >= LEGIBLE_PX, (sample, px, folded)
+
+
+def test_a_program_without_calls_folds_its_statements_where_it_must(cli, tmp_path):
+    out = tmp_path / "m.png"
+    result = cli(
+        "render", "sample:micrograd_more_ops", "--backward", "--fit", "16:9", "-o", str(out)
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "statements drawn folded, one box each" in result.stderr
+    folded = diagram((SAMPLES / "micrograd_more_ops.cg").read_text(), backward=True).folded()
+    for statement in ("d = a * b + b**3", "c += c + 1", "d += d * 2 + relu(b + a)", "f = e**2"):
+        assert statement in folded.dot
+    assert "c = a + b" not in folded.dot  # one node: drawn as it is
+    # a box's gradient is named as its node is: c₂'s bar, not "out"
+    assert "<O>c₂</O>" in folded.dot

@@ -51,6 +51,9 @@ class Diagram:
     # The same drawing with each call of a function (and a loop's steps) folded into one box;
     # None where it has none to fold, or is folded already.
     folded: Callable[[], Diagram] | None = field(default=None, compare=False)
+    # What ``folded`` folds: "calls and loop steps", or, for a program with none, "statements"
+    # (each statement of two nodes or more one box, headed by the statement as written).
+    folds: str = field(default="calls and loop steps", compare=False)
 
     def titled(self, title: str) -> Diagram:
         """The same drawing under a title (a frame without a border, labelled at the top;
@@ -261,6 +264,17 @@ def diagram(
                 precision=precision, view=view, force=force, collapse=True,
             )  # fmt: skip
             drawn = replace(drawn, folded=folded)
+        elif not options.collapse and not options.expand:
+            from .folds import statement_groups
+
+            lines = statement_groups(graph)
+            if lines is not None:  # no call to fold: each statement one box
+                folded = partial(
+                    diagram, lines, bindings, of=of, focus=focus, backward=backward,
+                    values=values, grads=grads, theme=theme, rankdir=rankdir,
+                    precision=precision, view=view, force=force, collapse=True,
+                )  # fmt: skip
+                drawn = replace(drawn, folded=folded, folds="statements")
         return drawn
     if focus is not None:
         raise UsageError(

@@ -289,3 +289,55 @@ def band_fold(graph: Graph, view, plan: Fold) -> BandFold:
         for n, b in enumerate(opened)
     ]
     return BandFold(boxes, rep, hidden - set(rep))
+
+
+def statement_groups(graph: Graph) -> Graph | None:
+    """The program with each statement that makes two nodes or more as a group of its own
+    (kind "statement", labelled with the statement as written), for a drawing that must fold
+    to be read and has no call or loop step to fold; None where no statement has two nodes,
+    or the program has calls, loops or conditionals of its own. The graph is shared, only its
+    groups differ.
+
+    >>> from cgraph_cli import parse
+    >>> g = statement_groups(parse("p = x + y\\nc = 2 * p + 1\\nc += c * c"))
+    >>> [grp.label for grp in g.groups]
+    ['c = 2 * p + 1', 'c += c * c']
+    """
+    import copy
+    import re
+
+    if graph.groups or graph.control is not None:
+        return None
+    groups: list[Group] = []
+    inner = [-1] * len(graph.ops)
+    start = 0
+    for kind, name, node, count in graph.statements():
+        members = [i for i in range(start, count) if graph.ops[i] is not INPUT]
+        start = count
+        if kind == "input" or len(members) < 2 or node not in members:
+            continue
+        text = graph.text(node)
+        label = text if re.match(rf"{re.escape(name)}\s*\S+=", text) else f"{name} = {text}"
+        for i in members:
+            inner[i] = len(groups)
+        groups.append(
+            Group(
+                "statement",
+                "line",
+                len(groups) + 1,
+                -1,
+                label,
+                graph.starts[node],
+                graph.ends[node],
+                (),
+                node,
+                members[0],
+                members[-1] + 1,
+            )  # fmt: skip
+        )
+    if not groups:
+        return None
+    folded = copy.copy(graph)
+    folded.groups = groups
+    folded.memo = {**graph.memo, "group_of": inner}
+    return folded

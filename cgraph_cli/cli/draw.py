@@ -324,8 +324,8 @@ def render_command(
         data, text_px, folded = diagram.fitted_folding(fit_size(fit), renderer=renderer)
         if folded:
             output.note(
-                f"note: calls and loop steps drawn folded, one box each, so that the text "
-                f"reads at {fit} (--expand NAME opens one)"
+                f"note: {diagram.folds} drawn folded, one box each, so that the text reads at "
+                f"{fit}" + (" (--expand NAME opens one)" if diagram.folds != "statements" else "")
             )
     elif kind in ("dot", "gv") or diagram.nodes < BIG_DIAGRAM:
         data = diagram.render(kind, renderer=renderer, dpi=dpi)

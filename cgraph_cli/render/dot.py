@@ -33,7 +33,7 @@ from ..core.names import node_names
 from ..core.numfmt import denoised, format_number, is_tensor, noise_floor, shape_text, shown_mean
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
-from .notation import adjoint
+from .notation import adjoint, is_name
 from .signs import MARKS, entry_sign, mark, sign
 
 if TYPE_CHECKING:
@@ -441,7 +441,7 @@ def _bar(name: str) -> str:
     >>> _bar("x"), _bar("t1"), _bar("x * x")
     ('x̄', '<O>t1</O>', '<O>out</O>')
     """
-    name = name if name.isidentifier() else "out"
+    name = name if is_name(name) else "out"
     return html.escape(adjoint(name)) if len(name) == 1 else f"<O>{html.escape(name)}</O>"
 
 

@@ -34,7 +34,7 @@ def adjoint(name: str) -> str:
     """
     if len(name) == 1:
         return name + "\u0304"  # a macron: the textbook's x̄
-    if name.isidentifier():
+    if is_name(name):
         return "".join(c + _BAR for c in name)
     return f"({name}){_BAR}"
 
@@ -46,7 +46,17 @@ def total(name: str) -> str:
     >>> total("b1"), total("x * x")
     ('b̅1̅', 'o̅u̅t̅')
     """
-    return adjoint(name if name.isidentifier() else "out")
+    return adjoint(name if is_name(name) else "out")
+
+
+def is_name(name: str) -> bool:
+    """Whether ``name`` is a name a bar can go over: an identifier, or one with the subscript
+    that tells a reassigned name's values apart (``c₂``), not an expression's text.
+
+    >>> is_name("c₂"), is_name("x * x")
+    (True, False)
+    """
+    return name.rstrip("₀₁₂₃₄₅₆₇₈₉").isidentifier()
 
 
 def adjoint_tex(name: str) -> str:
