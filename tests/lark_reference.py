@@ -56,9 +56,10 @@ for _mode, _name, *_ in tables.RULES:
 
 
 class LoopMet(Exception):
-    """Lark's parser reached a loop's header: the reference stops there. Lark reads the grammar
-    only; the bodies of loops are the driver's (indentation), which the reference does not
-    model, so programs with loops are compared up to their first header only."""
+    """Lark's parser reached a loop's header (or a function's): the reference stops there.
+    Lark reads the grammar only; the bodies of loops and functions are the driver's
+    (indentation), which the reference does not model, so programs with loops or functions
+    are compared up to their first header only."""
 
 
 def _loop(self, children):
@@ -66,6 +67,7 @@ def _loop(self, children):
 
 
 LarkReader.loop = _loop  # type: ignore[method-assign]
+LarkReader.define = _loop  # type: ignore[method-assign]
 
 _reader = LarkReader()
 _lark = lark_parser(lexer="basic", postlex=BracketNewlines(), transformer=_reader)

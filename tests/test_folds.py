@@ -115,6 +115,8 @@ FOLDED = {
     "layers_expand_layer2": ("layers.cg", {"expand": ["layer#2"]}),
     "layers_collapse_backward": ("layers.cg", {"collapse": True, "backward": True}),
     "rnn_collapse": ("rnn.cg", {"collapse": True}),
+    "mlp_collapse": ("mlp.cg", {"collapse": True}),
+    "mlp_collapse_backward": ("mlp.cg", {"collapse": True, "backward": True}),
     "seed_collapse": ("seed.cg", {"collapse": True}),  # no calls: drawn as it is
 }
 

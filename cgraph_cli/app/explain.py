@@ -325,7 +325,8 @@ def derivative_steps(graph: Graph, bindings=None, of: str | None = None) -> dict
     derived = program.graph
     values = program_values(derived, bindings)
     text = to_source(derived)
-    lines = text.splitlines()
+    # one line per statement: not the comments that head each call's derivative code
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     tex = statement_tex(derived)
     names = node_names(graph)
     first = first_derivative_statement(derived, graph)
