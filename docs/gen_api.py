@@ -30,6 +30,7 @@ SECTIONS = [
     ("Optimizing and compiling", ["optimize", "Optimized", "compile_module", "engine"]),
     ("Rows of data files", ["run_rows", "RowsResult", "read_chunks", "RowWriter"]),
     ("Training", ["train", "TrainResult"]),
+    ("Models from other frameworks", ["load_onnx"]),
     (
         "The graph and its passes",
         ["Graph", "Node", "validate", "forward", "vjp", "jvp", "to_source", "Span"],

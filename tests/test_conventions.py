@@ -93,6 +93,7 @@ RUNS = {
     "jacobian": ["jacobian", "y = softmax(z)", "z=[1,2,3]"],
     "optimize": ["optimize", "sample:neuron", "--report"],
     "compile": ["compile", "sample:neuron"],
+    "import": ["import", "sample:mlp.onnx"],
     "schema": ["schema", "grad"],
     "completion": ["completion", "bash"],
     "help": ["help", "grad"],
@@ -521,6 +522,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
         "help",
         "train",
         "worksheet",
+        "imports",
     ]
     listed = [c for m in families for c in sys.modules[f"cgraph_cli.cli.{m}"].COMMANDS]
     assert loaded == {c.name: c for c in listed}

@@ -252,6 +252,7 @@ LAZY_COMMANDS = {
     "jacobian": "derivatives:jacobian_command",
     "optimize": "optimize:optimize_command",
     "compile": "optimize:compile_command",
+    "import": "imports:import_command",
     "render": "draw:render_command",
     "dot": "draw:dot_command",
     "show": "draw:show_command",

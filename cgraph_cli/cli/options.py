@@ -277,9 +277,14 @@ def load(args, expr, file_, binds, bindings_file, rows_file=None):
             f"standard input can hold the {readers[0]} or the {readers[1]}, not both",
             hints=["give one of them as a file"],
         )
-    source = read_program(source_arg, expr=expr, file=file_)
     bindings: dict[str, object] = dict(load_bindings(bindings_file)) if bindings_file else {}
     bindings.update(command_line_bindings((*binds, *rest)))  # a name twice is a usage error
+    path = file_ if file_ not in (None, "-") else source_arg
+    if expr is None and path and str(path).lower().endswith(".onnx"):
+        from ..imports.onnx import load_onnx  # a model: its inputs' shapes from the bindings
+
+        return load_onnx(path, bindings), bindings
+    source = read_program(source_arg, expr=expr, file=file_)
     return parse(source.text, source.filename), bindings
 
 

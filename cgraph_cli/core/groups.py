@@ -98,5 +98,7 @@ def called_at(graph, node: int) -> str:
 
 
 def _at(source: Source, grp: Group) -> str:
+    if grp.kind == "module":  # a module of an imported model: no call in the text
+        return f" in the model's module {grp.label}"
     line, col = line_col(source.text, grp.start)
     return f" in {grp.label} called at {source.filename}:{line}:{col}"

@@ -79,7 +79,9 @@ def expand(path: str) -> list[str]:
     ['train.csv']
     """
     if path.startswith("sample:"):
-        return [_sample_data(path.removeprefix("sample:"))]
+        from .sources import sample_data
+
+        return [sample_data(path.removeprefix("sample:"))]
     if path == "-" or not glob.has_magic(path):
         if path != "-" and not os.path.isfile(path):
             if _stream(path):  # bash's <(cat d.csv) is /dev/fd/63
@@ -106,18 +108,6 @@ def _stream(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
-
-
-def _sample_data(name: str) -> str:
-    from .sources import samples_folder
-
-    folder = samples_folder() / "data"
-    names = sorted(p.name for p in folder.iterdir() if p.is_file())
-    if name not in names:
-        raise UsageError(
-            f"no sample data file named '{name}'", hints=["sample data: " + ", ".join(names)]
-        )
-    return str(folder / name)
 
 
 def pyarrow(fmt: str):

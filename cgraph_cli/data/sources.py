@@ -400,6 +400,18 @@ def sample_names() -> list[str]:
     return sorted(p.stem for p in samples_folder().glob("*.cg"))
 
 
+def sample_data(name: str) -> str:
+    """The file of sample data ``name`` (``xor.csv``, ``mlp.onnx``), or a usage error listing
+    them."""
+    folder = samples_folder() / "data"
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix != ".py")
+    if name not in names:
+        raise UsageError(
+            f"no sample data file named '{name}'", hints=["sample data: " + ", ".join(names)]
+        )
+    return str(folder / name)
+
+
 def sample_path(name: str):
     """The file of sample ``name`` (``seed`` or ``seed.cg``), or a usage error listing them."""
     import difflib

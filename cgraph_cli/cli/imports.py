@@ -1,0 +1,99 @@
+"""``import``: an ONNX model as a cgraph program and its weights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from . import output
+from .options import EXIT_CODES, common_options
+from .paramtypes import FilePath
+
+
+@click.command("import", short_help="Read an ONNX model into a cgraph program.", epilog=EXIT_CODES)
+@click.argument("model", metavar="MODEL.onnx", type=FilePath("source"))
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    metavar="FILE.cg",
+    type=FilePath("output"),
+    help="Write the program to FILE.cg and its weights beside it, FILE.npz (default: the "
+    "program on standard output, the weights not written).",
+)
+@click.option(
+    "--weights",
+    metavar="FILE.npz",
+    type=FilePath("output"),
+    help="Write the weights to this file instead of the one beside -o.",
+)
+@click.option(
+    "--example",
+    metavar="FILE.npz",
+    type=FilePath("source"),
+    help="Arrays for the model's inputs whose shapes it leaves open (a batch axis): the "
+    "program is imported for their shapes.",
+)
+@common_options
+def import_command(model, target, weights, example):
+    """Read an ONNX model (exported by PyTorch, Keras, scikit-learn...) into a cgraph program:
+    one statement per ONNX node in cgraph's ops, the model's inputs and weights as inputs, the
+    weights in an .npz file beside it (never inlined). Nothing in the file is run.
+
+    Every command also takes MODEL.onnx where it takes a program, with the weights bound:
+    cgraph grad model.onnx --bindings batch.npz. A model that leaves a shape open (a batch
+    axis) where the program needs it (a reshape) is imported for the shapes of --example's
+    arrays (or, read by another command, of the bindings).
+
+    \b
+    Examples:
+      cgraph import sample:mlp.onnx -o mlp.cg       # and mlp.npz, the weights
+      cgraph eval sample:mlp.onnx x='[[1, 2, 3]]'   # any command reads the model itself
+      cgraph render sample:mlp.onnx x='[[1, 2, 3]]' --collapse -o mlp.png
+    """
+    from pathlib import Path
+
+    from ..core.errors import UsageError, visible
+    from ..data.outputs import write_file
+    from ..data.sources import load_bindings, read_limited, sample_data
+    from ..imports.onnx import MODEL_LIMIT, import_onnx, imported_graph
+
+    if not str(model).lower().endswith(".onnx"):
+        raise UsageError(f"{model} is not an .onnx file", hints=["cgraph import model.onnx"])
+    path = sample_data(model[len("sample:") :]) if model.startswith("sample:") else model
+    data = read_limited(path, MODEL_LIMIT, "an ONNX model")
+    arrays = load_bindings(example) if example else None
+    name = Path(model).name
+    imported = import_onnx(data, visible(name), arrays)
+    imported_graph(imported, visible(name))  # the program reads back: checked before writing
+    if weights is None and target is not None and imported.weights:
+        weights = str(Path(target).with_suffix(".npz"))
+        if Path(weights).exists():
+            raise UsageError(
+                f"{weights} exists: refusing to overwrite it with the weights",
+                hints=["name the weights' file with --weights FILE.npz"],
+            )
+    text = imported.text
+    if weights is not None and imported.weights:
+        import io
+
+        import numpy as np
+
+        buffer = io.BytesIO()
+        savez: Any = np.savez  # its keyword arguments are the arrays, by name
+        savez(buffer, **imported.weights)
+        write_file(weights, buffer.getvalue())
+    if target is not None:
+        write_file(target, text.encode("utf-8"))
+        output.note(
+            f"wrote {target}"
+            + (f" and its weights, {weights}" if weights and imported.weights else "")
+        )
+    else:
+        output.write_text(text, nl=False)
+        if imported.weights and weights is None:
+            output.note("note: the weights are not written: -o FILE.cg writes them beside it")
+
+
+COMMANDS = [import_command]

@@ -1,0 +1,758 @@
+"""ONNX models as cgraph programs: ``cgraph import model.onnx``, and any command given a
+``.onnx`` file where it takes a program.
+
+The model becomes the text of an ordinary cgraph program, parsed as any other: its graph
+inputs are the program's inputs, its weights (initializers) inputs too, whose values are kept
+beside the text (never inlined: :attr:`Imported.weights`, written to an ``.npz`` file by
+``cgraph import``, the graph's defaults when a command reads the model itself), and each ONNX
+node one statement (or a few) in cgraph's ops. What the exporters compute from shapes alone
+(Shape, Gather of a shape, Concat, ConstantOfShape, Range ...) is folded to constants here, so
+the program holds only the model's arithmetic. Names stay readable: ``/layers.0/fc/Gemm``'s
+output is ``layers_0_fc_gemm``.
+
+Nothing in the file runs: it is decoded as data (protobuf), read node by node, and refused
+where it holds an operator cgraph does not have (exit 3, naming the operator, the node and the
+operators there are), a damaged or foreign file (exit 2), or tensors stored outside it.
+
+>>> import onnx
+>>> from onnx import TensorProto, helper
+>>> node = helper.make_node("Gemm", ["x", "W", "b"], ["y"], transB=1, name="/fc/Gemm")
+>>> W = helper.make_tensor("W", TensorProto.FLOAT, [2, 3], [1, 2, 3, 4, 5, 6])
+>>> b = helper.make_tensor("b", TensorProto.FLOAT, [2], [0.5, -0.5])
+>>> g = helper.make_graph([node], "fc",
+...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], [W, b])
+>>> model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+>>> imported = import_onnx(model.SerializeToString(), "fc.onnx")
+>>> print(imported.text, end="")
+# Imported from fc.onnx (ONNX, opset 18): 1 node, weights W, b
+input x
+input W, b
+y = x @ transpose(W) + b
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import ParseError, UsageError
+
+
+@dataclass
+class Imported:
+    """An imported model: the program's text, its weights by their names in the program, its
+    data inputs and outputs, and each statement's module (``layers.0/attn``, or "")."""
+
+    text: str
+    weights: dict[str, np.ndarray]
+    inputs: list[str]
+    outputs: list[str]
+    modules: list[str] = field(default_factory=list)
+
+
+class NotSupported(ParseError):
+    """An operator (or a use of one) cgraph cannot import: exit 3."""
+
+
+def import_onnx(
+    data: bytes, filename: str, example: Mapping[str, Any] | None = None, said: str = "--example"
+) -> Imported:
+    """The program of the ONNX model in ``data`` (the bytes of ``filename``). ``example``:
+    arrays for the model's inputs whose shapes it leaves open (a batch axis), by their ONNX
+    or program names: their shapes fix the model's, so that shape arithmetic folds to
+    constants (``said``: what they are called in a message)."""
+    model = _decode(data, filename)
+    if example:
+        _fix_input_shapes(model, example, said)
+    try:
+        from onnx import shape_inference
+
+        model = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - a model shape inference rejects keeps its own shapes
+        pass
+    return _Reader(model, filename).read()
+
+
+#: The largest model file read (protobuf's own limit is 2 GiB).
+MODEL_LIMIT = 1 << 30
+
+
+def load_onnx(path: str, example: Mapping[str, Any] | None = None):
+    """The graph of the ONNX model in the file at ``path``: its weights are its inputs'
+    defaults, its modules groups; ``example``: arrays for the inputs whose shapes the model
+    leaves open (a batch axis), by name. Every function that takes a program takes it.
+
+    >>> import cgraph_cli as cg
+    >>> graph = cg.load_onnx("model.onnx", {"x": x})  # doctest: +SKIP
+    >>> cg.grad(graph, {"x": x}).gradients["fc1_weight"]  # doctest: +SKIP
+    """
+    from ..core.errors import visible
+    from ..data.sources import read_limited, sample_data
+
+    shown = visible(path)
+    if path.startswith("sample:"):  # a model shipped with cgraph: sample:mlp.onnx
+        path = sample_data(path[len("sample:") :])
+    data = read_limited(path, MODEL_LIMIT, "an ONNX model")
+    return imported_graph(import_onnx(data, shown, example, "the binding of"), shown)
+
+
+def _decode(data: bytes, filename: str):
+    try:
+        import onnx
+    except ImportError:
+        raise UsageError(
+            f"reading {filename} needs the onnx package",
+            hints=["pip install 'cgraph-cli[onnx]' (or: pip install onnx)"],
+        ) from None
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:  # noqa: BLE001 - protobuf's DecodeError, or what damage makes it raise
+        raise UsageError(f"{filename} is not an ONNX model (or is damaged): {e}") from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise UsageError(f"{filename} is not an ONNX model: it holds no graph of nodes")
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            raise UsageError(
+                f"{filename} keeps its weight {tensor.name} in another file: cgraph reads "
+                "the model's own file only",
+                hints=["save the model with its weights inside (onnx.save_model(model, path, "
+                       "save_as_external_data=False))"],
+            )  # fmt: skip
+    return model
+
+
+def _fix_input_shapes(model, example: Mapping[str, Any], said: str) -> None:
+    from ..data.bindings import as_array
+
+    namer = _Namer()
+    for value in model.graph.input:
+        key = value.name if value.name in example else namer(value.name, "x")
+        if key in example:
+            given = example[key]
+            shape = np.shape(as_array(key, given) if isinstance(given, str) else given)
+            dims = value.type.tensor_type.shape.dim
+            if len(dims) != len(shape):
+                raise UsageError(
+                    f"{said} {key} has {len(shape)} axes; the model's input {value.name} has "
+                    f"{len(dims)}"
+                )
+            for dim, n in zip(dims, shape):
+                dim.ClearField("dim_param")
+                dim.dim_value = n
+
+
+#: Names a program cannot give a value: the language's words and its functions.
+def _reserved() -> frozenset[str]:
+    from ..core.ops import OPS
+    from ..parse import tables
+
+    return frozenset(
+        {*tables.KEYWORDS.get("NAME", {}), *OPS, "len", "shape", "max", "min", "e", "pi"}
+    )
+
+
+class _Namer:
+    """Readable, unique cgraph names for ONNX's: ``/layers.0/fc/Gemm_output_0`` ->
+    ``layers_0_fc_gemm``."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set(_reserved())
+        self.names: dict[str, str] = {}
+
+    def __call__(self, onnx_name: str, hint: str = "t") -> str:
+        if onnx_name in self.names:
+            return self.names[onnx_name]
+        text = re.sub(r"_?output_\d+$", "", onnx_name)
+        text = re.sub(r"\W+", "_", text).strip("_")
+        if not text:
+            text = hint
+        parts = text.split("_")
+        text = "_".join(parts[:-1] + [parts[-1].lower()]) if len(parts) > 1 else text
+        if text[0].isdigit():
+            text = f"v{text}"
+        name, k = text, 2
+        while name in self.taken:
+            name = f"{text}_{k}"
+            k += 1
+        self.taken.add(name)
+        self.names[onnx_name] = name
+        return name
+
+
+def _literal(value: Any) -> str:
+    """A constant in the program's text: a number, or a nested list."""
+    value = np.asarray(value, dtype=np.float64)
+    if value.ndim == 0:
+        text = repr(float(value))
+        text = text[:-2] if text.endswith(".0") else text
+        return f"({text})" if text.startswith("-") else text
+    return (
+        repr(np.vectorize(lambda x: float(x))(value).tolist())
+        .replace(".0,", ",")
+        .replace(".0]", "]")
+    )
+
+
+#: Constants written into the program's text at most this many elements large; larger ones
+#: are kept with the weights.
+INLINE = 16
+
+
+class _Reader:
+    def __init__(self, model, filename: str) -> None:
+        from onnx import numpy_helper
+
+        self.model, self.filename, self.graph = model, filename, model.graph
+        self.to_array = numpy_helper.to_array
+        self.name = _Namer()
+        self.lines: list[str] = []
+        self.modules: list[str] = []
+        self.module = ""
+        self.known: dict[str, np.ndarray] = {}  # ONNX name -> a value known now (folded)
+        self.weights: dict[str, np.ndarray] = {}
+        self.shapes: dict[str, tuple] = {}
+        for value in [*self.graph.input, *self.graph.value_info, *self.graph.output]:
+            dims = value.type.tensor_type.shape.dim
+            if value.type.tensor_type.HasField("shape") and all(
+                d.HasField("dim_value") for d in dims
+            ):
+                self.shapes[value.name] = tuple(d.dim_value for d in dims)
+
+    # -- the program ---------------------------------------------------------------------
+    def read(self) -> Imported:
+        weights = {}
+        for tensor in self.graph.initializer:
+            value = self.to_array(tensor)
+            if value.dtype.kind == "f" and value.ndim > 0:
+                weights[tensor.name] = value.astype(np.float64)
+            else:  # integers (shapes, axes) and a model's scalars (2 in x ** 2): constants
+                self.known[tensor.name] = value
+            self.shapes[tensor.name] = value.shape
+        inputs = [
+            v.name for v in self.graph.input if v.name not in weights and v.name not in self.known
+        ]
+        for name in inputs:
+            self.name(name, "x")
+        for name in weights:
+            self.weights[self.name(name, "w")] = weights[name]
+        for node in self.graph.node:
+            self.module = _module_of(node)
+            self._node(node)
+        outputs = [o.name for o in self.graph.output]
+        for name in outputs:
+            if name in self.known:  # a model whose output is a constant: still a statement
+                self._emit(name, _literal(self.known.pop(name)))
+        last = self.name(outputs[0]) if outputs else None
+        if last is not None and not self.lines[-1].startswith(f"{last} = "):
+            self.lines.append(last)  # the program's output is its last statement
+            self.modules.append("")
+        opset = max((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")),
+                    default=0)  # fmt: skip
+        count = len(self.graph.node)
+        head = (
+            f"# Imported from {self.filename} (ONNX, opset {opset}): {count} node"
+            f"{'s' * (count != 1)}"
+            + (f", weights {', '.join(self.weights)}" if self.weights else "")
+        )
+        if self.weights:  # where they are: the .npz file cgraph import -o FILE.cg writes beside
+            head += "\n# Bind the weights with --bindings FILE.npz (written by cgraph import -o)"
+        decls = []
+        if inputs:
+            decls.append("input " + ", ".join(self.name(n) for n in inputs))
+        if self.weights:
+            decls.append("input " + ", ".join(self.weights))
+        return Imported(
+            text="\n".join([head, *decls, *self.lines]) + "\n",
+            weights=self.weights,
+            inputs=[self.name(n) for n in inputs],
+            outputs=[self.name(o) for o in outputs],
+            modules=self.modules,
+        )
+
+    def _emit(self, onnx_name: str, expr: str) -> str:
+        name = self.name(onnx_name)
+        self.lines.append(f"{name} = {expr}")
+        self.modules.append(self.module)
+        return name
+
+    def temp(self, expr: str, hint: str) -> str:
+        """A statement of its own for a part of a composition (layer norm's mean ...)."""
+        name = self.name(f"{self._current}_{hint}")
+        self.lines.append(f"{name} = {expr}")
+        self.modules.append(self.module)
+        return name
+
+    # -- one node --------------------------------------------------------------------------
+    def _node(self, node) -> None:
+        attrs = {a.name: _attr(a, self.to_array) for a in node.attribute}
+        self._current = node.output[0] if node.output else node.name
+        ins = list(node.input)
+        if node.domain not in ("", "ai.onnx"):
+            raise self._unsupported(node, f"the operator domain {node.domain}")
+        if node.op_type == "Constant":
+            self.known[node.output[0]] = _constant(attrs)
+            return
+        if all(i in self.known or i == "" for i in ins) and node.op_type in FOLD:
+            values = [self.known[i] if i else None for i in ins]
+            result = FOLD[node.op_type](values, attrs)
+            for out, value in zip(node.output, result if isinstance(result, tuple) else (result,)):
+                self.known[out] = np.asarray(value)
+                self.shapes[out] = np.shape(value)
+            return
+        if node.op_type in ("Shape", "Size"):  # of a computed tensor: known from its shape
+            shape = self.shape(node)
+            whole = np.array(shape, dtype=np.int64)
+            value = whole[attrs.get("start", 0) : attrs.get("end")]
+            self.known[node.output[0]] = (
+                value if node.op_type == "Shape" else np.asarray(whole.prod())
+            )
+            return
+        rule = RULES.get(node.op_type)
+        if rule is None:
+            raise self._unsupported(node)
+        args = [self._arg(i) for i in ins]
+        exprs = rule(self, node, args, attrs)
+        if isinstance(exprs, str):
+            exprs = [exprs]
+        for out, expr in zip(node.output, exprs):
+            if out:
+                self._emit(out, expr)
+
+    def _arg(self, onnx_name: str) -> str:
+        if onnx_name == "":
+            return ""
+        if onnx_name in self.known:
+            value = self.known[onnx_name]
+            if value.dtype.kind in "fiub" and value.size <= INLINE:
+                return _literal(value)
+            name = self.name(onnx_name, "c")
+            if name not in self.weights:  # a large constant: with the weights, as an input
+                self.weights[name] = value.astype(np.float64)
+            return name
+        return self.name(onnx_name)
+
+    def shape(self, node, k: int = 0) -> tuple:
+        """The static shape of the node's input ``k``; a model that leaves it open is asked
+        for --example."""
+        onnx_name = node.input[k]
+        if onnx_name in self.known:
+            return self.known[onnx_name].shape
+        shape = self.shapes.get(onnx_name)
+        if shape is None:
+            raise UsageError(
+                f"{self.filename}: node {node.name or node.op_type} ({node.op_type}) needs the "
+                f"shape of {onnx_name}, which the model leaves open",
+                hints=["give the model's inputs with --example FILE.npz (arrays of the shapes "
+                       "to import it for)"],
+            )  # fmt: skip
+        return shape
+
+    def constant(self, node, k: int) -> np.ndarray:
+        """The value of the node's input ``k``, which must be known when importing (a shape,
+        axes)."""
+        if k >= len(node.input) or node.input[k] == "":
+            raise self._unsupported(node, f"{node.op_type} without its input {k + 1}")
+        if node.input[k] not in self.known:
+            raise self._unsupported(
+                node, f"{node.op_type} with input {k + 1} computed by the model (not a constant)"
+            )
+        return self.known[node.input[k]]
+
+    def _unsupported(self, node, what: str | None = None) -> NotSupported:
+        what = what or f"the operator {node.op_type}"
+        supported = ", ".join(sorted({*RULES, *FOLD, "Constant"}))
+        return NotSupported(
+            f"{self.filename}: cannot import {what} (node {node.name or '(unnamed)'})",
+            hints=[f"cgraph imports {supported}"],
+        )
+
+
+def imported_graph(imported: Imported, filename: str):
+    """The imported program as a graph: its weights the defaults of their inputs, and each
+    module of the model (``layers.0/attn``) a group, nested as the modules are, so that the
+    views fold them as they fold calls."""
+    from ..parse import parse
+
+    graph = parse(imported.text, filename)
+    for name, value in imported.weights.items():
+        graph.defaults[name] = value
+    _module_groups(graph, imported.modules, {graph.inputs[n] for n in imported.inputs})
+    return graph
+
+
+def _module_groups(graph, modules: list[str], data: set[int]) -> None:
+    """One group per module path and its prefixes, parents first; each node in the group of
+    the innermost module its statement belongs to; the model's data inputs a module reads are
+    its arguments (what flows through it, not weights it holds)."""
+    from ..core.groups import Group
+    from ..core.ops import INPUT
+
+    body = [s for s in graph.statements() if s[0] != "input"]
+    start = 0
+    spans = []
+    for kind, _, node, count in graph.statements():
+        spans.append((kind, start, count, node))
+        start = count
+    statements = [s for s in spans if s[0] != "input"]
+    inner = [-1] * len(graph.ops)
+    paths = list(dict.fromkeys(p for m in modules if m for p in _prefixes(m)))  # parents first
+    if not paths or len(body) != len(modules):
+        return
+    index = {p: k for k, p in enumerate(paths)}
+    members: dict[int, list[int]] = {}
+    outputs: dict[int, int] = {}
+    for (_, lo, hi, node), module in zip(statements, modules):
+        if not module:
+            continue
+        for i in range(lo, hi):
+            if graph.ops[i] is not INPUT:
+                inner[i] = index[module]
+        for p in _prefixes(module):
+            members.setdefault(index[p], []).extend(range(lo, hi))
+            outputs[index[p]] = node
+    groups = []
+    for k, p in enumerate(paths):
+        held = members.get(k) or [0]
+        parent = index.get(p.rsplit("/", 1)[0], -1) if "/" in p else -1
+        reads = tuple(sorted({a for i in held for a in graph.args[i] if a in data}))
+        groups.append(
+            Group(
+                "module",
+                p,
+                1,
+                parent,
+                p,
+                0,
+                0,
+                reads,
+                outputs.get(k, held[-1]),
+                min(held),
+                max(held) + 1,
+            )  # fmt: skip
+        )
+    graph.groups = groups
+    graph.memo["group_of"] = inner
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[: k + 1]) for k in range(len(parts))]
+
+
+def _module_of(node) -> str:
+    """The module a node belongs to: the name scopes the dynamo exporter keeps in the node's
+    metadata, or the path TorchScript's exporter writes into its name (``/layers.0/fc/Gemm``
+    -> ``layers.0/fc``)."""
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            scopes = re.findall(r"'([^']*)'", prop.value) or prop.value.split(",")
+            return "/".join(s for s in scopes[1:] if s)
+    if node.name.startswith("/"):
+        return "/".join(node.name.strip("/").split("/")[:-1])
+    return ""
+
+
+def _attr(a, to_array) -> Any:
+    from onnx import AttributeProto, helper
+
+    value = helper.get_attribute_value(a)
+    if a.type == AttributeProto.FLOAT:  # float32's value, exactly: the model computes with it
+        return float(np.float32(value))
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if hasattr(value, "dims"):  # a tensor
+        return to_array(value)
+    return value
+
+
+def _constant(attrs: dict) -> np.ndarray:
+    for key in ("value", "value_float", "value_int", "value_floats", "value_ints"):
+        if key in attrs:
+            return np.asarray(attrs[key])
+    raise UsageError(f"a Constant node holds none of value, value_float(s), value_int(s): {attrs}")
+
+
+# -- the operators -------------------------------------------------------------------------
+def _binary(symbol: str) -> Callable:
+    return lambda r, node, a, attrs: f"({a[0]} {symbol} {a[1]})"
+
+
+def _function(name: str) -> Callable:
+    return lambda r, node, a, attrs: f"{name}({a[0]})"
+
+
+def _gemm(r, node, a, attrs) -> str:
+    x = f"transpose({a[0]})" if attrs.get("transA") else a[0]
+    w = f"transpose({a[1]})" if attrs.get("transB") else a[1]
+    expr = f"{x} @ {w}"
+    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+    if alpha != 1.0:
+        expr = f"{_literal(np.float64(alpha))} * ({expr})"
+    if len(a) > 2 and a[2]:
+        expr += f" + {a[2]}" if beta == 1.0 else f" + {_literal(np.float64(beta))} * {a[2]}"
+    return expr
+
+
+def _reshape_to(r, node, a, shape) -> str:
+    return f"reshape({a[0]}, {list(int(n) for n in shape)})"
+
+
+def _reshape(r, node, a, attrs) -> str:
+    target = [int(n) for n in r.constant(node, 1)]
+    if 0 in target and not attrs.get("allowzero"):
+        source = r.shape(node)
+        target = [source[k] if n == 0 else n for k, n in enumerate(target)]
+    return _reshape_to(r, node, a, target)
+
+
+def _flatten(r, node, a, attrs) -> str:
+    shape = r.shape(node)
+    axis = attrs.get("axis", 1) % (len(shape) + 1) if shape else 0
+    return _reshape_to(r, node, a, [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
+
+
+def _axes(r, node, attrs, k: int = 1) -> list[int] | None:
+    if "axes" in attrs:
+        return [int(x) for x in attrs["axes"]]
+    if len(node.input) > k and node.input[k]:
+        return [int(x) for x in np.ravel(r.constant(node, k))]
+    return None
+
+
+def _squeeze(r, node, a, attrs) -> str:
+    shape = r.shape(node)
+    axes = _axes(r, node, attrs)
+    keep = [n for k, n in enumerate(shape) if not (n == 1 and (axes is None or k in
+            {x % len(shape) for x in axes}))]  # fmt: skip
+    return _reshape_to(r, node, a, keep)
+
+
+def _unsqueeze(r, node, a, attrs) -> str:
+    shape = list(r.shape(node))
+    axes = _axes(r, node, attrs) or []
+    out = len(shape) + len(axes)
+    for axis in sorted(x % out for x in axes):
+        shape.insert(axis, 1)
+    return _reshape_to(r, node, a, shape)
+
+
+def _reduce(fn: str) -> Callable:
+    def rule(r, node, a, attrs) -> str:
+        shape = r.shape(node)
+        axes = _axes(r, node, attrs)
+        if axes is None or (not axes and not attrs.get("noop_with_empty_axes")):
+            axes = list(range(len(shape)))
+        axes = sorted({x % len(shape) for x in axes}, reverse=True)
+        expr = a[0]
+        for axis in axes:
+            expr = f"{fn}({expr}, {axis})"
+        if attrs.get("keepdims", 1):
+            kept = [1 if k in axes else n for k, n in enumerate(shape)]
+            expr = f"reshape({expr}, {kept})"
+        return expr
+
+    return rule
+
+
+def _transpose(r, node, a, attrs) -> str:
+    perm = attrs.get("perm")
+    n = len(r.shape(node)) if perm is not None else 2
+    if perm is not None and list(perm) != list(range(n))[::-1]:
+        if list(perm) == list(range(n)):
+            return a[0]
+        raise r._unsupported(node, f"Transpose with perm {list(perm)} (cgraph reverses the axes)")
+    return f"transpose({a[0]})"
+
+
+def _softmax(fn: str) -> Callable:
+    def rule(r, node, a, attrs) -> str:
+        return f"{fn}({a[0]}, {attrs.get('axis', -1)})"
+
+    return rule
+
+
+def _leaky_relu(r, node, a, attrs) -> str:
+    alpha = _literal(np.float64(attrs.get("alpha", 0.01)))
+    return f"where({a[0]} > 0, {a[0]}, {alpha} * {a[0]})"
+
+
+def _gelu(r, node, a, attrs) -> str:
+    if attrs.get("approximate", "none") != "tanh":
+        raise r._unsupported(node, "Gelu with the exact erf (cgraph has no erf yet); "
+                                   "approximate='tanh' imports")  # fmt: skip
+    x = a[0]
+    return f"0.5 * {x} * (1 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ^ 3)))"
+
+
+def _layer_norm(r, node, a, attrs) -> list[str]:
+    shape = r.shape(node)
+    axis = attrs.get("axis", -1) % len(shape)
+    eps = _literal(np.float64(attrs.get("epsilon", 1e-5)))
+    kept = list(shape)
+    expr_mean = a[0]
+    for k in range(len(shape) - 1, axis - 1, -1):
+        expr_mean = f"mean({expr_mean}, {k})"
+        kept[k] = 1
+    mu = r.temp(f"reshape({expr_mean}, {kept})", "mean")
+    centred = r.temp(f"{a[0]} - {mu}", "centred")
+    var = f"{centred} ^ 2"
+    for k in range(len(shape) - 1, axis - 1, -1):
+        var = f"mean({var}, {k})"
+    spread = r.temp(f"sqrt(reshape({var}, {kept}) + {eps})", "std")
+    expr = f"{centred} / {spread}"
+    if len(a) > 1 and a[1]:
+        expr += f" * {a[1]}"
+    if len(a) > 2 and a[2]:
+        expr += f" + {a[2]}"
+    return [expr]
+
+
+def _batch_norm(r, node, a, attrs) -> str:
+    if attrs.get("training_mode"):
+        raise r._unsupported(node, "BatchNormalization in training mode")
+    shape = r.shape(node)
+    eps = _literal(np.float64(attrs.get("epsilon", 1e-5)))
+    per = [shape[1]] + [1] * (len(shape) - 2)
+
+    def channel(x: str) -> str:
+        return f"reshape({x}, {per})" if len(shape) > 2 else x
+
+    x, scale, bias, mean, var = a[:5]
+    return (
+        f"({x} - {channel(mean)}) / sqrt({channel(var)} + {eps}) * {channel(scale)}"
+        f" + {channel(bias)}"
+    )
+
+
+def _cast(r, node, a, attrs) -> str:
+    from onnx import TensorProto
+
+    if attrs.get("to") not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16):
+        raise r._unsupported(node, "Cast to a type other than float, of a computed value")
+    return a[0]
+
+
+RULES: dict[str, Callable] = {
+    "Add": _binary("+"),
+    "Sub": _binary("-"),
+    "Mul": _binary("*"),
+    "Div": _binary("/"),
+    "Pow": _binary("^"),
+    "MatMul": _binary("@"),
+    "Equal": _binary("=="),
+    "Less": _binary("<"),
+    "Greater": _binary(">"),
+    "LessOrEqual": _binary("<="),
+    "GreaterOrEqual": _binary(">="),
+    "Neg": lambda r, node, a, attrs: f"(-{a[0]})",
+    "Not": _function("logical_not"),
+    "Sqrt": _function("sqrt"),
+    "Exp": _function("exp"),
+    "Log": _function("log"),
+    "Abs": _function("abs"),
+    "Relu": _function("relu"),
+    "Tanh": _function("tanh"),
+    "Sigmoid": _function("sigmoid"),
+    "Softplus": _function("softplus"),
+    "Sin": _function("sin"),
+    "Cos": _function("cos"),
+    "Identity": lambda r, node, a, attrs: a[0],
+    "Dropout": lambda r, node, a, attrs: a[0],  # inference: passes its input on
+    "Cast": _cast,
+    "Where": lambda r, node, a, attrs: f"where({a[0]}, {a[1]}, {a[2]})",
+    "Gemm": _gemm,
+    "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Transpose": _transpose,
+    "ReduceSum": _reduce("sum"),
+    "ReduceMean": _reduce("mean"),
+    "Softmax": _softmax("softmax"),
+    "LogSoftmax": _softmax("log_softmax"),
+    "LeakyRelu": _leaky_relu,
+    "Gelu": _gelu,
+    "LayerNormalization": _layer_norm,
+    "BatchNormalization": _batch_norm,
+}
+
+
+# -- shape arithmetic, folded while importing ------------------------------------------------
+def _fold_shape(values, attrs):
+    (x,) = values
+    start, end = attrs.get("start", 0), attrs.get("end")
+    return np.array(np.shape(x), dtype=np.int64)[start:end]
+
+
+def _fold_slice(values, attrs):
+    x, starts, ends = values[:3]
+    axes = values[3] if len(values) > 3 and values[3] is not None else range(len(starts))
+    steps = values[4] if len(values) > 4 and values[4] is not None else [1] * len(starts)
+    index = [slice(None)] * np.ndim(x)
+    for axis, s, e, step in zip(axes, starts, ends, steps):
+        index[int(axis)] = slice(int(s), int(e), int(step))
+    return np.asarray(x)[tuple(index)]
+
+
+def _fold_axes(values, attrs):
+    if "axes" in attrs:
+        return list(attrs["axes"])
+    return (
+        [int(a) for a in np.ravel(values[1])] if len(values) > 1 and values[1] is not None else None
+    )
+
+
+def _fold_unsqueeze(values, attrs):
+    x = np.asarray(values[0])
+    for axis in sorted(
+        a % (x.ndim + len(_fold_axes(values, attrs))) for a in _fold_axes(values, attrs)
+    ):
+        x = np.expand_dims(x, axis)
+    return x
+
+
+def _fold_squeeze(values, attrs):
+    axes = _fold_axes(values, attrs)
+    return np.squeeze(values[0], axis=None if axes is None else tuple(axes))
+
+
+def _fold_cast(values, attrs):
+    from onnx import helper
+
+    return np.asarray(values[0]).astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
+
+
+FOLD: dict[str, Callable] = {
+    "Shape": _fold_shape,
+    "Size": lambda v, a: np.array(np.size(v[0]), dtype=np.int64),
+    "Gather": lambda v, a: np.take(v[0], v[1], axis=a.get("axis", 0)),
+    "Concat": lambda v, a: np.concatenate([np.atleast_1d(x) for x in v], axis=a["axis"]),
+    "Unsqueeze": _fold_unsqueeze,
+    "Squeeze": _fold_squeeze,
+    "Reshape": lambda v, a: np.reshape(v[0], [int(n) for n in v[1]]),
+    "Cast": _fold_cast,
+    "ConstantOfShape": lambda v, a: np.full(
+        [int(n) for n in v[0]], a["value"].ravel()[0] if "value" in a else 0.0
+    ),
+    "Range": lambda v, a: np.arange(v[0], v[1], v[2]),
+    "Slice": _fold_slice,
+    "Identity": lambda v, a: v[0],
+    "Add": lambda v, a: np.add(v[0], v[1]),
+    "Sub": lambda v, a: np.subtract(v[0], v[1]),
+    "Mul": lambda v, a: np.multiply(v[0], v[1]),
+    "Div": lambda v, a: (
+        np.floor_divide(v[0], v[1])
+        if np.asarray(v[0]).dtype.kind in "iu"
+        else np.divide(v[0], v[1])
+    ),
+    "Equal": lambda v, a: np.equal(v[0], v[1]),
+    "Where": lambda v, a: np.where(v[0], v[1], v[2]),
+    "Neg": lambda v, a: np.negative(v[0]),
+    "Sqrt": lambda v, a: np.sqrt(v[0]),
+    "Pow": lambda v, a: np.power(v[0], v[1]),
+}

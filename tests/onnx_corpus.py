@@ -1,0 +1,138 @@
+"""ONNX models built here with onnx.helper (no downloaded file): the shapes of what PyTorch's
+exporters write for an MLP and for a normalised block, with the module paths TorchScript's
+exporter puts into node names, and the shape arithmetic it emits around a reshape."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 20
+
+
+def _model(nodes, inputs, outputs, weights, dtype, opset=OPSET, name="model"):
+    kind = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.asarray(v, dtype=dtype), n) for n, v in weights.items()]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info(n, kind, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, kind, s) for n, s in outputs],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _int64(name, values):
+    return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
+
+
+def mlp(dtype=np.float64, seed=0):
+    """nn.Sequential(Linear(3, 5), ReLU(), Linear(5, 2), LogSoftmax(-1)) as TorchScript's
+    exporter writes it (Gemm with transB, a batch axis left open): the sample model's
+    generator, samples/data/make_onnx.py."""
+    return _sample_generator().mlp(dtype, seed)
+
+
+def _sample_generator():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "samples" / "data" / "make_onnx.py"
+    spec = importlib.util.spec_from_file_location("make_onnx", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def block(dtype=np.float64, seed=1):
+    """A normalised block: LayerNormalization, a reshape computed from the input's shape
+    (Shape, Gather, Unsqueeze, Concat, as exporters write a flatten), MatMul and Add, GELU
+    (tanh), a residual, BatchNormalization (inference), LeakyRelu, a Where on a comparison,
+    Sigmoid, Dropout, Div/Pow/Sqrt/Sub, ReduceMean with and without keepdims, and one weight
+    passed on through Identity."""
+    rng = np.random.default_rng(seed)
+    weights = {
+        "ln.weight": 1 + 0.1 * rng.normal(size=6),
+        "ln.bias": 0.1 * rng.normal(size=6),
+        "proj.weight": rng.normal(size=(6, 6)) / 3,
+        "proj.bias": 0.1 * rng.normal(size=6),
+        "bn.weight": 1 + 0.1 * rng.normal(size=6),
+        "bn.bias": 0.1 * rng.normal(size=6),
+        "bn.running_mean": 0.1 * rng.normal(size=6),
+        "bn.running_var": 1 + 0.1 * rng.random(6),
+        "scale": np.array([1.5]),  # a learned scale: shape (1,), a weight
+    }
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", "ln.weight", "ln.bias"], ["/ln/out"], axis=-1,
+          epsilon=1e-5, name="/ln/LayerNormalization"),
+        n("Shape", ["/ln/out"], ["/flat/Shape_output_0"], name="/flat/Shape"),
+        n("Gather", ["/flat/Shape_output_0", "zero"], ["/flat/Gather_output_0"], axis=0,
+          name="/flat/Gather"),
+        n("Gather", ["/flat/Shape_output_0", "one"], ["/flat/Gather_1_output_0"], axis=0,
+          name="/flat/Gather_1"),
+        n("Mul", ["/flat/Gather_output_0", "/flat/Gather_1_output_0"], ["/flat/Mul_output_0"],
+          name="/flat/Mul"),
+        n("Unsqueeze", ["/flat/Mul_output_0", "axes0"], ["/flat/Unsqueeze_output_0"],
+          name="/flat/Unsqueeze"),
+        n("Concat", ["/flat/Unsqueeze_output_0", "minus_one"], ["/flat/Concat_output_0"],
+          axis=0, name="/flat/Concat"),
+        n("Reshape", ["/ln/out", "/flat/Concat_output_0"], ["/flat/Reshape_output_0"],
+          name="/flat/Reshape"),
+        n("MatMul", ["/flat/Reshape_output_0", "proj.weight"], ["/proj/MatMul_output_0"],
+          name="/proj/MatMul"),
+        n("Add", ["/proj/MatMul_output_0", "proj.bias"], ["/proj/Add_output_0"], name="/proj/Add"),
+        n("Gelu", ["/proj/Add_output_0"], ["/act/Gelu_output_0"], approximate="tanh",
+          name="/act/Gelu"),
+        n("Add", ["/act/Gelu_output_0", "/flat/Reshape_output_0"], ["/res/Add_output_0"],
+          name="/res/Add"),
+        n("BatchNormalization", ["/res/Add_output_0", "bn.weight", "bn.bias", "bn.running_mean",
+          "bn.running_var"], ["/bn/out"], epsilon=1e-5, name="/bn/BatchNormalization"),
+        n("LeakyRelu", ["/bn/out"], ["/act2/LeakyRelu_output_0"], alpha=0.1, name="/act2/LeakyRelu"),
+        n("Identity", ["scale"], ["/head/scale_copy"], name="/head/Identity"),
+        n("Mul", ["/act2/LeakyRelu_output_0", "/head/scale_copy"], ["/head/Mul_output_0"],
+          name="/head/Mul"),
+        n("Dropout", ["/head/Mul_output_0"], ["/head/Dropout_output_0"], name="/head/Dropout"),
+        n("Greater", ["/head/Dropout_output_0", "zero_f"], ["/head/Greater_output_0"],
+          name="/head/Greater"),
+        n("Sigmoid", ["/head/Dropout_output_0"], ["/head/Sigmoid_output_0"], name="/head/Sigmoid"),
+        n("Where", ["/head/Greater_output_0", "/head/Dropout_output_0", "/head/Sigmoid_output_0"],
+          ["/head/Where_output_0"], name="/head/Where"),
+        n("ReduceMean", ["/head/Where_output_0", "axes1"], ["/head/ReduceMean_output_0"],
+          keepdims=1, name="/head/ReduceMean"),
+        n("Sub", ["/head/Where_output_0", "/head/ReduceMean_output_0"], ["/head/Sub_output_0"],
+          name="/head/Sub"),
+        n("Pow", ["/head/Sub_output_0", "two"], ["/head/Pow_output_0"], name="/head/Pow"),
+        n("Add", ["/head/Pow_output_0", "one_f"], ["/head/Add_output_0"], name="/head/Add"),
+        n("Sqrt", ["/head/Add_output_0"], ["/head/Sqrt_output_0"], name="/head/Sqrt"),
+        n("Div", ["/head/Sub_output_0", "/head/Sqrt_output_0"], ["/head/Div_output_0"],
+          name="/head/Div"),
+        n("ReduceMean", ["/head/Div_output_0"], ["y"], keepdims=0, name="/head/ReduceMean_1"),
+    ]  # fmt: skip
+    model = _model(nodes, [("x", ["batch", 2, 6])], [("y", [])], weights, dtype, name="block")
+    kind = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    model.graph.initializer.extend(
+        [
+            _int64("zero", 0),
+            _int64("one", 1),
+            _int64("axes0", [0]),
+            _int64("axes1", [1]),
+            _int64("minus_one", [-1]),
+            helper.make_tensor("zero_f", kind, [], [0.0]),
+            helper.make_tensor("one_f", kind, [], [1.0]),
+            helper.make_tensor("two", kind, [], [2.0]),
+        ]
+    )
+    return model
+
+
+def with_op(op_type: str, **attrs):
+    """A one-node model of ``op_type`` (an operator cgraph may not import)."""
+    node = helper.make_node(op_type, ["x", "w"], ["y"], name=f"/m/{op_type}", **attrs)
+    weights = {"w": np.ones((1, 1, 3, 3))}
+    return _model([node], [("x", [1, 1, 5, 5])], [("y", [1, 1, 3, 3])], weights, np.float32)
+
+
+MODELS = {"mlp": mlp, "block": block}
+INPUT_SHAPES = {"mlp": {"x": (4, 3)}, "block": {"x": (3, 2, 6)}}

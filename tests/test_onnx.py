@@ -1,0 +1,244 @@
+"""ONNX models read into cgraph programs (cgraph_cli/imports/onnx.py): values against ONNX's
+reference evaluator (float64) and onnxruntime (float32), gradients against finite differences
+of the model itself, the command, the files it writes, and what it refuses."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx_corpus import INPUT_SHAPES, MODELS, with_op  # noqa: E402
+
+import cgraph_cli as cg  # noqa: E402
+from cgraph_cli.imports.onnx import import_onnx, imported_graph  # noqa: E402
+
+
+def _reference(model):
+    """ONNX's reference evaluator, in float64 throughout: its Gelu is about 5e-9 off (it
+    rounds through float32), so Gelu is computed here."""
+    from onnx.reference.op_run import OpRun
+
+    class Gelu(OpRun):
+        op_domain = ""
+
+        def _run(self, x, approximate="none"):
+            if approximate == "tanh":
+                inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)
+                return (0.5 * x * (1 + np.tanh(inner)),)
+            from scipy.special import erf
+
+            return (0.5 * x * (1 + erf(x / np.sqrt(2))),)
+
+    return ReferenceEvaluator(model, new_ops=[Gelu])
+
+
+def _inputs(name, seed=3):
+    rng = np.random.default_rng(seed)
+    return {k: rng.normal(size=s) for k, s in INPUT_SHAPES[name].items()}
+
+
+def _imported(name, dtype=np.float64):
+    model = MODELS[name](dtype)
+    data = model.SerializeToString()
+    imported = import_onnx(data, f"{name}.onnx", _inputs(name))
+    return model, imported, imported_graph(imported, f"{name}.onnx")
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_values_are_the_reference_evaluators(name):
+    model, imported, graph = _imported(name)
+    inputs = _inputs(name)
+    want = _reference(model).run(None, inputs)
+    values = cg.evaluate(graph, inputs).named
+    for out, expected in zip(imported.outputs, want):
+        assert np.shape(values[out]) == np.shape(expected), out
+        assert np.allclose(values[out], expected, rtol=1e-12, atol=1e-12), out
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_values_are_onnxruntimes_in_float32(name):
+    ort = pytest.importorskip("onnxruntime")
+    model, imported, graph = _imported(name, np.float32)
+    inputs = _inputs(name)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {k: v.astype(np.float32) for k, v in inputs.items()})
+    values = cg.evaluate(graph, inputs).named
+    for out, expected in zip(imported.outputs, want):
+        assert np.allclose(values[out], expected, rtol=1e-5, atol=1e-5), out
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_gradients_are_the_models_finite_differences(name):
+    """cgraph's gradient of sum(R * output) with respect to the model's input, against
+    central differences of the ONNX model run by the reference evaluator."""
+    model, imported, _ = _imported(name)
+    inputs = _inputs(name)
+    out = imported.outputs[0]
+    reference = _reference(model)
+    rng = np.random.default_rng(7)
+    shape = np.shape(reference.run(None, inputs)[0])
+    R = rng.normal(size=shape)
+    text = imported.text + f"input R\nloss = sum(R * {out})\n"
+    bindings = {**imported.weights, **inputs, "R": R}
+    gradient = cg.grad(text, bindings).gradients["x"]
+
+    def loss(x):
+        return float(np.sum(R * reference.run(None, {"x": x})[0]))
+
+    x = inputs["x"]
+    for flat in rng.choice(x.size, size=6, replace=False):
+        k = np.unravel_index(flat, x.shape)
+        h = 1e-6
+        up, down = x.copy(), x.copy()
+        up[k] += h
+        down[k] -= h
+        assert gradient[k] == pytest.approx((loss(up) - loss(down)) / (2 * h), rel=1e-5, abs=1e-7)
+
+
+def test_the_program_reads_as_a_person_writes_it():
+    _, imported, graph = _imported("mlp")
+    lines = imported.text.splitlines()
+    assert lines[1] == "# Bind the weights with --bindings FILE.npz (written by cgraph import -o)"
+    assert lines[2:] == [
+        "input x",
+        "input fc1_weight, fc1_bias, fc2_weight, fc2_bias",
+        "fc1_gemm = x @ transpose(fc1_weight) + fc1_bias",
+        "act_relu = relu(fc1_gemm)",
+        "fc2_gemm = act_relu @ transpose(fc2_weight) + fc2_bias",
+        "logp = log_softmax(fc2_gemm, -1)",
+    ]
+    # the shape arithmetic around the block's reshape is folded to its result
+    text = _imported("block")[1].text
+    assert "flat_reshape = reshape(ln_out, [6, -1])" in text
+    # an attribute is float32's value: the model's own (0.1 is 0.10000000149011612)
+    assert "0.10000000149011612 * bn_out" in text
+    assert "Shape" not in text and "gather" not in text
+    # each module a group: the views fold them
+    assert [g.label for g in graph.groups] == ["fc1", "act", "fc2", "out"]
+
+
+def test_modules_fold_in_drawings_with_the_weights_inside():
+    _, _, graph = _imported("block")
+    dot = cg.diagram(graph, _inputs("block"), collapse=True).dot
+    for module in ("ln", "flat", "proj", "act", "res", "bn", "head"):
+        assert f"<B>{module}</B>" in dot
+    assert "holds ln_weight, ln_bias" in dot
+
+
+def _write(tmp_path, name, dtype=np.float64):
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(MODELS[name](dtype).SerializeToString())
+    return path
+
+
+def _npz(path, **arrays):
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def test_import_writes_the_program_and_its_weights_and_they_run(cli, tmp_path):
+    model = _write(tmp_path, "mlp")
+    target = tmp_path / "mlp.cg"
+    result = cli("import", str(model), "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert f"wrote {target} and its weights, {tmp_path / 'mlp.npz'}" in result.stderr
+    text = target.read_text()
+    assert "[[" not in text  # no weight written into the text
+    weights = np.load(tmp_path / "mlp.npz")
+    assert sorted(weights.files) == ["fc1_bias", "fc1_weight", "fc2_bias", "fc2_weight"]
+    x = _npz(tmp_path / "x.npz", x=_inputs("mlp")["x"])
+    np.save(tmp_path / "x.npy", _inputs("mlp")["x"])
+    from_text = cli("eval", str(target), "--bindings", str(tmp_path / "mlp.npz"),
+                    f"x=@{tmp_path / 'x.npy'}", "--format", "json")  # fmt: skip
+    from_model = cli("eval", str(model), "--bindings", str(x), "--format", "json")
+    assert from_text.exit_code == 0 and from_model.exit_code == 0, from_text.stderr
+    assert from_text.stdout == from_model.stdout
+    again = cli("import", str(model), "-o", str(target))  # mlp.npz is cgraph's, but exists
+    assert again.exit_code == 2 and "--weights" in again.stderr
+
+
+def test_every_command_takes_a_model_where_it_takes_a_program(cli, tmp_path):
+    model = _write(tmp_path, "block")
+    x = _npz(tmp_path / "x.npz", x=_inputs("block")["x"])
+    result = cli("grad", str(model), "--bindings", str(x), "--wrt", "proj_weight", "--format",
+                 "json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    out = tmp_path / "block.png"
+    drawn = cli("render", str(model), "--bindings", str(x), "--collapse", "-o", str(out))
+    assert drawn.exit_code == 0, drawn.stderr
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    checked = cli("gradcheck", str(model), "--bindings", str(x))
+    assert checked.exit_code == 0, checked.stderr + checked.stdout
+
+
+def test_a_model_with_an_open_batch_axis_asks_for_its_shapes(cli, tmp_path):
+    model = _write(tmp_path, "block")
+    result = cli("import", str(model))
+    assert result.exit_code == 2
+    assert "leaves open" in result.stderr and "--example" in result.stderr
+    x = _npz(tmp_path / "x.npz", x=_inputs("block")["x"])
+    assert cli("import", str(model), "--example", str(x)).exit_code == 0
+
+
+def test_an_operator_cgraph_lacks_is_refused_by_name(cli, tmp_path):
+    path = tmp_path / "conv.onnx"
+    path.write_bytes(with_op("Conv").SerializeToString())
+    result = cli("import", str(path))
+    assert result.exit_code == 3
+    assert "cannot import the operator Conv (node /m/Conv)" in result.stderr
+    assert "cgraph imports " in result.stderr and "Gemm" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"not a model at all", b"\x08\x07\x12\x05hello", b""],
+    ids=["text", "damaged", "empty"],
+)
+def test_a_file_that_is_not_a_model_is_a_usage_error(cli, tmp_path, content):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(content)
+    result = cli("import", str(path))
+    assert result.exit_code == 2, result.stderr
+    assert "bad.onnx is not an ONNX model" in result.stderr
+    assert cli("eval", str(path)).exit_code == 2
+
+
+def test_weights_kept_in_another_file_are_refused(cli, tmp_path):
+    model = MODELS["mlp"]()
+    tensor = model.graph.initializer[0]
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "/etc/passwd"
+    path = tmp_path / "ext.onnx"
+    path.write_bytes(model.SerializeToString())
+    result = cli("import", str(path))
+    assert result.exit_code == 2
+    assert "keeps its weight fc1.weight in another file" in result.stderr
+
+
+def test_the_sample_model_is_what_its_script_writes():
+    from onnx_corpus import _sample_generator
+
+    kept = (Path(__file__).resolve().parent.parent / "samples" / "data" / "mlp.onnx").read_bytes()
+    assert kept == _sample_generator().mlp().SerializeToString()
+
+
+def test_the_sample_model_runs_from_its_name(cli):
+    result = cli("eval", "sample:mlp.onnx", "x=[[1, 2, 3], [0, -1, 0.5]]", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    logp = np.array(__import__("json").loads(result.stdout)["value"])
+    assert logp.shape == (2, 2) and np.allclose(np.exp(logp).sum(axis=1), 1)
+
+
+def test_the_readme_shows_the_program_import_writes(cli):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    shown = readme.split("`mlp.cg` (the sample is", 1)[1].split("```\n", 2)[1]
+    assert cli("import", "sample:mlp.onnx").stdout == shown
