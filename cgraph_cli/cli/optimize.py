@@ -3,6 +3,8 @@ Python module."""
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from . import output
@@ -155,14 +157,22 @@ COMMANDS = [optimize_command]
 @wrt_option
 @click.option(
     "--target",
-    type=click.Choice(["python", "numpy"]),
+    type=click.Choice(["python", "numpy", "onnx"]),
     default="python",
     show_default=True,
-    help="Plain Python over math (programs of numbers), or NumPy (tensors).",
+    help="Plain Python over math (programs of numbers), NumPy (tensors), or an ONNX model "
+    "(float64, opset 18; the onnx extra).",
+)
+@click.option(
+    "--grad",
+    "with_grad",
+    is_flag=True,
+    help="--target onnx: the gradients too, one more output per input (or per --wrt), "
+    "named as cgraph diff names them (dloss_dW1).",
 )
 @output_option
 @common_options
-def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target):
+def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, with_grad):
     """Write the program as a Python module that runs without cgraph: forward(**inputs)
     returns every named value, grad(**inputs) returns the output's value and its gradients
     (the derivative program, optimized), one line per node with a comment pointing back to
@@ -177,10 +187,25 @@ def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target):
       python -c 'import neuron; print(neuron.grad(**neuron.DEFAULTS))'
       cgraph compile sample:mlp --target numpy -o mlp_grad.py
       cgraph compile 'f = x^2 * y' --wrt x
+      cgraph compile sample:mlp --target onnx --grad -o mlp_grad.onnx
     """
     from ..run.compile import compile_module
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
+    if with_grad and target != "onnx":
+        from ..core.errors import UsageError
+
+        raise UsageError("--grad is for --target onnx: a Python module always has grad()")
+    if target == "onnx":
+        from ..run.onnx_export import export_onnx
+
+        if output.settings.output in (None, "-") and output._isatty(sys.stdout):
+            from ..core.errors import UsageError
+
+            raise UsageError("an ONNX model is binary: write it to a file", hints=["-o model.onnx"])
+        data = export_onnx(graph, bindings, of=of, wrt=names(wrt) or None, grad=with_grad)
+        output.write_bytes(data)
+        return
     label = graph.source.filename if graph.source.filename not in ("<expr>", "<stdin>") else ""
     text = compile_module(
         graph, target, of=of, wrt=names(wrt) or None, bindings=bindings, name=label

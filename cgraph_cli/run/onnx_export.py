@@ -1,0 +1,317 @@
+"""A program as an ONNX model: ``cgraph compile P --target onnx -o P.onnx``, with ``--grad``
+its gradient too (the derivative program, one more output per input).
+
+Every cgraph op becomes one ONNX operator or a short composition of them, in float64, at
+opset 18; the program's inputs are the model's inputs (an input with a default keeps it as
+the initializer of the same name, which ONNX reads as the input's default), and its output
+(and, with ``grad``, each gradient ``dloss_dW``) the model's outputs. Indexing and its
+gradient (``place``) gather and scatter at positions worked out here from the shapes the
+bindings give, so the model is made for those shapes, as ``--target numpy`` is.
+
+>>> import onnx
+>>> from cgraph_cli import parse
+>>> data = export_onnx(parse("g = (x + y) * z"), {"x": 1, "y": 3, "z": -3}, grad=True)
+>>> model = onnx.load_model_from_string(data)
+>>> [o.name for o in model.graph.output]
+['g', 'dg_dx', 'dg_dy', 'dg_dz']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import UsageError
+from ..core.ir import Graph, resolve_name
+from ..core.ops import CONST, INPUT
+
+#: The opset the models are written for: reductions take their axes as an input from 18.
+OPSET = 18
+
+
+def export_onnx(
+    graph: Graph,
+    bindings: Mapping[str, object] | None = None,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    grad: bool = False,
+    name: str = "cgraph",
+) -> bytes:
+    """The ONNX model (serialized) of ``graph`` for ``bindings`` (shapes, and the values of
+    inputs without defaults are only read for their shapes): its output ``of``, and with
+    ``grad`` the gradient with respect to each input (or ``wrt``)."""
+    try:
+        import onnx
+        from onnx import TensorProto, helper
+    except ImportError:
+        raise UsageError(
+            "--target onnx needs the onnx package",
+            hints=["pip install 'cgraph-cli[onnx]' (or: pip install onnx)"],
+        ) from None
+    from .control import ran_graph
+    from .evaluate import forward
+
+    ran = ran_graph(graph, bindings)
+    outputs: list[tuple[str, int]]
+    if grad:
+        from ..passes.derivatives import derivative_program
+
+        program = derivative_program(ran, bindings, of, wrt, intermediates=False)
+        built = program.graph
+        out = resolve_name(built, program.output)
+        outputs = [(program.output, out)] + [
+            (stmt, built.names[stmt]) for stmt in program.gradients.values()
+        ]
+    else:
+        built = ran
+        out = built.output if of is None else resolve_name(built, of)
+        outputs = [(built.display_name(out) if built.display_name(out).isidentifier() else
+                    "output", out)]  # fmt: skip
+    values = forward(built, {**built.defaults, **(bindings or {})})
+    writer = _Writer(built, values)
+    writer.taken |= {label for label, _ in outputs}  # the outputs' names are theirs alone
+    for i in range(len(built.ops)):
+        writer.node(i)
+    kind = TensorProto.DOUBLE
+    inputs = [
+        helper.make_tensor_value_info(n, kind, list(np.shape(values[i])))
+        for n, i in built.inputs.items()
+    ]
+    defaults = [
+        helper.make_tensor(n, kind, list(np.shape(v)), np.ravel(np.asarray(v, float)).tolist())
+        for n, v in built.defaults.items()
+        if n in built.inputs
+    ]
+    result = []
+    for label, i in outputs:
+        writer.nodes.append(helper.make_node("Identity", [writer.names[i]], [label]))
+        result.append(helper.make_tensor_value_info(label, kind, list(np.shape(values[i]))))
+    model = helper.make_model(
+        helper.make_graph(writer.nodes, name, inputs, result, defaults + writer.constants),
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="cgraph",
+        ir_version=8,
+    )
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString()
+
+
+class _Writer:
+    """The ONNX nodes of a graph, one cgraph node at a time (each its value's name)."""
+
+    def __init__(self, graph: Graph, values: list) -> None:
+        from ..core.names import node_names
+
+        self.graph, self.values = graph, values
+        self.nodes: list = []
+        self.constants: list = []
+        self.names: list[str] = []
+        self.taken: set[str] = set(graph.inputs)
+        self.labels = node_names(graph)
+
+    def fresh(self, hint: str) -> str:
+        name, k = hint, 1
+        while name in self.taken:
+            k += 1
+            name = f"{hint}_{k}"
+        self.taken.add(name)
+        return name
+
+    def const(self, value, dtype=np.float64, hint: str = "c") -> str:
+        from onnx import numpy_helper
+
+        name = self.fresh(hint)
+        self.constants.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], hint: str = "t", **attrs) -> str:
+        from onnx import helper
+
+        out = self.fresh(hint)
+        self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
+        return out
+
+    def node(self, i: int) -> None:
+        g = self.graph
+        spec = g.ops[i]
+        if spec is INPUT:
+            self.names.append(next(n for n, k in g.inputs.items() if k == i))
+            return
+        if spec is CONST:
+            self.names.append(self.const(g.consts[i], hint=f"c{i}"))
+            return
+        rule = RULES.get(spec.name)
+        if rule is None:  # every op has a rule: tests/test_onnx_export.py holds the table to it
+            raise UsageError(f"the op {spec.name} has no ONNX form yet")
+        args = [self.names[a] for a in g.args[i]]
+        label = self.labels[i] if self.labels[i].isidentifier() else f"t{i}"
+        value = rule(self, i, args, g.params.get(i, ()))
+        self.names.append(self.op("Identity", [value], label))
+
+    def shape(self, i: int) -> tuple:
+        return tuple(np.shape(self.values[i]))
+
+    def truth(self, x: str) -> str:
+        """cgraph's truth of a value: not 0."""
+        return self.op("Not", [self.op("Equal", [x, self.const(0.0)])])
+
+    def number(self, x: str) -> str:
+        from onnx import TensorProto
+
+        return self.op("Cast", [x], to=TensorProto.DOUBLE)
+
+
+def _simple(op_type: str) -> Callable:
+    return lambda w, i, a, p: w.op(op_type, a)
+
+
+def _compare(op_type: str, negate: bool = False) -> Callable:
+    def rule(w, i, a, p):
+        held = w.op(op_type, a)
+        return w.number(w.op("Not", [held]) if negate else held)
+
+    return rule
+
+
+def _axes(w, i, axis) -> str:
+    shape = w.shape(w.graph.args[i][0])
+    axes = list(range(len(shape))) if axis is None else [axis % max(1, len(shape))]
+    return w.const(axes, np.int64, "axes")
+
+
+def _reduce(op_type: str) -> Callable:
+    def rule(w, i, a, p):
+        axis = p[0] if p else None
+        if not w.shape(w.graph.args[i][0]):  # a number: nothing to reduce
+            return a[0]
+        return w.op(op_type, [a[0], _axes(w, i, axis)], keepdims=0)
+
+    return rule
+
+
+def _softmax(op_type: str) -> Callable:
+    def rule(w, i, a, p):
+        axis = p[0] if p else None
+        shape = w.shape(w.graph.args[i][0])
+        if axis is not None:
+            return w.op(op_type, a, axis=axis)
+        flat = w.op("Reshape", [a[0], w.const([-1], np.int64)])
+        return w.op("Reshape", [w.op(op_type, [flat], axis=0), w.const(list(shape), np.int64)])
+
+    return rule
+
+
+def _where(w, i, a, p):
+    return w.op("Where", [w.truth(a[0]), a[1], a[2]])
+
+
+def _logical(op_type: str) -> Callable:
+    return lambda w, i, a, p: w.number(w.op(op_type, [w.truth(x) for x in a]))
+
+
+def _outer(w, i, a, p):
+    col = w.op("Unsqueeze", [a[0], w.const([1], np.int64)])
+    row = w.op("Unsqueeze", [a[1], w.const([0], np.int64)])
+    return w.op("Mul", [col, row])
+
+
+def _sum_to(w, i, a, p):
+    source, target = w.shape(w.graph.args[i][0]), tuple(p[0])
+    if source == target:
+        return a[0]
+    lead = len(source) - len(target)
+    axes = list(range(lead)) + [
+        lead + k for k, n in enumerate(target) if n == 1 and source[lead + k] != 1
+    ]
+    summed = w.op("ReduceSum", [a[0], w.const(axes, np.int64)], keepdims=0) if axes else a[0]
+    return w.op("Reshape", [summed, w.const(list(target), np.int64)])
+
+
+def _positions(shape: tuple, index) -> np.ndarray:
+    """The positions (one row of coordinates each) that basic indexing ``index`` picks from
+    a tensor of ``shape``, laid out as the result is."""
+    grid = np.indices(shape)  # (ndim, *shape)
+    picked = grid[(slice(None), *index)]
+    return np.moveaxis(picked, 0, -1).astype(np.int64)
+
+
+def _index(w, i, a, p):
+    shape = w.shape(w.graph.args[i][0])
+    at = _positions(shape, p[0])
+    picked = w.op("GatherND", [a[0], w.const(at, np.int64, "at")])
+    return w.op("Reshape", [picked, w.const(list(w.shape(i)), np.int64)])
+
+
+def _place(w, i, a, p):
+    shape, index = tuple(p[0]), p[1]
+    at = _positions(shape, index)
+    updates = w.op("Reshape", [a[0], w.const(list(at.shape[:-1]), np.int64)])
+    zeros = w.const(np.zeros(shape), hint="zeros")
+    return w.op("ScatterND", [zeros, w.const(at, np.int64, "at"), updates])
+
+
+def _xlogy(w, i, a, p):
+    zero = w.op("Equal", [a[0], w.const(0.0)])
+    safe = w.op("Where", [zero, w.const(1.0), a[1]])
+    return w.op("Where", [zero, w.const(0.0), w.op("Mul", [a[0], w.op("Log", [safe])])])
+
+
+def _softplus(w, i, a, p):
+    # log(1 + e^x) as max(x, 0) + log(1 + e^-|x|): no overflow for large x
+    top = w.op("Relu", a)
+    rest = w.op("Exp", [w.op("Neg", [w.op("Abs", a)])])
+    return w.op("Add", [top, w.op("Log", [w.op("Add", [w.const(1.0), rest])])])
+
+
+RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
+    "abs": _simple("Abs"),
+    "add": _simple("Add"),
+    "sub": _simple("Sub"),
+    "mul": _simple("Mul"),
+    "div": _simple("Div"),
+    "neg": _simple("Neg"),
+    "pow": _simple("Pow"),
+    "exp": _simple("Exp"),
+    "log": _simple("Log"),
+    "sqrt": _simple("Sqrt"),
+    "sin": _simple("Sin"),
+    "cos": _simple("Cos"),
+    "tan": _simple("Tan"),
+    "tanh": _simple("Tanh"),
+    "sigmoid": _simple("Sigmoid"),
+    "relu": _simple("Relu"),
+    "sign": _simple("Sign"),
+    "softplus": _softplus,
+    "max": _simple("Max"),
+    "min": _simple("Min"),
+    "matmul": _simple("MatMul"),
+    "transpose": _simple("Transpose"),
+    "stop_gradient": _simple("Identity"),
+    "eq": _compare("Equal"),
+    "ne": _compare("Equal", negate=True),
+    "lt": _compare("Less"),
+    "le": _compare("LessOrEqual"),
+    "gt": _compare("Greater"),
+    "ge": _compare("GreaterOrEqual"),
+    "logical_and": _logical("And"),
+    "logical_or": _logical("Or"),
+    "logical_not": _logical("Not"),
+    "where": _where,
+    "outer": _outer,
+    "reshape": lambda w, i, a, p: w.op("Reshape", [a[0], w.const(list(p[0]), np.int64)]),
+    "broadcast_to": lambda w, i, a, p: w.op("Expand", [a[0], w.const(list(p[0]), np.int64)]),
+    "sum_to": _sum_to,
+    "sum": _reduce("ReduceSum"),
+    "mean": _reduce("ReduceMean"),
+    "logsumexp": _reduce("ReduceLogSumExp"),
+    "amax": lambda w, i, a, p: _reduce("ReduceMax")(w, i, a, (None,)),
+    "amin": lambda w, i, a, p: _reduce("ReduceMin")(w, i, a, (None,)),
+    "softmax": _softmax("Softmax"),
+    "log_softmax": _softmax("LogSoftmax"),
+    "xlogy": _xlogy,
+    "index": _index,
+    "place": _place,
+}

@@ -1,0 +1,128 @@
+"""Programs written as ONNX models (cgraph_cli/run/onnx_export.py): every op of the table at
+every argument shape and parameter of tests/op_cases.py, with its gradient, against the
+interpreter, run by ONNX's reference evaluator; every sample; onnxruntime; the command."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+from op_cases import cases, value_range  # noqa: E402
+
+import cgraph_cli as cg  # noqa: E402
+from cgraph_cli.core.errors import Source  # noqa: E402
+from cgraph_cli.core.ir import GraphBuilder, validate  # noqa: E402
+from cgraph_cli.core.ops import OPS  # noqa: E402
+from cgraph_cli.run.onnx_export import RULES, export_onnx  # noqa: E402
+
+COMPUTED = [op for op in OPS.values() if op.arity]
+SAMPLES = sorted(p for p in __import__("pathlib").Path("samples").glob("*.cg"))
+
+
+def test_every_op_of_the_table_has_an_onnx_form():
+    assert set(RULES) == {op.name for op in COMPUTED}
+
+
+def _one_op(op, shapes, params):
+    b = GraphBuilder(Source("", f"<{op.name}>"))
+    args = tuple(b.input(f"a{k}", 0, 0) for k in range(op.arity))
+    node = b.add(op, args, 0, 0, params)
+    b.name(node, "y")
+    b.statement("=", "y", node)
+    return validate(b.finish(node, "y"))
+
+
+def _run(data: bytes, feeds: dict) -> list:
+    feeds = {k: np.asarray(v, dtype=np.float64) for k, v in feeds.items()}
+    return ReferenceEvaluator(onnx.load_model_from_string(data)).run(None, feeds)
+
+
+@pytest.mark.parametrize("op", COMPUTED, ids=lambda op: op.name)
+def test_each_op_and_its_gradient_run_as_the_interpreter_runs_them(op):
+    rng = np.random.default_rng(0)
+    low, high = value_range(op)
+    for shapes, params in cases(op):
+        graph = _one_op(op, shapes, params)
+        bindings = {f"a{k}": rng.uniform(low, high, size=s) for k, s in enumerate(shapes)}
+        bindings = {k: float(v) if np.ndim(v) == 0 else v for k, v in bindings.items()}
+        if op.name in ("where", "logical_and", "logical_or", "logical_not"):
+            bindings["a0"] = np.round(bindings["a0"]) if np.ndim(bindings["a0"]) else 0.0
+        value = cg.evaluate(graph, bindings).value
+        got = _run(export_onnx(graph, bindings), bindings)[0]
+        assert np.shape(got) == np.shape(value), (op.name, shapes, params)
+        assert np.allclose(got, value, rtol=1e-12, atol=1e-12), (op.name, shapes, params)
+        if np.ndim(value) or op.name in ("eq", "ne", "lt", "le", "gt", "ge"):
+            continue  # a gradient needs one number out (the reductions and index give one)
+        r = cg.grad(graph, bindings)
+        outs = _run(export_onnx(graph, bindings, grad=True), bindings)
+        for k, got_grad in enumerate(outs[1:]):
+            assert np.allclose(got_grad, r.gradients[f"a{k}"], rtol=1e-10, atol=1e-12), (
+                op.name, shapes, params, k)  # fmt: skip
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_every_sample_and_its_gradient_as_onnx(sample):
+    graph = cg.parse(sample.read_text(), str(sample))
+    r = cg.grad(graph)
+    data = export_onnx(graph, None, grad=True)
+    model = onnx.load_model_from_string(data)
+    names = [o.name for o in model.graph.output]
+    outs = ReferenceEvaluator(model).run(None, {})
+    assert np.allclose(outs[0], r.value, rtol=1e-12, atol=1e-12)
+    program = cg.derivative_program(graph)
+    by_statement = {stmt: wrt for (wrt,), stmt in program.derivatives.items()}
+    assert names[1:] == list(by_statement)
+    for name, got in zip(names[1:], outs[1:]):
+        want = r.gradients[by_statement[name]]
+        assert np.allclose(got, want, rtol=1e-10, atol=1e-12), (sample.stem, name)
+
+
+def test_onnxruntime_runs_the_gradient_model():
+    ort = pytest.importorskip("onnxruntime")
+    graph = cg.parse(open("samples/mlp.cg").read())
+    data = export_onnx(graph, None, grad=True)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # its notes on inputs that have defaults
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    outs = session.run(None, {})
+    r = cg.grad(graph)
+    assert np.allclose(outs[0], r.value, rtol=1e-12)
+    names = [o.name for o in session.get_outputs()]
+    assert np.allclose(outs[names.index("dloss_dW1")], r.gradients["W1"], rtol=1e-10)
+    # inputs are the model's inputs: new data in, new gradients out
+    X = np.random.default_rng(1).normal(size=(4, 3))
+    outs = session.run(None, {"X": X})
+    assert np.allclose(outs[0], cg.grad(graph, {"X": X}).value, rtol=1e-12)
+
+
+def test_an_imported_model_exports_its_gradient():
+    """The round trip: a model from ONNX, its gradient back as ONNX."""
+    from onnx_corpus import INPUT_SHAPES, MODELS
+
+    from cgraph_cli.imports.onnx import import_onnx, imported_graph
+
+    x = np.random.default_rng(2).normal(size=INPUT_SHAPES["block"]["x"])
+    model = MODELS["block"]()
+    graph = imported_graph(import_onnx(model.SerializeToString(), "block.onnx", {"x": x}), "b")
+    data = export_onnx(graph, {"x": x}, grad=True, wrt=["x", "proj_weight"])
+    outs = _run(data, {"x": x})
+    r = cg.grad(graph, {"x": x})
+    assert np.allclose(outs[1], r.gradients["x"], rtol=1e-10, atol=1e-13)
+    assert np.allclose(outs[2], r.gradients["proj_weight"], rtol=1e-10, atol=1e-13)
+
+
+def test_compile_writes_the_model(cli, tmp_path):
+    target = tmp_path / "seed.onnx"
+    result = cli("compile", "sample:seed", "--target", "onnx", "--grad", "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    model = onnx.load(str(target))
+    onnx.checker.check_model(model, full_check=True)
+    assert [o.name for o in model.graph.output] == ["g", "dg_dx", "dg_dy", "dg_dz"]
+    outs = ReferenceEvaluator(model).run(
+        None, {k: np.array(v) for k, v in dict(x=1.0, y=3.0, z=-3.0).items()}
+    )
+    assert [float(v) for v in outs] == [-12.0, -3.0, -3.0, 4.0]
+    wrong = cli("compile", "sample:seed", "--grad")
+    assert wrong.exit_code == 2 and "--grad is for --target onnx" in wrong.stderr
