@@ -24,6 +24,7 @@ SUCCEEDS = {
     "jacobian": ["sample:seed"],
     "optimize": ["sample:seed"],
     "compile": ["sample:seed"],
+    "import": ["sample:mlp.onnx"],
     "render": ["sample:seed", "--format", "dot", "-o", "-"],
     "dot": ["sample:seed"],
     "show": ["sample:seed"],

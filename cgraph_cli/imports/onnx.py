@@ -26,6 +26,7 @@ operators there are), a damaged or foreign file (exit 2), or tensors stored outs
 >>> imported = import_onnx(model.SerializeToString(), "fc.onnx")
 >>> print(imported.text, end="")
 # Imported from fc.onnx (ONNX, opset 18): 1 node, weights W, b
+# Bind the weights with --bindings FILE.npz (written by cgraph import -o)
 input x
 input W, b
 y = x @ transpose(W) + b
