@@ -127,6 +127,38 @@ def block(dtype=np.float64, seed=1):
     return model
 
 
+def slices(dtype=np.float64, seed=2):
+    """Slice (ends past the axis, a negative step), Split, Gather of a position and of a
+    range, and Concat of computed tensors, then a reduction to one number."""
+    n = helper.make_node
+    nodes = [
+        n("Slice", ["x", "s", "e", "ax", "st"], ["a"], name="/pick/Slice"),
+        n("Split", ["x", "sp"], ["b1", "b2"], axis=1, name="/pick/Split"),
+        n("Gather", ["x", "g"], ["c"], axis=1, name="/pick/Gather"),
+        n("Gather", ["x", "g2"], ["c2"], axis=0, name="/pick/Gather_1"),
+        n("Concat", ["b2", "b1", "a"], ["d"], axis=1, name="/join/Concat"),
+        n("Mul", ["d", "d"], ["dd"], name="/join/Mul"),
+        n("ReduceSum", ["dd"], ["y0"], keepdims=0, name="/out/ReduceSum"),
+        n("ReduceSum", ["c"], ["y1"], keepdims=0, name="/out/ReduceSum_1"),
+        n("ReduceSum", ["c2"], ["y2"], keepdims=0, name="/out/ReduceSum_2"),
+        n("Add", ["y0", "y1"], ["y3"], name="/out/Add"),
+        n("Add", ["y3", "y2"], ["y"], name="/out/Add_1"),
+    ]
+    model = _model(nodes, [("x", [3, 5])], [("y", [])], {}, dtype, name="slices")
+    model.graph.initializer.extend(
+        [
+            _int64("s", [0, -1]),
+            _int64("e", [100, -100]),
+            _int64("ax", [0, 1]),
+            _int64("st", [1, -2]),
+            _int64("sp", [2, 3]),
+            _int64("g", [1, 2, 3]),
+            _int64("g2", 2),
+        ]
+    )
+    return model
+
+
 def with_op(op_type: str, **attrs):
     """A one-node model of ``op_type`` (an operator cgraph may not import)."""
     node = helper.make_node(op_type, ["x", "w"], ["y"], name=f"/m/{op_type}", **attrs)
@@ -134,5 +166,5 @@ def with_op(op_type: str, **attrs):
     return _model([node], [("x", [1, 1, 5, 5])], [("y", [1, 1, 3, 3])], weights, np.float32)
 
 
-MODELS = {"mlp": mlp, "block": block}
-INPUT_SHAPES = {"mlp": {"x": (4, 3)}, "block": {"x": (3, 2, 6)}}
+MODELS = {"mlp": mlp, "block": block, "slices": slices}
+INPUT_SHAPES = {"mlp": {"x": (4, 3)}, "block": {"x": (3, 2, 6)}, "slices": {"x": (3, 5)}}

@@ -638,6 +638,95 @@ def _cast(r, node, a, attrs) -> str:
     return a[0]
 
 
+def _index_text(x: str, parts: list) -> str:
+    """``x[...]`` for basic indexing: per axis an int, or (start, stop, step) with None for
+    an end left open; trailing whole axes left out."""
+    while parts and parts[-1] == (None, None, 1):
+        parts = parts[:-1]
+    if not parts:
+        return x
+    return f"{x}[{', '.join(_part(p) for p in parts)}]"
+
+
+def _part(p) -> str:
+    if isinstance(p, int):
+        return str(p)
+    start, stop, step = p
+    text = f"{'' if start is None else start}:{'' if stop is None else stop}"
+    return text + (f":{step}" if step != 1 else "")
+
+
+def _clamped(dim: int, start: int, stop: int, step: int) -> tuple:
+    """ONNX's Slice bounds on an axis of ``dim`` (ends past the axis clamped, as Python
+    does), as (start, stop, step) for cgraph's index."""
+    start, stop, step = slice(int(start), int(stop), int(step)).indices(dim)
+    if step < 0 and stop < 0:
+        stop = None  # down to the first element: Python's -1 would mean the last
+    return (start, stop, step)
+
+
+def _slice(r, node, a, attrs) -> str:
+    shape = r.shape(node)
+    starts, ends = r.constant(node, 1), r.constant(node, 2)
+    axes = r.constant(node, 3) if len(node.input) > 3 and node.input[3] else range(len(starts))
+    steps = r.constant(node, 4) if len(node.input) > 4 and node.input[4] else [1] * len(starts)
+    parts: list = [(None, None, 1)] * len(shape)
+    for axis, s0, e0, st in zip(axes, starts, ends, steps):
+        k = int(axis) % len(shape)
+        parts[k] = _clamped(shape[k], s0, e0, st)
+    return _index_text(a[0], parts)
+
+
+def _split(r, node, a, attrs) -> list[str]:
+    shape = r.shape(node)
+    axis = attrs.get("axis", 0) % len(shape)
+    if len(node.input) > 1 and node.input[1]:
+        sizes = [int(n) for n in r.constant(node, 1)]
+    elif "split" in attrs:
+        sizes = [int(n) for n in attrs["split"]]
+    else:
+        n = attrs.get("num_outputs", len(node.output))
+        step = -(-shape[axis] // n)
+        sizes = [min(step, shape[axis] - k * step) for k in range(n)]
+    out, at = [], 0
+    for size in sizes:
+        parts: list = [(None, None, 1)] * axis + [(at, at + size, 1)]
+        out.append(_index_text(a[0], parts))
+        at += size
+    return out
+
+
+def _gather(r, node, a, attrs) -> str:
+    shape = r.shape(node)
+    axis = attrs.get("axis", 0) % len(shape)
+    at = np.asarray(r.constant(node, 1)).astype(np.int64)
+    parts: list = [(None, None, 1)] * axis
+    if at.ndim == 0:
+        return _index_text(a[0], parts + [int(at) % shape[axis]])
+    flat = [int(i) % shape[axis] for i in at.ravel()]
+    steps = {b - c for b, c in zip(flat[1:], flat)}
+    if at.ndim == 1 and len(steps) <= 1 and steps != {0}:
+        step = steps.pop() if steps else 1
+        stop = flat[-1] + step
+        return _index_text(a[0], parts + [(flat[0], None if stop < 0 else stop, step)])
+    raise r._unsupported(node, "Gather of positions that are not a range (an embedding's "
+                               "lookup by computed or scattered indices)")  # fmt: skip
+
+
+def _concat(r, node, a, attrs) -> str:
+    shapes = [r.shape(node, k) for k in range(len(node.input))]
+    axis = attrs["axis"] % len(shapes[0])
+    total = list(shapes[0])
+    total[axis] = sum(s[axis] for s in shapes)
+    terms, at = [], 0
+    for x, shape in zip(a, shapes):
+        size = shape[axis]
+        where = [":"] * axis + [f"{at}:{at + size}"]
+        terms.append(f"place({x}, {total}, {', '.join(where)})")
+        at += size
+    return " + ".join(terms)
+
+
 RULES: dict[str, Callable] = {
     "Add": _binary("+"),
     "Sub": _binary("-"),
@@ -680,6 +769,10 @@ RULES: dict[str, Callable] = {
     "Gelu": _gelu,
     "LayerNormalization": _layer_norm,
     "BatchNormalization": _batch_norm,
+    "Slice": _slice,
+    "Split": _split,
+    "Gather": _gather,
+    "Concat": _concat,
 }
 
 
