@@ -659,10 +659,9 @@ def _part(p) -> str:
 def _clamped(dim: int, start: int, stop: int, step: int) -> tuple:
     """ONNX's Slice bounds on an axis of ``dim`` (ends past the axis clamped, as Python
     does), as (start, stop, step) for cgraph's index."""
-    start, stop, step = slice(int(start), int(stop), int(step)).indices(dim)
-    if step < 0 and stop < 0:
-        stop = None  # down to the first element: Python's -1 would mean the last
-    return (start, stop, step)
+    first, last, step = slice(int(start), int(stop), int(step)).indices(dim)
+    # down to the first element: Python's -1 would mean the last
+    return (first, None if step < 0 and last < 0 else last, step)
 
 
 def _slice(r, node, a, attrs) -> str:
