@@ -1,0 +1,164 @@
+"""ONNX in and out: how long `cgraph import` takes on models of 1,000 to 10,000 nodes (the
+goal: 10,000 under 2 s), beside the practical limit, decoding the file and ONNX's own shape
+inference (which the import runs); and the gradient of an imported MLP at batch 32, cgraph's
+interpreter and the model it exports (`compile --target onnx --grad`) in onnxruntime, beside
+onnxruntime's forward pass alone and the same gradient written by hand in NumPy.
+
+    python bench/bench_onnx.py                 # 1,000 / 4,000 / 10,000 nodes, 5 runs
+    python bench/bench_onnx.py --runs 9 --nodes 10000
+
+Each figure is the median and range of ``--runs`` runs, in process, taking turns with its
+baseline run by run. PyTorch and JAX are timed where they are installed (not needed).
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def chain_model(nodes: int, width: int = 8, seed: int = 0) -> onnx.ModelProto:
+    """A deep MLP as an exporter writes it: layers of MatMul, Add, Tanh, Identity (a weight
+    passed on), four nodes a layer, 8 units wide, the module path in each name."""
+    rng = np.random.default_rng(seed)
+    layers = nodes // 4
+    out, body, inits = "x", [], []
+    for k in range(layers):
+        w, b = f"l{k}.weight", f"l{k}.bias"
+        inits += [
+            numpy_helper.from_array(rng.normal(size=(width, width)).astype(np.float32) / 3, w),
+            numpy_helper.from_array(rng.normal(size=width).astype(np.float32) / 10, b),
+        ]
+        p = f"/layers.{k}"
+        body += [
+            helper.make_node("Identity", [w], [f"{p}/w"], name=f"{p}/Identity"),
+            helper.make_node("MatMul", [out, f"{p}/w"], [f"{p}/MatMul_output_0"], name=f"{p}/MatMul"),
+            helper.make_node("Add", [f"{p}/MatMul_output_0", b], [f"{p}/Add_output_0"], name=f"{p}/Add"),
+            helper.make_node("Tanh", [f"{p}/Add_output_0"], [f"{p}/Tanh_output_0"], name=f"{p}/Tanh"),
+        ]  # fmt: skip
+        out = f"{p}/Tanh_output_0"
+    graph = helper.make_graph(
+        body,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, width])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [32, width])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def spread(times: list[float]) -> str:
+    return f"{statistics.median(times):.3f} s ({min(times):.3f}-{max(times):.3f})"
+
+
+def imports(sizes: list[int], runs: int) -> None:
+    from onnx import shape_inference
+
+    from cgraph_cli.imports.onnx import import_onnx, imported_graph
+
+    print(f"cgraph import, median (range) of {runs} runs")
+    print(f"{'nodes':>8}  {'import (text + graph)':>26}  {'decode + shape inference':>26}  ratio")
+    for n in sizes:
+        data = chain_model(n).SerializeToString()
+        ours, limit = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            model = onnx.load_model_from_string(data)
+            shape_inference.infer_shapes(model, data_prop=True)
+            limit.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            imported_graph(import_onnx(data, "chain.onnx"), "chain.onnx")
+            ours.append(time.perf_counter() - start)
+        ratio = statistics.median(ours) / statistics.median(limit)
+        print(f"{n:>8,}  {spread(ours):>26}  {spread(limit):>26}  {ratio:.1f}x")
+
+
+def gradients(runs: int, batch: int = 32) -> None:
+    import onnxruntime as ort
+
+    import cgraph_cli as cg
+    from cgraph_cli.imports.onnx import import_onnx, imported_graph
+    from cgraph_cli.run.onnx_export import export_onnx
+
+    rng = np.random.default_rng(1)
+    W1, b1 = rng.normal(size=(64, 32)), rng.normal(size=64)
+    W2, b2 = rng.normal(size=(10, 64)), rng.normal(size=10)
+    weights = {"fc1.weight": W1, "fc1.bias": b1, "fc2.weight": W2, "fc2.bias": b2}
+    nodes = [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], transB=1, name="/fc1/Gemm"),
+        helper.make_node("Relu", ["h"], ["r"], name="/act/Relu"),
+        helper.make_node("Gemm", ["r", "fc2.weight", "fc2.bias"], ["z"], transB=1, name="/fc2/Gemm"),
+        helper.make_node("LogSoftmax", ["z"], ["logp"], axis=-1, name="/out/LogSoftmax"),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [batch, 32])],
+        [helper.make_tensor_value_info("logp", TensorProto.DOUBLE, [batch, 10])],
+        [numpy_helper.from_array(v, n) for n, v in weights.items()],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    imported = import_onnx(model.SerializeToString(), "mlp.onnx")
+    T = np.eye(10)[rng.integers(0, 10, size=batch)]
+    text = imported.text + "input T\nloss = -sum(T * logp) / " + str(batch) + "\n"
+    program = cg.parse(text)
+    for name, value in imported.weights.items():
+        program.defaults[name] = value
+    x = rng.normal(size=(batch, 32))
+    bindings = {"x": x, "T": T}
+    quiet = ort.SessionOptions()
+    quiet.log_severity_level = 3
+    forward = ort.InferenceSession(
+        model.SerializeToString(), quiet, providers=["CPUExecutionProvider"]
+    )
+    exported = export_onnx(program, bindings, grad=True)
+    backward = ort.InferenceSession(exported, quiet, providers=["CPUExecutionProvider"])
+
+    def numpy_grad():
+        h = x @ W1.T + b1
+        r = np.maximum(h, 0)
+        z = r @ W2.T + b2
+        top = z.max(axis=1, keepdims=True)
+        logp = z - top - np.log(np.exp(z - top).sum(axis=1, keepdims=True))
+        dz = (np.exp(logp) * T.sum(axis=1, keepdims=True) - T) / batch
+        dW2, db2 = dz.T @ r, dz.sum(axis=0)
+        dr = dz @ W2
+        dh = dr * (h > 0)
+        return dh.T @ x, dh.sum(axis=0), dW2, db2
+
+    cases = {
+        "cgraph grad (interpreter)": lambda: cg.grad(program, bindings),
+        "exported gradient model in onnxruntime": lambda: backward.run(None, {"x": x, "T": T}),
+        "onnxruntime forward only": lambda: forward.run(None, {"x": x}),
+        "NumPy by hand, forward + backward": numpy_grad,
+    }
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(runs):
+        for name, run in cases.items():  # taking turns
+            start = time.perf_counter()
+            for _ in range(20):
+                run()
+            times[name].append((time.perf_counter() - start) / 20)
+    print(f"\ngradient of an imported MLP (32 -> 64 -> 10), batch {batch}, float64; "
+          f"median (range) of {runs} runs of 20 calls")  # fmt: skip
+    for name, ts in times.items():
+        ms = [t * 1000 for t in ts]
+        print(f"  {name:<42} {statistics.median(ms):8.3f} ms ({min(ms):.3f}-{max(ms):.3f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--nodes", default="1000,4000,10000")
+    args = parser.parse_args()
+    imports([int(n) for n in args.nodes.split(",")], args.runs)
+    gradients(args.runs)
+
+
+if __name__ == "__main__":
+    main()
