@@ -83,7 +83,7 @@ def gradients(runs: int, batch: int = 32) -> None:
     import onnxruntime as ort
 
     import cgraph_cli as cg
-    from cgraph_cli.imports.onnx import import_onnx, imported_graph
+    from cgraph_cli.imports.onnx import import_onnx
     from cgraph_cli.run.onnx_export import export_onnx
 
     rng = np.random.default_rng(1)
