@@ -24,6 +24,7 @@ PARAMETERS: dict[str, tuple] = {
     "axis": (0, 1, -1),
     "shape": ((2, 3), (3, 2), (3,), (4,), (2, 1), (6,)),
     "indices": ((0,), (1,), (0, slice(1, None)), (slice(1, 3),)),
+    "axes": ((1, 0), (0, 1), (0,)),
 }
 #: Where arguments are drawn from: the first range on which an op is finite and moderate.
 RANGES = ((-2.0, 2.0), (0.2, 1.2))

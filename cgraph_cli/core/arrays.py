@@ -158,7 +158,17 @@ def keep_shape(shapes, params) -> Shape:
 
 
 def transpose_shape(shapes, params) -> Shape:
-    return tuple(reversed(shapes[0]))
+    """The axes reversed, or in the order ``params[0]`` gives (a permutation of them)."""
+    (shape,) = shapes
+    if not params or params[0] is None:
+        return tuple(reversed(shape))
+    perm = tuple(params[0])
+    if sorted(perm) != list(range(len(shape))):
+        raise ShapeMismatch(
+            f"{show_shape(perm)} is not an order of the {len(shape)} axes of a "
+            f"{show_shape(shape)} tensor: each of 0 to {len(shape) - 1} once"
+        )
+    return tuple(shape[k] for k in perm)
 
 
 def reshape_shape(shapes, params) -> Shape:

@@ -392,11 +392,14 @@ def _extreme_jvp(e, tangents, args, out, params):
 
 
 def _transpose_vjp(e, g, args, out, params):
+    if params and params[0] is not None:  # the inverse permutation takes g back
+        perm = params[0]
+        return (e.transpose(g, tuple(sorted(range(len(perm)), key=perm.__getitem__))),)
     return (e.transpose(g),)
 
 
 def _transpose_jvp(e, tangents, args, out, params):
-    return e.transpose(tangents[0])
+    return e.transpose(tangents[0], *params)
 
 
 def _reshape_vjp(e, g, args, out, params):
@@ -731,7 +734,15 @@ _TABLE = (
     _tensor(
         "mean", "rt.np_mean({0}, {1})", _mean_vjp, _mean_jvp, A.average_shape, params=("axis",)
     ),
-    _tensor("transpose", "np.transpose({0})", _transpose_vjp, _transpose_jvp, A.transpose_shape),
+    _tensor(
+        "transpose",
+        "np.transpose({0}, {1})",
+        _transpose_vjp,
+        _transpose_jvp,
+        A.transpose_shape,
+        params=("axes",),
+        example="transpose(x)",
+    ),
     _tensor(
         "reshape",
         "np.reshape({0}, {1})",

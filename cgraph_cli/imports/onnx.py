@@ -562,12 +562,14 @@ def _reduce(fn: str) -> Callable:
 
 def _transpose(r, node, a, attrs) -> str:
     perm = attrs.get("perm")
-    n = len(r.shape(node)) if perm is not None else 2
-    if perm is not None and list(perm) != list(range(n))[::-1]:
-        if list(perm) == list(range(n)):
-            return a[0]
-        raise r._unsupported(node, f"Transpose with perm {list(perm)} (cgraph reverses the axes)")
-    return f"transpose({a[0]})"
+    if perm is None:
+        return f"transpose({a[0]})"
+    perm = [int(k) for k in perm]
+    if perm == list(range(len(perm))):
+        return a[0]
+    if perm == list(range(len(perm)))[::-1]:
+        return f"transpose({a[0]})"
+    return f"transpose({a[0]}, {perm})"
 
 
 def _softmax(fn: str) -> Callable:

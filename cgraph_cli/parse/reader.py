@@ -419,7 +419,7 @@ class Reader:
         # (a parameter of the function being read stands for its argument: not a number here)
         bound = self.frames[-1].bound if self.frames else {}
         value = None if e[0] in bound else self.b.pop_const(e[0])
-        if value is not None and what == "shape":
+        if value is not None and what in ("shape", "axes"):
             shape = [value] if value.__class__ is float else value.tolist()
             if isinstance(shape, list) and all(
                 isinstance(n, float) and n.is_integer() for n in shape
@@ -427,10 +427,10 @@ class Reader:
                 return tuple(int(n) for n in shape)
         elif value.__class__ is float and value.is_integer():
             return int(value)
-        example = "[2, 3]" if what == "shape" else "0"
+        example = {"shape": "[2, 3]", "axes": "[1, 0]"}.get(what, "0")
         raise self._error(
             f"the {what} of {op.symbol} must be written as "
-            + ("whole numbers" if what == "shape" else "a whole number")
+            + ("whole numbers" if what in ("shape", "axes") else "a whole number")
             + " in the program",
             e[1],
             e[2],

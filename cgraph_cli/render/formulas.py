@@ -167,7 +167,7 @@ class Formula(_Printer):
         if name == "xlogy":
             a, b = args
             return f"{_wrap(a, PREC_PRODUCT)}·log({b.text})", PREC_PRODUCT
-        if name == "transpose":
+        if name == "transpose" and not (params and params[0] is not None):
             return f"{_wrap(args[0], PREC_ATOM)}ᵀ", PREC_ATOM
         if name == "outer":  # a column times a row, as a textbook writes it
             a, b = args
@@ -258,7 +258,7 @@ class Latex(_Printer):
                 rf"\begin{{cases}} {yes} & {cond} \\ {no} & \text{{otherwise}} \end{{cases}}",
                 PREC_ATOM,
             )
-        if op.name == "transpose":
+        if op.name == "transpose" and not (params and params[0] is not None):
             return f"{texts[0]}^\\top", PREC_ATOM
         if op.name == "index":
             from ..core.walks import show_subscript

@@ -396,7 +396,7 @@ class _Emitter:
         if not shape:  # unknown, or a number (no array methods)
             return template
         params = graph.params.get(i, ())
-        if op.name == "transpose":
+        if op.name == "transpose" and not params:
             return "{0}.T"
         if op.name == "mean" and not params and all(shape):
             return "{0}.mean()"

@@ -288,7 +288,9 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "max": _simple("Max"),
     "min": _simple("Min"),
     "matmul": _simple("MatMul"),
-    "transpose": _simple("Transpose"),
+    "transpose": lambda w, i, a, p: (
+        w.op("Transpose", a, perm=list(p[0])) if p and p[0] is not None else w.op("Transpose", a)
+    ),
     "stop_gradient": _simple("Identity"),
     "eq": _compare("Equal"),
     "ne": _compare("Equal", negate=True),
