@@ -109,17 +109,29 @@ def elementwise_shape(shapes, params) -> Shape:
 
 
 def matmul_shape(shapes, params) -> Shape:
+    """NumPy's @: vectors and matrices, and stacks of matrices (3 axes or more: the leading
+    axes broadcast, each pair of matrices multiplied)."""
     a, b = shapes
-    if not a or not b or len(a) > 2 or len(b) > 2:
+    if not a or not b:
         raise ShapeMismatch(
-            f"{show_shape(a)} @ {show_shape(b)}: @ multiplies vectors and matrices"
-            + ("; to scale by a scalar, use *" if not a or not b else "")
+            f"{show_shape(a)} @ {show_shape(b)}: @ multiplies vectors and matrices; to scale "
+            "by a scalar, use *"
         )
-    if a[-1] != b[0]:
+    inner = b[-2] if len(b) > 1 else b[0]
+    if a[-1] != inner:
         raise ShapeMismatch(
-            f"{show_shape(a)} @ {show_shape(b)}: inner dimensions {a[-1]} and {b[0]} differ"
+            f"{show_shape(a)} @ {show_shape(b)}: inner dimensions {a[-1]} and {inner} differ"
         )
-    return a[:-1] + b[1:]
+    if len(a) <= 2 and len(b) <= 2:
+        return a[:-1] + b[1:]
+    try:
+        batch = broadcast(a[:-2], b[:-2])
+    except ShapeMismatch:
+        raise ShapeMismatch(
+            f"{show_shape(a)} @ {show_shape(b)}: the stacks {show_shape(a[:-2])} and "
+            f"{show_shape(b[:-2])} do not broadcast"
+        ) from None
+    return batch + (a[-2:-1] if len(a) > 1 else ()) + (b[-1:] if len(b) > 1 else ())
 
 
 def _axis(shape: Shape, axis: int) -> int:

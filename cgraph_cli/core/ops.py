@@ -294,6 +294,8 @@ def _tensor(
 def _matmul_vjp(e, g, args, out, params):
     a, b = args
     ra, rb = len(e.shape(a)), len(e.shape(b))
+    if ra > 2 or rb > 2:
+        return _batched_matmul_vjp(e, g, a, b)
     if ra == 1 and rb == 1:
         return e.mul(g, b), e.mul(g, a)
     if ra == 1:
@@ -301,6 +303,29 @@ def _matmul_vjp(e, g, args, out, params):
     if rb == 1:
         return e.outer(g, b), e.matmul(e.transpose(a), g)
     return e.matmul(g, e.transpose(b)), e.matmul(e.transpose(a), g)
+
+
+def _batched_matmul_vjp(e, g, a, b):
+    """A stack of matrix products (NumPy's @ on 3 axes or more): each operand's gradient is
+    the product with the other's last two axes swapped, summed over the batch axes it was
+    broadcast along. A vector operand is a matrix of one row (a) or one column (b) first."""
+    sa, sb = tuple(e.shape(a)), tuple(e.shape(b))
+    a2 = e.reshape(a, (1,) + sa) if len(sa) == 1 else a
+    b2 = e.reshape(b, sb + (1,)) if len(sb) == 1 else b
+    ma, mb = tuple(e.shape(a2)), tuple(e.shape(b2))
+    batch = A.broadcast(ma[:-2], mb[:-2])
+    g2 = e.reshape(g, batch + (ma[-2], mb[-1]))
+    ga = e.sum_to(e.matmul(g2, _swap_last(e, b2)), ma)
+    gb = e.sum_to(e.matmul(_swap_last(e, a2), g2), mb)
+    return (
+        e.reshape(ga, sa) if ga is not None and len(sa) == 1 else ga,
+        e.reshape(gb, sb) if gb is not None and len(sb) == 1 else gb,
+    )
+
+
+def _swap_last(e, x):
+    n = len(e.shape(x))
+    return e.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 def _matmul_jvp(e, tangents, args, out, params):
