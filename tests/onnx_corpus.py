@@ -159,6 +159,62 @@ def slices(dtype=np.float64, seed=2):
     return model
 
 
+def attention(dtype=np.float64, seed=3, B=2, T=3, D=4, H=2):
+    """A transformer block as exporters write one: LayerNorm, two-head self-attention (the
+    projections, a reshape into heads and a Transpose of them, Q Kᵀ over √d, Softmax, the
+    product with V, the heads put back), a residual, LayerNorm, an MLP with GELU (tanh), a
+    residual, and the mean as the output."""
+    rng = np.random.default_rng(seed)
+    d = D // H
+    weights = {
+        "ln1.weight": 1 + 0.1 * rng.normal(size=D), "ln1.bias": 0.1 * rng.normal(size=D),
+        "attn.q.weight": rng.normal(size=(D, D)) / 2, "attn.k.weight": rng.normal(size=(D, D)) / 2,
+        "attn.v.weight": rng.normal(size=(D, D)) / 2, "attn.o.weight": rng.normal(size=(D, D)) / 2,
+        "ln2.weight": 1 + 0.1 * rng.normal(size=D), "ln2.bias": 0.1 * rng.normal(size=D),
+        "mlp.fc1.weight": rng.normal(size=(D, 2 * D)) / 2, "mlp.fc1.bias": 0.1 * rng.normal(size=2 * D),
+        "mlp.fc2.weight": rng.normal(size=(2 * D, D)) / 2, "mlp.fc2.bias": 0.1 * rng.normal(size=D),
+    }  # fmt: skip
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", "ln1.weight", "ln1.bias"], ["h"], axis=-1, name="/ln1/LayerNormalization"),
+        n("MatMul", ["h", "attn.q.weight"], ["q"], name="/attn/q/MatMul"),
+        n("MatMul", ["h", "attn.k.weight"], ["k"], name="/attn/k/MatMul"),
+        n("MatMul", ["h", "attn.v.weight"], ["v"], name="/attn/v/MatMul"),
+        n("Reshape", ["q", "heads"], ["q4"], name="/attn/Reshape"),
+        n("Reshape", ["k", "heads"], ["k4"], name="/attn/Reshape_1"),
+        n("Reshape", ["v", "heads"], ["v4"], name="/attn/Reshape_2"),
+        n("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3], name="/attn/Transpose"),
+        n("Transpose", ["k4"], ["kT"], perm=[0, 2, 3, 1], name="/attn/Transpose_1"),
+        n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3], name="/attn/Transpose_2"),
+        n("MatMul", ["qh", "kT"], ["scores"], name="/attn/MatMul"),
+        n("Div", ["scores", "scale"], ["scaled"], name="/attn/Div"),
+        n("Softmax", ["scaled"], ["p"], axis=-1, name="/attn/Softmax"),
+        n("MatMul", ["p", "vh"], ["ctx"], name="/attn/MatMul_1"),
+        n("Transpose", ["ctx"], ["ctx2"], perm=[0, 2, 1, 3], name="/attn/Transpose_3"),
+        n("Reshape", ["ctx2", "back"], ["ctx3"], name="/attn/Reshape_3"),
+        n("MatMul", ["ctx3", "attn.o.weight"], ["o"], name="/attn/o/MatMul"),
+        n("Add", ["x", "o"], ["r1"], name="/Add"),
+        n("LayerNormalization", ["r1", "ln2.weight", "ln2.bias"], ["h2"], axis=-1, name="/ln2/LayerNormalization"),
+        n("MatMul", ["h2", "mlp.fc1.weight"], ["f1"], name="/mlp/fc1/MatMul"),
+        n("Add", ["f1", "mlp.fc1.bias"], ["f1b"], name="/mlp/fc1/Add"),
+        n("Gelu", ["f1b"], ["g"], approximate="tanh", name="/mlp/act/Gelu"),
+        n("MatMul", ["g", "mlp.fc2.weight"], ["f2"], name="/mlp/fc2/MatMul"),
+        n("Add", ["f2", "mlp.fc2.bias"], ["f2b"], name="/mlp/fc2/Add"),
+        n("Add", ["r1", "f2b"], ["r2"], name="/Add_1"),
+        n("ReduceMean", ["r2"], ["y"], keepdims=0, name="/ReduceMean"),
+    ]  # fmt: skip
+    model = _model(nodes, [("x", [B, T, D])], [("y", [])], weights, dtype, name="attention")
+    kind = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    model.graph.initializer.extend(
+        [
+            _int64("heads", [B, T, H, d]),
+            _int64("back", [B, T, D]),
+            helper.make_tensor("scale", kind, [], [float(np.sqrt(d))]),
+        ]
+    )
+    return model
+
+
 def with_op(op_type: str, **attrs):
     """A one-node model of ``op_type`` (an operator cgraph may not import)."""
     node = helper.make_node(op_type, ["x", "w"], ["y"], name=f"/m/{op_type}", **attrs)
@@ -166,5 +222,10 @@ def with_op(op_type: str, **attrs):
     return _model([node], [("x", [1, 1, 5, 5])], [("y", [1, 1, 3, 3])], weights, np.float32)
 
 
-MODELS = {"mlp": mlp, "block": block, "slices": slices}
-INPUT_SHAPES = {"mlp": {"x": (4, 3)}, "block": {"x": (3, 2, 6)}, "slices": {"x": (3, 5)}}
+MODELS = {"mlp": mlp, "block": block, "slices": slices, "attention": attention}
+INPUT_SHAPES = {
+    "mlp": {"x": (4, 3)},
+    "block": {"x": (3, 2, 6)},
+    "slices": {"x": (3, 5)},
+    "attention": {"x": (2, 3, 4)},
+}

@@ -263,7 +263,10 @@ def diagram(
                 values=values, grads=grads, theme=theme, rankdir=rankdir,
                 precision=precision, view=view, force=force, collapse=True,
             )  # fmt: skip
-            drawn = replace(drawn, folded=folded)
+            modules = all(grp.kind == "module" for grp in graph.groups)
+            drawn = replace(
+                drawn, folded=folded, folds="the model's modules" if modules else drawn.folds
+            )
         elif not options.collapse and not options.expand:
             from .folds import statement_groups
 

@@ -330,14 +330,17 @@ def _page_groups(g, shown, within, names, values, adjoints, shares, precision) -
     for k in sorted(members):
         grp = g.groups[k]
         o = grp.output
-        title = grp.label if grp.kind == "call" else f"step {grp.step} of {grp.label}"
+        title = f"step {grp.step} of {grp.label}" if grp.kind == "step" else grp.label
         share = shares.get(k, {})
         order = [a for a in grp.args if a in share] + sorted(set(share) - set(grp.args))
         passed = ", ".join(
             f"{adjoint(names[a])} += {_grad_text(share[a], precision)}"
             for a in dict.fromkeys(order)
         )
-        what = f"{names[o]} = {title}" if grp.kind == "call" else f"{title}: {names[o]}"
+        what = {
+            "call": f"{names[o]} = {title}",
+            "module": f"the module {title}: {names[o]}",
+        }.get(grp.kind, f"{title}: {names[o]}")
         groups.append(
             {
                 "id": f"c{k}",

@@ -550,8 +550,11 @@ def _reduce(fn: str) -> Callable:
             axes = list(range(len(shape)))
         axes = sorted({x % len(shape) for x in axes}, reverse=True)
         expr = a[0]
-        for axis in axes:
-            expr = f"{fn}({expr}, {axis})"
+        if len(axes) == len(shape) and len(shape) > 1:
+            expr = f"{fn}({expr})"  # every axis: one reduction of the whole
+        else:
+            for axis in axes:
+                expr = f"{fn}({expr}, {axis})"
         if attrs.get("keepdims", 1):
             kept = [1 if k in axes else n for k, n in enumerate(shape)]
             expr = f"reshape({expr}, {kept})"
