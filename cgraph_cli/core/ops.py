@@ -679,6 +679,14 @@ _TABLE = (
         positive=True,
     ),
     _fn(
+        "erf",
+        1,
+        "math.erf({0})",
+        "rt.np_erf({0})",
+        (lambda e, x, o: e.mul(1.1283791670955126, e.exp(e.neg(e.mul(x, x)))),),  # 2/√π e^-x²
+        latex=r"\operatorname{{erf}}\left({0}\right)",
+    ),
+    _fn(
         "relu",
         1,
         "rt.relu({0})",

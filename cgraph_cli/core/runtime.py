@@ -30,6 +30,16 @@ def np_softplus(x):
     return np.logaddexp(0.0, x)
 
 
+def np_erf(x):
+    """The error function of each element, math.erf's (correctly rounded) value: NumPy has
+    none, and SciPy is not needed for it."""
+    import math
+
+    import numpy as np
+
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=float)
+
+
 def relu(x):
     return x if x > 0.0 else 0.0
 

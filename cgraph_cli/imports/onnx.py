@@ -588,11 +588,10 @@ def _leaky_relu(r, node, a, attrs) -> str:
 
 
 def _gelu(r, node, a, attrs) -> str:
-    if attrs.get("approximate", "none") != "tanh":
-        raise r._unsupported(node, "Gelu with the exact erf (cgraph has no erf yet); "
-                                   "approximate='tanh' imports")  # fmt: skip
     x = a[0]
-    return f"0.5 * {x} * (1 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ^ 3)))"
+    if attrs.get("approximate", "none") == "tanh":
+        return f"0.5 * {x} * (1 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ^ 3)))"
+    return f"0.5 * {x} * (1 + erf({x} / 1.4142135623730951))"
 
 
 def _layer_norm(r, node, a, attrs) -> list[str]:
@@ -753,6 +752,7 @@ RULES: dict[str, Callable] = {
     "Tanh": _function("tanh"),
     "Sigmoid": _function("sigmoid"),
     "Softplus": _function("softplus"),
+    "Erf": _function("erf"),
     "Sin": _function("sin"),
     "Cos": _function("cos"),
     "Identity": lambda r, node, a, attrs: a[0],

@@ -285,6 +285,7 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "relu": _simple("Relu"),
     "sign": _simple("Sign"),
     "softplus": _softplus,
+    "erf": _simple("Erf"),
     "max": _simple("Max"),
     "min": _simple("Min"),
     "matmul": _simple("MatMul"),
