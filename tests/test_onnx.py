@@ -249,3 +249,29 @@ def test_the_readme_shows_the_program_import_writes(cli):
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     shown = readme.split("`mlp.cg` (the sample is", 1)[1].split("```\n", 2)[1]
     assert cli("import", "sample:mlp.onnx").stdout == shown
+
+
+def test_the_dynamo_exporters_name_scopes_nest_the_modules():
+    model = MODELS["mlp"]()
+    scopes = {
+        "Gemm": ["", "net", "net.0"],
+        "Relu": ["", "net", "net.1"],
+        "LogSoftmax": ["", "net", "net.3"],
+    }
+    for k, node in enumerate(model.graph.node):
+        node.name = f"node_{k}"  # the dynamo exporter's names say nothing of the modules
+        path = scopes.get(node.op_type, ["", "net", "net.2"])
+        if node.op_type == "Gemm" and k > 0:
+            path = ["", "net", "net.2"]
+        node.metadata_props.add(key="pkg.torch.onnx.name_scopes", value=repr([*path, f"op_{k}"]))
+    bad = model.graph.node[0].metadata_props.add(key="pkg.torch.onnx.class_hierarchy")
+    bad.value = "__import__('os').system('false')"  # metadata is data: never run
+    imported = import_onnx(model.SerializeToString(), "mlp.onnx")
+    graph = imported_graph(imported, "mlp.onnx")
+    assert [(g.label, g.parent) for g in graph.groups] == [
+        ("net", -1),
+        ("net/0", 0),
+        ("net/1", 0),
+        ("net/2", 0),
+        ("net/3", 0),
+    ]

@@ -446,13 +446,26 @@ def _prefixes(path: str) -> list[str]:
 
 
 def _module_of(node) -> str:
-    """The module a node belongs to: the name scopes the dynamo exporter keeps in the node's
-    metadata, or the path TorchScript's exporter writes into its name (``/layers.0/fc/Gemm``
-    -> ``layers.0/fc``)."""
+    """The module a node belongs to, as a path (``layers.0/attn``): the dynamo exporter's
+    name scopes in the node's metadata (the cumulative module names, the root's "" first and
+    the node's own name last: ``['', 'layers.0', 'layers.0.attn', 'linear_3']``), or the path
+    TorchScript's exporter writes into the name (``/layers.0/attn/MatMul``)."""
+    import ast
+
     for prop in node.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
-            scopes = re.findall(r"'([^']*)'", prop.value) or prop.value.split(",")
-            return "/".join(s for s in scopes[1:] if s)
+            try:
+                scopes = ast.literal_eval(prop.value)  # a list's repr: read as data, never run
+            except (ValueError, SyntaxError):
+                break
+            if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
+                break
+            parts, outer = [], ""
+            for scope in scopes[1:-1]:
+                inner = outer and scope.startswith(outer + ".")
+                parts.append(scope[len(outer) + 1 :] if inner else scope)
+                outer = scope
+            return "/".join(p for p in parts if p)
     if node.name.startswith("/"):
         return "/".join(node.name.strip("/").split("/")[:-1])
     return ""
