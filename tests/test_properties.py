@@ -77,6 +77,7 @@ _SYMPY = {
     "tanh": sympy.tanh,
     "sigmoid": lambda a: 1 / (1 + sympy.exp(-a)),
     "softplus": lambda a: sympy.log(1 + sympy.exp(a)),
+    "erf": sympy.erf,
     "relu": lambda a: sympy.Max(a, 0),
     "abs": sympy.Abs,
     "min": sympy.Min,
