@@ -215,6 +215,28 @@ def attention(dtype=np.float64, seed=3, B=2, T=3, D=4, H=2):
     return model
 
 
+def extremes(dtype=np.float64):
+    """Clip (ReLU6's shape), elementwise Max of three and Min, Reciprocal, ReduceMax and
+    ReduceMin of every element (keepdims either way)."""
+    n = helper.make_node
+    nodes = [
+        n("Clip", ["x", "lo", "hi"], ["c"], name="/act/Clip"),
+        n("Max", ["c", "x", "z"], ["m"], name="/mix/Max"),
+        n("Min", ["m", "x"], ["m2"], name="/mix/Min"),
+        n("Reciprocal", ["m2"], ["r"], name="/mix/Reciprocal"),
+        n("ReduceMax", ["r"], ["a"], keepdims=0, name="/out/ReduceMax"),
+        n("ReduceMin", ["x"], ["b"], keepdims=1, name="/out/ReduceMin"),
+        n("Add", ["a", "b"], ["ab"], name="/out/Add"),
+        n("ReduceSum", ["ab"], ["y"], keepdims=0, name="/out/ReduceSum"),
+    ]
+    model = _model(nodes, [("x", [3, 5]), ("z", [3, 5])], [("y", [])], {}, dtype, name="extremes")
+    kind = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    model.graph.initializer.extend(
+        [helper.make_tensor("lo", kind, [], [-0.5]), helper.make_tensor("hi", kind, [], [0.7])]
+    )
+    return model
+
+
 def with_op(op_type: str, **attrs):
     """A one-node model of ``op_type`` (an operator cgraph may not import)."""
     node = helper.make_node(op_type, ["x", "w"], ["y"], name=f"/m/{op_type}", **attrs)
@@ -222,10 +244,17 @@ def with_op(op_type: str, **attrs):
     return _model([node], [("x", [1, 1, 5, 5])], [("y", [1, 1, 3, 3])], weights, np.float32)
 
 
-MODELS = {"mlp": mlp, "block": block, "slices": slices, "attention": attention}
+MODELS = {
+    "mlp": mlp,
+    "block": block,
+    "slices": slices,
+    "attention": attention,
+    "extremes": extremes,
+}
 INPUT_SHAPES = {
     "mlp": {"x": (4, 3)},
     "block": {"x": (3, 2, 6)},
     "slices": {"x": (3, 5)},
     "attention": {"x": (2, 3, 4)},
+    "extremes": {"x": (3, 5), "z": (3, 5)},
 }

@@ -95,7 +95,7 @@ def test_gradients_are_the_models_finite_differences(name):
     gradient = cg.grad(text, bindings).gradients["x"]
 
     def loss(x):
-        return float(np.sum(R * reference.run(None, {"x": x})[0]))
+        return float(np.sum(R * reference.run(None, {**inputs, "x": x})[0]))
 
     x = inputs["x"]
     for flat in rng.choice(x.size, size=6, replace=False):

@@ -512,6 +512,14 @@ def _gemm(r, node, a, attrs) -> str:
     return expr
 
 
+def _fold_pairs(fn: str, a: list[str]) -> str:
+    """max(a, b, c): max(max(a, b), c)."""
+    expr = a[0]
+    for x in a[1:]:
+        expr = f"{fn}({expr}, {x})"
+    return expr
+
+
 def _reshape_to(r, node, a, shape) -> str:
     return f"reshape({a[0]}, {list(int(n) for n in shape)})"
 
@@ -574,6 +582,36 @@ def _reduce(fn: str) -> Callable:
         return expr
 
     return rule
+
+
+def _extreme(fn: str) -> Callable:
+    """ReduceMax, ReduceMin: of every axis only (cgraph's max(x), min(x))."""
+    rule = _reduce(fn)
+
+    def extreme(r, node, a, attrs) -> str:
+        shape = r.shape(node)
+        axes = _axes(r, node, attrs)
+        if axes is not None and sorted({x % len(shape) for x in axes}) != list(range(len(shape))):
+            raise r._unsupported(node, f"{node.op_type} along some axes (cgraph's {fn} takes "
+                                       "every element)")  # fmt: skip
+        return rule(r, node, a, attrs)
+
+    return extreme
+
+
+def _clip(r, node, a, attrs) -> str:
+    x = a[0]
+    low = a[1] if len(a) > 1 and a[1] else None
+    high = a[2] if len(a) > 2 and a[2] else None
+    if "min" in attrs:  # opset 6's attributes
+        low = _literal(np.float64(attrs["min"]))
+    if "max" in attrs:
+        high = _literal(np.float64(attrs["max"]))
+    if high is not None:
+        x = f"min({x}, {high})"
+    if low is not None:
+        x = f"max({x}, {low})"
+    return x
 
 
 def _transpose(r, node, a, attrs) -> str:
@@ -780,6 +818,12 @@ RULES: dict[str, Callable] = {
     "Transpose": _transpose,
     "ReduceSum": _reduce("sum"),
     "ReduceMean": _reduce("mean"),
+    "ReduceMax": _extreme("max"),
+    "ReduceMin": _extreme("min"),
+    "Max": lambda r, node, a, attrs: _fold_pairs("max", a),
+    "Min": lambda r, node, a, attrs: _fold_pairs("min", a),
+    "Clip": _clip,
+    "Reciprocal": lambda r, node, a, attrs: f"(1 / {a[0]})",
     "Softmax": _softmax("softmax"),
     "LogSoftmax": _softmax("log_softmax"),
     "LeakyRelu": _leaky_relu,
