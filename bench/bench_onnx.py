@@ -137,6 +137,22 @@ def gradients(runs: int, batch: int = 32) -> None:
         "onnxruntime forward only": lambda: forward.run(None, {"x": x}),
         "NumPy by hand, forward + backward": numpy_grad,
     }
+    try:  # where PyTorch is installed: its eager forward and backward, on one thread
+        import torch
+
+        torch.set_num_threads(1)
+        tw = {n: torch.tensor(v, requires_grad=True) for n, v in weights.items()}
+        tx, tT = torch.tensor(x), torch.tensor(T)
+
+        def torch_grad():
+            h = torch.relu(tx @ tw["fc1.weight"].T + tw["fc1.bias"])
+            z = h @ tw["fc2.weight"].T + tw["fc2.bias"]
+            loss = -(tT * torch.log_softmax(z, dim=-1)).sum() / batch
+            return torch.autograd.grad(loss, list(tw.values()))
+
+        cases["PyTorch eager, forward + backward (1 thread)"] = torch_grad
+    except ImportError:
+        pass
     times: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(runs):
         for name, run in cases.items():  # taking turns

@@ -47,13 +47,15 @@ from ..core.errors import ParseError, UsageError
 @dataclass
 class Imported:
     """An imported model: the program's text, its weights by their names in the program, its
-    data inputs and outputs, and each statement's module (``layers.0/attn``, or "")."""
+    data inputs and outputs, each statement's module (``layers.0/attn``, or ""), and the
+    program's name of each ONNX name (``fc1.weight`` -> ``fc1_weight``)."""
 
     text: str
     weights: dict[str, np.ndarray]
     inputs: list[str]
     outputs: list[str]
     modules: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # ONNX's name -> the program's
 
 
 class NotSupported(ParseError):
@@ -173,7 +175,10 @@ class _Namer:
         if not text:
             text = hint
         parts = text.split("_")
-        text = "_".join(parts[:-1] + [parts[-1].lower()]) if len(parts) > 1 else text
+        if len(parts) > 1:  # the operator's name in lower case: Gemm_1 -> gemm_1
+            k = len(parts) - 2 if parts[-1].isdigit() and len(parts) > 2 else len(parts) - 1
+            parts[k] = parts[k].lower()
+            text = "_".join(parts)
         if text[0].isdigit():
             text = f"v{text}"
         name, k = text, 2
@@ -273,6 +278,7 @@ class _Reader:
             inputs=[self.name(n) for n in inputs],
             outputs=[self.name(o) for o in outputs],
             modules=self.modules,
+            names=dict(self.name.names),
         )
 
     def _emit(self, onnx_name: str, expr: str) -> str:
@@ -282,8 +288,9 @@ class _Reader:
         return name
 
     def temp(self, expr: str, hint: str) -> str:
-        """A statement of its own for a part of a composition (layer norm's mean ...)."""
-        name = self.name(f"{self._current}_{hint}")
+        """A statement of its own for a part of a composition (layer norm's mean ...), named
+        after the node's output: ``ln1_layernormalization_mean``."""
+        name = self.name(f"{self.name(self._current)}_{hint}")
         self.lines.append(f"{name} = {expr}")
         self.modules.append(self.module)
         return name
@@ -323,6 +330,61 @@ class _Reader:
         for out, expr in zip(node.output, exprs):
             if out:
                 self._emit(out, expr)
+        if any(out and out not in self.shapes for out in node.output):
+            self._shapes_after(node, attrs)  # where ONNX's shape inference left them open
+
+    def _shapes_after(self, node, attrs) -> None:
+        """The shapes of a node's outputs from its inputs' (when they are known), by the
+        operator's rule: for the nodes after a reshape whose target ONNX's inference could
+        not follow. Index-like operators run on empty arrays of their inputs' shapes."""
+        ins: list[Any] = []
+        for name in node.input:
+            if not name:
+                ins.append(None)
+            elif name in self.known:
+                ins.append(self.known[name])
+            elif name in self.shapes:
+                ins.append(np.empty(self.shapes[name], dtype=np.bool_))
+            else:
+                return
+        op, data = node.op_type, ins[0]
+        try:
+            if op in _SAME_SHAPE:
+                out = [np.shape(data)]
+            elif op in _BROADCAST:
+                out = [np.broadcast_shapes(*(np.shape(x) for x in ins if x is not None))]
+            elif op == "MatMul":
+                out = [np.matmul(np.empty(np.shape(ins[0])), np.empty(np.shape(ins[1]))).shape]
+            elif op == "Gemm":
+                a, b = np.shape(ins[0]), np.shape(ins[1])
+                out = [
+                    (a[1] if attrs.get("transA") else a[0], b[0] if attrs.get("transB") else b[1])
+                ]
+            elif op == "Transpose":
+                out = [np.transpose(data, attrs.get("perm")).shape]
+            elif op == "Reshape":
+                target = [int(n) for n in ins[1]]
+                target = [np.shape(data)[k] if n == 0 else n for k, n in enumerate(target)]
+                out = [np.reshape(data, target).shape]
+            elif op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"):
+                axes = attrs.get("axes")
+                if axes is None and len(ins) > 1 and ins[1] is not None:
+                    axes = [int(a) for a in np.ravel(ins[1])]
+                keep = bool(attrs.get("keepdims", 1))
+                axis = None if not axes else tuple(axes)
+                out = [np.sum(np.empty(np.shape(data)), axis=axis, keepdims=keep).shape]
+            elif op == "Split":
+                out = [np.shape(x) for x in _fold_split(ins, attrs, len(node.output))]
+            elif op in FOLD:
+                result = FOLD[op](ins, attrs)
+                out = [np.shape(x) for x in (result if isinstance(result, tuple) else (result,))]
+            else:
+                return
+        except (ValueError, TypeError, IndexError, KeyError):
+            return
+        for name, shape in zip(node.output, out):
+            if name and name not in self.shapes:
+                self.shapes[name] = tuple(int(n) for n in shape)
 
     def _arg(self, onnx_name: str) -> str:
         if onnx_name == "":
@@ -882,6 +944,32 @@ def _fold_cast(values, attrs):
     return np.asarray(values[0]).astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
 
 
+#: Operators whose output has the shape of their first input, and those that broadcast.
+_SAME_SHAPE = {
+    "Relu", "Tanh", "Sigmoid", "Softplus", "Erf", "Sin", "Cos", "Sqrt", "Exp", "Log", "Neg",
+    "Abs", "Not", "Identity", "Dropout", "Cast", "Softmax", "LogSoftmax", "LeakyRelu", "Gelu",
+    "LayerNormalization", "BatchNormalization", "Reciprocal", "Clip",
+}  # fmt: skip
+_BROADCAST = {
+    "Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "LessOrEqual",
+    "GreaterOrEqual", "Max", "Min",
+}  # fmt: skip
+
+
+def _fold_split(values, attrs, count: int):
+    x = values[0]
+    axis = attrs.get("axis", 0)
+    if len(values) > 1 and values[1] is not None:
+        sizes = [int(n) for n in values[1]]
+    elif "split" in attrs:
+        sizes = [int(n) for n in attrs["split"]]
+    else:
+        n = attrs.get("num_outputs", count)
+        step = -(-np.shape(x)[axis] // n)
+        sizes = [min(step, np.shape(x)[axis] - k * step) for k in range(n)]
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
 FOLD: dict[str, Callable] = {
     "Shape": _fold_shape,
     "Size": lambda v, a: np.array(np.size(v[0]), dtype=np.int64),
@@ -910,4 +998,16 @@ FOLD: dict[str, Callable] = {
     "Neg": lambda v, a: np.negative(v[0]),
     "Sqrt": lambda v, a: np.sqrt(v[0]),
     "Pow": lambda v, a: np.power(v[0], v[1]),
+    "Mod": lambda v, a: np.fmod(v[0], v[1]) if a.get("fmod") else np.mod(v[0], v[1]),
+    "Floor": lambda v, a: np.floor(v[0]),
+    "Ceil": lambda v, a: np.ceil(v[0]),
+    "Abs": lambda v, a: np.abs(v[0]),
+    "Max": lambda v, a: np.maximum.reduce([np.asarray(x) for x in v]),
+    "Min": lambda v, a: np.minimum.reduce([np.asarray(x) for x in v]),
+    "Less": lambda v, a: np.less(v[0], v[1]),
+    "Greater": lambda v, a: np.greater(v[0], v[1]),
+    "Not": lambda v, a: np.logical_not(v[0]),
+    "Expand": lambda v, a: np.broadcast_to(
+        v[0], np.broadcast_shapes(np.shape(v[0]), tuple(int(n) for n in v[1]))
+    ),
 }
