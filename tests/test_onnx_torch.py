@@ -121,3 +121,20 @@ def test_the_gradient_of_a_pytorch_model_comes_back_as_onnx():
     model = onnx.load_model_from_string(data)
     got = ReferenceEvaluator(model).run(None, inputs)
     assert np.allclose(got[1], x.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_the_dynamo_exporters_model_imports_with_its_modules():
+    pytest.importorskip("onnxscript")  # what torch.onnx.export(dynamo=True) writes with
+    torch.manual_seed(2)
+    module = _classifier().double().eval()
+    x = torch.randn(5, 6, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(module, (x,), dynamo=True, input_names=["x"])
+    inputs = {"x": x.numpy()}
+    imported = import_onnx(program.model_proto.SerializeToString(), "dyn.onnx", inputs)
+    graph = imported_graph(imported, "dyn.onnx")
+    value = cg.evaluate(graph, inputs).named[imported.outputs[0]]
+    assert np.allclose(value, module(x).detach().numpy(), rtol=1e-10, atol=1e-12)
+    # nn.Sequential's modules by their names, from the name scopes in the nodes' metadata
+    assert [g.label for g in graph.groups] == ["0", "1", "2", "3", "4", "5", "6"]
