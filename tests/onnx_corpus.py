@@ -20,7 +20,8 @@ def _model(nodes, inputs, outputs, weights, dtype, opset=OPSET, name="model"):
         [helper.make_tensor_value_info(n, kind, s) for n, s in outputs],
         inits,
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    # IR 9 with opset 20: what every onnxruntime from the floor on loads, from any onnx
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
 
 
 def _int64(name, values):
