@@ -275,3 +275,27 @@ def test_the_dynamo_exporters_name_scopes_nest_the_modules():
         ("net/2", 0),
         ("net/3", 0),
     ]
+
+
+@pytest.mark.parametrize(
+    "node",
+    [("Gemm", ["x"]), ("Where", ["x", "x"]), ("Add", ["x", "made_by_nothing"])],
+    ids=["an input missing", "an input missing 2", "a name nothing makes"],
+)
+def test_a_malformed_model_is_a_usage_error_that_says_why(cli, tmp_path, node):
+    from onnx import TensorProto, helper
+
+    kind = TensorProto.DOUBLE
+    graph = helper.make_graph(
+        [helper.make_node(node[0], node[1], ["y"], name="/m/bad")],
+        "bad",
+        [helper.make_tensor_value_info("x", kind, [2, 2])],
+        [helper.make_tensor_value_info("y", kind, [2, 2])],
+    )
+    path = tmp_path / "bad.onnx"
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    path.write_bytes(model.SerializeToString())
+    result = cli("import", str(path))
+    assert result.exit_code == 2, result.stderr
+    assert "bad.onnx is not a valid ONNX model: " in result.stderr
+    assert "Traceback" not in result.stderr

@@ -126,6 +126,11 @@ def _decode(data: bytes, filename: str):
                 hints=["save the model with its weights inside (onnx.save_model(model, path, "
                        "save_as_external_data=False))"],
             )  # fmt: skip
+    try:  # a node missing an input, one reading a name nothing makes, a bad attribute ...
+        onnx.checker.check_model(model)
+    except Exception as e:  # noqa: BLE001 - onnx's ValidationError, or what damage raises
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UsageError(f"{filename} is not a valid ONNX model: {first}") from None
     return model
 
 
