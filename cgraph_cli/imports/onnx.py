@@ -176,7 +176,7 @@ class _Namer:
         if onnx_name in self.names:
             return self.names[onnx_name]
         text = re.sub(r"_?output_\d+$", "", onnx_name)
-        text = re.sub(r"\W+", "_", text).strip("_")
+        text = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_")  # ASCII: no look-alikes
         if not text:
             text = hint
         parts = text.split("_")
