@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_rnn.py
 	$(BIN)/python bench/bench_train.py
 	$(BIN)/python bench/bench_scale.py
+	$(BIN)/python bench/bench_onnx.py
 
 golden: $(STAMP)
 	$(BIN)/python -m pytest tests/test_golden.py tests/test_render.py tests/test_derivative_views.py tests/test_slides.py --update-golden

@@ -167,6 +167,91 @@ def gradients(runs: int, batch: int = 32) -> None:
         print(f"  {name:<42} {statistics.median(ms):8.3f} ms ({min(ms):.3f}-{max(ms):.3f})")
 
 
+def transformer(runs: int, batch: int = 32, seq: int = 16, width: int = 64) -> None:
+    """The gradient of a transformer block PyTorch exports (torch.nn.MultiheadAttention, 4
+    heads, a GELU MLP), imported, against PyTorch eager on one thread, and onnxruntime's
+    forward pass of the float32 export (it has no float64 Erf, so the exported gradient model
+    does not run there); where PyTorch is installed (it makes the model)."""
+    try:
+        import torch
+    except ImportError:
+        print("\ntransformer block: PyTorch is not installed (it exports the model)")
+        return
+    import io
+    import warnings
+
+    import onnxruntime as ort
+
+    import cgraph_cli as cg
+    from cgraph_cli.imports.onnx import import_onnx
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+            self.attn = torch.nn.MultiheadAttention(width, 4, batch_first=True)
+            self.mlp = torch.nn.Sequential(
+                torch.nn.Linear(width, 4 * width),
+                torch.nn.GELU(),
+                torch.nn.Linear(4 * width, width),
+            )
+
+        def forward(self, x):
+            h = self.ln1(x)
+            a, _ = self.attn(h, h, h, need_weights=False)
+            x = x + a
+            return (x + self.mlp(self.ln2(x))).pow(2).mean()
+
+    block = Block().double().eval()
+    x = torch.randn(batch, seq, width, dtype=torch.float64)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(block, (x,), buffer, dynamo=False, input_names=["x"], opset_version=17)
+    inputs = {"x": x.numpy()}
+    imported = import_onnx(buffer.getvalue(), "block.onnx", inputs)
+    program = cg.parse(imported.text)
+    for name, value in imported.weights.items():
+        program.defaults[name] = value
+    quiet = ort.SessionOptions()
+    quiet.log_severity_level = 3
+    quiet.intra_op_num_threads = 1
+    single = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(block.float(), (x.float(),), single, dynamo=False, input_names=["x"],
+                          opset_version=17)  # fmt: skip
+    block.double()
+    forward = ort.InferenceSession(single.getvalue(), quiet, providers=["CPUExecutionProvider"])
+    x32 = {"x": x.numpy().astype(np.float32)}
+    params = list(block.parameters())
+    xt = x.clone().requires_grad_(True)
+
+    def torch_grad():
+        return torch.autograd.grad(block(xt), [xt, *params])
+
+    cases = {
+        "cgraph grad (interpreter)": lambda: cg.grad(program, inputs),
+        "onnxruntime forward only (float32)": lambda: forward.run(None, x32),
+        "PyTorch eager, forward + backward": torch_grad,
+    }
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(runs):
+        for name, run in cases.items():
+            start = time.perf_counter()
+            for _ in range(5):
+                run()
+            times[name].append((time.perf_counter() - start) / 5)
+    print(f"\ngradient of a transformer block from PyTorch (width {width}, 4 heads, sequence "
+          f"{seq}), batch {batch}, float64, one thread; median (range) of {runs} runs of 5")  # fmt: skip
+    for name, ts in times.items():
+        ms = [t * 1000 for t in ts]
+        print(f"  {name:<42} {statistics.median(ms):8.2f} ms ({min(ms):.2f}-{max(ms):.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -174,6 +259,7 @@ def main() -> None:
     args = parser.parse_args()
     imports([int(n) for n in args.nodes.split(",")], args.runs)
     gradients(args.runs)
+    transformer(args.runs)
 
 
 if __name__ == "__main__":

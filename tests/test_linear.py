@@ -1,5 +1,5 @@
 """Linear in the program's length and the file's width: counted work, not timed (the seconds
-are bench/bench_scale_text.py's), and the derivative program of names given again is right."""
+are bench/bench_scale.py's), and the derivative program of names given again is right."""
 
 from __future__ import annotations
 
