@@ -143,4 +143,50 @@ def test_compile_writes_the_model(cli, tmp_path):
     )
     assert [float(v) for v in outs] == [-12.0, -3.0, -3.0, 4.0]
     wrong = cli("compile", "sample:seed", "--grad")
-    assert wrong.exit_code == 2 and "--grad is for --target onnx" in wrong.stderr
+    assert wrong.exit_code == 2 and "--grad and --dtype are for --target onnx" in wrong.stderr
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.stem)
+def test_every_sample_in_float32_runs_in_onnxruntime(sample):
+    """float32: the type every runtime has kernels for (onnxruntime has no float64 Erf)."""
+    ort = pytest.importorskip("onnxruntime")
+    graph = cg.parse(sample.read_text(), str(sample))
+    r = cg.grad(graph)
+    data = export_onnx(graph, None, grad=True, dtype="float32")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    outs = session.run(None, {})
+    assert all(o.dtype == np.float32 for o in outs)
+    program = cg.derivative_program(graph)
+    wrt = {stmt: name for (name,), stmt in program.derivatives.items()}
+    assert np.allclose(
+        outs[0], r.value, rtol=1e-4, atol=1e-5 * max(1.0, abs(float(np.max(np.abs(r.value)))))
+    )
+    for out, got in zip(session.get_outputs()[1:], outs[1:]):
+        want = np.asarray(r.gradients[wrt[out.name]])
+        scale = max(1.0, float(np.max(np.abs(want))))
+        assert np.allclose(got, want, rtol=1e-3, atol=1e-4 * scale), (sample.stem, out.name)
+
+
+def test_compile_writes_a_float32_model(cli, tmp_path):
+    target = tmp_path / "mlp32.onnx"
+    result = cli("compile", "sample:mlp", "--target", "onnx", "--grad", "--dtype", "float32",
+                 "-o", str(target))  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    model = onnx.load(str(target))
+    assert {o.type.tensor_type.elem_type for o in model.graph.output} == {onnx.TensorProto.FLOAT}
+
+
+def test_a_product_with_a_vector_survives_onnxruntimes_full_optimizations():
+    """onnxruntime 1.32 at ORT_ENABLE_ALL computed Transpose(W) @ v wrongly for a 1-D v; the
+    exporter writes such products with a one-column matrix."""
+    ort = pytest.importorskip("onnxruntime")
+    W, g = np.array([[1.0, 2, 3], [4, 5, 6]]), np.array([1.0, -1])
+    graph = cg.parse("y = transpose(W) @ g + g @ W")
+    bindings = {"W": W, "g": g}
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(export_onnx(graph, bindings), options,
+                                   providers=["CPUExecutionProvider"])  # fmt: skip
+    assert session.run(None, bindings)[0].tolist() == [-6.0, -6.0, -6.0]

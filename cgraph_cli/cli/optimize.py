@@ -170,9 +170,16 @@ COMMANDS = [optimize_command]
     help="--target onnx: the gradients too, one more output per input (or per --wrt), "
     "named as cgraph diff names them (dloss_dW1).",
 )
+@click.option(
+    "--dtype",
+    type=click.Choice(["float64", "float32"]),
+    default="float64",
+    show_default=True,
+    help="--target onnx: the model's numbers (float32: what every runtime has kernels for).",
+)
 @output_option
 @common_options
-def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, with_grad):
+def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, with_grad, dtype):
     """Write the program as a Python module that runs without cgraph: forward(**inputs)
     returns every named value, grad(**inputs) returns the output's value and its gradients
     (the derivative program, optimized), one line per node with a comment pointing back to
@@ -192,10 +199,13 @@ def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, wi
     from ..run.compile import compile_module
 
     graph, bindings = load(args, expr, file_, binds, bindings_file)
-    if with_grad and target != "onnx":
+    if (with_grad or dtype != "float64") and target != "onnx":
         from ..core.errors import UsageError
 
-        raise UsageError("--grad is for --target onnx: a Python module always has grad()")
+        raise UsageError(
+            "--grad and --dtype are for --target onnx: a Python module always has grad(), "
+            "in float64"
+        )
     if target == "onnx":
         from ..run.onnx_export import export_onnx
 
@@ -203,7 +213,9 @@ def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, wi
             from ..core.errors import UsageError
 
             raise UsageError("an ONNX model is binary: write it to a file", hints=["-o model.onnx"])
-        data = export_onnx(graph, bindings, of=of, wrt=names(wrt) or None, grad=with_grad)
+        data = export_onnx(
+            graph, bindings, of=of, wrt=names(wrt) or None, grad=with_grad, dtype=dtype
+        )
         output.write_bytes(data)
         return
     label = graph.source.filename if graph.source.filename not in ("<expr>", "<stdin>") else ""

@@ -39,10 +39,14 @@ def export_onnx(
     wrt: list[str] | None = None,
     grad: bool = False,
     name: str = "cgraph",
+    dtype: str = "float64",
 ) -> bytes:
     """The ONNX model (serialized) of ``graph`` for ``bindings`` (shapes, and the values of
     inputs without defaults are only read for their shapes): its output ``of``, and with
-    ``grad`` the gradient with respect to each input (or ``wrt``)."""
+    ``grad`` the gradient with respect to each input (or ``wrt``). ``dtype``: "float64"
+    (cgraph's own numbers), or "float32" (what runtimes have kernels for everywhere)."""
+    if dtype not in ("float64", "float32"):
+        raise UsageError(f"a model's numbers are float64 or float32, not {dtype!r}")
     try:
         import onnx
         from onnx import TensorProto, helper
@@ -71,11 +75,11 @@ def export_onnx(
         outputs = [(built.display_name(out) if built.display_name(out).isidentifier() else
                     "output", out)]  # fmt: skip
     values = forward(built, {**built.defaults, **(bindings or {})})
-    writer = _Writer(built, values)
+    kind = TensorProto.DOUBLE if dtype == "float64" else TensorProto.FLOAT
+    writer = _Writer(built, values, kind, np.dtype(dtype))
     writer.taken |= {label for label, _ in outputs}  # the outputs' names are theirs alone
     for i in range(len(built.ops)):
         writer.node(i)
-    kind = TensorProto.DOUBLE
     inputs = [
         helper.make_tensor_value_info(n, kind, list(np.shape(values[i])))
         for n, i in built.inputs.items()
@@ -102,10 +106,11 @@ def export_onnx(
 class _Writer:
     """The ONNX nodes of a graph, one cgraph node at a time (each its value's name)."""
 
-    def __init__(self, graph: Graph, values: list) -> None:
+    def __init__(self, graph: Graph, values: list, kind: int, dtype) -> None:
         from ..core.names import node_names
 
         self.graph, self.values = graph, values
+        self.kind, self.dtype = kind, dtype  # the numbers' ONNX type and NumPy type
         self.nodes: list = []
         self.constants: list = []
         self.names: list[str] = []
@@ -120,11 +125,13 @@ class _Writer:
         self.taken.add(name)
         return name
 
-    def const(self, value, dtype=np.float64, hint: str = "c") -> str:
+    def const(self, value, dtype=None, hint: str = "c") -> str:
+        """A constant: a number of the model's type, or (``dtype``) positions and shapes."""
         from onnx import numpy_helper
 
         name = self.fresh(hint)
-        self.constants.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        array = np.asarray(value, dtype=self.dtype if dtype is None else dtype)
+        self.constants.append(numpy_helper.from_array(array, name))
         return name
 
     def op(self, op_type: str, inputs: list[str], hint: str = "t", **attrs) -> str:
@@ -159,9 +166,7 @@ class _Writer:
         return self.op("Not", [self.op("Equal", [x, self.const(0.0)])])
 
     def number(self, x: str) -> str:
-        from onnx import TensorProto
-
-        return self.op("Cast", [x], to=TensorProto.DOUBLE)
+        return self.op("Cast", [x], to=self.kind)
 
 
 def _simple(op_type: str) -> Callable:
@@ -210,6 +215,20 @@ def _where(w, i, a, p):
 
 def _logical(op_type: str) -> Callable:
     return lambda w, i, a, p: w.number(w.op(op_type, [w.truth(x) for x in a]))
+
+
+def _matmul(w, i, a, p):
+    """A product with a vector is written as one with a one-column (or one-row) matrix:
+    onnxruntime's full graph optimizations (1.32) fuse Transpose(W) @ v wrongly for a 1-D v
+    (it returned [-1, -1, -1] for [-3, -3, -3]); matrices are not affected."""
+    ra, rb = (len(w.shape(x)) for x in w.graph.args[i])
+    if ra == 2 and rb == 1:
+        column = w.op("Unsqueeze", [a[1], w.const([1], np.int64)])
+        return w.op("Squeeze", [w.op("MatMul", [a[0], column]), w.const([1], np.int64)])
+    if ra == 1 and rb == 2:
+        row = w.op("Unsqueeze", [a[0], w.const([0], np.int64)])
+        return w.op("Squeeze", [w.op("MatMul", [row, a[1]]), w.const([0], np.int64)])
+    return w.op("MatMul", a)
 
 
 def _outer(w, i, a, p):
@@ -288,7 +307,7 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "erf": _simple("Erf"),
     "max": _simple("Max"),
     "min": _simple("Min"),
-    "matmul": _simple("MatMul"),
+    "matmul": _matmul,
     "transpose": lambda w, i, a, p: (
         w.op("Transpose", a, perm=list(p[0])) if p and p[0] is not None else w.op("Transpose", a)
     ),
