@@ -4,9 +4,11 @@ parser against Lark's (tests/test_scanner.py)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import sympy
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from strategies import INPUTS, expressions, points, programs
 
 from cgraph_cli import (
@@ -163,15 +165,20 @@ def test_gradients_match_sympy(expression, point):
 
 @PROPERTY
 @given(programs(), points)
+@example("t0 = (xlogy(x, z))\nt1 = --(0.5 / t0)\nt2 = (x * t1)", (1.75, 1.0, 0.99999))
 def test_forward_mode_matches_reverse_mode(program, point):
     graph = parse(program)
     bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
     done = _evaluate(graph, bindings)
     assume(done is not None)
     values, adjoints = done
+    # Both modes sum the same partials in another order: a derivative that cancels to 0
+    # carries the rounding of its largest terms (x * 0.5 / (x log z) at z = 0.99999: terms of
+    # 3e4, a sum of 0 or -3.6e-12, as CI's seed found)
+    largest = max([1.0, *(abs(v) for v in values if isinstance(v, float) and math.isfinite(v))])
     for name, node in graph.inputs.items():
         tangent = jvp(graph, values, {name: 1.0})[graph.output]
-        assert tangent == pytest.approx(adjoints[node], rel=1e-9, abs=1e-12)
+        assert tangent == pytest.approx(adjoints[node], rel=1e-9, abs=1e-12 * largest)
 
 
 def _ir(graph):
