@@ -103,14 +103,32 @@ def _same_run(graph, optimized, bindings) -> None:
         return
     values, adjoints = done
     new = forward(optimized, bindings)
-    assert _close(new[optimized.output], values[graph.output])
+    assert _close_as_rounding_allows(graph, bindings, new[optimized.output], values[graph.output])
     grads = vjp(optimized, new)
+    spread = _gradient_spread(graph, bindings, adjoints)
     for name, node in graph.inputs.items():
         got = grads[optimized.inputs[name]]
         assert np.shape(got) == np.shape(adjoints[node]), name
         # A gradient that sums large partials of opposite signs carries their rounding (z^z
-        # - z^z at z = 2: -3.6e-12 from terms of 4e4; the optimizer's 0 is the exact one).
-        assert np.allclose(got, adjoints[node], rtol=1e-12, atol=1e-12 * _largest(adjoints)), name
+        # - z^z at z = 2: -3.6e-12 from terms of 4e4; the optimizer's 0 is the exact one), and
+        # one of an ill-conditioned value moves as its inputs' rounding moves it (below).
+        tolerance = 1e-12 * _largest(adjoints) + 4 * spread.get(name, 0.0)
+        assert np.allclose(got, adjoints[node], rtol=1e-12, atol=tolerance), name
+
+
+def _gradient_spread(graph, bindings, adjoints) -> dict:
+    """How far each input's gradient moves when the inputs move by a few ulps: a rewrite
+    exact in the reals ((y^3)^2)^3 to y^18) rounds differently, and the gradient of
+    cos(y^18) at y = 2.18 turns that into 3e-10 of 3535 (CI's seed found it)."""
+    spread: dict = {}
+    for nudge in (1 + 8e-16, 1 - 8e-16):
+        moved = _evaluate(graph, {n: v * nudge for n, v in bindings.items()})
+        if moved is None:
+            continue
+        for name, node in graph.inputs.items():
+            gap = float(np.max(np.abs(np.asarray(moved[1][node]) - adjoints[node]), initial=0.0))
+            spread[name] = max(spread.get(name, 0.0), gap)
+    return spread
 
 
 def _largest(adjoints) -> float:
@@ -121,6 +139,10 @@ def _largest(adjoints) -> float:
 
 @PROPERTY
 @given(seeded(expressions(max_leaves=4), IDENTITIES), points)
+@example("(sin(x) * cos(((((y + 3)) ^ 2) ^ 3)) + sin(x) * cos(((((y + 3)) ^ 2) ^ 3)))",
+         (1.0, 2.1827603066522885, 1.0))  # fmt: skip
+@example("(sin(x) * cos(((((y ^ 3)) ^ 2) ^ 3)) + sin(x) * cos(((((y ^ 3)) ^ 2) ^ 3)))",
+         (1.0, 1.86328125, 1.0))  # fmt: skip
 def test_optimizing_keeps_values_and_gradients(expression, point):
     graph = validate(parse(f"y = {expression}"))
     assume(graph.inputs)
