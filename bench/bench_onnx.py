@@ -153,18 +153,8 @@ def gradients(runs: int, batch: int = 32) -> None:
         cases["PyTorch eager, forward + backward (1 thread)"] = torch_grad
     except ImportError:
         pass
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for _ in range(runs):
-        for name, run in cases.items():  # taking turns
-            start = time.perf_counter()
-            for _ in range(20):
-                run()
-            times[name].append((time.perf_counter() - start) / 20)
-    print(f"\ngradient of an imported MLP (32 -> 64 -> 10), batch {batch}, float64; "
-          f"median (range) of {runs} runs of 20 calls")  # fmt: skip
-    for name, ts in times.items():
-        ms = [t * 1000 for t in ts]
-        print(f"  {name:<42} {statistics.median(ms):8.3f} ms ({min(ms):.3f}-{max(ms):.3f})")
+    title = f"gradient of an imported MLP (32 -> 64 -> 10), batch {batch}, float64"
+    _race(title, cases, runs, calls=20, digits=3)
 
 
 def transformer(runs: int, batch: int = 32, seq: int = 16, width: int = 64) -> None:
@@ -238,18 +228,27 @@ def transformer(runs: int, batch: int = 32, seq: int = 16, width: int = 64) -> N
         "onnxruntime forward only (float32)": lambda: forward.run(None, x32),
         "PyTorch eager, forward + backward": torch_grad,
     }
+    title = (f"gradient of a transformer block from PyTorch (width {width}, 4 heads, sequence "
+             f"{seq}), batch {batch}, float64, one thread")  # fmt: skip
+    _race(title, cases, runs, calls=5, digits=2)
+
+
+def _race(title: str, cases: dict, runs: int, calls: int, digits: int) -> None:
+    """Each case ``calls`` times a run, the cases taking turns run by run; prints the median
+    and range of ``runs`` runs, in ms a call."""
     times: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(runs):
         for name, run in cases.items():
             start = time.perf_counter()
-            for _ in range(5):
+            for _ in range(calls):
                 run()
-            times[name].append((time.perf_counter() - start) / 5)
-    print(f"\ngradient of a transformer block from PyTorch (width {width}, 4 heads, sequence "
-          f"{seq}), batch {batch}, float64, one thread; median (range) of {runs} runs of 5")  # fmt: skip
+            times[name].append((time.perf_counter() - start) / calls)
+    print(f"\n{title}; median (range) of {runs} runs of {calls} calls")
     for name, ts in times.items():
         ms = [t * 1000 for t in ts]
-        print(f"  {name:<42} {statistics.median(ms):8.2f} ms ({min(ms):.2f}-{max(ms):.2f})")
+        low, high = min(ms), max(ms)
+        print(f"  {name:<42} {statistics.median(ms):8.{digits}f} ms "
+              f"({low:.{digits}f}-{high:.{digits}f})")  # fmt: skip
 
 
 def main() -> None:

@@ -460,7 +460,6 @@ def _module_groups(graph, modules: list[str], data: set[int]) -> None:
     from ..core.groups import Group
     from ..core.ops import INPUT
 
-    body = [s for s in graph.statements() if s[0] != "input"]
     start = 0
     spans = []
     for kind, _, node, count in graph.statements():
@@ -469,7 +468,7 @@ def _module_groups(graph, modules: list[str], data: set[int]) -> None:
     statements = [s for s in spans if s[0] != "input"]
     inner = [-1] * len(graph.ops)
     paths = list(dict.fromkeys(p for m in modules if m for p in _prefixes(m)))  # parents first
-    if not paths or len(body) != len(modules):
+    if not paths or len(statements) != len(modules):
         return
     index = {p: k for k, p in enumerate(paths)}
     members: dict[int, list[int]] = {}
@@ -801,14 +800,8 @@ def _slice(r, node, a, attrs) -> str:
 def _split(r, node, a, attrs) -> list[str]:
     shape = r.shape(node)
     axis = attrs.get("axis", 0) % len(shape)
-    if len(node.input) > 1 and node.input[1]:
-        sizes = [int(n) for n in r.constant(node, 1)]
-    elif "split" in attrs:
-        sizes = [int(n) for n in attrs["split"]]
-    else:
-        n = attrs.get("num_outputs", len(node.output))
-        step = -(-shape[axis] // n)
-        sizes = [min(step, shape[axis] - k * step) for k in range(n)]
+    given = r.constant(node, 1) if len(node.input) > 1 and node.input[1] else None
+    sizes = _split_sizes(shape[axis], given, attrs, len(node.output))
     out, at = [], 0
     for size in sizes:
         parts: list = [(None, None, 1)] * axis + [(at, at + size, 1)]
@@ -961,17 +954,23 @@ _BROADCAST = {
 }  # fmt: skip
 
 
+def _split_sizes(length: int, given, attrs, count: int) -> list[int]:
+    """Split's part sizes along an axis of ``length``: its input 2 (``given``), the opset-13
+    attribute, or ``num_outputs`` (``count``) parts as equal as ONNX makes them."""
+    if given is not None:
+        return [int(n) for n in given]
+    if "split" in attrs:
+        return [int(n) for n in attrs["split"]]
+    n = attrs.get("num_outputs", count)
+    step = -(-length // n)
+    return [min(step, length - k * step) for k in range(n)]
+
+
 def _fold_split(values, attrs, count: int):
     x = values[0]
     axis = attrs.get("axis", 0)
-    if len(values) > 1 and values[1] is not None:
-        sizes = [int(n) for n in values[1]]
-    elif "split" in attrs:
-        sizes = [int(n) for n in attrs["split"]]
-    else:
-        n = attrs.get("num_outputs", count)
-        step = -(-np.shape(x)[axis] // n)
-        sizes = [min(step, np.shape(x)[axis] - k * step) for k in range(n)]
+    given = values[1] if len(values) > 1 else None
+    sizes = _split_sizes(np.shape(x)[axis], given, attrs, count)
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
 
 
