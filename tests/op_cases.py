@@ -18,14 +18,36 @@ from cgraph_cli.core.ops import OpSpec
 Shape = tuple[int, ...]
 #: The argument shapes tried: matrices, vectors, a number and a stack of matrices, no two of a
 #: size alike but (2, 3) and (3, 2), so that a rule that mixes up an argument's axes meets a
-#: shape it cannot take.
-SHAPES: tuple[Shape, ...] = ((2, 3), (3, 2), (3, 4), (3,), (2,), (6,), (), (2, 2, 3))
+#: shape it cannot take; and images (batch, channels, height, width) with the weights of a
+#: convolution (3, 2, 2, 2) and (2, 1, 2, 2) in two groups, and what they and pools make.
+SHAPES: tuple[Shape, ...] = (
+    (2, 3),
+    (3, 2),
+    (3, 4),
+    (3,),
+    (2,),
+    (6,),
+    (),
+    (2, 2, 3),
+    (1, 2, 3, 3),
+    (3, 2, 2, 2),
+    (1, 3, 2, 2),
+    (1, 2, 2, 2),
+    (2, 1, 2, 2),
+)
 #: Values tried for a parameter, by its name in the table (`OpSpec.params`).
 PARAMETERS: dict[str, tuple] = {
     "axis": (0, 1, -1),
     "shape": ((2, 3), (3, 2), (3,), (4,), (2, 1), (6,)),
     "indices": ((0,), (1,), (0, slice(1, None)), (slice(1, 3),)),
     "axes": ((1, 0), (0, 1), (0,), (1, 0, 2)),
+    "size": ((1, 2, 3, 3), (3, 2, 2, 2), (2, 1, 2, 2)),
+    "window": ((2, 2), (1, 2)),
+    "strides": ((1, 1), (2, 1)),
+    "pads": ((0, 0, 0, 0), (1, 0, 1, 1)),
+    "dilations": ((1, 1), (1, 2)),
+    "groups": (1, 2),
+    "count_pads": (0, 1),
 }
 #: Where arguments are drawn from: the first range on which an op is finite and moderate.
 RANGES = ((-2.0, 2.0), (0.2, 1.2))

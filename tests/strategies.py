@@ -176,6 +176,13 @@ _REACH = {
     (2,): "({0})[:, 0]",
     (6,): "reshape({0}, [6])",
     (): "sum({0})",
+    # images and a convolution's weights: the six numbers spread by outer products, so that no
+    # two elements are equal (a pool's maximum is then unique)
+    (1, 2, 3, 3): "reshape(outer(reshape({0}, [6]), [1, 0.5, -0.3]), [1, 2, 3, 3])",
+    (3, 2, 2, 2): "reshape(outer(reshape({0}, [6]), [1, 0.5, -0.3, 0.2]), [3, 2, 2, 2])",
+    (1, 3, 2, 2): "reshape(outer(reshape({0}, [6]), [1, -0.4]), [1, 3, 2, 2])",
+    (1, 2, 2, 2): "reshape(outer(({0})[0, :2], [1, 0.5, -0.3, 0.2]), [1, 2, 2, 2])",
+    (2, 1, 2, 2): "reshape(outer(({0})[1, :2], [1, -0.5, 0.3, 0.7]), [2, 1, 2, 2])",
 }
 
 

@@ -252,7 +252,7 @@ def test_tensor_rules_pair_vjp_with_jvp(op):
         backward_ = op.vjp(ARRAYS, v, xs, out, params)
         assert len(backward_) == op.arity, f"{op.name}: one gradient per argument"
         lhs = float(np.sum(v * forward_))
-        rhs = sum(float(np.sum(c * u)) for c, u in zip(backward_, us))
+        rhs = sum(float(np.sum(c * u)) for c, u in zip(backward_, us) if c is not None)
         assert lhs == pytest.approx(rhs, rel=1e-10), (op.name, shapes, params)
 
 

@@ -281,3 +281,135 @@ def place_shape(shapes, params) -> Shape:
             f"a {show_shape(shape)} tensor does not fit at its place in {show_shape(new)}"
         )
     return new
+
+
+# images: (batch, channels, height, width) ---------------------------------------------------
+def _pairs(value, default: Shape, what: str, op: str, count: int = 2, least: int = 1) -> Shape:
+    """A parameter of ``count`` whole numbers of at least ``least`` (strides, pads...), or
+    ``default`` where it is not given."""
+    if value is None:
+        return default
+    value = tuple(value)
+    if len(value) != count or any(n < least for n in value):
+        example = ", ".join(["1"] * count)
+        raise ShapeMismatch(
+            f"the {what} of {op} are {count} whole numbers of at least {least} "
+            f"([{example}]), not {show_shape(value)}"
+        )
+    return value
+
+
+def _image(shape: Shape, op: str, what: str = "an image") -> Shape:
+    if len(shape) != 4:
+        raise ShapeMismatch(
+            f"{op} takes {what} of 4 axes (batch, channels, height, width), got a "
+            f"{show_shape(shape)} tensor"
+        )
+    return shape
+
+
+def _out_size(size: int, span: int, stride: int, before: int, after: int, op: str) -> int:
+    if size + before + after < span:
+        raise ShapeMismatch(
+            f"{op}'s window ({span} wide with its dilation) is larger than the padded "
+            f"image ({size + before + after})"
+        )
+    return (size + before + after - span) // stride + 1
+
+
+def _windowed(image: Shape, kernel: Shape, params, op: str, strides_default=None) -> Shape:
+    """(Ho, Wo): where the windows of ``kernel`` fit in ``image`` under ``params`` (strides,
+    pads, dilations)."""
+    given = tuple(params) + (None,) * (3 - len(params))
+    strides = _pairs(given[0], strides_default or (1, 1), "strides", op)
+    pads = _pairs(given[1], (0, 0, 0, 0), "pads", op, 4, 0)
+    dilations = _pairs(given[2], (1, 1), "dilations", op)
+    return tuple(
+        _out_size(image[2 + k], (kernel[k] - 1) * dilations[k] + 1, strides[k], pads[k],
+                  pads[k + 2], op)
+        for k in range(2)
+    )  # fmt: skip
+
+
+def _groups(params, index: int, op: str) -> int:
+    groups = params[index] if len(params) > index and params[index] is not None else 1
+    if groups < 1:
+        raise ShapeMismatch(f"the groups of {op} are a whole number of at least 1, not {groups}")
+    return groups
+
+
+def _conv_check(x: Shape, w: Shape, groups: int, op: str) -> None:
+    _image(x, op)
+    _image(w, op, "weights")
+    if x[1] != w[1] * groups or w[0] % groups:
+        raise ShapeMismatch(
+            f"{op}: a {show_shape(x)} image's {x[1]} channels in {groups} group"
+            f"{'s' * (groups != 1)} need weights of {x[1] // groups if x[1] % groups == 0 else '?'}"
+            f" channels and outputs a multiple of {groups}, not {show_shape(w)}"
+        )
+
+
+def conv2d_shape(shapes, params) -> Shape:
+    x, w = shapes
+    _conv_check(x, w, _groups(params, 3, "conv2d"), "conv2d")
+    return (x[0], w[0]) + _windowed(x, w[2:], params[:3], "conv2d")
+
+
+def conv_transpose2d_shape(shapes, params) -> Shape:
+    """``y`` (the convolution's output) and the weights, back to the input's ``size``."""
+    (y, w), size = shapes, tuple(params[0])
+    op = "conv_transpose2d"
+    _image(size, op, "a size")
+    _conv_check(size, w, _groups(params, 4, op), op)
+    if y != (size[0], w[0]) + _windowed(size, w[2:], params[1:4], op):
+        raise ShapeMismatch(
+            f"{op}: {show_shape(y)} is not what conv2d makes of a {show_shape(size)} image "
+            f"with {show_shape(w)} weights"
+        )
+    return size
+
+
+def conv2d_weights_shape(shapes, params) -> Shape:
+    """The input and ``y`` (shaped as the convolution's output), to the weights' ``size``."""
+    (x, y), size = shapes, tuple(params[0])
+    op = "conv2d_weights"
+    _image(size, op, "a size")
+    _conv_check(x, size, _groups(params, 4, op), op)
+    if y != (x[0], size[0]) + _windowed(x, size[2:], params[1:4], op):
+        raise ShapeMismatch(
+            f"{op}: {show_shape(y)} is not what conv2d makes of a {show_shape(x)} image "
+            f"with {show_shape(size)} weights"
+        )
+    return size
+
+
+def pool_shape(shapes, params) -> Shape:
+    """A pool of ``window`` over an image: the windows' strides are the window unless given."""
+    x, op = _image(shapes[-1], "a pool"), "a pool"
+    window = _pairs(params[0], (1, 1), "window", op)
+    pads = _pairs(params[2] if len(params) > 2 else None, (0, 0, 0, 0), "pads", op, 4, 0)
+    if any(p >= window[k % 2] for k, p in enumerate(pads)):
+        raise ShapeMismatch(
+            f"a pool's pads {show_shape(pads)} must each be smaller than its window "
+            f"{show_shape(window)}: a window of padding alone has no value"
+        )
+    return x[:2] + _windowed(x, window, (params[1:2] or (None,)) + params[2:3], op, window)
+
+
+def unpool_shape(shapes, params) -> Shape:
+    """A pool's output put back in its image's shape (the second argument)."""
+    g, x = shapes
+    if g != pool_shape([x], params):
+        raise ShapeMismatch(
+            f"{show_shape(g)} is not the shape a pool makes of a {show_shape(x)} image"
+        )
+    return x
+
+
+def pool_at_shape(shapes, params) -> Shape:
+    v, x = shapes
+    if v != x:
+        raise ShapeMismatch(
+            f"the values {show_shape(v)} and the image {show_shape(x)} differ in shape"
+        )
+    return pool_shape([x], params)

@@ -34,6 +34,17 @@ PREC_SELECT, PREC_OR, PREC_AND, PREC_NOT = -4, -3, -2, -1  # a if c else b; or; 
 PREC_COMPARE, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 0, 1, 2, 3, 4, 5
 
 INFIX, PREFIX, CALL, LEAF, POSTFIX = "infix", "prefix", "call", "leaf", "postfix"
+#: The parameters written as a list of whole numbers (``reshape(x, [2, 3])``), and an example
+#: of each; the others are one whole number (an axis, the groups).
+LIST_PARAMS = {
+    "shape": "[2, 3]",
+    "axes": "[1, 0]",
+    "size": "[1, 2, 3, 3]",
+    "window": "[2, 2]",
+    "strides": "[2, 2]",
+    "pads": "[1, 1, 1, 1]",
+    "dilations": "[2, 2]",
+}
 
 
 class OpSpec:
@@ -479,6 +490,110 @@ def _outer_jvp(e, tangents, args, out, params):
     )
 
 
+# --- images: convolutions and pools, over e ------------------------------------------------------
+#: What an image op's parameters are when not written: strides (the pools': their window),
+#: pads (top, left, bottom, right), dilations, groups.
+_CONV_DEFAULTS = ((1, 1), (0, 0, 0, 0), (1, 1), 1)
+
+
+def _conv_params(params) -> tuple:
+    """A convolution's (strides, pads, dilations, groups) as written in a derivative program:
+    each given, or its default, with the defaults at the end left out."""
+    full = [
+        tuple(p) if isinstance(p, (tuple, list)) else p
+        for p in (*params, *(None,) * (4 - len(params)))
+    ]
+    full = [d if p is None else p for p, d in zip(full, _CONV_DEFAULTS)]
+    while full and full[-1] == _CONV_DEFAULTS[len(full) - 1]:
+        full.pop()
+    return tuple(full)
+
+
+def _conv2d_vjp(e, g, args, out, params):
+    (x, w), p = args, _conv_params(params)
+    return (
+        e.conv_transpose2d(g, w, e.shape(x), *p),
+        e.conv2d_weights(x, g, e.shape(w), *p),
+    )
+
+
+def _conv2d_jvp(e, tangents, args, out, params):
+    (x, w), (tx, tw) = args, tangents
+    return e.add_tangents(
+        None if tx is None else e.conv2d(tx, w, *params),
+        None if tw is None else e.conv2d(x, tw, *params),
+    )
+
+
+def _conv_transpose2d_vjp(e, g, args, out, params):
+    (y, w), p = args, _conv_params(params[1:])
+    return e.conv2d(g, w, *p), e.conv2d_weights(g, y, e.shape(w), *p)
+
+
+def _conv_transpose2d_jvp(e, tangents, args, out, params):
+    (y, w), (ty, tw) = args, tangents
+    return e.add_tangents(
+        None if ty is None else e.conv_transpose2d(ty, w, *params),
+        None if tw is None else e.conv_transpose2d(y, tw, *params),
+    )
+
+
+def _conv2d_weights_vjp(e, g, args, out, params):
+    (x, y), p = args, _conv_params(params[1:])
+    return e.conv_transpose2d(y, g, e.shape(x), *p), e.conv2d(x, g, *p)
+
+
+def _conv2d_weights_jvp(e, tangents, args, out, params):
+    (x, y), (tx, ty) = args, tangents
+    return e.add_tangents(
+        None if tx is None else e.conv2d_weights(tx, y, *params),
+        None if ty is None else e.conv2d_weights(x, ty, *params),
+    )
+
+
+def _max_pool2d_vjp(e, g, args, out, params):
+    return (e.max_unpool2d(g, args[0], *params),)
+
+
+def _max_pool2d_jvp(e, tangents, args, out, params):
+    return e.max_pool2d_at(tangents[0], args[0], *params)
+
+
+def _max_unpool2d_vjp(e, g, args, out, params):  # where the maxima are: no gradient
+    return e.max_pool2d_at(g, args[1], *params), None
+
+
+def _max_unpool2d_jvp(e, tangents, args, out, params):
+    t = tangents[0]
+    return None if t is None else e.max_unpool2d(t, args[1], *params)
+
+
+def _max_pool2d_at_vjp(e, g, args, out, params):
+    return e.max_unpool2d(g, args[1], *params), None
+
+
+def _max_pool2d_at_jvp(e, tangents, args, out, params):
+    t = tangents[0]
+    return None if t is None else e.max_pool2d_at(t, args[1], *params)
+
+
+def _avg_pool2d_vjp(e, g, args, out, params):
+    return (e.avg_unpool2d(g, args[0], *params),)
+
+
+def _avg_pool2d_jvp(e, tangents, args, out, params):
+    return e.avg_pool2d(tangents[0], *params)
+
+
+def _avg_unpool2d_vjp(e, g, args, out, params):  # the image is read for its shape alone
+    return e.avg_pool2d(g, *params), None
+
+
+def _avg_unpool2d_jvp(e, tangents, args, out, params):
+    t = tangents[0]
+    return None if t is None else e.avg_unpool2d(t, args[1], *params)
+
+
 # --- the table --------------------------------------------------------------------------------
 _TABLE = (
     OpSpec(name="input", arity=0, style=LEAF),
@@ -867,6 +982,91 @@ _TABLE = (
         params=("shape", "indices"),
         required=2,
         example="place(x, [4], 1:3)",
+    ),
+    _tensor(
+        "conv2d",
+        "rt.np_conv2d({0}, {1}, {2}, {3}, {4}, {5})",
+        _conv2d_vjp,
+        _conv2d_jvp,
+        A.conv2d_shape,
+        arity=2,
+        params=("strides", "pads", "dilations", "groups"),
+        example="conv2d(x, w)",
+    ),
+    _tensor(
+        "conv_transpose2d",
+        "rt.np_conv_transpose2d({0}, {1}, {2}, {3}, {4}, {5}, {6})",
+        _conv_transpose2d_vjp,
+        _conv_transpose2d_jvp,
+        A.conv_transpose2d_shape,
+        arity=2,
+        params=("size", "strides", "pads", "dilations", "groups"),
+        required=1,
+        example="conv_transpose2d(y, w, [1, 2, 3, 3])",
+    ),
+    _tensor(
+        "conv2d_weights",
+        "rt.np_conv2d_weights({0}, {1}, {2}, {3}, {4}, {5}, {6})",
+        _conv2d_weights_vjp,
+        _conv2d_weights_jvp,
+        A.conv2d_weights_shape,
+        arity=2,
+        params=("size", "strides", "pads", "dilations", "groups"),
+        required=1,
+        example="conv2d_weights(x, y, [3, 2, 2, 2])",
+    ),
+    _tensor(
+        "max_pool2d",
+        "rt.np_max_pool2d({0}, {1}, {2}, {3})",
+        _max_pool2d_vjp,
+        _max_pool2d_jvp,
+        A.pool_shape,
+        params=("window", "strides", "pads"),
+        required=1,
+        example="max_pool2d(x, [2, 2])",
+    ),
+    _tensor(
+        "max_unpool2d",
+        "rt.np_max_unpool2d({0}, {1}, {2}, {3}, {4})",
+        _max_unpool2d_vjp,
+        _max_unpool2d_jvp,
+        A.unpool_shape,
+        arity=2,
+        params=("window", "strides", "pads"),
+        required=1,
+        example="max_unpool2d(g, x, [2, 2], [1, 1])",
+    ),
+    _tensor(
+        "max_pool2d_at",
+        "rt.np_max_pool2d_at({0}, {1}, {2}, {3}, {4})",
+        _max_pool2d_at_vjp,
+        _max_pool2d_at_jvp,
+        A.pool_at_shape,
+        arity=2,
+        params=("window", "strides", "pads"),
+        required=1,
+        example="max_pool2d_at(v, x, [2, 2])",
+    ),
+    _tensor(
+        "avg_pool2d",
+        "rt.np_avg_pool2d({0}, {1}, {2}, {3}, {4})",
+        _avg_pool2d_vjp,
+        _avg_pool2d_jvp,
+        A.pool_shape,
+        params=("window", "strides", "pads", "count_pads"),
+        required=1,
+        example="avg_pool2d(x, [2, 2])",
+    ),
+    _tensor(
+        "avg_unpool2d",
+        "rt.np_avg_unpool2d({0}, {1}, {2}, {3}, {4}, {5})",
+        _avg_unpool2d_vjp,
+        _avg_unpool2d_jvp,
+        A.unpool_shape,
+        arity=2,
+        params=("window", "strides", "pads", "count_pads"),
+        required=1,
+        example="avg_unpool2d(g, x, [2, 2], [1, 1])",
     ),
     OpSpec(
         name="index",

@@ -134,3 +134,158 @@ def np_place(x, shape, index):
     out = np.zeros(tuple(shape))
     out[index] = x  # basic indexing never repeats an element: no accumulation needed
     return out
+
+
+# --- images: (batch, channels, height, width), as PyTorch and ONNX lay them out ---------------
+def np_windows(x, kernel, strides=None, pads=None, dilations=None, fill=0.0):
+    """The windows a 2-D convolution or pool reads: ``x`` (N, C, H, W) padded by ``pads``
+    (top, left, bottom, right) with ``fill``, seen as (N, C, Ho, Wo, kh, kw) without a copy."""
+    import numpy as np
+
+    (kh, kw), (sh, sw) = kernel, strides or (1, 1)
+    (dh, dw), (top, left, bottom, right) = dilations or (1, 1), pads or (0, 0, 0, 0)
+    if top or left or bottom or right:
+        edges = ((0, 0), (0, 0), (top, bottom), (left, right))
+        x = np.pad(x, edges, constant_values=fill)
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    view = np.lib.stride_tricks.sliding_window_view(x, span, axis=(2, 3))
+    return view[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def np_scatter_windows(cols, size, strides=None, pads=None, dilations=None):
+    """The adjoint of :func:`np_windows`: each window's (N, C, Ho, Wo, kh, kw) values added
+    back where it was read, in an (N, C, H, W) tensor of ``size``."""
+    import numpy as np
+
+    n, c, h, w = size
+    kh, kw = cols.shape[4:]
+    (sh, sw), (dh, dw) = strides or (1, 1), dilations or (1, 1)
+    top, left, bottom, right = pads or (0, 0, 0, 0)
+    ho, wo = cols.shape[2:4]
+    out = np.zeros((n, c, h + top + bottom, w + left + right))
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i * dh, i * dh + sh * (ho - 1) + 1, sh)
+            columns = slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)
+            out[:, :, rows, columns] += cols[:, :, :, :, i, j]
+    return out[:, :, top : top + h, left : left + w]
+
+
+def np_conv2d(x, w, strides=None, pads=None, dilations=None, groups=None):
+    """2-D cross-correlation, as torch.nn.functional.conv2d and ONNX's Conv: ``x`` (N, C,
+    H, W), ``w`` (O, C / groups, kh, kw)."""
+    import numpy as np
+
+    g = groups or 1
+    n, o, (cg, kh, kw) = np.shape(x)[0], np.shape(w)[0], np.shape(w)[1:]
+    win = np_windows(x, (kh, kw), strides, pads, dilations)
+    ho, wo = win.shape[2:4]
+    if g == 1:
+        return np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
+    win = win.reshape(n, g, cg, ho, wo, kh, kw)
+    k = np.reshape(w, (g, o // g, cg, kh, kw))
+    return np.einsum("ngchwij,gocij->ngohw", win, k, optimize=True).reshape(n, o, ho, wo)
+
+
+def np_conv_transpose2d(y, w, size, strides=None, pads=None, dilations=None, groups=None):
+    """The transpose of :func:`np_conv2d` in its input (its gradient there): ``y`` shaped as
+    the convolution's output, the result of ``size``, the input's shape."""
+    import numpy as np
+
+    g = groups or 1
+    n, o, ho, wo = np.shape(y)
+    cg, kh, kw = np.shape(w)[1:]
+    if g == 1:
+        cols = np.tensordot(y, w, axes=([1], [0])).transpose(0, 3, 1, 2, 4, 5)
+    else:
+        yg = np.reshape(y, (n, g, o // g, ho, wo))
+        k = np.reshape(w, (g, o // g, cg, kh, kw))
+        cols = np.einsum("ngohw,gocij->ngchwij", yg, k, optimize=True)
+        cols = cols.reshape(n, g * cg, ho, wo, kh, kw)
+    return np_scatter_windows(cols, size, strides, pads, dilations)
+
+
+def np_conv2d_weights(x, y, size, strides=None, pads=None, dilations=None, groups=None):
+    """The transpose of :func:`np_conv2d` in its weights (their gradient): ``x`` the input,
+    ``y`` shaped as the output, the result of ``size``, the weights' shape."""
+    import numpy as np
+
+    g = groups or 1
+    o, cg, kh, kw = size
+    win = np_windows(x, (kh, kw), strides, pads, dilations)
+    n, ho, wo = win.shape[0], win.shape[2], win.shape[3]
+    if g == 1:
+        return np.tensordot(y, win, axes=([0, 2, 3], [0, 2, 3]))
+    win = win.reshape(n, g, cg, ho, wo, kh, kw)
+    yg = np.reshape(y, (n, g, o // g, ho, wo))
+    return np.einsum("ngchwij,ngohw->gocij", win, yg, optimize=True).reshape(o, cg, kh, kw)
+
+
+def np_max_pool2d(x, window, strides=None, pads=None):
+    """The largest element of each window (strides: the window's, unless given); padding
+    is never the largest."""
+    import numpy as np
+
+    win = np_windows(x, window, strides or window, pads, None, -np.inf)
+    return win.max(axis=(4, 5))
+
+
+def np_pool_argmax(x, window, strides=None, pads=None):
+    """Where in each window of ``x`` its largest element is (the first of equals), as a
+    position 0 .. kh * kw - 1: (N, C, Ho, Wo)."""
+    import numpy as np
+
+    win = np_windows(x, window, strides or window, pads, None, -np.inf)
+    return win.reshape(win.shape[:4] + (-1,)).argmax(axis=-1)
+
+
+def np_max_unpool2d(g, x, window, strides=None, pads=None):
+    """Each window's ``g`` put back where the largest element of ``x``'s window is, added up
+    where windows overlap: the gradient of :func:`np_max_pool2d`."""
+    import numpy as np
+
+    at = np_pool_argmax(x, window, strides, pads)
+    kh, kw = window
+    hit = at[..., None] == np.arange(kh * kw)
+    cols = np.where(hit, np.asarray(g)[..., None], 0.0).reshape(at.shape + (kh, kw))
+    return np_scatter_windows(cols, np.shape(x), strides or window, pads)
+
+
+def np_max_pool2d_at(v, x, window, strides=None, pads=None):
+    """``v``'s element at the place of the largest element of each window of ``x``."""
+    import numpy as np
+
+    at = np_pool_argmax(x, window, strides, pads)
+    win = np_windows(v, window, strides or window, pads)
+    flat = win.reshape(win.shape[:4] + (-1,))
+    return np.take_along_axis(flat, at[..., None], axis=-1)[..., 0]
+
+
+def np_avg_pool2d(x, window, strides=None, pads=None, count_pads=None):
+    """The mean of each window; ``count_pads`` 1: padding counts as zeros in the mean (as
+    PyTorch's default), else the mean is of the window's elements inside ``x`` (ONNX's)."""
+    import numpy as np
+
+    win = np_windows(x, window, strides or window, pads)
+    return win.sum(axis=(4, 5)) / np_pool_counts(np.shape(x), window, strides, pads, count_pads)
+
+
+def np_pool_counts(shape, window, strides=None, pads=None, count_pads=None):
+    """How many elements each window of an image of ``shape`` averages: the window's, or
+    (``count_pads`` 0 and pads) those inside the image."""
+    import numpy as np
+
+    if count_pads or not any(pads or ()):
+        return float(window[0] * window[1])
+    ones = np.ones((1, 1) + tuple(shape[2:]))
+    return np_windows(ones, window, strides or window, pads).sum(axis=(4, 5))
+
+
+def np_avg_unpool2d(g, x, window, strides=None, pads=None, count_pads=None):
+    """Each window's ``g`` shared equally among the elements it averages, added up where
+    windows overlap: the gradient of :func:`np_avg_pool2d` (``x`` read for its shape)."""
+    import numpy as np
+
+    share = np.asarray(g) / np_pool_counts(np.shape(x), window, strides, pads, count_pads)
+    cols = np.broadcast_to(share[..., None, None], share.shape + tuple(window))
+    return np_scatter_windows(cols, np.shape(x), strides or window, pads)

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from ..core.errors import CgraphError, ParseError, Source, Span, shorten
 from ..core.ir import ASSIGNMENT, Graph, GraphBuilder
-from ..core.ops import CONST, FUNCTIONS, OPS, OpSpec
+from ..core.ops import CONST, FUNCTIONS, LIST_PARAMS, OPS, OpSpec
 from .messages import END, START, TEXT
 
 MAX_AXES = 64  # NumPy's limit on a tensor's axes
@@ -419,7 +419,7 @@ class Reader:
         # (a parameter of the function being read stands for its argument: not a number here)
         bound = self.frames[-1].bound if self.frames else {}
         value = None if e[0] in bound else self.b.pop_const(e[0])
-        if value is not None and what in ("shape", "axes"):
+        if value is not None and what in LIST_PARAMS:
             shape = [value] if value.__class__ is float else value.tolist()
             if isinstance(shape, list) and all(
                 isinstance(n, float) and n.is_integer() for n in shape
@@ -427,10 +427,10 @@ class Reader:
                 return tuple(int(n) for n in shape)
         elif value.__class__ is float and value.is_integer():
             return int(value)
-        example = {"shape": "[2, 3]", "axes": "[1, 0]"}.get(what, "0")
+        example = LIST_PARAMS.get(what, "0")
         raise self._error(
             f"the {what} of {op.symbol} must be written as "
-            + ("whole numbers" if what in ("shape", "axes") else "a whole number")
+            + ("whole numbers" if what in LIST_PARAMS else "a whole number")
             + " in the program",
             e[1],
             e[2],

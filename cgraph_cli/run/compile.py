@@ -477,7 +477,7 @@ class _Emitter:
             "",
             "",
         ]
-        helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in sorted(self.helpers)]
+        helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(self.helpers)]
         # What each function returns, by name: how, and the shape when known.
         out: dict[str, tuple[str, Shape]] = {n: (v, None) for n, v in named.items()}
         if numpy and not self.rows:  # rows mode: cgraph broadcasts what it keeps
@@ -820,6 +820,19 @@ def _guarded(body: list[str], numpy: bool, after: list[str]) -> list[str]:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _with_callees(names: set[str]) -> list[str]:
+    """``names`` and the helpers their source calls (np_max_pool2d calls np_windows), in the
+    order of their names."""
+    found, todo = set(names), list(names)
+    while todo:
+        source = inspect.getsource(getattr(runtime, todo.pop()))
+        for callee in re.findall(r"\b(\w+)\(", source):
+            if callee in _HELPERS and callee not in found:
+                found.add(callee)
+                todo.append(callee)
+    return sorted(found)
 
 
 def _helper_names() -> list[str]:
