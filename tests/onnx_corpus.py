@@ -238,6 +238,41 @@ def extremes(dtype=np.float64):
     return model
 
 
+def lenet(dtype=np.float64, seed=4):
+    """A LeNet-style network: Conv with bias and symmetric pads, Relu, MaxPool, a grouped
+    Conv padded SAME_UPPER with strides 2, AveragePool with pads (not counted), Flatten and
+    Gemm; and a GlobalAveragePool head added to it."""
+    rng = np.random.default_rng(seed)
+    weights = {
+        "conv1.weight": rng.normal(size=(4, 1, 3, 3)) / 3,
+        "conv1.bias": 0.1 * rng.normal(size=4),
+        "conv2.weight": rng.normal(size=(6, 2, 3, 3)) / 4,
+        "conv2.bias": 0.1 * rng.normal(size=6),
+        "fc.weight": rng.normal(size=(3, 54)) / 7,
+        "fc.bias": 0.1 * rng.normal(size=3),
+        "head.weight": rng.normal(size=(6, 3)) / 2,
+    }
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], kernel_shape=[3, 3],
+          pads=[1, 1, 1, 1], name="/conv1/Conv"),
+        n("Relu", ["c1"], ["r1"], name="/relu1/Relu"),
+        n("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2], name="/pool1/MaxPool"),
+        n("Conv", ["p1", "conv2.weight", "conv2.bias"], ["c2"], kernel_shape=[3, 3], group=2,
+          strides=[2, 2], auto_pad="SAME_UPPER", name="/conv2/Conv"),
+        n("Relu", ["c2"], ["r2"], name="/relu2/Relu"),
+        n("AveragePool", ["r2"], ["p2"], kernel_shape=[2, 2], strides=[1, 1],
+          pads=[1, 1, 1, 1], name="/pool2/AveragePool"),
+        n("Flatten", ["p2"], ["f"], axis=1, name="/Flatten"),
+        n("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], transB=1, name="/fc/Gemm"),
+        n("GlobalAveragePool", ["r2"], ["g"], name="/head/GlobalAveragePool"),
+        n("Flatten", ["g"], ["gf"], axis=1, name="/head/Flatten"),
+        n("MatMul", ["gf", "head.weight"], ["h"], name="/head/MatMul"),
+        n("Add", ["logits", "h"], ["y"], name="/Add"),
+    ]  # fmt: skip
+    return _model(nodes, [("x", [2, 1, 8, 8])], [("y", [2, 3])], weights, dtype, name="lenet")
+
+
 def with_op(op_type: str, **attrs):
     """A one-node model of ``op_type`` (an operator cgraph may not import)."""
     node = helper.make_node(op_type, ["x", "w"], ["y"], name=f"/m/{op_type}", **attrs)
@@ -251,6 +286,7 @@ MODELS = {
     "slices": slices,
     "attention": attention,
     "extremes": extremes,
+    "lenet": lenet,
 }
 INPUT_SHAPES = {
     "mlp": {"x": (4, 3)},
@@ -258,4 +294,86 @@ INPUT_SHAPES = {
     "slices": {"x": (3, 5)},
     "attention": {"x": (2, 3, 4)},
     "extremes": {"x": (3, 5), "z": (3, 5)},
+    "lenet": {"x": (2, 1, 8, 8)},
 }
+
+
+def reference(model):
+    """ONNX's reference evaluator in float64 throughout, with three operators written out
+    here: its Gelu is about 5e-9 off and its Erf rounds through float32 (both: math.erf); its
+    MaxPool (onnx 1.2x) swaps the padded sizes of height and width when the pads differ from
+    side to side (onnxruntime's does not), so MaxPool is the operator's definition, element
+    by element."""
+    import math
+
+    from onnx.reference import ReferenceEvaluator
+    from onnx.reference.op_run import OpRun
+
+    erf = np.frompyfunc(math.erf, 1, 1)
+
+    class Gelu(OpRun):
+        op_domain = ""
+
+        def _run(self, x, approximate="none"):
+            if approximate == "tanh":
+                inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)
+                return (0.5 * x * (1 + np.tanh(inner)),)
+            return (np.asarray(0.5 * x * (1 + erf(x / np.sqrt(2))), dtype=x.dtype),)
+
+    class Erf(OpRun):
+        op_domain = ""
+
+        def _run(self, x):
+            return (np.asarray(erf(x), dtype=x.dtype),)
+
+    class MaxPool(OpRun):
+        op_domain = ""
+
+        def _run(self, x, kernel_shape=None, strides=None, pads=None, **_):
+            return max_pool(x, kernel_shape, strides, pads)
+
+    class ConvTranspose(OpRun):
+        op_domain = ""
+
+        def _run(self, x, w, b=None, **attrs):
+            return (conv_transpose(x, w, **attrs),)
+
+    return ReferenceEvaluator(model, new_ops=[Gelu, Erf, MaxPool, ConvTranspose])
+
+
+def conv_transpose(y, w, strides=None, pads=None, dilations=None, group=1, output_padding=None,
+                   **_):  # fmt: skip
+    """ONNX's ConvTranspose (2-D) by its definition, each input element spreading its kernel
+    over the output (the reference evaluator's, onnx 1.2x, fails for groups of more than one
+    channel)."""
+    n, o, ho, wo = y.shape
+    cg, kh, kw = w.shape[1:]
+    (sh, sw), (dh, dw) = strides or (1, 1), dilations or (1, 1)
+    top, left, bottom, right = pads or (0, 0, 0, 0)
+    extra = output_padding or (0, 0)
+    h = sh * (ho - 1) + (kh - 1) * dh + 1 - top - bottom + extra[0]
+    wd = sw * (wo - 1) + (kw - 1) * dw + 1 - left - right + extra[1]
+    out = np.zeros((n, cg * group, h + top + bottom, wd + left + right), y.dtype)
+    og = o // group
+    for g, i, j, a, b in np.ndindex(group, ho, wo, kh, kw):
+        spread = y[:, g * og : (g + 1) * og, i, j] @ w[g * og : (g + 1) * og, :, a, b]
+        out[:, g * cg : (g + 1) * cg, i * sh + a * dh, j * sw + b * dw] += spread
+    return out[:, :, top : top + h, left : left + wd]
+
+
+def max_pool(x, window, strides, pads):
+    """ONNX's MaxPool (2-D, no dilation, floor) by its definition: each window's largest
+    element inside the image, and where it is in ``x`` flattened (the first of equals)."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw) = window, strides or (1, 1)
+    top, left, bottom, right = pads or (0, 0, 0, 0)
+    ho, wo = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    out, at = np.empty((n, c, ho, wo), x.dtype), np.empty((n, c, ho, wo), np.int64)
+    for b, ch, i, j in np.ndindex(n, c, ho, wo):
+        best, where = -np.inf, -1
+        for di, dj in np.ndindex(kh, kw):
+            r, s = i * sh - top + di, j * sw - left + dj
+            if 0 <= r < h and 0 <= s < w and x[b, ch, r, s] > best:
+                best, where = x[b, ch, r, s], ((b * c + ch) * h + r) * w + s
+        out[b, ch, i, j], at[b, ch, i, j] = best, where
+    return out, at

@@ -692,6 +692,86 @@ def _transpose(r, node, a, attrs) -> str:
     return f"transpose({a[0]}, {perm})"
 
 
+def _image_attrs(r, node, attrs, kernel) -> tuple[list[int], list[int], list[int]]:
+    """An image operator's strides, pads (top, left, bottom, right) and dilations, with
+    auto_pad's SAME_UPPER / SAME_LOWER / VALID worked out for the input's size."""
+    shape = r.shape(node)
+    if len(shape) != 4 or len(kernel) != 2:
+        raise r._unsupported(node, f"{node.op_type} of {len(shape) - 2} spatial axes (cgraph's "
+                                   "are 2-D: batch, channels, height, width)")  # fmt: skip
+    strides = [int(n) for n in attrs.get("strides", [1, 1])]
+    dilations = [int(n) for n in attrs.get("dilations", [1, 1])]
+    pads = [int(n) for n in attrs.get("pads", [0, 0, 0, 0])]
+    auto = attrs.get("auto_pad", "NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        for k in range(2):
+            span = (kernel[k] - 1) * dilations[k] + 1
+            size = shape[2 + k]
+            total = max((-(-size // strides[k]) - 1) * strides[k] + span - size, 0)
+            small, large = total // 2, total - total // 2
+            pads[k], pads[k + 2] = (small, large) if auto == "SAME_UPPER" else (large, small)
+    elif auto == "VALID":
+        pads = [0, 0, 0, 0]
+    return strides, pads, dilations
+
+
+def _written(params: list, defaults: list) -> str:
+    """Parameters as a call writes them: those equal to their defaults at the end left out."""
+    params = list(params)
+    while params and params[-1] == defaults[len(params) - 1]:
+        params.pop()
+    return "".join(f", {p}" for p in params)
+
+
+def _conv(r, node, a, attrs) -> str:
+    kernel = list(r.shape(node, 1)[2:])
+    strides, pads, dilations = _image_attrs(r, node, attrs, kernel)
+    groups = int(attrs.get("group", 1))
+    params = _written([strides, pads, dilations, groups], [[1, 1], [0, 0, 0, 0], [1, 1], 1])
+    expr = f"conv2d({a[0]}, {a[1]}{params})"
+    if len(a) > 2 and a[2]:
+        expr += f" + reshape({a[2]}, [{r.shape(node, 1)[0]}, 1, 1])"
+    return expr
+
+
+def _pool(r, node, attrs) -> tuple[list[int], list[int], list[int]]:
+    window = [int(n) for n in attrs["kernel_shape"]]
+    strides, pads, dilations = _image_attrs(r, node, attrs, window)
+    if dilations != [1, 1]:
+        raise r._unsupported(node, f"{node.op_type} with dilations {dilations}")
+    if len(node.output) > 1 and node.output[1]:
+        raise r._unsupported(node, f"{node.op_type}'s second output (the indices)")
+    if attrs.get("ceil_mode"):  # the windows the ceiling adds, as padding at the end
+        shape = r.shape(node)
+        for k in range(2):
+            over = (shape[2 + k] + pads[k] + pads[k + 2] - window[k]) % strides[k]
+            if over and node.op_type == "AveragePool":
+                raise r._unsupported(node, "AveragePool with ceil_mode (a partial window)")
+            pads[k + 2] += (strides[k] - over) % strides[k]
+    return window, strides, pads
+
+
+def _max_pool(r, node, a, attrs) -> str:
+    window, strides, pads = _pool(r, node, attrs)
+    return f"max_pool2d({a[0]}, {window}{_written([strides, pads], [window, [0, 0, 0, 0]])})"
+
+
+def _average_pool(r, node, a, attrs) -> str:
+    window, strides, pads = _pool(r, node, attrs)
+    counted = int(attrs.get("count_include_pad", 0)) if any(pads) else 1
+    params = _written([strides, pads, counted], [window, [0, 0, 0, 0], 1])
+    return f"avg_pool2d({a[0]}, {window}{params})"
+
+
+def _global_average_pool(r, node, a, attrs) -> str:
+    shape = r.shape(node)
+    if len(shape) != 4:
+        raise r._unsupported(node, f"GlobalAveragePool of {len(shape) - 2} spatial axes")
+    n, c, h, w = shape
+    return f"reshape(mean(reshape({a[0]}, [{n}, {c}, {h * w}]), 2), [{n}, {c}, 1, 1])"
+
+
 def _softmax(fn: str) -> Callable:
     def rule(r, node, a, attrs) -> str:
         return f"{fn}({a[0]}, {attrs.get('axis', -1)})"
@@ -894,6 +974,10 @@ RULES: dict[str, Callable] = {
     "Split": _split,
     "Gather": _gather,
     "Concat": _concat,
+    "Conv": _conv,
+    "MaxPool": _max_pool,
+    "AveragePool": _average_pool,
+    "GlobalAveragePool": _global_average_pool,
 }
 
 

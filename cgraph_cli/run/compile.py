@@ -477,7 +477,9 @@ class _Emitter:
             "",
             "",
         ]
-        helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(self.helpers)]
+        helpers = [
+            inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(self.helpers)
+        ]
         # What each function returns, by name: how, and the shape when known.
         out: dict[str, tuple[str, Shape]] = {n: (v, None) for n, v in named.items()}
         if numpy and not self.rows:  # rows mode: cgraph broadcasts what it keeps

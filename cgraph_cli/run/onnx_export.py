@@ -116,6 +116,7 @@ class _Writer:
         self.names: list[str] = []
         self.taken: set[str] = set(graph.inputs)
         self.labels = node_names(graph)
+        self.kernel_name = ""  # the weights a transposed convolution reads (_transposed)
 
     def fresh(self, hint: str) -> str:
         name, k = hint, 1
@@ -285,6 +286,152 @@ def _softplus(w, i, a, p):
     return w.op("Add", [top, w.op("Log", [w.op("Add", [w.const(1.0), rest])])])
 
 
+def _image_params(params: tuple, count: int = 4) -> tuple:
+    """A convolution's (strides, pads, dilations, groups), each given or its default."""
+    defaults = ((1, 1), (0, 0, 0, 0), (1, 1), 1)[:count]
+    given = tuple(params) + (None,) * (count - len(params))
+    return tuple(
+        d if v is None else (list(v) if isinstance(v, tuple) else v)
+        for v, d in zip(given, defaults)
+    )
+
+
+def _conv2d(w, i, a, p):
+    strides, pads, dilations, groups = _image_params(p)
+    return w.op(
+        "Conv", a, strides=list(strides), pads=list(pads), dilations=list(dilations), group=groups
+    )
+
+
+def _transposed(w, y: str, kernel: str, size, shape_y, strides, pads, dilations, groups) -> str:
+    """ConvTranspose of ``y`` back to the image ``size``: the padding it leaves at the end
+    (output_padding) is what the convolution's floor dropped."""
+    extra = [
+        size[2 + k]
+        - (strides[k] * (shape_y[2 + k] - 1) + (w_k - 1) * dilations[k] + 1 - pads[k] - pads[k + 2])
+        for k, w_k in enumerate(kernel)
+    ]  # fmt: skip
+    return w.op(
+        "ConvTranspose",
+        [y, w.kernel_name],
+        strides=list(strides),
+        pads=list(pads),
+        dilations=list(dilations),
+        group=groups,
+        output_padding=extra,
+    )
+
+
+def _conv_transpose2d(w, i, a, p):
+    size = tuple(p[0])
+    strides, pads, dilations, groups = _image_params(p[1:])
+    y, kernel = w.graph.args[i]
+    w.kernel_name = a[1]
+    return _transposed(
+        w, a[0], w.shape(kernel)[2:], size, w.shape(y), strides, pads, dilations, groups
+    )
+
+
+def _conv2d_weights(w, i, a, p):
+    """The weights' gradient as convolutions, one per group: the image with its batch as
+    channels, read by the output's gradient as the kernel (strides and dilations trade
+    places), cut to the kernel's size."""
+    o, cg_, kh, kw = p[0]
+    strides, pads, dilations, groups = _image_params(p[1:])
+    c = w.shape(w.graph.args[i][0])[1]
+    og, swap = o // groups, [1, 0, 2, 3]
+    parts = []
+    for k in range(groups):
+        x, y = a
+        if groups > 1:
+            x = _channels(w, x, k * cg_, (k + 1) * cg_)
+            y = _channels(w, y, k * og, (k + 1) * og)
+        full = w.op(
+            "Conv",
+            [w.op("Transpose", [x], perm=swap), w.op("Transpose", [y], perm=swap)],
+            strides=list(dilations),
+            pads=list(pads),
+            dilations=list(strides),
+        )
+        starts, ends = w.const([0, 0], np.int64), w.const([kh, kw], np.int64)
+        cut = w.op("Slice", [full, starts, ends, w.const([2, 3], np.int64)])
+        parts.append(w.op("Transpose", [cut], perm=swap))
+    assert c == cg_ * groups
+    return parts[0] if groups == 1 else w.op("Concat", parts, axis=0)
+
+
+def _channels(w, x: str, start: int, end: int) -> str:
+    return w.op(
+        "Slice",
+        [x, w.const([start], np.int64), w.const([end], np.int64), w.const([1], np.int64)],
+    )
+
+
+def _pool_params(p: tuple) -> tuple:
+    window = list(p[0])
+    strides = list(p[1]) if len(p) > 1 and p[1] is not None else window
+    pads = list(p[2]) if len(p) > 2 and p[2] is not None else [0, 0, 0, 0]
+    return window, strides, pads
+
+
+def _max_pool2d(w, i, a, p):
+    window, strides, pads = _pool_params(p)
+    return w.op("MaxPool", a, kernel_shape=window, strides=strides, pads=pads)
+
+
+def _argmax_positions(w, x: str, p: tuple) -> str:
+    """Where each window's maximum of ``x`` is, as positions in ``x`` flattened (MaxPool's
+    second output)."""
+    from onnx import helper
+
+    window, strides, pads = _pool_params(p)
+    out, at = w.fresh("pooled"), w.fresh("at")
+    w.nodes.append(
+        helper.make_node("MaxPool", [x], [out, at], kernel_shape=window, strides=strides, pads=pads)
+    )
+    return at
+
+
+def _max_pool2d_at(w, i, a, p):
+    flat = w.op("Reshape", [a[0], w.const([-1], np.int64)])
+    return w.op("Gather", [flat, _argmax_positions(w, a[1], p)])
+
+
+def _max_unpool2d(w, i, a, p):
+    shape = w.shape(w.graph.args[i][1])
+    at = w.op("Reshape", [_argmax_positions(w, a[1], p), w.const([-1], np.int64)])
+    updates = w.op("Reshape", [a[0], w.const([-1], np.int64)])
+    zeros = w.const(np.zeros(int(np.prod(shape))), hint="zeros")
+    added = w.op("ScatterElements", [zeros, at, updates], axis=0, reduction="add")
+    return w.op("Reshape", [added, w.const(list(shape), np.int64)])
+
+
+def _avg_pool2d(w, i, a, p):
+    window, strides, pads = _pool_params(p)
+    counted = int(bool(p[3])) if len(p) > 3 and p[3] is not None else 0
+    return w.op(
+        "AveragePool",
+        a,
+        kernel_shape=window,
+        strides=strides,
+        pads=pads,
+        count_include_pad=counted,
+    )
+
+
+def _avg_unpool2d(w, i, a, p):
+    """Each window's share (its gradient over the count it averages) spread over the window:
+    a transposed convolution, channel by channel, with a kernel of ones."""
+    from ..core.runtime import np_pool_counts
+
+    window, strides, pads = _pool_params(p)
+    g, x = (w.shape(k) for k in w.graph.args[i])
+    counts = np_pool_counts(x, window, strides, pads, p[3] if len(p) > 3 else None)
+    share = w.op("Div", [a[0], w.const(counts, hint="counts")])
+    w.kernel_name = w.const(np.ones((x[1], 1, *window)), hint="ones")
+    return _transposed(w, share, window, x, g, strides, pads, (1, 1), x[1])
+
+
 RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "abs": _simple("Abs"),
     "add": _simple("Add"),
@@ -326,6 +473,14 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "reshape": lambda w, i, a, p: w.op("Reshape", [a[0], w.const(list(p[0]), np.int64)]),
     "broadcast_to": lambda w, i, a, p: w.op("Expand", [a[0], w.const(list(p[0]), np.int64)]),
     "sum_to": _sum_to,
+    "conv2d": _conv2d,
+    "conv_transpose2d": _conv_transpose2d,
+    "conv2d_weights": _conv2d_weights,
+    "max_pool2d": _max_pool2d,
+    "max_pool2d_at": _max_pool2d_at,
+    "max_unpool2d": _max_unpool2d,
+    "avg_pool2d": _avg_pool2d,
+    "avg_unpool2d": _avg_unpool2d,
     "sum": _reduce("ReduceSum"),
     "mean": _reduce("ReduceMean"),
     "logsumexp": _reduce("ReduceLogSumExp"),
