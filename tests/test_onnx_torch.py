@@ -59,7 +59,31 @@ def _exported(module, x) -> bytes:
     return buffer.getvalue()
 
 
-MODULES = {"classifier": (_classifier, (5, 6)), "block": (Block, (2, 3, 8))}
+class LeNet(torch.nn.Module):
+    """A small CNN: padded and strided, grouped and dilated convolutions, both pools (the
+    average one padded, padding counted as PyTorch counts it by default), a global average."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.pool1 = torch.nn.MaxPool2d(2)
+        self.conv2 = torch.nn.Conv2d(4, 6, 3, stride=1, padding=2, dilation=2, groups=2)
+        self.pool2 = torch.nn.AvgPool2d(3, stride=2, padding=1)
+        self.fc = torch.nn.Linear(6 * 2 * 2, 3)
+        self.head = torch.nn.Linear(6, 3, bias=False)
+
+    def forward(self, x):
+        h = self.pool1(torch.relu(self.conv1(x)))
+        h = torch.tanh(self.conv2(h))
+        flat = self.fc(torch.flatten(self.pool2(h), 1))
+        return flat + self.head(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+
+MODULES = {
+    "classifier": (_classifier, (5, 6)),
+    "block": (Block, (2, 3, 8)),
+    "lenet": (LeNet, (2, 2, 8, 8)),
+}
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -262,8 +262,9 @@ def np_max_pool2d_at(v, x, window, strides=None, pads=None):
 
 
 def np_avg_pool2d(x, window, strides=None, pads=None, count_pads=None):
-    """The mean of each window; ``count_pads`` 1: padding counts as zeros in the mean (as
-    PyTorch's default), else the mean is of the window's elements inside ``x`` (ONNX's)."""
+    """The mean of each window; padding counts as zeros in the mean (PyTorch's default)
+    unless ``count_pads`` is 0: then the mean is of the window's elements inside ``x`` (ONNX's
+    default)."""
     import numpy as np
 
     win = np_windows(x, window, strides or window, pads)
@@ -272,10 +273,10 @@ def np_avg_pool2d(x, window, strides=None, pads=None, count_pads=None):
 
 def np_pool_counts(shape, window, strides=None, pads=None, count_pads=None):
     """How many elements each window of an image of ``shape`` averages: the window's, or
-    (``count_pads`` 0 and pads) those inside the image."""
+    (``count_pads`` 0, and pads) those inside the image."""
     import numpy as np
 
-    if count_pads or not any(pads or ()):
+    if count_pads is None or count_pads or not any(pads or ()):  # counted unless 0
         return float(window[0] * window[1])
     ones = np.ones((1, 1) + tuple(shape[2:]))
     return np_windows(ones, window, strides or window, pads).sum(axis=(4, 5))

@@ -408,7 +408,7 @@ def _max_unpool2d(w, i, a, p):
 
 def _avg_pool2d(w, i, a, p):
     window, strides, pads = _pool_params(p)
-    counted = int(bool(p[3])) if len(p) > 3 and p[3] is not None else 0
+    counted = int(bool(p[3])) if len(p) > 3 and p[3] is not None else 1
     return w.op(
         "AveragePool",
         a,
