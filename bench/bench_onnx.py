@@ -14,13 +14,20 @@ Prints figures; asserts nothing.
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import os
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+# One thread for NumPy's BLAS as for PyTorch and onnxruntime: the figures compare one core's
+# work, and a BLAS spinning two threads on a shared 2-core machine is slower, not faster.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def chain_model(nodes: int, width: int = 8, seed: int = 0) -> onnx.ModelProto:
@@ -162,21 +169,9 @@ def transformer(runs: int, batch: int = 32, seq: int = 16, width: int = 64) -> N
     heads, a GELU MLP), imported, against PyTorch eager on one thread, and onnxruntime's
     forward pass of the float32 export (it has no float64 Erf, so the exported gradient model
     does not run there); where PyTorch is installed (it makes the model)."""
-    try:
-        import torch
-    except ImportError:
-        print("\ntransformer block: PyTorch is not installed (it exports the model)")
+    torch = _torch("transformer block")
+    if torch is None:
         return
-    import io
-    import warnings
-
-    import onnxruntime as ort
-
-    import cgraph_cli as cg
-    from cgraph_cli.imports.onnx import import_onnx
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
 
     class Block(torch.nn.Module):
         def __init__(self):
@@ -195,41 +190,98 @@ def transformer(runs: int, batch: int = 32, seq: int = 16, width: int = 64) -> N
             x = x + a
             return (x + self.mlp(self.ln2(x))).pow(2).mean()
 
-    block = Block().double().eval()
-    x = torch.randn(batch, seq, width, dtype=torch.float64)
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(block, (x,), buffer, dynamo=False, input_names=["x"], opset_version=17)
+    title = (f"gradient of a transformer block from PyTorch (width {width}, 4 heads, sequence "
+             f"{seq}), batch {batch}, float64, one thread")  # fmt: skip
+    _against_pytorch(title, Block(), (batch, seq, width), runs)
+
+
+def cnn(runs: int, batch: int = 32) -> None:
+    """The gradient of a LeNet-5 PyTorch exports (28 x 28 images: Conv 5 x 5 with padding,
+    ReLU, MaxPool, Conv, ReLU, MaxPool, three Linear layers, LogSoftmax, the mean NLL of
+    fixed labels as the loss), likewise."""
+    torch = _torch("CNN")
+    if torch is None:
+        return
+    nn = torch.nn
+    onehot = torch.nn.functional.one_hot(torch.randint(0, 10, (batch,)), 10).double()
+
+    class LeNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+            )  # fmt: skip
+            self.classifier = nn.Sequential(
+                nn.Flatten(), nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                nn.Linear(84, 10), nn.LogSoftmax(-1),
+            )  # fmt: skip
+
+        def forward(self, x):
+            out = self.classifier(self.features(x))
+            return -(out * onehot.to(out.dtype)).sum(-1).mean()
+
+    title = f"gradient of a LeNet-5 from PyTorch (1 x 28 x 28), batch {batch}, float64, one thread"
+    _against_pytorch(title, LeNet(), (batch, 1, 28, 28), runs)
+
+
+def _torch(what: str):
+    try:
+        import torch
+    except ImportError:
+        print(f"\n{what}: PyTorch is not installed (it exports the model)")
+        return None
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    return torch
+
+
+def _against_pytorch(title: str, module, shape: tuple, runs: int) -> None:
+    """``module`` (its output the loss) exported by PyTorch and imported: cgraph's gradient
+    against PyTorch eager forward + backward, and onnxruntime's float32 forward pass."""
+    import io
+    import warnings
+
+    import onnxruntime as ort
+    import torch
+
+    import cgraph_cli as cg
+    from cgraph_cli.imports.onnx import import_onnx
+
+    def exported(dtype) -> bytes:
+        buffer = io.BytesIO()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module.to(dtype), (x.to(dtype),), buffer, dynamo=False,
+                              input_names=["x"], opset_version=17)  # fmt: skip
+        return buffer.getvalue()
+
+    module.eval()
+    x = torch.randn(*shape, dtype=torch.float64)
+    single = exported(torch.float32)
     inputs = {"x": x.numpy()}
-    imported = import_onnx(buffer.getvalue(), "block.onnx", inputs)
+    imported = import_onnx(exported(torch.float64), "model.onnx", inputs)
     program = cg.parse(imported.text)
     for name, value in imported.weights.items():
         program.defaults[name] = value
     quiet = ort.SessionOptions()
     quiet.log_severity_level = 3
     quiet.intra_op_num_threads = 1
-    single = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(block.float(), (x.float(),), single, dynamo=False, input_names=["x"],
-                          opset_version=17)  # fmt: skip
-    block.double()
-    forward = ort.InferenceSession(single.getvalue(), quiet, providers=["CPUExecutionProvider"])
+    forward = ort.InferenceSession(single, quiet, providers=["CPUExecutionProvider"])
     x32 = {"x": x.numpy().astype(np.float32)}
-    params = list(block.parameters())
+    params = list(module.parameters())
     xt = x.clone().requires_grad_(True)
 
     def torch_grad():
-        return torch.autograd.grad(block(xt), [xt, *params])
+        return torch.autograd.grad(module(xt), [xt, *params])
 
+    mine, theirs = cg.grad(program, inputs), torch_grad()
+    assert np.allclose(mine.gradients["x"], theirs[0].numpy(), rtol=1e-8, atol=1e-12)
     cases = {
         "cgraph grad (interpreter)": lambda: cg.grad(program, inputs),
         "onnxruntime forward only (float32)": lambda: forward.run(None, x32),
         "PyTorch eager, forward + backward": torch_grad,
     }
-    title = (f"gradient of a transformer block from PyTorch (width {width}, 4 heads, sequence "
-             f"{seq}), batch {batch}, float64, one thread")  # fmt: skip
     _race(title, cases, runs, calls=5, digits=2)
 
 
@@ -259,6 +311,7 @@ def main() -> None:
     imports([int(n) for n in args.nodes.split(",")], args.runs)
     gradients(args.runs)
     transformer(args.runs)
+    cnn(args.runs)
 
 
 if __name__ == "__main__":

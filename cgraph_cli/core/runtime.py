@@ -171,20 +171,24 @@ def np_scatter_windows(cols, size, strides=None, pads=None, dilations=None):
     return out[:, :, top : top + h, left : left + w]
 
 
+def np_columns(x, kernel, groups, strides=None, pads=None, dilations=None):
+    """Each window of ``x`` as a row, group by group (im2col): (groups, N * Ho * Wo,
+    C / groups * kh * kw), and (N, Ho, Wo)."""
+    win = np_windows(x, kernel, strides, pads, dilations)
+    n, c, ho, wo, kh, kw = win.shape
+    rows = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, groups, -1)
+    return rows.transpose(1, 0, 2), (n, ho, wo)
+
+
 def np_conv2d(x, w, strides=None, pads=None, dilations=None, groups=None):
     """2-D cross-correlation, as torch.nn.functional.conv2d and ONNX's Conv: ``x`` (N, C,
-    H, W), ``w`` (O, C / groups, kh, kw)."""
+    H, W), ``w`` (O, C / groups, kh, kw); one matrix product per group."""
     import numpy as np
 
-    g = groups or 1
-    n, o, (cg, kh, kw) = np.shape(x)[0], np.shape(w)[0], np.shape(w)[1:]
-    win = np_windows(x, (kh, kw), strides, pads, dilations)
-    ho, wo = win.shape[2:4]
-    if g == 1:
-        return np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
-    win = win.reshape(n, g, cg, ho, wo, kh, kw)
-    k = np.reshape(w, (g, o // g, cg, kh, kw))
-    return np.einsum("ngchwij,gocij->ngohw", win, k, optimize=True).reshape(n, o, ho, wo)
+    g, (o, cg, kh, kw) = groups or 1, np.shape(w)
+    cols, (n, ho, wo) = np_columns(x, (kh, kw), g, strides, pads, dilations)
+    out = cols @ np.reshape(w, (g, o // g, -1)).transpose(0, 2, 1)  # (g, N Ho Wo, O / g)
+    return out.transpose(1, 0, 2).reshape(n, ho, wo, o).transpose(0, 3, 1, 2)
 
 
 def np_conv_transpose2d(y, w, size, strides=None, pads=None, dilations=None, groups=None):
@@ -192,17 +196,12 @@ def np_conv_transpose2d(y, w, size, strides=None, pads=None, dilations=None, gro
     the convolution's output, the result of ``size``, the input's shape."""
     import numpy as np
 
-    g = groups or 1
-    n, o, ho, wo = np.shape(y)
-    cg, kh, kw = np.shape(w)[1:]
-    if g == 1:
-        cols = np.tensordot(y, w, axes=([1], [0])).transpose(0, 3, 1, 2, 4, 5)
-    else:
-        yg = np.reshape(y, (n, g, o // g, ho, wo))
-        k = np.reshape(w, (g, o // g, cg, kh, kw))
-        cols = np.einsum("ngohw,gocij->ngchwij", yg, k, optimize=True)
-        cols = cols.reshape(n, g * cg, ho, wo, kh, kw)
-    return np_scatter_windows(cols, size, strides, pads, dilations)
+    g, (n, o, ho, wo), (cg, kh, kw) = groups or 1, np.shape(y), np.shape(w)[1:]
+    rows = np.transpose(y, (0, 2, 3, 1)).reshape(n * ho * wo, g, o // g).transpose(1, 0, 2)
+    cols = rows @ np.reshape(w, (g, o // g, -1))  # (g, N Ho Wo, C / g kh kw)
+    cols = cols.reshape(g, n, ho, wo, cg, kh, kw).transpose(1, 0, 4, 2, 3, 5, 6)
+    return np_scatter_windows(cols.reshape(n, g * cg, ho, wo, kh, kw), size, strides, pads,
+                              dilations)  # fmt: skip
 
 
 def np_conv2d_weights(x, y, size, strides=None, pads=None, dilations=None, groups=None):
@@ -210,15 +209,10 @@ def np_conv2d_weights(x, y, size, strides=None, pads=None, dilations=None, group
     ``y`` shaped as the output, the result of ``size``, the weights' shape."""
     import numpy as np
 
-    g = groups or 1
-    o, cg, kh, kw = size
-    win = np_windows(x, (kh, kw), strides, pads, dilations)
-    n, ho, wo = win.shape[0], win.shape[2], win.shape[3]
-    if g == 1:
-        return np.tensordot(y, win, axes=([0, 2, 3], [0, 2, 3]))
-    win = win.reshape(n, g, cg, ho, wo, kh, kw)
-    yg = np.reshape(y, (n, g, o // g, ho, wo))
-    return np.einsum("ngchwij,ngohw->gocij", win, yg, optimize=True).reshape(o, cg, kh, kw)
+    g, (o, cg, kh, kw) = groups or 1, size
+    cols, (n, ho, wo) = np_columns(x, (kh, kw), g, strides, pads, dilations)
+    rows = np.transpose(y, (1, 0, 2, 3)).reshape(g, o // g, n * ho * wo)
+    return (rows @ cols).reshape(o, cg, kh, kw)
 
 
 def np_max_pool2d(x, window, strides=None, pads=None):
