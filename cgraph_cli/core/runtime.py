@@ -185,7 +185,7 @@ def np_conv2d(x, w, strides=None, pads=None, dilations=None, groups=None):
     H, W), ``w`` (O, C / groups, kh, kw); one matrix product per group."""
     import numpy as np
 
-    g, (o, cg, kh, kw) = groups or 1, np.shape(w)
+    g, (o, _, kh, kw) = groups or 1, np.shape(w)
     cols, (n, ho, wo) = np_columns(x, (kh, kw), g, strides, pads, dilations)
     out = cols @ np.reshape(w, (g, o // g, -1)).transpose(0, 2, 1)  # (g, N Ho Wo, O / g)
     return out.transpose(1, 0, 2).reshape(n, ho, wo, o).transpose(0, 3, 1, 2)
