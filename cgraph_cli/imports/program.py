@@ -64,12 +64,17 @@ class Namer:
             text = "_".join(parts)
         if text[0].isdigit():
             text = f"v{text}"
+        name = self.fresh(text)
+        self.names[onnx_name] = name
+        return name
+
+    def fresh(self, text: str) -> str:
+        """A name no other value has: ``text``, else ``text_2``, ``text_3``..."""
         name, k = text, 2
         while name in self.taken:
             name = f"{text}_{k}"
             k += 1
         self.taken.add(name)
-        self.names[onnx_name] = name
         return name
 
 
