@@ -792,7 +792,7 @@ def trace_function(
 ) -> Imported:
     """The program of the JAX function ``function`` (shown as ``label``), traced on the arrays
     of ``example``: by the function's parameter names where every key is one, else in the
-    order of the file. The tracing runs the function (on tracers): what it raises is a usage
+    order of the file (the program's inputs named as the file's arrays). The tracing runs the function (on tracers): what it raises is a usage
     error (exit 2) with its message."""
     try:
         import jax
@@ -844,10 +844,7 @@ def _arguments(function, example: Mapping[str, Any], label: str, said: str):
             return function(**dict(zip(ordered, xs)))
 
         return ordered, [arrays[n] for n in ordered], call
-    names = list(arrays)
-    if params and len(params) >= len(names):
-        names = [p.name for p in params[: len(names)]]
-    return names, list(arrays.values()), function
+    return list(arrays), list(arrays.values()), function  # in order, named as in the file
 
 
 def _output_names(jax, shape, stem: str) -> list[str]:
