@@ -98,9 +98,9 @@ def import_command(model, target, weights, example, framework):
             raise UsageError(f"{model} is not an .onnx file", hints=hints)
         path = sample_data(model[len("sample:") :]) if model.startswith("sample:") else model
         data = read_limited(path, MODEL_LIMIT, "an ONNX model")
-        arrays = load_bindings(example) if example else None
+        given = load_bindings(example) if example else None
         name = visible(Path(model).name)
-        imported = import_onnx(data, name, arrays)
+        imported = import_onnx(data, name, given)
     imported_graph(imported, name)  # the program reads back: checked before writing
     if weights is None and target is not None and imported.weights:
         weights = str(Path(target).with_suffix(".npz"))

@@ -153,7 +153,8 @@ def from_torch(spec: str, example: Mapping[str, Any]) -> Imported:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the TorchScript exporter's notice of its successor
-            torch.onnx.export(module, tensors, buffer, **options)
+            export: Any = torch.onnx.export  # it writes to a file object too
+            export(module, tensors, buffer, **options)
     except Exception as e:  # noqa: BLE001 - the module's forward raised, or the exporter
         raise UsageError(f"exporting {spec} with torch.onnx.export raised {_said(e)}") from None
     return import_onnx(buffer.getvalue(), spec, dict(zip(names, ordered)))

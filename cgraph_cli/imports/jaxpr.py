@@ -95,7 +95,12 @@ class _Translator:
             self.lines.append((name, self.text(value)))
         body = _tidy(self.lines, {*names, *self.weights}, out_names)
         if out_names and (not body or not body[-1].startswith(f"{out_names[0]} = ")):
-            body.append(out_names[0])  # the program's output is its last statement
+            first = [k for k, line in enumerate(body) if line.startswith(f"{out_names[0]} = ")]
+            later = body[first[0] + 1 :] if first else []
+            if first and not any(out_names[0] in _WORD.findall(line) for line in later):
+                body.append(body.pop(first[0]))  # the program's output is its last statement
+            else:
+                body.append(out_names[0])
         count = self.primitives
         head = [f"# Imported from {self.filename} (a JAX function, traced): {count} primitive"
                 f"{'s' * (count != 1)}"
