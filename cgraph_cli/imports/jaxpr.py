@@ -528,7 +528,7 @@ def _general(r, eqn, x: str, y: str) -> str:
     out = list(_shape(eqn.outvars[0]))
     expr = f"({left} @ {right})"
     if [*batch, int(np.prod([ls[k] for k in lfree])), int(np.prod([rs[k] for k in rfree]))] != out:
-        expr = f"reshape({expr}, {out})"
+        expr = f"reshape({expr}, {out})" if out else f"sum({expr})"  # one element: a number
     return expr
 
 
@@ -559,6 +559,8 @@ def _to_shape(r, eqn, a):
         if all(isinstance(parts[d], tuple) and parts[d][0] is not None for d in dims):
             return index_text(base, [parts[k][0] if k in dims else parts[k]
                                      for k in range(len(parts))])  # fmt: skip
+    if not shape:  # one element, as a number
+        return f"sum({r.text(a)})"
     return f"reshape({r.text(a)}, {shape})"
 
 
