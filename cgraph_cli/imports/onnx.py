@@ -34,32 +34,16 @@ y = x @ transpose(W) + b
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..core.errors import ParseError, UsageError
-
-
-@dataclass
-class Imported:
-    """An imported model: the program's text, its weights by their names in the program, its
-    data inputs and outputs, each statement's module (``layers.0/attn``, or ""), and the
-    program's name of each ONNX name (``fc1.weight`` -> ``fc1_weight``)."""
-
-    text: str
-    weights: dict[str, np.ndarray]
-    inputs: list[str]
-    outputs: list[str]
-    modules: list[str] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)  # ONNX's name -> the program's
-
-
-class NotSupported(ParseError):
-    """An operator (or a use of one) cgraph cannot import: exit 3."""
+from ..core.errors import UsageError
+from .program import INLINE, Imported, NotSupported
+from .program import Namer as _Namer
+from .program import index_text as _index_text
+from .program import literal as _literal
 
 
 def import_onnx(
@@ -152,66 +136,6 @@ def _fix_input_shapes(model, example: Mapping[str, Any], said: str) -> None:
             for dim, n in zip(dims, shape):
                 dim.ClearField("dim_param")
                 dim.dim_value = n
-
-
-#: Names a program cannot give a value: the language's words and its functions.
-def _reserved() -> frozenset[str]:
-    from ..core.ops import OPS
-    from ..parse import tables
-
-    return frozenset(
-        {*tables.KEYWORDS.get("NAME", {}), *OPS, "len", "shape", "max", "min", "e", "pi"}
-    )
-
-
-class _Namer:
-    """Readable, unique cgraph names for ONNX's: ``/layers.0/fc/Gemm_output_0`` ->
-    ``layers_0_fc_gemm``."""
-
-    def __init__(self) -> None:
-        self.taken: set[str] = set(_reserved())
-        self.names: dict[str, str] = {}
-
-    def __call__(self, onnx_name: str, hint: str = "t") -> str:
-        if onnx_name in self.names:
-            return self.names[onnx_name]
-        text = re.sub(r"_?output_\d+$", "", onnx_name)
-        text = re.sub(r"[^0-9A-Za-z_]+", "_", text).strip("_")  # ASCII: no look-alikes
-        if not text:
-            text = hint
-        parts = text.split("_")
-        if len(parts) > 1:  # the operator's name in lower case: Gemm_1 -> gemm_1
-            k = len(parts) - 2 if parts[-1].isdigit() and len(parts) > 2 else len(parts) - 1
-            parts[k] = parts[k].lower()
-            text = "_".join(parts)
-        if text[0].isdigit():
-            text = f"v{text}"
-        name, k = text, 2
-        while name in self.taken:
-            name = f"{text}_{k}"
-            k += 1
-        self.taken.add(name)
-        self.names[onnx_name] = name
-        return name
-
-
-def _literal(value: Any) -> str:
-    """A constant in the program's text: a number, or a nested list."""
-    value = np.asarray(value, dtype=np.float64)
-    if value.ndim == 0:
-        text = repr(float(value))
-        text = text[:-2] if text.endswith(".0") else text
-        return f"({text})" if text.startswith("-") else text
-    return (
-        repr(np.vectorize(lambda x: float(x))(value).tolist())
-        .replace(".0,", ",")
-        .replace(".0]", "]")
-    )
-
-
-#: Constants written into the program's text at most this many elements large; larger ones
-#: are kept with the weights.
-INLINE = 16
 
 
 class _Reader:
@@ -837,24 +761,6 @@ def _cast(r, node, a, attrs) -> str:
     if attrs.get("to") not in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16):
         raise r._unsupported(node, "Cast to a type other than float, of a computed value")
     return a[0]
-
-
-def _index_text(x: str, parts: list) -> str:
-    """``x[...]`` for basic indexing: per axis an int, or (start, stop, step) with None for
-    an end left open; trailing whole axes left out."""
-    while parts and parts[-1] == (None, None, 1):
-        parts = parts[:-1]
-    if not parts:
-        return x
-    return f"{x}[{', '.join(_part(p) for p in parts)}]"
-
-
-def _part(p) -> str:
-    if isinstance(p, int):
-        return str(p)
-    start, stop, step = p
-    text = f"{'' if start is None else start}:{'' if stop is None else stop}"
-    return text + (f":{step}" if step != 1 else "")
 
 
 def _clamped(dim: int, start: int, stop: int, step: int) -> tuple:
