@@ -303,7 +303,7 @@ def _conv2d(w, i, a, p):
     )
 
 
-def _transposed(w, y: str, kernel: str, size, shape_y, strides, pads, dilations, groups) -> str:
+def _transposed(w, y: str, kernel: tuple, size, shape_y, strides, pads, dilations, groups) -> str:
     """ConvTranspose of ``y`` back to the image ``size``: the padding it leaves at the end
     (output_padding) is what the convolution's floor dropped."""
     extra = [
