@@ -273,6 +273,31 @@ def lenet(dtype=np.float64, seed=4):
     return _model(nodes, [("x", [2, 1, 8, 8])], [("y", [2, 3])], weights, dtype, name="lenet")
 
 
+def embedding(dtype=np.float64, seed=5):
+    """An embedding with mean pooling, as a text classifier's front: Gather of the token ids
+    (an int64 input, a batch of sequences), positions added from a table by constant
+    scattered positions, ReduceMean over the sequence, Gemm to two classes."""
+    rng = np.random.default_rng(seed)
+    weights = {
+        "emb.weight": rng.normal(size=(10, 4)),
+        "pos.weight": 0.1 * rng.normal(size=(6, 4)),
+        "fc.weight": rng.normal(size=(2, 4)) / 2,
+        "fc.bias": 0.1 * rng.normal(size=2),
+    }
+    n = helper.make_node
+    nodes = [
+        n("Gather", ["emb.weight", "ids"], ["tokens"], axis=0, name="/emb/Gather"),
+        n("Gather", ["pos.weight", "order"], ["p"], axis=0, name="/pos/Gather"),
+        n("Add", ["tokens", "p"], ["h"], name="/Add"),
+        n("ReduceMean", ["h", "seq"], ["m"], keepdims=0, name="/pool/ReduceMean"),
+        n("Gemm", ["m", "fc.weight", "fc.bias"], ["y"], transB=1, name="/fc/Gemm"),
+    ]
+    model = _model(nodes, [], [("y", [3, 2])], weights, dtype, name="embedding")
+    model.graph.input.insert(0, helper.make_tensor_value_info("ids", TensorProto.INT64, [3, 5]))
+    model.graph.initializer.extend([_int64("order", [4, 0, 2, 2, 5]), _int64("seq", [1])])
+    return model
+
+
 def with_op(op_type: str, **attrs):
     """A one-node model of ``op_type`` (an operator cgraph may not import)."""
     node = helper.make_node(op_type, ["x", "w"], ["y"], name=f"/m/{op_type}", **attrs)
@@ -287,6 +312,7 @@ MODELS = {
     "attention": attention,
     "extremes": extremes,
     "lenet": lenet,
+    "embedding": embedding,
 }
 INPUT_SHAPES = {
     "mlp": {"x": (4, 3)},
@@ -295,6 +321,7 @@ INPUT_SHAPES = {
     "attention": {"x": (2, 3, 4)},
     "extremes": {"x": (3, 5), "z": (3, 5)},
     "lenet": {"x": (2, 1, 8, 8)},
+    "embedding": {"ids": (3, 5)},
 }
 
 

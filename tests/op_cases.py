@@ -124,3 +124,32 @@ def value_range(op: OpSpec) -> tuple[float, float]:
         if all(math.isfinite(v) and abs(v) < 10 for v in values):
             return low, high
     raise AssertionError(f"{op.name}: no range in tests/op_cases.py RANGES suits it: add one")
+
+
+def arguments(op: OpSpec, shapes, params, rng, low: float, high: float) -> list:
+    """Arguments of ``shapes`` for ``op``: numbers drawn from ``low`` to ``high``, and for
+    an argument that holds positions (take's), whole numbers from -m to m - 1, m the
+    smallest size of any axis the op reads (so that every position is in range, whichever
+    axis it is taken along)."""
+
+    sizes = [n for k, s in enumerate(shapes) if k not in op.positions for n in s]
+    sizes += [n for p in params if isinstance(p, tuple) for n in p if isinstance(n, int)]
+    m = max(1, min(sizes, default=1))
+    return [
+        rng.integers(-m, m, size=s).astype(float) if k in op.positions
+        else rng.uniform(low, high, size=s)
+        for k, s in enumerate(shapes)
+    ]  # fmt: skip
+
+
+def example_cases(op: OpSpec) -> list[tuple[tuple[Shape, ...], tuple]]:
+    """The cases of ``op``'s example (its parameters) whose shapes fit the arguments written
+    in it (take(x, [0, -1, 0]): positions of shape (3,))."""
+    graph = parse(op.example)
+    written = {k: tuple(getattr(graph.consts[a], "shape", ()))
+               for k, a in enumerate(graph.args[graph.output]) if a in graph.consts}  # fmt: skip
+    return [
+        (shapes, params)
+        for shapes, params in cases(op, [example(op)[1]])
+        if all(shapes[k] == shape for k, shape in written.items())
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from hypothesis import strategies as st
-from op_cases import cases, example, value_range
+from op_cases import example, example_cases, value_range
 
 from cgraph_cli import parse
 from cgraph_cli.core.arrays import ShapeMismatch, broadcast
@@ -207,7 +207,7 @@ def tensor_template(op) -> str | None:
     ]
     args, out = squashed, (2, 3)
     if not op.elementwise:
-        fits = [shapes for shapes, _ in cases(op, [params]) if all(s in _REACH for s in shapes)]
+        fits = [shapes for shapes, _ in example_cases(op) if all(s in _REACH for s in shapes)]
         if not fits:
             return None
         args = [_REACH[s].format(_FULL.format(a)) for s, a in zip(fits[0], squashed)]

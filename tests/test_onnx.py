@@ -19,8 +19,12 @@ from cgraph_cli.imports.onnx import import_onnx, imported_graph  # noqa: E402
 
 
 def _inputs(name, seed=3):
+    """The model's inputs: numbers, and token ids (whole numbers, int64 as ONNX has them)."""
     rng = np.random.default_rng(seed)
-    return {k: rng.normal(size=s) for k, s in INPUT_SHAPES[name].items()}
+    return {
+        k: rng.integers(-10, 10, size=s) if k == "ids" else rng.normal(size=s)
+        for k, s in INPUT_SHAPES[name].items()
+    }
 
 
 def _imported(name, dtype=np.float64):
@@ -47,13 +51,14 @@ def test_values_are_onnxruntimes_in_float32(name):
     model, imported, graph = _imported(name, np.float32)
     inputs = _inputs(name)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    want = session.run(None, {k: v.astype(np.float32) for k, v in inputs.items()})
+    want = session.run(None, {k: v if k == "ids" else v.astype(np.float32)
+                              for k, v in inputs.items()})  # fmt: skip
     values = cg.evaluate(graph, inputs).named
     for out, expected in zip(imported.outputs, want):
         assert np.allclose(values[out], expected, rtol=1e-5, atol=1e-5), out
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", sorted(n for n in MODELS if "x" in INPUT_SHAPES[n]))
 def test_gradients_are_the_models_finite_differences(name):
     """cgraph's gradient of sum(R * output) with respect to the model's input, against
     central differences of the ONNX model run by the reference evaluator."""
@@ -79,6 +84,37 @@ def test_gradients_are_the_models_finite_differences(name):
         up[k] += h
         down[k] -= h
         assert gradient[k] == pytest.approx((loss(up) - loss(down)) / (2 * h), rel=1e-5, abs=1e-7)
+
+
+def test_an_embeddings_gradient_adds_up_where_a_token_repeats():
+    """Gather of token ids is take(emb_weight, ids): its gradient is the model's finite
+    differences in the table, rows of tokens met twice getting twice."""
+    from onnx import numpy_helper
+
+    model, imported, _ = _imported("embedding")
+    assert "tokens = take(emb_weight, ids)" in imported.text
+    assert "p = take(pos_weight, [4, 0, 2, 2, 5])" in imported.text
+    inputs = _inputs("embedding")
+    R = np.random.default_rng(8).normal(size=(3, 2))
+    text = imported.text + "input R\nloss = sum(R * y)\n"
+    r = cg.grad(text, {**imported.weights, **inputs, "R": R})
+    table = imported.weights["emb_weight"]
+
+    def loss(W):
+        changed = onnx.ModelProto()
+        changed.CopyFrom(model)
+        for k, init in enumerate(changed.graph.initializer):
+            if init.name == "emb.weight":
+                changed.graph.initializer[k].CopyFrom(numpy_helper.from_array(W, "emb.weight"))
+        return float(np.sum(R * _reference(changed).run(None, inputs)[0]))
+
+    for k in [(int(inputs["ids"][0, 0]) % 10, 1), (3, 2), (7, 0)]:
+        up, down = table.copy(), table.copy()
+        up[k] += 1e-6
+        down[k] -= 1e-6
+        numeric = (loss(up) - loss(down)) / 2e-6
+        assert r.gradients["emb_weight"][k] == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+    assert np.all(r.gradients["ids"] == 0)  # positions have no gradient
 
 
 def test_the_program_reads_as_a_person_writes_it():

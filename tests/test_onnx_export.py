@@ -9,7 +9,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx_corpus import reference as _reference  # noqa: E402
-from op_cases import cases, value_range  # noqa: E402
+from op_cases import arguments, cases, value_range  # noqa: E402
 
 import cgraph_cli as cg  # noqa: E402
 from cgraph_cli.core.errors import Source  # noqa: E402
@@ -45,7 +45,8 @@ def test_each_op_and_its_gradient_run_as_the_interpreter_runs_them(op):
     low, high = value_range(op)
     for shapes, params in cases(op):
         graph = _one_op(op, shapes, params)
-        bindings = {f"a{k}": rng.uniform(low, high, size=s) for k, s in enumerate(shapes)}
+        drawn = arguments(op, shapes, params, rng, low, high)
+        bindings = {f"a{k}": v for k, v in enumerate(drawn)}
         bindings = {k: float(v) if np.ndim(v) == 0 else v for k, v in bindings.items()}
         if op.name in ("where", "logical_and", "logical_or", "logical_not"):
             bindings["a0"] = np.round(bindings["a0"]) if np.ndim(bindings["a0"]) else 0.0

@@ -162,3 +162,35 @@ def test_the_dynamo_exporters_model_imports_with_its_modules():
     assert np.allclose(value, module(x).detach().numpy(), rtol=1e-10, atol=1e-12)
     # nn.Sequential's modules by their names, from the name scopes in the nodes' metadata
     assert [g.label for g in graph.groups] == ["0", "1", "2", "3", "4", "5", "6"]
+
+
+def test_an_embedding_from_pytorch_has_autograds_gradient():
+    """nn.Embedding exports as Gather of the token ids: take(weight, ids) here, whose gradient
+    is autograd's, rows of repeated tokens included."""
+    torch.manual_seed(3)
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(12, 5)
+            self.fc = torch.nn.Linear(5, 3)
+
+        def forward(self, ids):
+            return torch.log_softmax(self.fc(self.emb(ids).mean(1)), -1)
+
+    module = Classifier().double().eval()
+    ids = torch.tensor([[1, 4, 4, 0], [11, 2, 1, 1]])
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (ids,), buffer, dynamo=False, input_names=["ids"],
+                          opset_version=17)  # fmt: skip
+    inputs = {"ids": ids.numpy()}
+    imported = import_onnx(buffer.getvalue(), "emb.onnx", inputs)
+    assert "take(emb_weight, ids)" in imported.text
+    out = imported.outputs[0]
+    module(ids).sum().backward()
+    r = cg.grad(imported.text + f"loss = sum({out})\n", {**imported.weights, **inputs})
+    assert r.value == pytest.approx(module(ids).sum().item(), rel=1e-12)
+    want = module.emb.weight.grad.numpy()
+    assert np.allclose(r.gradients["emb_weight"], want, rtol=1e-10, atol=1e-12)

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from op_cases import cases, example
+from op_cases import arguments, cases, example
 from test_readme import readme_functions
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
@@ -243,7 +243,7 @@ def test_tensor_rules_pair_vjp_with_jvp(op):
     found = cases(op)
     assert found, f"{op.name}: no argument shapes of tests/op_cases.py SHAPES fit its shape rule"
     for shapes, params in found:
-        xs = [rng.normal(size=s) for s in shapes]
+        xs = arguments(op, shapes, params, rng, -2.0, 2.0)
         out = ARRAYS.apply(op, xs, params)
         assert np.shape(out) == op.shape(list(shapes), params), (op.name, shapes, params)
         us = [rng.normal(size=np.shape(x)) for x in xs]

@@ -413,3 +413,25 @@ def pool_at_shape(shapes, params) -> Shape:
             f"the values {show_shape(v)} and the image {show_shape(x)} differ in shape"
         )
     return pool_shape([x], params)
+
+
+# positions ------------------------------------------------------------------------------------
+def take_shape(shapes, params) -> Shape:
+    """``x``'s shape with the axis read replaced by the positions' axes."""
+    x, at = shapes
+    if not x:
+        raise ShapeMismatch("take reads slices of a tensor: a number has none")
+    axis = _axis(x, params[0] if params and params[0] is not None else 0)
+    if x[axis] == 0:
+        raise ShapeMismatch(f"axis {axis} of the {show_shape(x)} tensor is empty: no position")
+    return x[:axis] + tuple(at) + x[axis + 1 :]
+
+
+def scatter_add_shape(shapes, params) -> Shape:
+    (g, at), shape = shapes, _whole_shape(params[0], "scatter_add")
+    if take_shape([shape, at], params[1:]) != tuple(g):
+        raise ShapeMismatch(
+            f"scatter_add: a {show_shape(g)} tensor is not what take reads from "
+            f"{show_shape(shape)} at {show_shape(at)} positions"
+        )
+    return shape

@@ -75,6 +75,7 @@ class OpSpec:
         "positive",
         "differentiable",
         "surrogate",
+        "positions",
     )
 
     name: str  # the grammar alias / function name; stable: JSON, golden files, `e.<name>`
@@ -114,6 +115,9 @@ class OpSpec:
     # Its gradient is, by design, not the derivative of its value (stop_gradient): checks
     # against finite differences or SymPy leave it out.
     surrogate: bool
+    # The arguments that hold positions (whole numbers, an embedding's token ids): no gradient
+    # flows to them, and a value that is not a position fails (its domain).
+    positions: tuple[int, ...]
 
     def __init__(
         self,
@@ -140,6 +144,7 @@ class OpSpec:
         kink: Callable | None = None,
         positive: bool = False,
         surrogate: bool = False,
+        positions: tuple[int, ...] = (),
     ) -> None:
         put = object.__setattr__
         put(self, "name", name)
@@ -164,6 +169,7 @@ class OpSpec:
         put(self, "kink", kink)
         put(self, "positive", positive)
         put(self, "surrogate", surrogate)
+        put(self, "positions", positions)
         # Whether its value has a derivative (comparisons' do not): read once a node in every
         # pass that differentiates, so kept rather than worked out each time.
         put(self, "differentiable", vjp is not None or any(p is not None for p in partials or ()))
@@ -592,6 +598,27 @@ def _avg_unpool2d_vjp(e, g, args, out, params):  # the image is read for its sha
 def _avg_unpool2d_jvp(e, tangents, args, out, params):
     t = tangents[0]
     return None if t is None else e.avg_unpool2d(t, args[1], *params)
+
+
+# --- positions, over e --------------------------------------------------------------------------
+def _take_vjp(e, g, args, out, params):  # no gradient for the positions
+    x, at = args
+    axis = params[0] if params and params[0] is not None else 0
+    return e.scatter_add(g, at, e.shape(x), *((axis,) if axis else ())), None
+
+
+def _take_jvp(e, tangents, args, out, params):
+    t = tangents[0]
+    return None if t is None else e.take(t, args[1], *params)
+
+
+def _scatter_add_vjp(e, g, args, out, params):
+    return e.take(g, args[1], *params[1:]), None
+
+
+def _scatter_add_jvp(e, tangents, args, out, params):
+    t = tangents[0]
+    return None if t is None else e.scatter_add(t, args[1], *params)
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -1067,6 +1094,31 @@ _TABLE = (
         params=("window", "strides", "pads", "count_pads"),
         required=1,
         example="avg_unpool2d(g, x, [2, 2], [1, 1])",
+    ),
+    _tensor(
+        "take",
+        "rt.np_take({0}, {1}, {2})",
+        _take_vjp,
+        _take_jvp,
+        A.take_shape,
+        arity=2,
+        params=("axis",),
+        example="take(x, [0, -1, 0])",
+        positions=(1,),
+        domain="take needs positions that are whole numbers within the axis",
+    ),
+    _tensor(
+        "scatter_add",
+        "rt.np_scatter_add({0}, {1}, {2}, {3})",
+        _scatter_add_vjp,
+        _scatter_add_jvp,
+        A.scatter_add_shape,
+        arity=2,
+        params=("shape", "axis"),
+        required=1,
+        example="scatter_add(g, [0, -1, 0], [3])",
+        positions=(1,),
+        domain="scatter_add needs positions that are whole numbers within the axis",
     ),
     OpSpec(
         name="index",

@@ -284,3 +284,45 @@ def np_avg_unpool2d(g, x, window, strides=None, pads=None, count_pads=None):
     share = np.asarray(g) / np_pool_counts(np.shape(x), window, strides, pads, count_pads)
     cols = np.broadcast_to(share[..., None, None], share.shape + tuple(window))
     return np_scatter_windows(cols, np.shape(x), strides or window, pads)
+
+
+# --- positions: an embedding's lookup and its gradient ----------------------------------------
+def np_positions(i, size):
+    """The whole numbers in ``i`` as positions along an axis of ``size`` (negative ones count
+    from the end, as NumPy's and ONNX's), or None where one is not a whole number in range."""
+    import numpy as np
+
+    at = np.asarray(i, dtype=float)
+    whole = np.trunc(at)
+    if not (np.all(whole == at) and np.all(whole >= -size) and np.all(whole < size)):
+        return None
+    return whole.astype(np.int64)
+
+
+def np_take(x, i, axis=None):
+    """The slices of ``x`` along ``axis`` (0 unless given) at the positions ``i`` (an array of
+    any shape: the result has its axes where ``axis`` was): an embedding's lookup. NaN where
+    a position is not a whole number in range."""
+    import numpy as np
+
+    axis = (axis or 0) % np.ndim(x)
+    at = np_positions(i, np.shape(x)[axis])
+    if at is None:
+        shape = np.shape(x)
+        return np.full(shape[:axis] + np.shape(i) + shape[axis + 1 :], np.nan)
+    return np.take(x, at, axis=axis)
+
+
+def np_scatter_add(g, i, shape, axis=None):
+    """Zeros of ``shape`` with each slice of ``g`` added at its position ``i`` along
+    ``axis``, positions met twice adding twice: the gradient of :func:`np_take`."""
+    import numpy as np
+
+    shape = tuple(shape)
+    axis = (axis or 0) % len(shape)
+    at = np_positions(i, shape[axis])
+    if at is None:
+        return np.full(shape, np.nan)
+    out = np.zeros(shape)
+    np.add.at(out, (slice(None),) * axis + (at,), g)
+    return out

@@ -799,6 +799,8 @@ def _split(r, node, a, attrs) -> list[str]:
 def _gather(r, node, a, attrs) -> str:
     shape = r.shape(node)
     axis = attrs.get("axis", 0) % len(shape)
+    if node.input[1] not in r.known:  # positions the model computes or is given: a lookup
+        return f"take({a[0]}, {a[1]}{f', {axis}' if axis else ''})"
     at = np.asarray(r.constant(node, 1)).astype(np.int64)
     parts: list = [(None, None, 1)] * axis
     if at.ndim == 0:
@@ -809,8 +811,7 @@ def _gather(r, node, a, attrs) -> str:
         step = steps.pop() if steps else 1
         stop = flat[-1] + step
         return _index_text(a[0], parts + [(flat[0], None if stop < 0 else stop, step)])
-    raise r._unsupported(node, "Gather of positions that are not a range (an embedding's "
-                               "lookup by computed or scattered indices)")  # fmt: skip
+    return f"take({a[0]}, {a[1]}{f', {axis}' if axis else ''})"  # scattered positions
 
 
 def _concat(r, node, a, attrs) -> str:

@@ -360,6 +360,20 @@ def _bad_element(graph: Graph, i: int, values: list, out) -> DomainError:
     sum and multiply finite numbers, an overflow (``sum(x) overflows``)."""
     op = graph.ops[i]
     bad = ~np.isfinite(np.asarray(out))
+    if op.positions:  # a lookup: its positions, not its numbers, are what failed
+        from ..core.runtime import np_positions
+
+        for k in op.positions:
+            a = graph.args[i][k]
+            if np_positions(values[a], 2**62) is None or not np.all(np.isfinite(values[a])):
+                break
+        return graph.error(
+            DomainError,
+            f"{graph.text(i)}: {graph.text(a)} holds a position that is not a whole number "
+            "within the axis",
+            i,
+            hints=[op.domain, f"the values of {graph.text(a)}: {_shown(values[a])}"],
+        )
     if not op.elementwise or op.py is None:
         return graph.error(
             DomainError,
@@ -392,3 +406,10 @@ def at(bad) -> str:
     """`` at [j, k]``, where the mask ``bad`` first holds; nothing for a number."""
     where = _first(bad)
     return " at [" + ", ".join(map(str, where)) + "]" if where else ""
+
+
+def _shown(value) -> str:
+    """A few of an array's numbers, as a hint shows them."""
+    flat = np.ravel(np.asarray(value, dtype=float))
+    text = ", ".join(f"{v:g}" for v in flat[:8])
+    return f"[{text}{', ...' if flat.size > 8 else ''}]"

@@ -432,6 +432,32 @@ def _avg_unpool2d(w, i, a, p):
     return _transposed(w, share, window, x, g, strides, pads, (1, 1), x[1])
 
 
+def _take(w, i, a, p):
+    axis = p[0] if p and p[0] is not None else 0
+    at = w.op("Cast", [a[1]], to=7)  # int64
+    return w.op("Gather", [a[0], at], axis=axis % len(w.shape(w.graph.args[i][0])))
+
+
+def _scatter_add(w, i, a, p):
+    """Zeros with ``g`` added at the positions: ScatterND (reduction add) along the first
+    axis, the axis brought there and back by transposes."""
+    shape = tuple(p[0])
+    axis = (p[1] if len(p) > 1 and p[1] is not None else 0) % len(shape)
+    kept = len(w.shape(w.graph.args[i][1]))  # the positions' axes, where axis was in g
+    at = w.op("Unsqueeze", [w.op("Cast", [a[1]], to=7), w.const([-1], np.int64)])
+    g = a[0]
+    if axis:  # g's position axes first, then the rest in order
+        g = w.op("Transpose", [g], perm=[*range(axis, axis + kept), *range(axis),
+                                         *range(axis + kept, len(shape) - 1 + kept)])  # fmt: skip
+    front = (shape[axis], *shape[:axis], *shape[axis + 1 :])
+    zeros = w.const(np.zeros(front), hint="zeros")
+    added = w.op("ScatterND", [zeros, at, g], reduction="add")
+    if not axis:
+        return added
+    back = [*range(1, axis + 1), 0, *range(axis + 1, len(shape))]
+    return w.op("Transpose", [added], perm=back)
+
+
 RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "abs": _simple("Abs"),
     "add": _simple("Add"),
@@ -481,6 +507,8 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "max_unpool2d": _max_unpool2d,
     "avg_pool2d": _avg_pool2d,
     "avg_unpool2d": _avg_unpool2d,
+    "take": _take,
+    "scatter_add": _scatter_add,
     "sum": _reduce("ReduceSum"),
     "mean": _reduce("ReduceMean"),
     "logsumexp": _reduce("ReduceLogSumExp"),
