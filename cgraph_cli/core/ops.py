@@ -355,7 +355,7 @@ def _matmul_jvp(e, tangents, args, out, params):
 def _keepdims(e, x, axis):
     """The shape of ``x`` reduced over ``axis`` with that axis kept as 1 (all axes if None)."""
     shape = e.shape(x)
-    if axis is None:
+    if axis is None or not shape:  # (a printer that knows no shapes: nothing to keep)
         return (1,) * len(shape)
     axis %= len(shape)
     return shape[:axis] + (1,) + shape[axis + 1 :]
@@ -431,6 +431,20 @@ def _extreme_vjp(e, g, args, out, params):
 def _extreme_jvp(e, tangents, args, out, params):
     hit = e.eq(args[0], out)
     return e.div(e.sum(e.where(hit, tangents[0], 0.0)), e.sum(hit))
+
+
+def _extreme_axis_vjp(e, g, args, out, params):
+    """Along an axis: each slice's maximum takes the gradient, ties sharing it equally."""
+    x, axis = args[0], params[0]
+    keep = _keepdims(e, x, axis)
+    hit = e.eq(x, e.reshape(out, keep))
+    return (e.where(hit, e.reshape(e.div(g, e.sum(hit, axis)), keep), 0.0),)
+
+
+def _extreme_axis_jvp(e, tangents, args, out, params):
+    x, axis = args[0], params[0]
+    hit = e.eq(x, e.reshape(out, _keepdims(e, x, axis)))
+    return e.div(e.sum(e.where(hit, tangents[0], 0.0), axis), e.sum(hit, axis))
 
 
 def _transpose_vjp(e, g, args, out, params):
@@ -970,6 +984,28 @@ _TABLE = (
         A.all_shape,
         symbol="min",
         example="min(x)",
+    ),
+    _tensor(
+        "amax_axis",
+        "np.max({0}, {1})",
+        _extreme_axis_vjp,
+        _extreme_axis_jvp,
+        A.average_shape,
+        params=("axis",),
+        required=1,
+        symbol="amax",
+        example="amax(x, 1)",
+    ),
+    _tensor(
+        "amin_axis",
+        "np.min({0}, {1})",
+        _extreme_axis_vjp,
+        _extreme_axis_jvp,
+        A.average_shape,
+        params=("axis",),
+        required=1,
+        symbol="amin",
+        example="amin(x, 1)",
     ),
     _tensor(
         "broadcast_to",

@@ -42,9 +42,6 @@ STATEMENT_LIMIT = 100_000
 #: The longest expression written into another one (a value used once); longer ones keep a
 #: statement of their own.
 INLINE_CHARS = 72
-#: The longest axis reduce_max / reduce_min takes apart (cgraph's max(x) is of every element:
-#: along an axis, the elementwise max of its slices).
-EXTREME_AXIS = 64
 
 
 def import_jaxpr(
@@ -455,6 +452,9 @@ def _reduce_sum(r, eqn, a):
 
 
 def _reduce_extreme(fn: str) -> Callable:
+    """reduce_max, reduce_min: of every axis cgraph's max(x) (min(x)); along some, amax(x,
+    axis) (amin) for each, the last first."""
+
     def rule(r, eqn, a):
         shape = _shape(eqn.invars[0])
         axes = sorted({int(k) % len(shape) for k in eqn.params["axes"]}, reverse=True)
@@ -463,20 +463,8 @@ def _reduce_extreme(fn: str) -> Callable:
         if len(axes) == len(shape):
             return f"{fn}({r.text(a)})"
         expr = r.text(a)
-        if not _WORD.fullmatch(expr):
-            expr = r.emit(expr, "m")
-        current = list(shape)
-        for axis in axes:  # the elementwise extreme of the slices along the axis
-            if current[axis] > EXTREME_AXIS:
-                raise r.unsupported(eqn.primitive.name, f"{eqn.primitive.name} along an axis of "
-                                    f"{current[axis]} (over {EXTREME_AXIS}; cgraph's {fn}(x) "
-                                    "takes every element)")  # fmt: skip
-            parts = [index_text(expr, [(None, None, 1)] * axis + [k]) for k in range(current[axis])]
-            folded = parts[0]
-            for part in parts[1:]:
-                folded = f"{fn}({folded}, {part})"
-            del current[axis]
-            expr = r.emit(folded, "m")
+        for axis in axes:
+            expr = f"a{fn}({expr}, {axis})"
         return expr
 
     return rule

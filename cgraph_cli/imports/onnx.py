@@ -575,16 +575,15 @@ def _reduce(fn: str) -> Callable:
 
 
 def _extreme(fn: str) -> Callable:
-    """ReduceMax, ReduceMin: of every axis only (cgraph's max(x), min(x))."""
-    rule = _reduce(fn)
+    """ReduceMax, ReduceMin: of every axis, cgraph's max(x) (min(x)); along some, amax(x,
+    axis) (amin) for each."""
+    whole, along = _reduce(fn), _reduce(f"a{fn}")
 
     def extreme(r, node, a, attrs) -> str:
         shape = r.shape(node)
         axes = _axes(r, node, attrs)
-        if axes is not None and sorted({x % len(shape) for x in axes}) != list(range(len(shape))):
-            raise r._unsupported(node, f"{node.op_type} along some axes (cgraph's {fn} takes "
-                                       "every element)")  # fmt: skip
-        return rule(r, node, a, attrs)
+        every = axes is None or sorted({x % len(shape) for x in axes}) == list(range(len(shape)))
+        return (whole if every else along)(r, node, a, attrs)
 
     return extreme
 

@@ -513,6 +513,8 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "mean": _reduce("ReduceMean"),
     "logsumexp": _reduce("ReduceLogSumExp"),
     "amax": lambda w, i, a, p: _reduce("ReduceMax")(w, i, a, (None,)),
+    "amax_axis": _reduce("ReduceMax"),
+    "amin_axis": _reduce("ReduceMin"),
     "amin": lambda w, i, a, p: _reduce("ReduceMin")(w, i, a, (None,)),
     "softmax": _softmax("Softmax"),
     "log_softmax": _softmax("LogSoftmax"),
