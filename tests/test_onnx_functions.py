@@ -175,7 +175,30 @@ def shapes_differ():
     return _model(nodes, [flat], inputs, "out", _weights(5, W=(12, 6)))
 
 
+def names_clash():
+    """Names the same as a function's: a tensor of the model called ``Dense``, a body's own
+    value called ``Inner`` before it calls the function ``Inner`` (a body is read again at
+    each call, so none of its names may be a function's)."""
+    inner = _function("Inner", ["u"], ["v"], [helper.make_node("Sin", ["u"], ["v"])])
+    outer = _function(
+        "Outer",
+        ["a"],
+        ["b"],
+        [helper.make_node("Tanh", ["a"], ["Inner"]), _call("Inner", ["Inner"], ["b"])],
+    )
+    nodes = [
+        helper.make_node("Sigmoid", ["x"], ["Dense"]),
+        _call("Dense", ["Dense", "W", "b"], ["Outer"]),
+        _call("Outer", ["Outer"], ["o"]),
+        _call("Inner", ["o"], ["i"]),
+        helper.make_node("ReduceSum", ["i"], ["out"], keepdims=0),
+    ]
+    return _model(nodes, [outer, inner, DENSE], {"x": [2, 3]}, "out",
+                  _weights(6, W=(3, 3), b=(3,)))  # fmt: skip
+
+
 MODELS = {
+    "names_clash": names_clash,
     "mlp": mlp,
     "nested": nested,
     "two_outputs": two_outputs,

@@ -235,6 +235,8 @@ class _Reader:
         self.notes: dict[tuple, str] = {}  # a function -> why its calls are inlined
         self.active: list[tuple] = []  # the functions being read, outermost first
         self.consts: dict[bytes, str] = {}  # a function's large constant -> its weight's name
+        self.locals: set[str] = set()  # every name a def's body uses (no def may take one)
+        self.namers: list[_Namer] = [self.name]  # the program's, then the bodies' being read
         for value in [*self.graph.input, *self.graph.value_info, *self.graph.output]:
             dims = value.type.tensor_type.shape.dim
             if value.type.tensor_type.HasField("shape") and all(
@@ -489,7 +491,7 @@ class _Reader:
         or why it cannot be (the body reads differently here than at the first call)."""
         key = (fn.domain, fn.name)
         if key not in self.defs:
-            self.defs[key] = (self.name(fn.name, "f"), None)
+            self.defs[key] = (self._def_name(fn.name), None)
         name, made = self.defs[key]
         outer = (self.name, self.lines, self.modules, self.known, self.shapes, self.weights,
                  self.module, getattr(self, "_current", ""))  # fmt: skip
@@ -513,6 +515,7 @@ class _Reader:
                 shapes[formal] = self.shapes[actual]
         self.name = _Namer()
         self.name.taken.update(n for n, _ in self.defs.values())
+        self.namers.append(self.name)
         self.lines, self.modules, self.known, self.shapes, self.weights = [], [], known, shapes, {}
         self.module = ""
         try:
@@ -525,7 +528,9 @@ class _Reader:
             consts = dict(self.weights)
             lines = list(self.lines)
             shape = self.shapes.get(out)
+            used = set(self.name.names.values())
         finally:
+            self.namers.pop()
             (self.name, self.lines, self.modules, self.known, self.shapes, self.weights,
              self.module, self._current) = outer  # fmt: skip
         if result is not None:  # what the call computes is known now: folded
@@ -537,6 +542,7 @@ class _Reader:
         else:
             body = [*lines, f"return {ret}"]
         signature = ([*locals_, *consts], body)
+        self.locals |= used  # a def defined later, called in a body, must not take one
         if made is None:
             self.defs[key] = (name, signature)
             head = f"def {name}({', '.join(signature[0])}):"
@@ -554,6 +560,18 @@ class _Reader:
         if shape is not None and node.output[0] not in self.shapes:
             self.shapes[node.output[0]] = shape
         return None
+
+    def _def_name(self, onnx_name: str) -> str:
+        """A def's name: unique among the program's names and every name a def's body
+        uses (a body is read again at each call, and may not assign a function's name)."""
+        base = re.sub(r"[^0-9A-Za-z_]+", "_", onnx_name).strip("_") or "f"
+        base = f"f{base}" if base[0].isdigit() else base
+        name, k = base, 2
+        while name in self.locals or any(name in namer.taken for namer in self.namers):
+            name, k = f"{base}_{k}", k + 1
+        for namer in self.namers:  # the program's, and the bodies' read now
+            namer.taken.add(name)
+        return name
 
     def _inline(self, fn, node) -> None:
         """The function's body read in place of the call, its names the caller's: the
