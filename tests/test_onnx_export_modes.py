@@ -235,6 +235,14 @@ def test_the_modes_are_one_at_a_time(cli, tmp_path, flags, both):
     assert result.exit_code == 2 and "are for --target onnx" in result.stderr
 
 
+@pytest.mark.parametrize("flag", ["--jvp", "--hvp"])
+def test_a_direction_is_along_inputs(cli, tmp_path, flag):
+    out = str(tmp_path / "m.onnx")
+    result = cli("compile", "sample:neuron", "--target", "onnx", flag, "--wrt", "n", "-o", out)
+    assert result.exit_code == 2, result.stderr
+    assert "'n' is not an input" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_an_imported_model_with_local_functions_exports_its_jvp_and_hvp():
     """The round trip: a model with a local function from ONNX, read as a program with a def,
     back as the model of its directional derivative and of its Hessian-vector product."""

@@ -137,6 +137,13 @@ def _forward_mode(graph: Graph, bindings, of, wrt, hvp: bool):
     point = {**graph.defaults, **(bindings or {})}
     outputs: list[tuple[str, Any]]
     if hvp:
+        for w in wrt or ():
+            if w not in graph.inputs:
+                resolve_name(graph, w)  # an unknown name: did you mean...
+                raise UsageError(
+                    f"'{w}' is not an input: a Hessian-vector product is along the inputs",
+                    hints=["the program's inputs: " + ", ".join(graph.inputs)],
+                )
         program = derivative_program(graph, bindings, of, wrt, intermediates=False)
         dg = program.graph
         along = [w for w in wrt_inputs(graph, wrt) if w in dg.inputs]
