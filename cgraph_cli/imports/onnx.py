@@ -564,6 +564,8 @@ class _Reader:
     def _def_name(self, onnx_name: str) -> str:
         """A def's name: unique among the program's names and every name a def's body
         uses (a body is read again at each call, and may not assign a function's name)."""
+        import re
+
         base = re.sub(r"[^0-9A-Za-z_]+", "_", onnx_name).strip("_") or "f"
         base = f"f{base}" if base[0].isdigit() else base
         name, k = base, 2
