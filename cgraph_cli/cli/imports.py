@@ -53,7 +53,10 @@ from .paramtypes import FilePath
 def import_command(model, target, weights, example, framework):
     """Read an ONNX model (exported by PyTorch, Keras, scikit-learn...) into a cgraph program:
     one statement per ONNX node in cgraph's ops, the model's inputs and weights as inputs, the
-    weights in an .npz file beside it (never inlined). Nothing in the file is run.
+    weights in an .npz file beside it (never inlined). Nothing in the file is run. The
+    model's local functions (PyTorch's export_modules_as_functions) become the program's
+    defs, each call a call of one (inlined, with a comment saying why, where a def cannot
+    stand for the function: several outputs, attributes that differ between calls).
 
     With --from torch MODULE:FACTORY or --from jax MODULE:FUNCTION, the program comes from
     Python: the module is imported from the current folder and the factory or function run

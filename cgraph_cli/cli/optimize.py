@@ -171,6 +171,22 @@ COMMANDS = [optimize_command]
     "named as cgraph diff names them (dloss_dW1).",
 )
 @click.option(
+    "--jvp",
+    "with_jvp",
+    is_flag=True,
+    help="--target onnx: the output's directional derivative too (forward mode, as cgraph "
+    "jvp), along a direction that is more inputs of the model: a tangent x_dot per input "
+    "(or per --wrt), named as cgraph diff --mode forward names them (loss_dot).",
+)
+@click.option(
+    "--hvp",
+    "with_hvp",
+    is_flag=True,
+    help="--target onnx: the gradients and the Hessian-vector product too (forward mode over "
+    "the derivative program, as cgraph hessian --vector), along a direction given as inputs "
+    "x_dot: dloss_dW1 and dloss_dW1_dot per input (or per --wrt).",
+)
+@click.option(
     "--dtype",
     type=click.Choice(["float64", "float32"]),
     default="float64",
@@ -179,7 +195,9 @@ COMMANDS = [optimize_command]
 )
 @output_option
 @common_options
-def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, with_grad, dtype):
+def compile_command(
+    args, expr, file_, binds, bindings_file, of, wrt, target, with_grad, with_jvp, with_hvp, dtype
+):
     """Write the program as a Python module that runs without cgraph: forward(**inputs)
     returns every named value, grad(**inputs) returns the output's value and its gradients
     (the derivative program, optimized), one line per node with a comment pointing back to
@@ -195,27 +213,33 @@ def compile_command(args, expr, file_, binds, bindings_file, of, wrt, target, wi
       cgraph compile sample:mlp --target numpy -o mlp_grad.py
       cgraph compile 'f = x^2 * y' --wrt x
       cgraph compile sample:mlp --target onnx --grad -o mlp_grad.onnx
+      cgraph compile sample:neuron --target onnx --jvp -o neuron_jvp.onnx
+      cgraph compile sample:mlp --target onnx --hvp --wrt W2 -o mlp_hvp.onnx
     """
+    from ..core.errors import UsageError
     from ..run.compile import compile_module
 
-    graph, bindings = load(args, expr, file_, binds, bindings_file)
-    if (with_grad or dtype != "float64") and target != "onnx":
-        from ..core.errors import UsageError
-
+    modes = [m for m, on in (("grad", with_grad), ("jvp", with_jvp), ("hvp", with_hvp)) if on]
+    if len(modes) > 1:
         raise UsageError(
-            "--grad and --dtype are for --target onnx: a Python module always has grad(), "
-            "in float64"
+            f"--{modes[0]} and --{modes[1]} cannot be given together: a model is one of them",
+            hints=["--hvp's model holds the gradient too"] if modes == ["grad", "hvp"] else [],
+        )
+    graph, bindings = load(args, expr, file_, binds, bindings_file)
+    if (modes or dtype != "float64") and target != "onnx":
+        raise UsageError(
+            "--grad and --dtype are for --target onnx (--jvp and --hvp too): a Python module "
+            "always has grad(), in float64"
         )
     if target == "onnx":
         from ..run.onnx_export import export_onnx
 
         if output.settings.output in (None, "-") and output._isatty(sys.stdout):
-            from ..core.errors import UsageError
-
             raise UsageError("an ONNX model is binary: write it to a file", hints=["-o model.onnx"])
         data = export_onnx(
-            graph, bindings, of=of, wrt=names(wrt) or None, grad=with_grad, dtype=dtype
-        )
+            graph, bindings, of=of, wrt=names(wrt) or None, grad=with_grad, dtype=dtype,
+            jvp=with_jvp, hvp=with_hvp,
+        )  # fmt: skip
         output.write_bytes(data)
         return
     label = graph.source.filename if graph.source.filename not in ("<expr>", "<stdin>") else ""

@@ -151,6 +151,16 @@ class _Reader:
         self.known: dict[str, np.ndarray] = {}  # ONNX name -> a value known now (folded)
         self.weights: dict[str, np.ndarray] = {}
         self.shapes: dict[str, tuple] = {}
+        # the model's local functions (FunctionProto), by (domain, name): cgraph functions
+        self.functions = {(f.domain, f.name): f for f in model.functions}
+        self.inline_why = _inline_reasons(model) if self.functions else {}
+        self.defs: dict[tuple, tuple] = {}  # a function -> its def's name and body, once made
+        self.def_lines: list[str] = []  # the defs' text, callees first
+        self.notes: dict[tuple, str] = {}  # a function -> why its calls are inlined
+        self.active: list[tuple] = []  # the functions being read, outermost first
+        self.consts: dict[bytes, str] = {}  # a function's large constant -> its weight's name
+        self.locals: set[str] = set()  # every name a def's body uses (no def may take one)
+        self.namers: list[_Namer] = [self.name]  # the program's, then the bodies' being read
         for value in [*self.graph.input, *self.graph.value_info, *self.graph.output]:
             dims = value.type.tensor_type.shape.dim
             if value.type.tensor_type.HasField("shape") and all(
@@ -189,9 +199,16 @@ class _Reader:
         opset = max((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")),
                     default=0)  # fmt: skip
         count = len(self.graph.node)
+        used = [k for k, (_, made) in self.defs.items() if made is not None]
+        used += [k for k in self.notes if k not in used]
         head = (
             f"# Imported from {self.filename} (ONNX, opset {opset}): {count} node"
             f"{'s' * (count != 1)}"
+            + (
+                f", local functions {', '.join(self.functions[k].name for k in used)}"
+                if used
+                else ""
+            )  # fmt: skip
             + (f", weights {', '.join(self.weights)}" if self.weights else "")
         )
         if self.weights:  # where they are: the .npz file cgraph import -o FILE.cg writes beside
@@ -201,8 +218,10 @@ class _Reader:
             decls.append("input " + ", ".join(self.name(n) for n in inputs))
         if self.weights:
             decls.append("input " + ", ".join(self.weights))
+        notes = [f"# {self.functions[k].name}: inlined at each call ({why})"
+                 for k, why in self.notes.items()]  # fmt: skip
         return Imported(
-            text="\n".join([head, *decls, *self.lines]) + "\n",
+            text="\n".join([head, *notes, *decls, *self.def_lines, *self.lines]) + "\n",
             weights=self.weights,
             inputs=[self.name(n) for n in inputs],
             outputs=[self.name(o) for o in outputs],
@@ -229,6 +248,9 @@ class _Reader:
         attrs = {a.name: _attr(a, self.to_array) for a in node.attribute}
         self._current = node.output[0] if node.output else node.name
         ins = list(node.input)
+        if self.functions and (node.domain, node.op_type) in self.functions:
+            self._call(node)
+            return
         if node.domain not in ("", "ai.onnx"):
             raise self._unsupported(node, f"the operator domain {node.domain}")
         if node.op_type == "Constant":
@@ -363,6 +385,207 @@ class _Reader:
             hints=[f"cgraph imports {supported}"],
         )
 
+    # -- local functions -------------------------------------------------------------------
+    def _call(self, node) -> None:
+        """A call of one of the model's local functions: a call of its ``def`` (made at its
+        first call), or its body inlined (a function of several outputs, attributes that
+        differ between calls, a body that reads differently at another call)."""
+        key = (node.domain, node.op_type)
+        fn = self.functions[key]
+        if key in self.active:
+            cycle = " -> ".join(self.functions[k].name for k in [*self.active, key])
+            raise self._unsupported(node, f"the recursive local function {fn.name} ({cycle})")
+        if len(self.active) >= MAX_NESTING:
+            raise self._unsupported(
+                node, f"local functions nested more than {MAX_NESTING} deep ({fn.name})"
+            )
+        self.active.append(key)
+        try:
+            why = self.inline_why.get(key)
+            if why is None:
+                why = self._def_call(fn, node)
+            if why is not None:
+                self.notes.setdefault(key, why)
+                self._inline(fn, node)
+        finally:
+            self.active.pop()
+
+    def _def_call(self, fn, node) -> str | None:
+        """The call as ``y = name(args)``, its function's ``def`` written at the first call;
+        or why it cannot be (the body reads differently here than at the first call)."""
+        key = (fn.domain, fn.name)
+        if key not in self.defs:
+            self.defs[key] = (self._def_name(fn.name), None)
+        name, made = self.defs[key]
+        outer = (self.name, self.lines, self.modules, self.known, self.shapes, self.weights,
+                 self.module, getattr(self, "_current", ""))  # fmt: skip
+        params: list[tuple[str, str]] = []  # (the body's name, the caller's)
+        absent: dict[str, str] = {}
+        known: dict[str, np.ndarray] = {}
+        shapes: dict[str, tuple] = {}
+        for k, formal in enumerate(fn.input):
+            actual = node.input[k] if k < len(node.input) else ""
+            if not actual:
+                absent[formal] = ""
+                continue
+            value = self.known.get(actual)
+            if value is not None and value.dtype.kind in "fiub" and value.size <= INLINE:
+                known[formal] = value  # a shape, axes, a small constant: folded in the body
+                continue
+            params.append((formal, actual))
+            if value is not None:
+                shapes[formal] = value.shape
+            elif actual in self.shapes:
+                shapes[formal] = self.shapes[actual]
+        self.name = _Namer()
+        self.name.taken.update(n for n, _ in self.defs.values())
+        self.namers.append(self.name)
+        self.lines, self.modules, self.known, self.shapes, self.weights = [], [], known, shapes, {}
+        self.module = ""
+        try:
+            locals_ = [self.name(formal, "x") for formal, _ in params]
+            for body_node in _instantiate(fn, node, absent):
+                self._node(body_node)
+            out = fn.output[0]
+            result = self.known.get(out)
+            ret = "" if result is not None else self._arg(out)
+            consts = dict(self.weights)
+            lines = list(self.lines)
+            shape = self.shapes.get(out)
+            used = set(self.name.names.values())
+        finally:
+            self.namers.pop()
+            (self.name, self.lines, self.modules, self.known, self.shapes, self.weights,
+             self.module, self._current) = outer  # fmt: skip
+        if result is not None:  # what the call computes is known now: folded
+            self.known[node.output[0]] = np.asarray(result)
+            self.shapes[node.output[0]] = np.shape(result)
+            return None
+        if lines and lines[-1].startswith(f"{ret} = "):
+            body = [*lines[:-1], f"return {lines[-1][len(ret) + 3 :]}"]
+        else:
+            body = [*lines, f"return {ret}"]
+        signature = ([*locals_, *consts], body)
+        self.locals |= used  # a def defined later, called in a body, must not take one
+        if made is None:
+            self.defs[key] = (name, signature)
+            head = f"def {name}({', '.join(signature[0])}):"
+            self.def_lines.extend([head, *(f"    {line}" for line in body)])
+        elif made != signature:
+            return "its body reads differently at another call (other shapes or constants)"
+        args = [self._arg(actual) for _, actual in params]
+        for local, value in consts.items():  # a large constant in the body: a weight passed in
+            digest = value.tobytes() + repr(value.shape).encode()
+            if digest not in self.consts:
+                self.consts[digest] = self.name(f"{fn.name}_{local}", "c")
+                self.weights[self.consts[digest]] = value
+            args.append(self.consts[digest])
+        self._emit(node.output[0], f"{name}({', '.join(args)})")
+        if shape is not None and node.output[0] not in self.shapes:
+            self.shapes[node.output[0]] = shape
+        return None
+
+    def _def_name(self, onnx_name: str) -> str:
+        """A def's name: unique among the program's names and every name a def's body
+        uses (a body is read again at each call, and may not assign a function's name)."""
+        import re
+
+        base = re.sub(r"[^0-9A-Za-z_]+", "_", onnx_name).strip("_") or "f"
+        base = f"f{base}" if base[0].isdigit() else base
+        name, k = base, 2
+        while name in self.locals or any(name in namer.taken for namer in self.namers):
+            name, k = f"{base}_{k}", k + 1
+        for namer in self.namers:  # the program's, and the bodies' read now
+            namer.taken.add(name)
+        return name
+
+    def _inline(self, fn, node) -> None:
+        """The function's body read in place of the call, its names the caller's: the
+        inputs and outputs the call's, the others prefixed by the call's first output."""
+        rename: dict[str, str] = {}
+        for k, formal in enumerate(fn.input):
+            rename[formal] = node.input[k] if k < len(node.input) else ""
+        for k, formal in enumerate(fn.output):
+            if k < len(node.output) and node.output[k]:
+                rename[formal] = node.output[k]
+        base = node.output[0] if node.output and node.output[0] else fn.name
+        prefix, k = f"{base}/", 2
+        seen = (self.known, self.shapes, self.name.names)
+        while any(f"{prefix}{n}" in table for n in _made_in(fn) for table in seen):
+            prefix, k = f"{base}/{k}/", k + 1
+        for name in _made_in(fn):
+            rename.setdefault(name, f"{prefix}{name}")
+        for body_node in _instantiate(fn, node, rename):
+            self._node(body_node)
+
+
+#: Local functions calling local functions at most this deep.
+MAX_NESTING = 64
+
+
+def _inline_reasons(model) -> dict[tuple, str]:
+    """The local functions inlined at every call, and why: several outputs (a cgraph
+    function returns one value), attributes that differ between calls or that a calling
+    function passes on from its own."""
+    functions = {(f.domain, f.name): f for f in model.functions}
+    reasons: dict[tuple, str] = {}
+    seen: dict[tuple, set] = {}
+    for nodes in [model.graph.node, *(f.node for f in model.functions)]:
+        for n in nodes:
+            key = (n.domain, n.op_type)
+            if key not in functions:
+                continue
+            if any(a.ref_attr_name for a in n.attribute):
+                reasons[key] = "its attributes are those of the function calling it"
+            given = tuple(sorted(a.SerializeToString(deterministic=True) for a in n.attribute))
+            seen.setdefault(key, set()).add(given)
+    for key, fn in functions.items():
+        if len(fn.output) != 1:
+            reasons[key] = f"{len(fn.output)} outputs: a cgraph function returns one value"
+        elif (
+            key not in reasons
+            and len(seen.get(key, ())) > 1
+            and any(a.ref_attr_name for n in fn.node for a in n.attribute)
+        ):
+            reasons[key] = "attributes that differ between its calls"
+    return reasons
+
+
+def _made_in(fn) -> list[str]:
+    """The names a function's body makes (its outputs too)."""
+    return [o for n in fn.node for o in n.output if o]
+
+
+def _instantiate(fn, call, rename: Mapping[str, str]) -> list:
+    """The function's nodes for one call: names renamed, each attribute that refers to one
+    of the function's (``ref_attr_name``) given the call's value (or the default)."""
+    from onnx import NodeProto
+
+    given = {a.name: a for a in call.attribute}
+    defaults = {a.name: a for a in fn.attribute_proto}
+    out = []
+    for body_node in fn.node:
+        new = NodeProto()
+        new.CopyFrom(body_node)
+        new.input[:] = [rename.get(n, n) for n in body_node.input]
+        new.output[:] = [rename.get(n, n) for n in body_node.output]
+        if any(a.ref_attr_name for a in body_node.attribute):
+            attrs = []
+            for a in body_node.attribute:
+                if a.ref_attr_name:
+                    value = given.get(a.ref_attr_name) or defaults.get(a.ref_attr_name)
+                    if value is None:
+                        continue  # not given, no default: the operator's own default
+                    named = type(a)()
+                    named.CopyFrom(value)
+                    named.name = a.name
+                    a = named
+                attrs.append(a)
+            del new.attribute[:]
+            new.attribute.extend(attrs)
+        out.append(new)
+    return out
+
 
 def imported_graph(imported: Imported, filename: str):
     """The imported program as a graph: its weights the defaults of their inputs, and each
@@ -426,6 +649,13 @@ def _module_groups(graph, modules: list[str], data: set[int]) -> None:
                 max(held) + 1,
             )  # fmt: skip
         )
+    # the calls of the program's functions (a model's local functions) inside the modules
+    calls, shift = graph.groups, len(groups)
+    for grp in calls:  # parents first: a call's enclosing call, or its statement's module
+        parent = grp.parent + shift if grp.parent >= 0 else inner[grp.lo] if grp.lo < grp.hi else -1
+        groups.append(grp._replace(parent=parent))
+    for k, grp in enumerate(calls):
+        inner[grp.lo : grp.hi] = [k + shift] * (grp.hi - grp.lo)
     graph.groups = groups
     graph.memo["group_of"] = inner
 

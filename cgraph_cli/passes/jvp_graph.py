@@ -62,6 +62,7 @@ def jvp_graph(
     tangents: Sequence[str] | Mapping[str, float | None] | None = None,
     output: int | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
+    also: Sequence[int] = (),
 ) -> TangentProgram:
     """The forward program followed by the tangent of each value the output reads, along the
     direction ``tangents`` gives: input names (default: every input), each getting a tangent
@@ -69,7 +70,9 @@ def jvp_graph(
     element of a tensor input) or ``None`` (a tangent input). Tangents are named
     ``<name>_dot``, or ``d<name>_d<x>`` when the direction is 1 on the one input ``x``.
     ``shapes`` (each input's, by name; default: as :func:`input_shapes` finds them)
-    specialise the rules that need one. An input the program does not have is a
+    specialise the rules that need one. ``also``: other nodes whose tangents are named too
+    (the gradients of a derivative program, for a Hessian-vector product), with what they
+    read. An input the program does not have is a
     :class:`~cgraph_cli.core.errors.BindingError`."""
     from ..core.autodiff import push
     from ..core.names import node_names
@@ -104,7 +107,17 @@ def jvp_graph(
             shape = tuple(shapes.get(w, ()))
             if t != 0.0:
                 tan[i] = e.broadcast_to(t, shape) if shape else t
-    reach = ancestors(graph, out)
+    last_named = max([out, *also])
+    if also:  # what any of them reads, by one backwards sweep
+        reach = [False] * n
+        for seed in [out, *also]:
+            reach[seed] = True
+        for i in range(last_named, -1, -1):
+            if reach[i]:
+                for a in graph.args[i]:
+                    reach[a] = True
+    else:
+        reach = ancestors(graph, out)
     push(graph, list(range(n)), e, tan)
     unit = [w for w, t in given.items() if t is not None and t != 0.0]
     one = len(unit) == 1 and not symbolic and given[unit[0]] == 1.0
@@ -131,7 +144,7 @@ def jvp_graph(
     result = {w: name for w, name in symbolic.items()}
     later: list[tuple[str, str, int]] = []
     named: set[int] = set()
-    for i in range(out + 1):
+    for i in range(last_named + 1):
         if not reach[i] or (i != out and graph.ops[i] in (INPUT, CONST)):
             continue
         node = tan[i]

@@ -40,13 +40,27 @@ def export_onnx(
     grad: bool = False,
     name: str = "cgraph",
     dtype: str = "float64",
+    jvp: bool = False,
+    hvp: bool = False,
 ) -> bytes:
     """The ONNX model (serialized) of ``graph`` for ``bindings`` (shapes, and the values of
     inputs without defaults are only read for their shapes): its output ``of``, and with
-    ``grad`` the gradient with respect to each input (or ``wrt``). ``dtype``: "float64"
-    (cgraph's own numbers), or "float32" (what runtimes have kernels for everywhere)."""
+    ``grad`` the gradient with respect to each input (or ``wrt``); with ``jvp`` its
+    directional derivative along a direction that is more inputs of the model, a tangent
+    ``x_dot`` per input (or per ``wrt``; along ``x`` itself, ``dout_dx``, for one ``wrt``
+    that is a number), as :func:`~cgraph_cli.passes.derivatives.tangent_program` names
+    them; with ``hvp`` the gradient and the Hessian-vector product along such a direction
+    (forward mode over the derivative program, as ``cgraph hessian --vector``), ``dout_dx_dot``
+    per input. ``dtype``: "float64" (cgraph's own numbers), or "float32" (what runtimes
+    have kernels for everywhere)."""
     if dtype not in ("float64", "float32"):
         raise UsageError(f"a model's numbers are float64 or float32, not {dtype!r}")
+    modes = [m for m, on in (("grad", grad), ("jvp", jvp), ("hvp", hvp)) if on]
+    if len(modes) > 1:
+        raise UsageError(
+            f"--{modes[0]} and --{modes[1]} cannot be given together: a model is one of them",
+            hints=["--hvp's model holds the gradient too"] if modes == ["grad", "hvp"] else [],
+        )
     try:
         import onnx
         from onnx import TensorProto, helper
@@ -59,13 +73,18 @@ def export_onnx(
     from .evaluate import forward
 
     ran = ran_graph(graph, bindings)
-    outputs: list[tuple[str, int]]
-    if grad:
+    outputs: list[tuple[str, Any]]  # a node, or a value known to be 0 (a constant's tangent)
+    tangents: dict = {}
+    if jvp or hvp:
+        built, outputs, tangents = _forward_mode(ran, bindings, of, wrt, hvp)
+        bindings = {**(bindings or {}), **tangents}
+    elif grad:
         from ..passes.derivatives import derivative_program
 
         program = derivative_program(ran, bindings, of, wrt, intermediates=False)
         built = program.graph
-        out = resolve_name(built, program.output)
+        out = ran.output if of is None else resolve_name(ran, of)
+        out = _copy_of(built, out, program.output)
         outputs = [(program.output, out)] + [
             (stmt, built.names[stmt]) for stmt in program.gradients.values()
         ]
@@ -82,8 +101,8 @@ def export_onnx(
         writer.node(i)
     inputs = [
         helper.make_tensor_value_info(n, kind, list(np.shape(values[i])))
-        for n, i in built.inputs.items()
-    ]
+        for n, i in sorted(built.inputs.items(), key=lambda item: item[0] in tangents)
+    ]  # the program's inputs, then the direction's (x_dot)
     defaults = [
         helper.make_tensor(n, kind, list(np.shape(v)), np.ravel(np.asarray(v, float)).tolist())
         for n, v in built.defaults.items()
@@ -91,8 +110,11 @@ def export_onnx(
     ]
     result = []
     for label, i in outputs:
-        writer.nodes.append(helper.make_node("Identity", [writer.names[i]], [label]))
-        result.append(helper.make_tensor_value_info(label, kind, list(np.shape(values[i]))))
+        known = not isinstance(i, int)
+        source = writer.const(i, hint=f"{label}_zero") if known else writer.names[i]
+        writer.nodes.append(helper.make_node("Identity", [source], [label]))
+        shape = np.shape(i if known else values[i])
+        result.append(helper.make_tensor_value_info(label, kind, list(shape)))
     model = helper.make_model(
         helper.make_graph(writer.nodes, name, inputs, result, defaults + writer.constants),
         opset_imports=[helper.make_opsetid("", OPSET)],
@@ -101,6 +123,82 @@ def export_onnx(
     )
     onnx.checker.check_model(model, full_check=True)
     return model.SerializeToString()
+
+
+def _forward_mode(graph: Graph, bindings, of, wrt, hvp: bool):
+    """The program of ``--jvp`` (the tangent program) or ``--hvp`` (the tangent program of
+    the derivative program, with a tangent input per input of ``wrt``), its outputs, and
+    zeros for its tangent inputs (read only for their shapes)."""
+    from ..core.names import node_names
+    from ..passes.derivatives import derivative_program, tangent_program, wrt_inputs
+    from ..passes.grad_graph import _identifier, input_shapes
+    from ..passes.jvp_graph import jvp_graph
+
+    point = {**graph.defaults, **(bindings or {})}
+    outputs: list[tuple[str, Any]]
+    if hvp:
+        for w in wrt or ():
+            if w not in graph.inputs:
+                resolve_name(graph, w)  # an unknown name: did you mean...
+                raise UsageError(
+                    f"'{w}' is not an input: a Hessian-vector product is along the inputs",
+                    hints=["the program's inputs: " + ", ".join(graph.inputs)],
+                )
+        program = derivative_program(graph, bindings, of, wrt, intermediates=False)
+        dg = program.graph
+        along = [w for w in wrt_inputs(graph, wrt) if w in dg.inputs]
+        holders = {w: dg.names[s] for w, s in program.gradients.items()}
+        out = _copy_of(dg, graph.output if of is None else resolve_name(graph, of), program.output)
+        done = jvp_graph(dg, along, out, input_shapes(dg, bindings), list(holders.values()))
+        built = done.graph
+        label = program.output if program.output.isidentifier() else "output"
+        outputs = [(label, _copy_of(built, out, program.output))]
+        outputs += [(s, resolve_name(built, s)) for s in program.gradients.values()]
+        # each gradient's tangent, by its node (a gradient may be another value, an input or
+        # a constant: dg_dz = t1, dg_dx = z, dg_dx = 1)
+        names = [_identifier(n) for n in node_names(dg)]
+        inputs_of = {i: n for n, i in dg.inputs.items()}
+        # the direction's inputs, in the order of the inputs they go with
+        directions = dict(zip(along, [n for n in built.inputs if n not in dg.inputs]))
+        for w, h in holders.items():
+            label = f"{program.gradients[w]}_dot"
+            if dg.ops[h] is INPUT:
+                held = directions.get(inputs_of[h])
+            elif dg.ops[h] is CONST:
+                held = None
+            else:
+                held = done.tangents[done.output if h == out else names[h]]
+            if held is None:  # the gradient does not change along the direction
+                outputs.append((label, np.zeros(np.shape(point.get(w, 0.0)))))
+            else:
+                outputs.append((label, resolve_name(built, held)))
+    else:
+        done = tangent_program(graph, bindings, of, wrt)
+        built = done.graph
+        tangent = done.tangents[done.output]
+        # the output by the name the program gives it (g, for the second of two g's: the
+        # tangent program's g_2), its tangent after it: g_dot, or dg_dx along one x
+        out = graph.output if of is None else resolve_name(graph, of)
+        label = graph.display_name(out) if graph.display_name(out).isidentifier() else "output"
+        along_one = bool(wrt) and len(wrt) == 1 and not np.shape(point.get(wrt[0], 0.0))
+        said = f"d{label}_d{wrt[0]}" if wrt and along_one else f"{label}_dot"
+        primal = _copy_of(built, out, graph.display_name(out))
+        outputs = [(label, primal), (said, resolve_name(built, tangent))]
+        along = [] if along_one else list(wrt or graph.inputs)
+        directions = dict(zip(along, [n for n in built.inputs if n not in graph.inputs]))
+    zeros = {t: np.zeros(np.shape(point[w])) for w, t in directions.items() if w in point}
+    return built, outputs, zeros
+
+
+def _copy_of(derived: Graph, node: int, name: str) -> int:
+    """The node of a derived program that is ``node`` of the program it was derived from,
+    whose name there is ``name``: by the nodes' origins where the derived graph keeps them
+    (a bare expression, a name assigned twice: named otherwise there), else by the name (a
+    bare expression's statement is ``out`` there)."""
+    copied = derived.memo.get("copied_from")
+    if copied is not None:
+        return next(new for new, old in copied.items() if old == node)
+    return resolve_name(derived, name if name.isidentifier() else "out")
 
 
 class _Writer:
