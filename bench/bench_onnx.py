@@ -160,6 +160,26 @@ def gradients(runs: int, batch: int = 32) -> None:
         cases["PyTorch eager, forward + backward (1 thread)"] = torch_grad
     except ImportError:
         pass
+    try:  # where JAX is installed: jit of its value_and_grad, in float64
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        jnp = jax.numpy
+
+        def jax_loss(w1, c1, w2, c2):
+            h = jax.nn.relu(x @ w1.T + c1)
+            return -jnp.sum(T * jax.nn.log_softmax(h @ w2.T + c2, axis=-1)) / batch
+
+        jitted = jax.jit(jax.value_and_grad(jax_loss, argnums=(0, 1, 2, 3)))
+        args = [jnp.asarray(v) for v in (W1, b1, W2, b2)]
+
+        def jax_grad():
+            return jax.block_until_ready(jitted(*args))
+
+        jax_grad()  # compiled before timing
+        cases["JAX jit(value_and_grad)"] = jax_grad
+    except ImportError:
+        pass
     title = f"gradient of an imported MLP (32 -> 64 -> 10), batch {batch}, float64"
     _race(title, cases, runs, calls=20, digits=3)
 
