@@ -435,3 +435,20 @@ def scatter_add_shape(shapes, params) -> Shape:
             f"{show_shape(shape)} at {show_shape(at)} positions"
         )
     return shape
+
+
+def concat_shape(shapes, params) -> Shape:
+    """Two tensors joined along ``axis`` (0 unless given): alike in every other axis."""
+    a, b = shapes
+    if not a or not b:
+        raise ShapeMismatch("concat joins tensors: a number has no axis to join along")
+    if len(a) != len(b):
+        raise ShapeMismatch(
+            f"concat joins tensors of as many axes: {show_shape(a)} and {show_shape(b)}"
+        )
+    axis = _axis(a, params[0] if params and params[0] is not None else 0)
+    if a[:axis] + a[axis + 1 :] != b[:axis] + b[axis + 1 :]:
+        raise ShapeMismatch(
+            f"concat along axis {axis}: {show_shape(a)} and {show_shape(b)} differ in another axis"
+        )
+    return a[:axis] + (a[axis] + b[axis],) + a[axis + 1 :]

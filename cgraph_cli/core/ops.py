@@ -614,6 +614,22 @@ def _avg_unpool2d_jvp(e, tangents, args, out, params):
     return None if t is None else e.avg_unpool2d(t, args[1], *params)
 
 
+def _concat_vjp(e, g, args, out, params):
+    a, b = args
+    shape = e.shape(a)
+    axis = (params[0] if params and params[0] is not None else 0) % max(1, len(shape))
+    size = shape[axis] if shape else 0
+    lead = (slice(None),) * axis
+    return e.index(g, lead + (slice(0, size),)), e.index(g, lead + (slice(size, None),))
+
+
+def _concat_jvp(e, tangents, args, out, params):
+    ta, tb = (
+        t if t is not None else e.broadcast_to(0.0, e.shape(x)) for t, x in zip(tangents, args)
+    )
+    return e.concat(ta, tb, *params)
+
+
 # --- positions, over e --------------------------------------------------------------------------
 def _take_vjp(e, g, args, out, params):  # no gradient for the positions
     x, at = args
@@ -1130,6 +1146,16 @@ _TABLE = (
         params=("window", "strides", "pads", "count_pads"),
         required=1,
         example="avg_unpool2d(g, x, [2, 2], [1, 1])",
+    ),
+    _tensor(
+        "concat",
+        "np.concatenate(({0}, {1}), {2} or 0)",
+        _concat_vjp,
+        _concat_jvp,
+        A.concat_shape,
+        arity=2,
+        params=("axis",),
+        example="concat(x, y)",
     ),
     _tensor(
         "take",

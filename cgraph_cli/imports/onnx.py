@@ -1044,17 +1044,14 @@ def _gather(r, node, a, attrs) -> str:
 
 
 def _concat(r, node, a, attrs) -> str:
-    shapes = [r.shape(node, k) for k in range(len(node.input))]
-    axis = attrs["axis"] % len(shapes[0])
-    total = list(shapes[0])
-    total[axis] = sum(s[axis] for s in shapes)
-    terms, at = [], 0
-    for x, shape in zip(a, shapes):
-        size = shape[axis]
-        where = [":"] * axis + [f"{at}:{at + size}"]
-        terms.append(f"place({x}, {total}, {', '.join(where)})")
-        at += size
-    return " + ".join(terms)
+    rank = len(r.shape(node))
+    axis = attrs["axis"] % rank
+    joined = [x for x, name in zip(a, node.input) if r.shape(node, list(node.input).index(name))
+              [axis] > 0]  # fmt: skip
+    expr = joined[0] if joined else a[0]
+    for x in joined[1:]:
+        expr = f"concat({expr}, {x}{f', {axis}' if axis else ''})"
+    return expr
 
 
 RULES: dict[str, Callable] = {

@@ -605,6 +605,9 @@ RULES: dict[str, Callable[[Any, int, list[str], tuple], str]] = {
     "max_unpool2d": _max_unpool2d,
     "avg_pool2d": _avg_pool2d,
     "avg_unpool2d": _avg_unpool2d,
+    "concat": lambda w, i, a, p: w.op(
+        "Concat", a, axis=(p[0] if p and p[0] is not None else 0) % len(w.shape(i))
+    ),
     "take": _take,
     "scatter_add": _scatter_add,
     "sum": _reduce("ReduceSum"),
