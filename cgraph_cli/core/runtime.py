@@ -153,31 +153,33 @@ def np_windows(x, kernel, strides=None, pads=None, dilations=None, fill=0.0):
 
 
 def np_scatter_windows(cols, size, strides=None, pads=None, dilations=None):
-    """The adjoint of :func:`np_windows`: each window's (N, C, Ho, Wo, kh, kw) values added
-    back where it was read, in an (N, C, H, W) tensor of ``size``."""
+    """The adjoint of :func:`np_windows`: the values each window read, ``cols`` laid out as
+    (kh, kw, A, B, Ho, Wo), added back where they were read in an (A, B, H, W) tensor of
+    ``size`` (A, B: batch and channels, in either order), one strided block per kernel
+    position."""
     import numpy as np
 
-    n, c, h, w = size
-    kh, kw = cols.shape[4:]
+    a, b, h, w = size
+    kh, kw, _, _, ho, wo = np.shape(cols)
     (sh, sw), (dh, dw) = strides or (1, 1), dilations or (1, 1)
     top, left, bottom, right = pads or (0, 0, 0, 0)
-    ho, wo = cols.shape[2:4]
-    out = np.zeros((n, c, h + top + bottom, w + left + right))
+    out = np.zeros((a, b, h + top + bottom, w + left + right))
     for i in range(kh):
         for j in range(kw):
             rows = slice(i * dh, i * dh + sh * (ho - 1) + 1, sh)
             columns = slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)
-            out[:, :, rows, columns] += cols[:, :, :, :, i, j]
+            out[:, :, rows, columns] += cols[i, j]
     return out[:, :, top : top + h, left : left + w]
 
 
 def np_columns(x, kernel, groups, strides=None, pads=None, dilations=None):
-    """Each window of ``x`` as a row, group by group (im2col): (groups, N * Ho * Wo,
-    C / groups * kh * kw), and (N, Ho, Wo)."""
+    """What each window of ``x`` reads, one column per window, group by group (im2col):
+    (groups, C / groups * kh * kw, N * Ho * Wo); and (N, Ho, Wo). Copied a kernel position
+    at a time from rows of the image, the copy reads memory in order."""
     win = np_windows(x, kernel, strides, pads, dilations)
     n, c, ho, wo, kh, kw = win.shape
-    rows = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, groups, -1)
-    return rows.transpose(1, 0, 2), (n, ho, wo)
+    cols = win.transpose(1, 4, 5, 0, 2, 3).reshape(groups, c // groups * kh * kw, n * ho * wo)
+    return cols, (n, ho, wo)
 
 
 def np_conv2d(x, w, strides=None, pads=None, dilations=None, groups=None):
@@ -187,21 +189,24 @@ def np_conv2d(x, w, strides=None, pads=None, dilations=None, groups=None):
 
     g, (o, _, kh, kw) = groups or 1, np.shape(w)
     cols, (n, ho, wo) = np_columns(x, (kh, kw), g, strides, pads, dilations)
-    out = cols @ np.reshape(w, (g, o // g, -1)).transpose(0, 2, 1)  # (g, N Ho Wo, O / g)
-    return out.transpose(1, 0, 2).reshape(n, ho, wo, o).transpose(0, 3, 1, 2)
+    out = np.reshape(w, (g, o // g, -1)) @ cols  # (g, O / g, N Ho Wo)
+    return out.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
 
 
 def np_conv_transpose2d(y, w, size, strides=None, pads=None, dilations=None, groups=None):
     """The transpose of :func:`np_conv2d` in its input (its gradient there): ``y`` shaped as
-    the convolution's output, the result of ``size``, the input's shape."""
+    the convolution's output, the result of ``size``, the input's shape. One matrix product
+    per group gives what each window receives, laid out channels first so that each kernel
+    position's block is added back in one contiguous piece."""
     import numpy as np
 
     g, (n, o, ho, wo), (cg, kh, kw) = groups or 1, np.shape(y), np.shape(w)[1:]
-    rows = np.transpose(y, (0, 2, 3, 1)).reshape(n * ho * wo, g, o // g).transpose(1, 0, 2)
-    cols = rows @ np.reshape(w, (g, o // g, -1))  # (g, N Ho Wo, C / g kh kw)
-    cols = cols.reshape(g, n, ho, wo, cg, kh, kw).transpose(1, 0, 4, 2, 3, 5, 6)
-    return np_scatter_windows(cols.reshape(n, g * cg, ho, wo, kh, kw), size, strides, pads,
-                              dilations)  # fmt: skip
+    rows = np.transpose(y, (1, 0, 2, 3)).reshape(g, o // g, n * ho * wo)
+    cols = np.reshape(w, (g, o // g, -1)).transpose(0, 2, 1) @ rows  # (g, C/g kh kw, N Ho Wo)
+    cols = cols.reshape(g * cg, kh, kw, n, ho, wo).transpose(1, 2, 0, 3, 4, 5)
+    (n, c, h, wd) = size
+    out = np_scatter_windows(cols, (c, n, h, wd), strides, pads, dilations)
+    return out.transpose(1, 0, 2, 3)
 
 
 def np_conv2d_weights(x, y, size, strides=None, pads=None, dilations=None, groups=None):
@@ -212,7 +217,7 @@ def np_conv2d_weights(x, y, size, strides=None, pads=None, dilations=None, group
     g, (o, cg, kh, kw) = groups or 1, size
     cols, (n, ho, wo) = np_columns(x, (kh, kw), g, strides, pads, dilations)
     rows = np.transpose(y, (1, 0, 2, 3)).reshape(g, o // g, n * ho * wo)
-    return (rows @ cols).reshape(o, cg, kh, kw)
+    return (rows @ cols.transpose(0, 2, 1)).reshape(o, cg, kh, kw)
 
 
 def np_max_pool2d(x, window, strides=None, pads=None):
@@ -240,8 +245,8 @@ def np_max_unpool2d(g, x, window, strides=None, pads=None):
 
     at = np_pool_argmax(x, window, strides, pads)
     kh, kw = window
-    hit = at[..., None] == np.arange(kh * kw)
-    cols = np.where(hit, np.asarray(g)[..., None], 0.0).reshape(at.shape + (kh, kw))
+    hit = at == np.arange(kh * kw).reshape(kh, kw, 1, 1, 1, 1)
+    cols = np.where(hit, np.asarray(g), 0.0)  # (kh, kw, N, C, Ho, Wo)
     return np_scatter_windows(cols, np.shape(x), strides or window, pads)
 
 
@@ -282,7 +287,7 @@ def np_avg_unpool2d(g, x, window, strides=None, pads=None, count_pads=None):
     import numpy as np
 
     share = np.asarray(g) / np_pool_counts(np.shape(x), window, strides, pads, count_pads)
-    cols = np.broadcast_to(share[..., None, None], share.shape + tuple(window))
+    cols = np.broadcast_to(share, tuple(window) + share.shape)  # (kh, kw, N, C, Ho, Wo)
     return np_scatter_windows(cols, np.shape(x), strides or window, pads)
 
 

@@ -146,6 +146,17 @@ def to_source(graph: GraphLike) -> str:
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
         given = scope.get(name, -1)  # the value the name leaves, if any
+        if (
+            given >= 0
+            and given != node
+            and graph.ops[given] is INPUT
+            and last.get(given, -1) >= end
+            and not any(scope.get(n) == given for n in names_of.get(given, ()) if n != name)
+        ):  # an input's last name in scope (x = z, then z and x both given again), read later
+            alias = fresh(f"{graph.labels[given]}_0", taken)
+            lines.append(f"{alias} = {name}")
+            scope[alias] = given
+            names_of.setdefault(given, []).append(alias)
         pending: dict[int, None] = {}
         needed = False
         if given >= 0 and given != node and graph.ops[given].arity:
