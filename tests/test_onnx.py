@@ -309,3 +309,15 @@ def test_a_malformed_model_is_a_usage_error_that_says_why(cli, tmp_path, node):
     assert result.exit_code == 2, result.stderr
     assert "bad.onnx is not a valid ONNX model: " in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_gradcheck_of_an_embedding_leaves_its_token_ids_out():
+    """Token ids are positions: no finite difference is taken in them (a step would leave the
+    whole numbers); the table's gradient is checked."""
+    _, imported, _ = _imported("embedding")
+    inputs = _inputs("embedding")
+    graph = cg.parse(imported.text + "loss = sum(y ^ 2)\n")
+    report = cg.gradcheck(graph, {**inputs, **imported.weights})
+    checked = {c.label.split("[")[0] for _, c in report.checks}
+    assert "ids" not in checked and "emb_weight" in checked
+    assert report.ok
