@@ -889,3 +889,31 @@ def test_second_derivatives_of_a_tensor_output_say_so(cli):
     assert result.exit_code == 4
     assert "y is a (2,) tensor; second derivatives need a single number" in result.stderr
     assert "cgraph jacobian" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "y = sum((transpose(A, [1, 0, 2]) @ B) ^ 2)",  # the swap of a swap: (0, 2, 1) after it
+        "y = sum(transpose(transpose(A, [1, 0, 2]), [0, 2, 1]) * C)",
+        "y = sum(transpose(transpose(A), [2, 0, 1]) * D)",
+        "y = sum(transpose(transpose(A, [2, 1, 0])) * A)",  # the same axes again: A itself
+    ],
+)
+def test_a_transpose_of_a_transpose_is_one_of_the_composed_axes(program):
+    """The derivative program's builder folds transpose(transpose(x, p), q) into one transpose
+    of p's axes in q's order (it returned x itself: a transformer's attention, whose batched
+    products swap the last two axes of a transposed tensor, failed to compile)."""
+    rng = np.random.default_rng(0)
+    bindings = {
+        "A": rng.normal(size=(3, 2, 4)),
+        "B": rng.normal(size=(2, 4, 5)),
+        "C": rng.normal(size=(2, 4, 3)),
+        "D": rng.normal(size=(3, 4, 2)),
+    }
+    graph = parse(program)
+    bindings = {k: v for k, v in bindings.items() if k in graph.inputs}
+    expected = grad(graph, bindings).gradients
+    got = _round_trip(graph, bindings, {n: np.shape(v) for n, v in bindings.items()})
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12)

@@ -150,8 +150,20 @@ def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
         return b.apply(NEG, (b.apply(SUM, b.graph.args[args[0]], params),))
     elif op is TRANSPOSE:
         (x,) = args
-        if b.graph.ops[x] is TRANSPOSE:
-            return b.graph.args[x][0]
+        if b.graph.ops[x] is TRANSPOSE:  # one transpose of the two permutations, composed
+            inner, outer = b.graph.params.get(x, ()), params
+            given = [p[0] for p in (inner, outer) if p and p[0] is not None]
+            if not given:  # the axes reversed twice
+                return b.graph.args[x][0]
+            n = len(given[0])
+            p1, p2 = (
+                tuple(p[0]) if p and p[0] is not None else tuple(range(n - 1, -1, -1))
+                for p in (inner, outer)
+            )
+            composed = tuple(p1[k] for k in p2)
+            if composed == tuple(range(n)):
+                return b.graph.args[x][0]
+            return b.apply(TRANSPOSE, (b.graph.args[x][0],), (composed,))
         if b.shapes is not None and len(shape(x)) < 2:
             return x
     return None
