@@ -31,13 +31,18 @@ def np_softplus(x):
 
 
 def np_erf(x):
-    """The error function of each element, math.erf's (correctly rounded) value: NumPy has
-    none, and SciPy is not needed for it."""
-    import math
-
+    """The error function of each element: SciPy's (within 3 units in the last place of
+    math.erf, in C) where SciPy is installed, else math.erf's, element by element (NumPy has
+    none; a GELU's million elements take a second that way)."""
     import numpy as np
 
-    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=float)
+    try:
+        from scipy.special import erf
+    except ImportError:
+        import math
+
+        return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=float)
+    return erf(np.asarray(x, dtype=float))
 
 
 def relu(x):
