@@ -326,11 +326,12 @@ INPUT_SHAPES = {
 
 
 def reference(model):
-    """ONNX's reference evaluator in float64 throughout, with three operators written out
+    """ONNX's reference evaluator in float64 throughout, with five operators written out
     here: its Gelu is about 5e-9 off and its Erf rounds through float32 (both: math.erf); its
     MaxPool (onnx 1.2x) swaps the padded sizes of height and width when the pads differ from
-    side to side (onnxruntime's does not), so MaxPool is the operator's definition, element
-    by element."""
+    side to side (onnxruntime's does not), its ConvTranspose fails for groups, and onnx 1.16's
+    Conv is wrong for groups padded SAME_UPPER with strides: each of the three is the
+    operator's definition, written out."""
     import math
 
     from onnx.reference import ReferenceEvaluator
@@ -365,7 +366,44 @@ def reference(model):
         def _run(self, x, w, b=None, **attrs):
             return (conv_transpose(x, w, **attrs),)
 
-    return ReferenceEvaluator(model, new_ops=[Gelu, Erf, MaxPool, ConvTranspose])
+    class Conv(OpRun):
+        op_domain = ""
+
+        def _run(self, x, w, b=None, **attrs):
+            return (conv(x, w, b, **attrs),)
+
+    return ReferenceEvaluator(model, new_ops=[Gelu, Erf, MaxPool, ConvTranspose, Conv])
+
+
+def conv(x, w, b=None, auto_pad="NOTSET", strides=None, pads=None, dilations=None, group=1,
+         **_):  # fmt: skip
+    """ONNX's Conv (2-D) by its definition, one kernel position at a time (onnx 1.16's
+    reference evaluator is wrong for groups padded SAME_UPPER with strides)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides or (1, 1), dilations or (1, 1)
+    pads = list(pads or (0, 0, 0, 0))
+    auto = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        for k, (size, s, d, kk) in enumerate(((h, sh, dh, kh), (wd, sw, dw, kw))):
+            total = max((-(-size // s) - 1) * s + (kk - 1) * d + 1 - size, 0)
+            small, large = total // 2, total - total // 2
+            pads[k], pads[k + 2] = (small, large) if auto == "SAME_UPPER" else (large, small)
+    top, left, bottom, right = pads
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    ho = (h + top + bottom - (kh - 1) * dh - 1) // sh + 1
+    wo = (wd + left + right - (kw - 1) * dw - 1) // sw + 1
+    og = o // group
+    out = np.zeros((n, o, ho, wo), x.dtype)
+    for g, a, bb in np.ndindex(group, kh, kw):
+        part = xp[:, g * cg : (g + 1) * cg, a * dh : a * dh + sh * (ho - 1) + 1 : sh,
+                  bb * dw : bb * dw + sw * (wo - 1) + 1 : sw]  # fmt: skip
+        out[:, g * og : (g + 1) * og] += np.einsum(
+            "nchw,oc->nohw", part, w[g * og : (g + 1) * og, :, a, bb]
+        )
+    if b is not None:
+        out += b.reshape(1, o, 1, 1)
+    return out
 
 
 def conv_transpose(y, w, strides=None, pads=None, dilations=None, group=1, output_padding=None,

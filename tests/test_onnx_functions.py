@@ -126,7 +126,9 @@ def two_outputs():
 def _leaky(alphas):
     """``Leaky`` takes its slope as an attribute; called with ``alphas``, one per call."""
     node = helper.make_node("LeakyRelu", ["x"], ["y"])
-    node.attribute.append(helper.make_attribute_ref("alpha", onnx.AttributeProto.FLOAT))
+    ref = helper.make_attribute_ref("alpha", onnx.AttributeProto.FLOAT)
+    ref.ref_attr_name = "alpha"  # (onnx 1.16's make_attribute_ref leaves it out)
+    node.attribute.append(ref)
     leaky = _function("Leaky", ["x"], ["y"], [node], attributes=["alpha"])
     nodes, last = [], "x"
     for k, alpha in enumerate(alphas):

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.arrays import Value
-from ..core.ir import Graph, wrt_node
+from ..core.ir import Graph, resolve_name, wrt_node
 from ..parse import parse
 
 if TYPE_CHECKING:
@@ -43,15 +43,21 @@ class Evaluation(_Result):
     <Evaluation g = -12>
     """
 
-    __slots__ = ("graph", "values", "output")
+    __slots__ = ("graph", "_values", "output")
     graph: Graph
-    values: list[Value]
+    _values: list[Value] | None
     output: int  # the node asked for
 
     def __init__(self, graph: Graph, values: list[Value], output: int) -> None:
         object.__setattr__(self, "graph", graph)
-        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "_values", values)
         object.__setattr__(self, "output", output)
+
+    @property
+    def values(self) -> list[Value]:
+        """Every node's value, by node id."""
+        assert self._values is not None
+        return self._values
 
     @property
     def output_name(self) -> str:
@@ -101,18 +107,66 @@ class Gradients(Evaluation):
     <Gradients g = -12; ∂g/∂x = -3, ∂g/∂y = -3, ∂g/∂z = 4>
     """
 
-    __slots__ = ("adjoints",)
-    adjoints: list[Value]
+    __slots__ = ("_adjoints", "_known", "_later")
+    _adjoints: list[Value] | None
+    # From the compiled module: the output's value and the inputs' gradients, every node's
+    # values and adjoints worked out by the interpreter (``_later``) when first asked for.
+    _known: tuple[Value, dict[str, Value]] | None
+    _later: Any
 
     def __init__(
         self, graph: Graph, values: list[Value], output: int, adjoints: list[Value]
     ) -> None:
         super().__init__(graph, values, output)
-        object.__setattr__(self, "adjoints", adjoints)
+        object.__setattr__(self, "_adjoints", adjoints)
+        object.__setattr__(self, "_known", None)
+        object.__setattr__(self, "_later", None)
+
+    @classmethod
+    def compiled(
+        cls, graph: Graph, output: int, value: Value, gradients: dict[str, Value], later: Any
+    ) -> Gradients:
+        """The result of a compiled run: ``value`` and ``gradients`` now, every node's values
+        and adjoints from ``later()`` (the interpreter's passes) when first asked for."""
+        result = cls.__new__(cls)
+        for name, v in (("graph", graph), ("_values", None), ("output", output)):
+            object.__setattr__(result, name, v)
+        object.__setattr__(result, "_adjoints", None)
+        object.__setattr__(result, "_known", (value, gradients))
+        object.__setattr__(result, "_later", later)
+        return result
+
+    def _passes(self) -> None:
+        _, values, adjoints, _ = self._later()
+        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_adjoints", adjoints)
+
+    @property
+    def values(self) -> list[Value]:
+        """Every node's value, by node id."""
+        if self._values is None:
+            self._passes()
+        assert self._values is not None
+        return self._values
+
+    @property
+    def adjoints(self) -> list[Value]:
+        """∂output/∂node for every node, by node id."""
+        if self._adjoints is None:
+            self._passes()
+        assert self._adjoints is not None
+        return self._adjoints
+
+    @property
+    def value(self) -> Value:
+        """The output's value."""
+        return self._known[0] if self._known is not None else self.values[self.output]
 
     @property
     def gradients(self) -> dict[str, Value]:
         """∂output/∂input for every input, in order of first use."""
+        if self._known is not None:
+            return dict(self._known[1])
         return {name: self.adjoints[node] for name, node in self.graph.inputs.items()}
 
     def wrt(self, name: str) -> Value:
@@ -199,9 +253,17 @@ def grad(
     >>> grad("y = x * x", {"x": 3}).gradients
     {'x': 6.0}
     """
+    from ..run.engine import compiled_grad
     from ..run.program import differentiated
 
-    graph, values, adjoints, out = differentiated(_parsed(program), bindings, of)
+    parsed = _parsed(program)
+    fast = compiled_grad(parsed, bindings, of)
+    if fast is not None:  # a tensor program run again: its compiled module
+        out = parsed.output if of is None else resolve_name(parsed, of)
+        value, gradients = fast
+        later = lambda: differentiated(parsed, bindings, of)  # noqa: E731 - asked for later
+        return Gradients.compiled(parsed, out, value, gradients, later)
+    graph, values, adjoints, out = differentiated(parsed, bindings, of)
     return Gradients(graph, values, out, adjoints)
 
 

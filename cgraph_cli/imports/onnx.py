@@ -54,6 +54,7 @@ def import_onnx(
     or program names: their shapes fix the model's, so that shape arithmetic folds to
     constants (``said``: what they are called in a message)."""
     model = _decode(data, filename)
+    _refuse_recursion(model, filename)  # (onnx 1.16's shape inference recurses until it crashes)
     if example:
         _fix_input_shapes(model, example, said)
     try:
@@ -63,6 +64,33 @@ def import_onnx(
     except Exception:  # noqa: BLE001 - a model shape inference rejects keeps its own shapes
         pass
     return _Reader(model, filename).read()
+
+
+def _refuse_recursion(model, filename: str) -> None:
+    """A local function that calls itself, directly or through others, is refused (exit 3):
+    a depth-first walk of the calls between functions, with a stack of its own."""
+    calls = {(f.domain, f.name): {(n.domain, n.op_type) for n in f.node} for f in model.functions}
+    state: dict = {}  # a function -> 1 while its calls are walked, 2 when done
+    for start in calls:
+        if state.get(start):
+            continue
+        stack = [(start, iter(calls[start]))]
+        state[start] = 1
+        while stack:
+            fn, todo = stack[-1]
+            callee = next((c for c in todo if c in calls), None)
+            if callee is None:
+                state[fn] = 2
+                stack.pop()
+            elif state.get(callee) == 1:
+                raise NotSupported(
+                    f"{filename}: the local function {callee[1]} calls itself "
+                    f"(through {' -> '.join(f[1] for f, _ in stack)} -> {callee[1]})",
+                    hints=["cgraph's functions are not recursive: a model's functions neither"],
+                )
+            elif not state.get(callee):
+                state[callee] = 1
+                stack.append((callee, iter(calls[callee])))
 
 
 #: The largest model file read (protobuf's own limit is 2 GiB).

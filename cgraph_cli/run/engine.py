@@ -327,3 +327,42 @@ def _put(results: dict, k: str, r: int, v, n: int) -> None:
     if isinstance(column, np.ndarray) and column.shape[1:] != shape:
         column = results[k] = list(column)
     column[r] = v
+
+
+def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None):
+    """``(value, gradients)`` of a straight-line tensor program from its compiled module,
+    from the second call on the same graph with the same shapes (the first is the
+    interpreter's: a program run once is not worth compiling); None where the interpreter
+    answers: the first call, a program of numbers (its float loops are as fast), one with
+    if/else or loops, one that does not compile, and bindings the module refuses (a value
+    not finite: the interpreter says where)."""
+    from ..data.bindings import check_bindings, input_values
+    from .evaluate import compile_program
+
+    if graph.control is not None:
+        return None
+    given, missing = input_values(graph, check_bindings(graph, bindings))
+    if missing or not (
+        compile_program(graph).tensor or any(v.__class__ is not float for v in given.values())
+    ):
+        return None
+    shapes = tuple((n, np.shape(v)) for n, v in given.items())
+    key = repr(("compiled grad", of, shapes))
+    found = graph.memo.get(key)
+    if found is None:  # the first call: counted
+        graph.memo[key] = "called"
+        return None
+    if found == "called":
+        try:
+            found = engine(graph, of=of, bindings=given, rows=False)
+        except CgraphError:
+            found = "interpreted"  # does not compile (a tensor output, say): the interpreter
+        graph.memo[key] = found
+    if not isinstance(found, Engine):
+        return None
+    module = found
+    try:
+        value, grads = module.grad(**given)
+    except _FAILURES:
+        return None
+    return value, grads
