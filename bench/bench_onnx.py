@@ -139,7 +139,7 @@ def gradients(runs: int, batch: int = 32) -> None:
         return dh.T @ x, dh.sum(axis=0), dW2, db2
 
     cases = {
-        "cgraph grad (interpreter)": lambda: cg.grad(program, bindings),
+        "cgraph grad (compiled from the 2nd call)": lambda: cg.grad(program, bindings),
         "exported gradient model in onnxruntime": lambda: backward.run(None, {"x": x, "T": T}),
         "onnxruntime forward only": lambda: forward.run(None, {"x": x}),
         "NumPy by hand, forward + backward": numpy_grad,
@@ -298,7 +298,7 @@ def _against_pytorch(title: str, module, shape: tuple, runs: int) -> None:
     mine, theirs = cg.grad(program, inputs), torch_grad()
     assert np.allclose(mine.gradients["x"], theirs[0].numpy(), rtol=1e-8, atol=1e-12)
     cases = {
-        "cgraph grad (interpreter)": lambda: cg.grad(program, inputs),
+        "cgraph grad (compiled from the 2nd call)": lambda: cg.grad(program, inputs),
         "onnxruntime forward only (float32)": lambda: forward.run(None, x32),
         "PyTorch eager, forward + backward": torch_grad,
     }
