@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import INPUTS, TENSOR_SHAPES, programs, tensor_expressions
 
+import cgraph_cli as cg
 from cgraph_cli import parse, validate
-from cgraph_cli.core.errors import EvalError
+from cgraph_cli.core.errors import BindingError, DomainError, EvalError
 from cgraph_cli.jobs.rows import run_rows
 from cgraph_cli.passes.derivatives import derivative_program
 from cgraph_cli.run.compile import compile_module
@@ -318,8 +319,18 @@ def test_tensor_programs_give_the_interpreters_answer_in_every_engine(expression
     try:
         result = api.grad(graph, bindings)
         expected = (result.value, dict(result.gradients))
-    except CgraphError:
-        expected = None
+    except CgraphError as e:
+        expected, error = None, (type(e), e.where(), e.message)
+    # called again, cg.grad runs the compiled module: the same answers, the same error
+    try:
+        again = api.grad(graph, bindings)
+        assert expected is not None, (expression, bindings)
+        assert _same(again.value, expected[0])
+        for n, g in expected[1].items():
+            assert np.allclose(again.gradients[n], g, rtol=1e-12, atol=1e-300, equal_nan=True)
+        assert len(again.adjoints) == len(result.adjoints)
+    except CgraphError as e:
+        assert expected is None and (type(e), e.where(), e.message) == error, expression
     module = _load(compile_module(graph, "numpy", bindings=bindings))
     try:
         got = module["grad"](**bindings)
@@ -368,3 +379,29 @@ def test_dask_decides_a_comparison_as_eval_does(tmp_path):
     graph = parse("y = exp(x) >= c")
     run_dask(graph, [str(tmp_path / "d.csv")], "csv", chunk_rows=50, write=written.append)
     assert [float(v) for t in written for v in t["y"]] == [1.0] * len(x)
+
+
+# --- cg.grad compiled from its second call ---------------------------------------------------
+def test_grad_called_again_says_what_the_interpreter_says_about_bad_values():
+    graph = cg.parse("y = sum(log(x) * w)")
+    good = {"x": np.array([1.0, 2.0]), "w": np.array([3.0, 4.0])}
+    cg.grad(graph, good)
+    assert cg.grad(graph, good)._known is not None
+    with pytest.raises(DomainError) as err:  # the module raises; the interpreter places it
+        cg.grad(graph, {"x": np.array([1.0, -2.0]), "w": good["w"]})
+    assert err.value.where() == "<expr>:1:9"
+    for bad in ({"x": np.array([1.0, np.nan]), "w": good["w"]}, {**good, "v": 1.0}):
+        with pytest.raises(BindingError):
+            cg.grad(graph, bad)
+    assert cg.grad(graph, {"x": [1.0, 2.0], "w": [3.0, 4.0]}).gradients["w"].tolist() == [
+        0.0,
+        math.log(2.0),
+    ]
+
+
+def test_a_program_of_numbers_or_loops_stays_interpreted():
+    loop = "for i in range(3):\n    x = x * 2\ny = sum(x)"
+    for program, bindings in (("y = x * x", {"x": 3.0}), (loop, {"x": np.ones(2)})):
+        graph = cg.parse(program)
+        cg.grad(graph, bindings)
+        assert cg.grad(graph, bindings)._known is None

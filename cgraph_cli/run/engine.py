@@ -336,28 +336,28 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
     answers: the first call, a program of numbers (its float loops are as fast), one with
     if/else or loops, one that does not compile, and bindings the module refuses (a value
     not finite: the interpreter says where)."""
-    from ..data.bindings import check_bindings, input_values
+    from ..data.bindings import input_values
     from .evaluate import compile_program
 
     if graph.control is not None:
         return None
-    given, missing = input_values(graph, check_bindings(graph, bindings))
+    given, missing = input_values(graph, _checked(graph, bindings))
     if missing or not (
         compile_program(graph).tensor or any(v.__class__ is not float for v in given.values())
     ):
         return None
-    shapes = tuple((n, np.shape(v)) for n, v in given.items())
-    key = repr(("compiled grad", of, shapes))
-    found = graph.memo.get(key)
+    key = (of, tuple((n, np.shape(v)) for n, v in given.items()))
+    seen: dict = graph.memo.setdefault("compiled grad", {})  # (of, shapes) -> what runs
+    found = seen.get(key)
     if found is None:  # the first call: counted
-        graph.memo[key] = "called"
+        seen[key] = "called"
         return None
     if found == "called":
         try:
             found = engine(graph, of=of, bindings=given, rows=False)
         except CgraphError:
             found = "interpreted"  # does not compile (a tensor output, say): the interpreter
-        graph.memo[key] = found
+        seen[key] = found
     if not isinstance(found, Engine):
         return None
     module = found
@@ -366,3 +366,22 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
     except _FAILURES:
         return None
     return value, grads
+
+
+def _checked(graph: Graph, bindings: Mapping | None) -> Mapping | None:
+    """``bindings`` as :func:`~cgraph_cli.data.bindings.check_bindings` gives them, without
+    its conversions where there is nothing to convert: floats and float64 arrays (of one axis
+    or more) of the program's inputs, all finite."""
+    from ..data.bindings import check_bindings, finite
+
+    if bindings and bindings.keys() <= graph.inputs.keys():
+        ndarray, f64 = np.ndarray, np.float64
+        plain = all(
+            v.__class__ is float or (v.__class__ is ndarray and v.dtype == f64 and v.ndim)
+            for v in bindings.values()
+        )
+        if plain:
+            with np.errstate(all="ignore"):
+                if all(finite(v) for v in bindings.values()):
+                    return bindings
+    return check_bindings(graph, bindings)
