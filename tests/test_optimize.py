@@ -406,6 +406,9 @@ def reassigning_programs(draw):
 @example(  # the input's other name given away too (x = z; z = ...; x = y): z_0 keeps it
     "x = z\nz = ((-(x)) * 1)\nx = y\nout = z + x + y + z", (1.0, 1.0, 1.0)
 )
+@example(  # the input's name given back (y = y_0): the texts read later say y again
+    "x = -y\ny = x\ny = -x\nout = x + x + y + z", (1.0, 1.0, 1.0)
+)
 def test_an_input_read_after_its_name_is_taken_keeps_a_name(program, point):
     try:
         graph = validate(parse(program))

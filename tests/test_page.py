@@ -329,3 +329,35 @@ def test_a_loop_reading_an_input_at_every_step_lays_out(cli, tmp_path):
     r = cli("render", "-e", program, "-o", str(tmp_path / "p.html"))
     assert r.exit_code == 0, r.stderr
     assert "y = " in (tmp_path / "p.html").read_text()
+
+
+def _chain(steps: int) -> str:
+    """A chain reading the same two inputs at every step: h = tanh(h * a + b)."""
+    return "\n".join(["h0 = x"] + [f"h{k} = tanh(h{k - 1} * a + b)" for k in range(1, steps + 1)])
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+def test_inputs_read_at_every_step_run_along_lanes_below_the_page():
+    """A large page's inputs read in many places are left out of dot's layout (their edges
+    across every rank took dot minutes, then all its memory) and drawn below it: each in a
+    row of its own, its edges along a lane and up into each node that reads it."""
+    from cgraph_cli.app.walkthrough import walkthrough
+    from cgraph_cli.render.layout import layout_source, shared_sources
+
+    graph = parse(_chain(66))
+    data = walkthrough(graph, {"x": 0.5, "a": 0.9, "b": 0.1})
+    ids = {n["name"]: n["id"] for n in data["nodes"]}
+    assert shared_sources(data) == {ids["a"], ids["b"]}
+    assert f"{ids['a']} ->" not in layout_source(data)
+    boxes = {n["id"]: n["box"] for n in data["nodes"]}
+    others = [b for i, b in boxes.items() if i not in (ids["a"], ids["b"])]
+    lowest = max(b[1] + b[3] for b in others)
+    a, b = boxes[ids["a"]], boxes[ids["b"]]
+    assert lowest < a[1] < a[1] + a[3] < b[1] <= data["height"] - b[3]  # a row each, below
+    for edge in data["edges"]:
+        if edge["from"] == ids["a"]:
+            (x1, y1), (x2, y2), (x3, y3) = edge["points"]
+            target = boxes[edge["to"]]
+            assert y1 == y2 and x3 == x2 and y3 > target[1] + target[3]  # along, then up
+            assert target[1] + target[3] < edge["label_at"][1] < y1
+    assert min(b[1] for b in others) == 16  # the room dot kept above for them: taken back

@@ -360,3 +360,18 @@ def test_operands_are_numbered_where_their_order_matters():
     assert re.search(r"n0 -> n2 \[headlabel=1 ", a) and re.search(r"n1 -> n2 \[headlabel=2 ", a)
     assert re.search(r"n1 -> n2 \[headlabel=2 ", b) and '"x"' not in b
     assert "headlabel" not in diagram_of(parse("y = x + 1"), {"x": 2}).source
+
+
+@pytest.mark.skipif(image.locate("dot") is None, reason="needs Graphviz's dot")
+def test_a_huge_png_is_scaled_to_what_a_screen_shows_and_says_so(cli, tmp_path):
+    from cgraph_cli.render.image import PNG_MAX_PIXELS
+
+    chain = "\n".join(["h0 = x"] + [f"h{k} = tanh(h{k - 1} * a + b)" for k in range(1, 67)])
+    (tmp_path / "chain.cg").write_text(chain)
+    result = cli("render", str(tmp_path / "chain.cg"), "x=0.5", "a=0.9", "b=0.1", "-o",
+                 str(tmp_path / "chain.png"))  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert max(png_size((tmp_path / "chain.png").read_bytes())) <= PNG_MAX_PIXELS
+    assert "scaled down to 8,000 pixels a side" in result.stderr and "SVG" in result.stderr
+    small = cli("render", "sample:seed", "-o", str(tmp_path / "seed.png"))
+    assert "scaled down" not in small.stderr

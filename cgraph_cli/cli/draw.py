@@ -336,6 +336,15 @@ def render_command(
     output.write_bytes(data, target)
     if target != "-":
         output.note(f"wrote {target} ({diagram.nodes} node{'' if diagram.nodes == 1 else 's'})")
+    if kind == "png" and fit is None:
+        from ..render.image import PNG_MAX_PIXELS, png_size
+
+        if max(png_size(data)) >= 0.98 * PNG_MAX_PIXELS:  # (Graphviz keeps its margin inside)
+            output.note(
+                f"note: the drawing was scaled down to {PNG_MAX_PIXELS:,} pixels a side, its "
+                "text small: SVG keeps every size (-o FILE.svg), --fit 16:9 folds it onto a "
+                "slide"
+            )
     if text_px is not None and text_px < LEGIBLE_PX:
         less = [
             option

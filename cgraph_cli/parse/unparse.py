@@ -142,6 +142,7 @@ def to_source(graph: GraphLike) -> str:
                 lines.append(f"{alias} = {name}")
                 scope[alias] = shadowed
                 names_of.setdefault(shadowed, [name]).append(alias)
+                rebound.add(alias)  # texts saying it are followed: see the input's name below
             rewrite = [j for j in range(end) if shadowed in says[j]]  # texts saying the input
         text = exprs[node][0] if node >= done else ref(node, last=True)[0]
         done = end
@@ -157,6 +158,7 @@ def to_source(graph: GraphLike) -> str:
             lines.append(f"{alias} = {name}")
             scope[alias] = given
             names_of.setdefault(given, []).append(alias)
+            rebound.add(alias)
         pending: dict[int, None] = {}
         needed = False
         if given >= 0 and given != node and graph.ops[given].arity:
@@ -192,6 +194,13 @@ def to_source(graph: GraphLike) -> str:
             lines.append(f"{name} = {text}")
         scope[name] = node
         names_of.setdefault(node, []).append(name)
+        if graph.ops[node] is INPUT and graph.labels[node] == name:
+            # An input given its own name back (y = y_0): texts still to be read that say
+            # it by the name that kept it meanwhile say its own name again, as the program
+            # read back will (so that writing it again changes nothing).
+            for n in names_of[node]:
+                if n != name:
+                    rewrite = sorted({*rewrite, *saying.pop(n, {})})
         for j in rewrite:
             if graph.ops[j] is not INPUT:
                 write(j)

@@ -26,7 +26,9 @@ _CAN = {
     "dot": frozenset({"png", "svg", "pdf", "plain"}),
     "graphviz-pure": frozenset({"png", "svg", "plain"}),
 }
-PNG_MAX_PIXELS = 30000
+#: The largest side of a PNG: what a screen or a projector shows (a larger drawing is scaled
+#: down to it, and the command says so: SVG keeps every size, --fit folds it to a slide).
+PNG_MAX_PIXELS = 8000
 INSTALL_DOT = "install Graphviz: apt-get install graphviz, brew install graphviz, or graphviz.org"
 # Where graphviz-pure has wheels (it has no sdist): the environment markers in pyproject.toml.
 PURE_PLATFORMS = frozenset(
@@ -123,7 +125,7 @@ def render(
     command = [renderer.path, f"-T{fmt}"] + (["-Kneato", "-n2"] if pinned else [])
     if fmt == "png":
         dpi = dpi or 96
-        # Scale a huge drawing down to at most ~30,000 pixels a side: a 500-node chain would
+        # Scale a huge drawing down to at most PNG_MAX_PIXELS a side: a 500-node chain would
         # otherwise be a bitmap of gigabytes (SVG and PDF have no such limit).
         side = PNG_MAX_PIXELS / dpi
         command += [f"-Gdpi={dpi}", f"-Gsize={side:.0f},{side:.0f}"]
@@ -164,3 +166,12 @@ def output_format(path: str | None, fmt: str | None) -> str:
             )
         return ext
     return "png"
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """A PNG's width and height in pixels, from its header.
+
+    >>> png_size(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(8) + (640).to_bytes(4, "big") + (480).to_bytes(4, "big"))
+    (640, 480)
+    """
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")

@@ -38,6 +38,9 @@ def node_lines(node: dict[str, Any], output: str, gap: str = "  ") -> list[str]:
 
 #: Pages of more nodes than this are laid out with fewer of dot's passes (see layout_source).
 FAST_PAGE_LAYOUT_ABOVE = 60
+#: On such a page, a node read in this many places or more is drawn as shared (see
+#: shared_sources).
+SHARED_USES = 5
 
 
 def layout_source(
@@ -69,12 +72,34 @@ def layout_source(
             f"{node['id']} [width={width / 72:.3f}, height={height / 72:.3f}];"
         )
     lines += _clusters(page.get("groups") or [], declared)
+    shared = shared_sources(page)
     for edge in page["edges"]:
+        if edge["from"] in shared:  # routed by place(), below the layout
+            continue
         label = max([edge.get("local") or "", edge.get("shape") or ""], key=len)
         attrs = f' [label="{_dot_escape(label)}"]' if label else ""
         lines.append(f"  {edge['from']} -> {edge['to']}{attrs};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def shared_sources(page: dict[str, Any]) -> set[str]:
+    """On a large page, the nodes read in more than :data:`SHARED_USES` places (an input at
+    every step of a chain): dot spends minutes ranking the edges from them across the whole
+    layout (each a chain of placeholders through every rank it spans), so they are left out
+    of its layout and drawn by :func:`place` along a lane below it.
+
+    >>> edges = [{"from": "a", "to": f"n{k}"} for k in range(5)]
+    >>> shared_sources({"nodes": [{}] * 61, "edges": edges}), shared_sources({"nodes": [],
+    ...     "edges": edges})
+    ({'a'}, set())
+    """
+    if len(page["nodes"]) <= FAST_PAGE_LAYOUT_ABOVE:
+        return set()
+    uses: dict[str, int] = {}
+    for edge in page["edges"]:
+        uses[edge["from"]] = uses.get(edge["from"], 0) + 1
+    return {n for n, k in uses.items() if k >= SHARED_USES}
 
 
 def _clusters(groups: list[dict[str, Any]], declared: dict[str | None, list[str]]) -> list[str]:
@@ -129,7 +154,7 @@ def place(page: dict[str, Any], plain: str) -> dict[str, Any]:
     >>> out["width"], out["height"], out["nodes"][0]["box"], out["edges"][0]["path"]
     (176, 104, [16, 34, 72, 36], 'M88 52C95.2 52 102.4 52 109.6 52')
     """
-    margin, pt = 16, 72.0
+    margin, pt = MARGIN, 72.0
     height = 0.0
     boxes: dict[str, list[float]] = {}
     paths: list[tuple[str, str, list[float], list[float] | None]] = []
@@ -163,23 +188,76 @@ def place(page: dict[str, Any], plain: str) -> dict[str, Any]:
     queue: dict[tuple[str, str], list[tuple[list[float], list[float] | None]]] = {}
     for a, b, coords, label in paths:
         queue.setdefault((a, b), []).append((coords, label))
+    lanes = _lanes(page)
+    up = lanes.pop("", 0)
     for edge in page["edges"]:
+        if edge["from"] in lanes:
+            _along_lane(edge, page, lanes[edge["from"]])
+            continue
         coords, label = queue[(edge["from"], edge["to"])].pop(0)
-        points = [(px(coords[k]), py(coords[k + 1])) for k in range(0, len(coords), 2)]
+        points = [(px(coords[k]), py(coords[k + 1]) - up) for k in range(0, len(coords), 2)]
         d = f"M{_n(points[0][0])} {_n(points[0][1])}"
         for k in range(1, len(points) - 2, 3):
             d += "C" + " ".join(f"{_n(x)} {_n(y)}" for x, y in points[k : k + 3])
         edge["path"] = d
         edge["points"] = [[_n(x), _n(y)] for x, y in points]
-        edge["label_at"] = [_n(px(label[0])), _n(py(label[1]))] if label else _middle(points)
+        edge["label_at"] = [_n(px(label[0])), _n(py(label[1]) - up)] if label else _middle(points)
         (x1, y1), (x2, y2) = points[-2], points[-1]
         run = math.hypot(x2 - x1, y2 - y1) or 1.0
         back = 16 / run  # the operand's badge sits on the edge, just before the arrowhead
         edge["port_at"] = [_n(round(x2 - (x2 - x1) * back, 1)), _n(round(y2 - (y2 - y1) * back, 1))]
     _group_boxes(page)
     page["width"] = _n(round(width * pt + 2 * margin))
-    page["height"] = _n(round(height * pt + 2 * margin))
+    low = max((n["box"][1] + n["box"][3] for n in page["nodes"]), default=0)
+    page["height"] = _n(round(low + margin if up or lanes else height * pt + 2 * margin))
     return page
+
+
+#: The page's margin around the layout (pixels).
+MARGIN = 16
+#: The gap (pixels) above each shared node's row below the layout.
+LANE = 24
+
+
+def _lanes(page: dict[str, Any]) -> dict[str, float]:
+    """Each shared node (see :func:`shared_sources`) moved to a row of its own below the
+    layout, at its left, and the y of the lane its edges run along from it: its middle. The
+    other nodes move up by the room dot kept for the shared ones above them (the edges dot
+    routed follow them: the shift is returned under the key "")."""
+    shared = shared_sources(page)
+    if not shared:
+        return {}
+    rest = [n["box"] for n in page["nodes"] if n["id"] not in shared]
+    # the room dot left where it put the shared nodes (above the rest) is taken back
+    up = min(b[1] for b in rest) - MARGIN if rest else 0
+    for node in page["nodes"]:
+        node["box"][1] = _n(round(node["box"][1] - up, 1))
+    bottom = max(b[1] + b[3] for b in rest) if rest else 0
+    left = min(b[0] for b in rest) if rest else MARGIN
+    lanes = {}
+    for node in page["nodes"]:
+        if node["id"] in shared:
+            x, y, w, h = node["box"]
+            top = bottom + LANE
+            node["box"] = [_n(left), _n(round(top, 1)), w, h]
+            lanes[node["id"]] = round(top + h / 2, 1)
+            bottom = top + h
+    lanes[""] = up
+    return lanes
+
+
+def _along_lane(edge: dict[str, Any], page: dict[str, Any], lane: float) -> None:
+    """An edge from a shared node: from its box's right side along its lane, then up into
+    the box that reads it; the label beside the way up."""
+    box = {n["id"]: n["box"] for n in page["nodes"]}
+    sx, sy, sw, sh = box[edge["from"]]
+    tx, ty, tw, th = box[edge["to"]]
+    x1, x2, y2 = sx + sw, tx + tw / 2, ty + th + 11  # the arrowhead's room below the box
+    points = [(x1, lane), (x2, lane), (x2, y2)]
+    edge["points"] = [[_n(round(x, 1)), _n(round(y, 1))] for x, y in points]
+    edge["path"] = "M" + "L".join(f"{_n(round(x, 1))} {_n(round(y, 1))}" for x, y in points)
+    edge["label_at"] = [_n(round(x2, 1)), _n(round((y2 + lane) / 2, 1))]
+    edge["port_at"] = [_n(round(x2, 1)), _n(round(y2 + 16, 1))]
 
 
 def _group_boxes(page: dict[str, Any]) -> None:
