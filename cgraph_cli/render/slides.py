@@ -150,7 +150,9 @@ def tikz(fig: dict[str, Any], theme: str = "light", command: str = "") -> str:
     for edge in fig["edges"]:
         p = edge["points"]
         path = f"({p[0][0]},{p[0][1]})"
-        for k in range(1, len(p) - 2, 3):
+        if (len(p) - 1) % 3:  # a shared value's lane (layout.py): straight lines, not curves
+            path += "".join(f" -- ({x},{y})" for x, y in p[1:-1])
+        for k in range(1, len(p) - 2, 3) if not (len(p) - 1) % 3 else ():
             (ax, ay), (bx, by), (cx, cy) = p[k : k + 3]
             path += f" .. controls ({ax},{ay}) and ({bx},{by}) .. ({cx},{cy})"
         body.append(f"\\draw[cg edge] {path} -- ({edge['to']});")

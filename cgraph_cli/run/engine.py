@@ -341,6 +341,11 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
 
     if graph.control is not None:
         return None
+    numbers = (float, int)
+    if not compile_program(graph).tensor and all(  # numbers: NumPy is not even imported
+        v.__class__ in numbers for v in [*(bindings or {}).values(), *graph.defaults.values()]
+    ):
+        return None
     given, missing = input_values(graph, _checked(graph, bindings))
     if missing or not (
         compile_program(graph).tensor or any(v.__class__ is not float for v in given.values())
