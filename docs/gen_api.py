@@ -122,7 +122,9 @@ def _fields(cls) -> list[tuple[str, str]]:
     out = []
     for klass in reversed(cls.__mro__):
         notes = vars(klass).get("__annotations__", {})
-        out += [(n, notes[n]) for n in vars(klass).get("__slots__", ()) if n in notes]
+        out += [
+            (n, notes[n]) for n in vars(klass).get("__slots__", ()) if n in notes and n[0] != "_"
+        ]
     return out
 
 

@@ -405,3 +405,29 @@ def test_a_program_of_numbers_or_loops_stays_interpreted():
         graph = cg.parse(program)
         cg.grad(graph, bindings)
         assert cg.grad(graph, bindings)._known is None
+
+
+def test_evaluate_called_again_runs_compiled_and_gives_the_interpreters_values():
+    graph = cg.parse("H = relu(X @ W); y = sum(H * H)")
+    rng = np.random.default_rng(0)
+    bindings = {"X": rng.normal(size=(4, 3)), "W": rng.normal(size=(3, 2))}
+    first = cg.evaluate(graph, bindings)
+    second = cg.evaluate(graph, bindings)
+    assert second._named is not None, "the second call ran the compiled module"
+    assert second.value == pytest.approx(first.value, rel=1e-12)
+    assert np.allclose(second.named["H"], first.named["H"], rtol=1e-12, atol=0)
+    assert len(second.values) == len(first.values)  # every node's, when asked for
+    with pytest.raises(BindingError):
+        cg.evaluate(graph, {**bindings, "X": np.full((4, 3), np.nan)})
+
+
+def test_a_compiled_gradient_is_never_the_callers_array():
+    """In sum(W * x) the gradient of W is x: the compiled module returns the array it was
+    given; the result holds a copy, as the interpreter's does."""
+    graph = cg.parse("y = sum(W * x)")
+    W, x = np.ones((2, 2)), np.arange(4.0).reshape(2, 2)
+    cg.grad(graph, {"W": W, "x": x})
+    result = cg.grad(graph, {"W": W, "x": x})
+    assert result._known is not None
+    x[0, 0] = 99.0
+    assert result.gradients["W"][0, 0] == 0.0

@@ -43,19 +43,38 @@ class Evaluation(_Result):
     <Evaluation g = -12>
     """
 
-    __slots__ = ("graph", "_values", "output")
+    __slots__ = ("graph", "_values", "output", "_named", "_run")
     graph: Graph
     _values: list[Value] | None
     output: int  # the node asked for
+    # From the compiled module: every named value; every node's values from ``_run()`` (the
+    # interpreter's forward pass) when first asked for.
+    _named: dict[str, Value] | None
+    _run: Any
 
     def __init__(self, graph: Graph, values: list[Value], output: int) -> None:
         object.__setattr__(self, "graph", graph)
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "output", output)
+        object.__setattr__(self, "_named", None)
+        object.__setattr__(self, "_run", None)
+
+    @classmethod
+    def from_named(cls, graph: Graph, output: int, named: dict[str, Value], run: Any) -> Evaluation:
+        """The result of a compiled forward pass: the named values now, every node's from
+        ``run()`` when first asked for."""
+        result = cls.__new__(cls)
+        for name, v in (("graph", graph), ("_values", None), ("output", output)):
+            object.__setattr__(result, name, v)
+        object.__setattr__(result, "_named", named)
+        object.__setattr__(result, "_run", run)
+        return result
 
     @property
     def values(self) -> list[Value]:
         """Every node's value, by node id."""
+        if self._values is None:
+            object.__setattr__(self, "_values", self._run()[1])
         assert self._values is not None
         return self._values
 
@@ -67,11 +86,15 @@ class Evaluation(_Result):
     @property
     def value(self) -> Value:
         """The output's value."""
+        if self._named is not None:
+            return self._named[self.graph.display_name(self.output)]
         return self.values[self.output]
 
     @property
     def named(self) -> dict[str, Value]:
         """Every input and named node (its newest assignment) with its value."""
+        if self._named is not None:
+            return dict(self._named)
         return {name: self.values[node] for name, node in self.graph.named_nodes().items()}
 
     def diagram(self, **options: Any) -> Diagram:
@@ -131,6 +154,8 @@ class Gradients(Evaluation):
         result = cls.__new__(cls)
         for name, v in (("graph", graph), ("_values", None), ("output", output)):
             object.__setattr__(result, name, v)
+        object.__setattr__(result, "_named", None)
+        object.__setattr__(result, "_run", None)
         object.__setattr__(result, "_adjoints", None)
         object.__setattr__(result, "_known", (value, gradients))
         object.__setattr__(result, "_later", later)
@@ -238,9 +263,16 @@ def evaluate(
     >>> evaluate("h = W @ x", {"W": [[1, 2], [3, 4]], "x": [1, 1]}).value
     array([3., 7.])
     """
+    from ..run.engine import compiled_forward
     from ..run.program import evaluated
 
-    return Evaluation(*evaluated(_parsed(program), bindings, of))
+    parsed = _parsed(program)
+    named = compiled_forward(parsed, bindings, of)
+    if named is not None:  # a tensor program run again: its compiled module
+        out = parsed.output if of is None else resolve_name(parsed, of)
+        run = lambda: evaluated(parsed, bindings, of)  # noqa: E731 - asked for later
+        return Evaluation.from_named(parsed, out, named, run)
+    return Evaluation(*evaluated(parsed, bindings, of))
 
 
 def grad(

@@ -336,6 +336,49 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
     answers: the first call, a program of numbers (its float loops are as fast), one with
     if/else or loops, one that does not compile, and bindings the module refuses (a value
     not finite: the interpreter says where)."""
+    found = _compiled(graph, bindings, of, gradient=True)
+    if found is None:
+        return None
+    module, given = found
+    try:
+        value, grads = module.grad(**given)
+    except _FAILURES:
+        return None
+    return value, {k: _own(v, given) for k, v in grads.items()}
+
+
+def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = None):
+    """Every named value of a straight-line tensor program from its compiled module (the
+    forward pass alone), as :func:`compiled_grad` decides when; None where the interpreter
+    answers, and where the output asked for has no name of its own."""
+    found = _compiled(graph, bindings, of, gradient=False)
+    if found is None:
+        return None
+    module, given = found
+    try:
+        named = module.forward(**given)
+    except _FAILURES:
+        return None
+    out = graph.display_name(graph.output if of is None else resolve_name(graph, of))
+    if out not in named:
+        return None
+    return {k: _own(v, given) for k, v in named.items()}
+
+
+def _own(value, given: Mapping):
+    """``value``, copied where it shares memory with a binding (a gradient that is an input
+    itself, W's in sum(W * x)): the caller's arrays stay theirs, as the interpreter's do."""
+    if value.__class__ is float:
+        return value
+    for v in given.values():
+        if v.__class__ is not float and np.may_share_memory(value, v):
+            return np.array(value)
+    return value
+
+
+def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradient: bool):
+    """The compiled module for ``graph`` at these bindings' shapes and the bindings it takes,
+    from the second call on; None where the interpreter answers (see :func:`compiled_grad`)."""
     from ..data.bindings import input_values
     from .evaluate import compile_program
 
@@ -351,26 +394,21 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
         compile_program(graph).tensor or any(v.__class__ is not float for v in given.values())
     ):
         return None
-    key = (of, tuple((n, np.shape(v)) for n, v in given.items()))
-    seen: dict = graph.memo.setdefault("compiled grad", {})  # (of, shapes) -> what runs
+    key = (of, gradient, tuple((n, np.shape(v)) for n, v in given.items()))
+    seen: dict = graph.memo.setdefault("compiled", {})  # (of, gradient, shapes) -> what runs
     found = seen.get(key)
     if found is None:  # the first call: counted
         seen[key] = "called"
         return None
     if found == "called":
         try:
-            found = engine(graph, of=of, bindings=given, rows=False)
+            found = engine(graph, of=of, bindings=given, rows=False, gradient=gradient)
         except CgraphError:
             found = "interpreted"  # does not compile (a tensor output, say): the interpreter
         seen[key] = found
     if not isinstance(found, Engine):
         return None
-    module = found
-    try:
-        value, grads = module.grad(**given)
-    except _FAILURES:
-        return None
-    return value, grads
+    return found, given
 
 
 def _checked(graph: Graph, bindings: Mapping | None) -> Mapping | None:
