@@ -431,3 +431,20 @@ def test_a_compiled_gradient_is_never_the_callers_array():
     assert result._known is not None
     x[0, 0] = 99.0
     assert result.gradients["W"][0, 0] == 0.0
+
+
+def test_a_compiled_result_keeps_the_values_it_was_called_with():
+    """Its per-node values are worked out when first read, from the bindings as they were at
+    the call: the caller changing its arrays afterwards changes nothing."""
+    graph = cg.parse("h = tanh(W @ x + b)\nloss = sum(h ^ 2) + sum(log(c))")
+    rng = np.random.default_rng(0)
+    bindings = {"W": rng.normal(size=(3, 2)), "x": rng.normal(size=2), "b": rng.normal(size=3),
+                "c": np.array([1.0, 2.0])}  # fmt: skip
+    cg.grad(graph, bindings)
+    result = cg.grad(graph, bindings)
+    assert result._known is not None
+    h = np.tanh(bindings["W"] @ bindings["x"] + bindings["b"])
+    bindings["W"][:] = 0.0
+    bindings["c"][:] = -1.0  # a log of -1, were it read now
+    assert result.values[graph.output] == pytest.approx(result.value, rel=1e-12)
+    assert np.allclose(result.values[graph.names["h"]], h, rtol=1e-12)

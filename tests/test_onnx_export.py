@@ -183,3 +183,25 @@ def test_a_product_with_a_vector_survives_onnxruntimes_full_optimizations():
     session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
     feeds = {k: v.astype(np.float32) for k, v in bindings.items()}
     assert session.run(None, feeds)[0].tolist() == [-6.0, -6.0, -6.0]
+
+
+def test_a_gradient_with_no_path_is_zeros_of_its_inputs_shape(cli, tmp_path):
+    """stop_gradient(b): dy_db is 0 in the derivative program; the model gives zeros of b's
+    shape, as cgraph grad does. Bindings written on the command line (text) shape the
+    direction's inputs of --jvp too."""
+    out = tmp_path / "sg.onnx"
+    result = cli("compile", "y = sum(stop_gradient(b)) + sum(a)", "a=[1,2]", "b=[[1,2],[3,4]]",
+                 "--target", "onnx", "--grad", "-o", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    model = onnx.load(str(out))
+    got = _reference(model).run(None, {"a": np.array([1.0, 2.0]), "b": np.ones((2, 2))})
+    names = [o.name for o in model.graph.output]
+    assert got[names.index("dy_db")].tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert got[names.index("dy_da")].tolist() == [1.0, 1.0]
+    out = tmp_path / "tk.onnx"
+    result = cli("compile", "y = sum(take(W, ids) ^ 2)", "W=[[1,2],[3,4]]", "ids=[[1,0],[1,1]]",
+                 "--target", "onnx", "--jvp", "-o", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
+              for i in onnx.load(str(out)).graph.input}  # fmt: skip
+    assert shapes == {"W": [2, 2], "ids": [2, 2], "W_dot": [2, 2], "ids_dot": [2, 2]}

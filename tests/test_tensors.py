@@ -656,3 +656,19 @@ def test_explain_markdown_and_frames_of_a_tensor_program(cli, tmp_path):
     frames = sorted(tmp_path.glob("frame-*.svg"))
     assert len(frames) == 11  # the output and every node that leads to it, constants aside
     assert "?" in frames[0].read_text() and "?" not in frames[-1].read_text().split("</title>")[-1]
+
+
+@pytest.mark.parametrize(
+    "program, said",
+    [
+        ("y = avg_pool2d(x, [2, 2], [1, 1], [1, 1, 1, 1], 2)", "count_pads is 1"),
+        ("y = conv2d(x, w, [1, 1], [0, 0, 0, 0], [1, 1], 3)", "channels do not divide into 3"),
+        ("y = max_pool2d(x, [6, 6])", "window (6 wide) is larger than the padded image"),
+    ],
+)
+def test_image_ops_say_what_is_wrong_with_their_parameters(program, said):
+    bindings = {"x": np.ones((1, 2, 3, 3)), "w": np.ones((3, 1, 2, 2))}
+    graph = parse(program)
+    with pytest.raises(ShapeError) as err:
+        grad(graph, {k: v for k, v in bindings.items() if k in graph.inputs})
+    assert said in err.value.message

@@ -236,6 +236,19 @@ def listing(parts: list[str], shown: int = SHOWN) -> str:
     return ", ".join(parts[:shown] + ([f"… ({more} more)"] if more > 0 else []))
 
 
+def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
+    """Bindings with each array (or list) copied: what a compiled result's passes, run later
+    when asked for, read, so that they see the values the call was given."""
+    import copy
+
+    from ..core.arrays import np
+
+    return {
+        k: np.array(v) if hasattr(v, "__array__") else copy.deepcopy(v)
+        for k, v in (bindings or {}).items()
+    }
+
+
 def _parsed(program: str | Graph) -> Graph:
     return program if isinstance(program, Graph) else parse(program)
 
@@ -270,7 +283,8 @@ def evaluate(
     named = compiled_forward(parsed, bindings, of)
     if named is not None:  # a tensor program run again: its compiled module
         out = parsed.output if of is None else resolve_name(parsed, of)
-        run = lambda: evaluated(parsed, bindings, of)  # noqa: E731 - asked for later
+        kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
+        run = lambda: evaluated(parsed, kept, of)  # noqa: E731 - asked for later
         return Evaluation.from_named(parsed, out, named, run)
     return Evaluation(*evaluated(parsed, bindings, of))
 
@@ -293,7 +307,8 @@ def grad(
     if fast is not None:  # a tensor program run again: its compiled module
         out = parsed.output if of is None else resolve_name(parsed, of)
         value, gradients = fast
-        later = lambda: differentiated(parsed, bindings, of)  # noqa: E731 - asked for later
+        kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
+        later = lambda: differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         return Gradients.compiled(parsed, out, value, gradients, later)
     graph, values, adjoints, out = differentiated(parsed, bindings, of)
     return Gradients(graph, values, out, adjoints)

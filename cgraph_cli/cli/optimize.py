@@ -158,10 +158,9 @@ COMMANDS = [optimize_command]
 @click.option(
     "--target",
     type=click.Choice(["python", "numpy", "onnx"]),
-    default="python",
-    show_default=True,
+    default=None,
     help="Plain Python over math (programs of numbers), NumPy (tensors), or an ONNX model "
-    "(float64, opset 18; the onnx extra).",
+    "(float64, opset 18; the onnx extra). Default: onnx for -o FILE.onnx, else python.",
 )
 @click.option(
     "--grad",
@@ -225,6 +224,9 @@ def compile_command(
             f"--{modes[0]} and --{modes[1]} cannot be given together: a model is one of them",
             hints=["--hvp's model holds the gradient too"] if modes == ["grad", "hvp"] else [],
         )
+    if target is None:  # what the file's name says it is
+        written = str(output.settings.output or "")
+        target = "onnx" if written.lower().endswith(".onnx") else "python"
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if (modes or dtype != "float64") and target != "onnx":
         raise UsageError(

@@ -311,8 +311,8 @@ def _image(shape: Shape, op: str, what: str = "an image") -> Shape:
 def _out_size(size: int, span: int, stride: int, before: int, after: int, op: str) -> int:
     if size + before + after < span:
         raise ShapeMismatch(
-            f"{op}'s window ({span} wide with its dilation) is larger than the padded "
-            f"image ({size + before + after})"
+            f"{op}'s window ({span} wide{' with its dilation' if op.startswith('conv') else ''})"
+            f" is larger than the padded image ({size + before + after})"
         )
     return (size + before + after - span) // stride + 1
 
@@ -341,11 +341,15 @@ def _groups(params, index: int, op: str) -> int:
 def _conv_check(x: Shape, w: Shape, groups: int, op: str) -> None:
     _image(x, op)
     _image(w, op, "weights")
+    if x[1] % groups:
+        raise ShapeMismatch(
+            f"{op}: a {show_shape(x)} image's {x[1]} channels do not divide into {groups} groups"
+        )
     if x[1] != w[1] * groups or w[0] % groups:
         raise ShapeMismatch(
             f"{op}: a {show_shape(x)} image's {x[1]} channels in {groups} group"
-            f"{'s' * (groups != 1)} need weights of {x[1] // groups if x[1] % groups == 0 else '?'}"
-            f" channels and outputs a multiple of {groups}, not {show_shape(w)}"
+            f"{'s' * (groups != 1)} need weights of {x[1] // groups} channels and outputs a "
+            f"multiple of {groups}, not {show_shape(w)}"
         )
 
 
@@ -388,6 +392,10 @@ def pool_shape(shapes, params) -> Shape:
     x, op = _image(shapes[-1], "a pool"), "a pool"
     window = _pairs(params[0], (1, 1), "window", op)
     pads = _pairs(params[2] if len(params) > 2 else None, (0, 0, 0, 0), "pads", op, 4, 0)
+    if len(params) > 3 and params[3] not in (None, 0, 1):
+        raise ShapeMismatch(
+            f"count_pads is 1 (the padding counts in each mean) or 0 (it does not), not {params[3]}"
+        )
     if any(p >= window[k % 2] for k, p in enumerate(pads)):
         raise ShapeMismatch(
             f"a pool's pads {show_shape(pads)} must each be smaller than its window "

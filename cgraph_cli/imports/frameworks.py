@@ -117,7 +117,7 @@ def from_torch(spec: str, example: Mapping[str, Any]) -> Imported:
         except Exception as e:  # noqa: BLE001 - the user's factory raised
             raise UsageError(f"{spec}() raised {_said(e)}") from None
         if not isinstance(made, torch.nn.Module):
-            raise UsageError(f"{spec}() made a {type(made).__name__}, not a torch.nn.Module")
+            raise UsageError(f"{spec}() made {_a(type(made).__name__)}, not a torch.nn.Module")
     module = made.double().eval()
     try:
         params = [p.name for p in inspect.signature(module.forward).parameters.values()
@@ -158,3 +158,8 @@ def from_torch(spec: str, example: Mapping[str, Any]) -> Imported:
     except Exception as e:  # noqa: BLE001 - the module's forward raised, or the exporter
         raise UsageError(f"exporting {spec} with torch.onnx.export raised {_said(e)}") from None
     return import_onnx(buffer.getvalue(), spec, dict(zip(names, ordered)))
+
+
+def _a(noun: str) -> str:
+    """``a list``, ``an int``."""
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun

@@ -406,11 +406,16 @@ class _Reader:
         return self.known[node.input[k]]
 
     def _unsupported(self, node, what: str | None = None) -> NotSupported:
-        what = what or f"the operator {node.op_type}"
         supported = ", ".join(sorted({*RULES, *FOLD, "Constant"}))
+        hint = (  # an operator cgraph reads, in a use it does not: what it imports is no help
+            f"cgraph imports {node.op_type}, but not this use of it (README: cgraph import)"
+            if what and node.op_type in RULES
+            else f"cgraph imports {supported}"
+        )
+        what = what or f"the operator {node.op_type}"
         return NotSupported(
             f"{self.filename}: cannot import {what} (node {node.name or '(unnamed)'})",
-            hints=[f"cgraph imports {supported}"],
+            hints=[hint],
         )
 
     # -- local functions -------------------------------------------------------------------

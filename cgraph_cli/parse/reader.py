@@ -434,7 +434,11 @@ class Reader:
             + " in the program",
             e[1],
             e[2],
-            hints=[f"for example: {op.symbol}(x, {example})"],
+            hints=[
+                f"for example: {op.symbol}(x, {example})"
+                if op.arity == 1 and k == op.arity
+                else f"for example: {example}"
+            ],
         )
 
     # statements ------------------------------------------------------------------------------

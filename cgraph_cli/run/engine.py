@@ -384,9 +384,8 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
 
     if graph.control is not None:
         return None
-    numbers = (float, int)
-    if not compile_program(graph).tensor and all(  # numbers: NumPy is not even imported
-        v.__class__ in numbers for v in [*(bindings or {}).values(), *graph.defaults.values()]
+    if not compile_program(graph).tensor and not any(  # numbers: NumPy is not even imported
+        _tensor_like(v) for v in [*(bindings or {}).values(), *graph.defaults.values()]
     ):
         return None
     given, missing = input_values(graph, _checked(graph, bindings))
@@ -428,3 +427,11 @@ def _checked(graph: Graph, bindings: Mapping | None) -> Mapping | None:
                 if all(finite(v) for v in bindings.values()):
                     return bindings
     return check_bindings(graph, bindings)
+
+
+def _tensor_like(value) -> bool:
+    """Whether a binding may be a tensor (a list, an array, JSON text of one), as
+    :func:`~cgraph_cli.data.bindings.check_value` tells them apart, without NumPy."""
+    if isinstance(value, str):
+        return value.lstrip().startswith("[")
+    return isinstance(value, (list, tuple)) or hasattr(value, "__array__")

@@ -73,8 +73,14 @@ def export_onnx(
     from .evaluate import forward
 
     ran = ran_graph(graph, bindings)
+    from ..data.bindings import check_bindings
+
+    # the inputs' values as arrays (the command line gives text), their defaults' too: the
+    # shapes of the directions' inputs and of the gradients are theirs
+    bindings = {**ran.defaults, **check_bindings(ran, bindings)}
     outputs: list[tuple[str, Any]]  # a node, or a value known to be 0 (a constant's tangent)
     tangents: dict = {}
+    gradients: dict[str, str] = {}  # --grad: each input's gradient statement
     if jvp or hvp:
         built, outputs, tangents = _forward_mode(ran, bindings, of, wrt, hvp)
         bindings = {**(bindings or {}), **tangents}
@@ -88,12 +94,18 @@ def export_onnx(
         outputs = [(program.output, out)] + [
             (stmt, built.names[stmt]) for stmt in program.gradients.values()
         ]
+        gradients = program.gradients
     else:
         built = ran
         out = built.output if of is None else resolve_name(built, of)
         outputs = [(built.display_name(out) if built.display_name(out).isidentifier() else
                     "output", out)]  # fmt: skip
     values = forward(built, {**built.defaults, **(bindings or {})})
+    shaped = {  # a gradient's shape is its input's: a 0 (no path to it) is spread to it
+        stmt: np.shape(values[built.inputs[w]])
+        for w, stmt in gradients.items()
+        if w in built.inputs
+    }
     kind = TensorProto.DOUBLE if dtype == "float64" else TensorProto.FLOAT
     writer = _Writer(built, values, kind, np.dtype(dtype))
     writer.taken |= {label for label, _ in outputs}  # the outputs' names are theirs alone
@@ -112,8 +124,11 @@ def export_onnx(
     for label, i in outputs:
         known = not isinstance(i, int)
         source = writer.const(i, hint=f"{label}_zero") if known else writer.names[i]
-        writer.nodes.append(helper.make_node("Identity", [source], [label]))
         shape = np.shape(i if known else values[i])
+        if label in shaped and shaped[label] != shape:  # no path to it: 0, spread to its shape
+            wanted = writer.const(list(shaped[label]), np.int64, "shape")
+            source, shape = writer.op("Expand", [source, wanted]), shaped[label]
+        writer.nodes.append(helper.make_node("Identity", [source], [label]))
         result.append(helper.make_tensor_value_info(label, kind, list(shape)))
     model = helper.make_model(
         helper.make_graph(writer.nodes, name, inputs, result, defaults + writer.constants),
