@@ -143,6 +143,7 @@ def _to_sympy(graph, symbols):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expressions(max_leaves=5), points)
+@example("(((x - y) ^ x))", (1.0, 1.0, 1.0))
 def test_gradients_match_sympy(expression, point):
     graph = parse(f"out = {expression}")
     assume(graph.inputs)
@@ -151,6 +152,10 @@ def test_gradients_match_sympy(expression, point):
     assume(done is not None)
     values, adjoints = done
     assume(not _at_kink(graph, values) and all(abs(v) < 1e8 for v in values))
+    # a power of a base that is exactly 0: PyTorch's convention (d/dy = 0 there, as cgraph),
+    # SymPy's 0 * log(0) evaluated in floats (a seed found (x - y) ^ x at x = y: 1 and 1e-33)
+    assume(not any(op.name == "pow" and values[graph.args[i][0]] == 0.0
+                   for i, op in enumerate(graph.ops)))  # fmt: skip
     symbols = {name: sympy.Symbol(name, real=True) for name in graph.inputs}
     expr = _to_sympy(graph, symbols)
     at = {symbols[name]: sympy.Float(value, 30) for name, value in bindings.items()}
