@@ -362,27 +362,24 @@ def conv2d_shape(shapes, params) -> Shape:
 def conv_transpose2d_shape(shapes, params) -> Shape:
     """``y`` (the convolution's output) and the weights, back to the input's ``size``."""
     (y, w), size = shapes, tuple(params[0])
-    op = "conv_transpose2d"
-    _image(size, op, "a size")
-    _conv_check(size, w, _groups(params, 4, op), op)
-    if y != (size[0], w[0]) + _windowed(size, w[2:], params[1:4], op):
-        raise ShapeMismatch(
-            f"{op}: {show_shape(y)} is not what conv2d makes of a {show_shape(size)} image "
-            f"with {show_shape(w)} weights"
-        )
-    return size
+    return _conv_gradient(size, w, y, size, params, "conv_transpose2d")
 
 
 def conv2d_weights_shape(shapes, params) -> Shape:
     """The input and ``y`` (shaped as the convolution's output), to the weights' ``size``."""
     (x, y), size = shapes, tuple(params[0])
-    op = "conv2d_weights"
+    return _conv_gradient(x, size, y, size, params, "conv2d_weights")
+
+
+def _conv_gradient(x: Shape, w: Shape, y: Shape, size: Shape, params, op: str) -> Shape:
+    """``size`` (a gradient of conv2d's: its image's or its weights'), where ``y`` is what
+    conv2d makes of an ``x`` image with ``w`` weights under the parameters after ``size``."""
     _image(size, op, "a size")
-    _conv_check(x, size, _groups(params, 4, op), op)
-    if y != (x[0], size[0]) + _windowed(x, size[2:], params[1:4], op):
+    _conv_check(x, w, _groups(params, 4, op), op)
+    if y != (x[0], w[0]) + _windowed(x, w[2:], params[1:4], op):
         raise ShapeMismatch(
             f"{op}: {show_shape(y)} is not what conv2d makes of a {show_shape(x)} image "
-            f"with {show_shape(size)} weights"
+            f"with {show_shape(w)} weights"
         )
     return size
 

@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from ..core.arrays import np
 from ..core.errors import BindingError, named
@@ -95,7 +96,28 @@ def check_bindings(graph: Graph, bindings: Mapping[str, object] | None) -> dict[
     unknown = [name for name in bindings if name not in graph.inputs]
     if unknown:
         raise unknown_binding(graph, unknown)
+    if bindings and _already_values(bindings):
+        return dict(bindings)
     return {name: check_value(name, value) for name, value in bindings.items()}
+
+
+def _already_values(bindings: Mapping[str, object]) -> bool:
+    """Whether every binding is already what :func:`check_value` makes of it (a finite float,
+    or a finite float64 array of one element or more, kept as it is), checked in one pass:
+    a program run again and again with arrays pays no conversion."""
+    values: list[Any] = list(bindings.values())
+    if all(v.__class__ is float for v in values):
+        return all(math.isfinite(v) for v in values)
+    if not all(v.__class__ is float or hasattr(v, "dtype") for v in values):
+        return False  # (lists, text, integers: converted; NumPy not imported for them)
+    ndarray, f64 = np.ndarray, np.float64
+    if not all(
+        v.__class__ is float or (v.__class__ is ndarray and v.dtype == f64 and v.ndim and v.size)
+        for v in values
+    ):
+        return False
+    with np.errstate(all="ignore"):
+        return all(finite(v) for v in values)
 
 
 def input_values(

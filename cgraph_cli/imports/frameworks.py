@@ -76,14 +76,9 @@ def _said(e: BaseException) -> str:
 
 def from_jax(spec: str, example: Mapping[str, Any]) -> Imported:
     """The program of the JAX function ``MODULE:FUNCTION`` traced on ``example``'s arrays."""
-    try:
-        import jax  # noqa: F401 - asked for before the user's module runs
-    except ImportError:
-        raise UsageError(
-            "--from jax needs the jax package",
-            hints=["pip install 'cgraph-cli[jax]' (or: pip install jax)"],
-        ) from None
-    from .jaxpr import trace_function
+    from .jaxpr import require_jax, trace_function
+
+    require_jax()  # asked for before the user's module runs
 
     function = load_object(spec, "jax")
     if not callable(function):

@@ -782,13 +782,8 @@ FOLD: dict[str, Callable] = {
 
 
 # -- tracing a function ----------------------------------------------------------------------
-def trace_function(
-    function: Callable, example: Mapping[str, Any], label: str, said: str = "--example"
-) -> Imported:
-    """The program of the JAX function ``function`` (shown as ``label``), traced on the arrays
-    of ``example``: by the function's parameter names where every key is one, else in the
-    order of the file (the program's inputs named as the file's arrays). The tracing runs the function (on tracers): what it raises is a usage
-    error (exit 2) with its message."""
+def require_jax():
+    """The jax package, or a usage error saying how to install it."""
     try:
         import jax
     except ImportError:
@@ -796,6 +791,17 @@ def trace_function(
             "--from jax needs the jax package",
             hints=["pip install 'cgraph-cli[jax]' (or: pip install jax)"],
         ) from None
+    return jax
+
+
+def trace_function(
+    function: Callable, example: Mapping[str, Any], label: str, said: str = "--example"
+) -> Imported:
+    """The program of the JAX function ``function`` (shown as ``label``), traced on the arrays
+    of ``example``: by the function's parameter names where every key is one, else in the
+    order of the file (the program's inputs named as the file's arrays). The tracing runs the function (on tracers): what it raises is a usage
+    error (exit 2) with its message."""
+    jax = require_jax()
     names, values, call = _arguments(function, example, label, said)
     enable: Any = getattr(jax, "enable_x64", None)
     if enable is None:  # older JAX: the experimental context

@@ -379,7 +379,7 @@ def _own(value, given: Mapping):
 def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradient: bool):
     """The compiled module for ``graph`` at these bindings' shapes and the bindings it takes,
     from the second call on; None where the interpreter answers (see :func:`compiled_grad`)."""
-    from ..data.bindings import input_values
+    from ..data.bindings import check_bindings, input_values
     from .evaluate import compile_program
 
     if graph.control is not None:
@@ -388,7 +388,7 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
         _tensor_like(v) for v in [*(bindings or {}).values(), *graph.defaults.values()]
     ):
         return None
-    given, missing = input_values(graph, _checked(graph, bindings))
+    given, missing = input_values(graph, check_bindings(graph, bindings))
     if missing or not (
         compile_program(graph).tensor or any(v.__class__ is not float for v in given.values())
     ):
@@ -408,25 +408,6 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
     if not isinstance(found, Engine):
         return None
     return found, given
-
-
-def _checked(graph: Graph, bindings: Mapping | None) -> Mapping | None:
-    """``bindings`` as :func:`~cgraph_cli.data.bindings.check_bindings` gives them, without
-    its conversions where there is nothing to convert: floats and float64 arrays (of one axis
-    or more) of the program's inputs, all finite."""
-    from ..data.bindings import check_bindings, finite
-
-    if bindings and bindings.keys() <= graph.inputs.keys():
-        ndarray, f64 = np.ndarray, np.float64
-        plain = all(
-            v.__class__ is float or (v.__class__ is ndarray and v.dtype == f64 and v.ndim)
-            for v in bindings.values()
-        )
-        if plain:
-            with np.errstate(all="ignore"):
-                if all(finite(v) for v in bindings.values()):
-                    return bindings
-    return check_bindings(graph, bindings)
 
 
 def _tensor_like(value) -> bool:
