@@ -399,12 +399,16 @@ def test_grad_called_again_says_what_the_interpreter_says_about_bad_values():
     ]
 
 
-def test_a_program_of_numbers_or_loops_stays_interpreted():
-    loop = "for i in range(3):\n    x = x * 2\ny = sum(x)"
-    for program, bindings in (("y = x * x", {"x": 3.0}), (loop, {"x": np.ones(2)})):
-        graph = cg.parse(program)
-        cg.grad(graph, bindings)
-        assert cg.grad(graph, bindings)._known is None
+def test_a_program_of_numbers_stays_interpreted_and_loops_run_as_scans():
+    graph = cg.parse("y = x * x")
+    cg.grad(graph, {"x": 3.0})
+    assert cg.grad(graph, {"x": 3.0})._known is None
+    loop = cg.parse("for i in range(3):\n    x = x * 2\ny = sum(x)")
+    first = cg.grad(loop, {"x": np.ones(2)})
+    assert first._known is None  # a short loop: unrolled at its first call
+    second = cg.grad(loop, {"x": np.ones(2)})
+    assert second._known is not None and second._graph is None  # then a scan
+    assert second.gradients["x"].tolist() == first.gradients["x"].tolist() == [8.0, 8.0]
 
 
 def test_evaluate_called_again_runs_compiled_and_gives_the_interpreters_values():

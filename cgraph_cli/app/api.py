@@ -43,38 +43,64 @@ class Evaluation(_Result):
     <Evaluation g = -12>
     """
 
-    __slots__ = ("graph", "_values", "output", "_named", "_run")
-    graph: Graph
+    __slots__ = ("_graph", "_values", "_output", "_named", "_run")
+    _graph: Graph | None
     _values: list[Value] | None
-    output: int  # the node asked for
+    _output: int | None
     # From the compiled module: every named value; every node's values from ``_run()`` (the
-    # interpreter's forward pass) when first asked for.
+    # interpreter's passes: ``(graph that ran, values, ..., output)``) when first asked for.
+    # A program with loops run as a scan knows its output's value alone: ``{"": value}``,
+    # and its graph that runs too comes from ``_run()``.
     _named: dict[str, Value] | None
     _run: Any
 
     def __init__(self, graph: Graph, values: list[Value], output: int) -> None:
-        object.__setattr__(self, "graph", graph)
+        object.__setattr__(self, "_graph", graph)
         object.__setattr__(self, "_values", values)
-        object.__setattr__(self, "output", output)
+        object.__setattr__(self, "_output", output)
         object.__setattr__(self, "_named", None)
         object.__setattr__(self, "_run", None)
 
     @classmethod
-    def from_named(cls, graph: Graph, output: int, named: dict[str, Value], run: Any) -> Evaluation:
+    def from_named(
+        cls, graph: Graph | None, output: int | None, named: dict[str, Value], run: Any
+    ) -> Evaluation:
         """The result of a compiled forward pass: the named values now, every node's from
-        ``run()`` when first asked for."""
+        ``run()`` when first asked for (the graph too, when None: a scan's)."""
         result = cls.__new__(cls)
-        for name, v in (("graph", graph), ("_values", None), ("output", output)):
+        for name, v in (("_graph", graph), ("_values", None), ("_output", output)):
             object.__setattr__(result, name, v)
         object.__setattr__(result, "_named", named)
         object.__setattr__(result, "_run", run)
         return result
 
+    def _passes(self) -> None:
+        ran = self._run()
+        object.__setattr__(self, "_graph", ran[0])
+        object.__setattr__(self, "_values", ran[1])
+        object.__setattr__(self, "_output", ran[-1])
+
+    @property
+    def graph(self) -> Graph:
+        """The graph that ran (one branch of each conditional, the loops unrolled)."""
+        if self._graph is None:
+            self._passes()
+        assert self._graph is not None
+        return self._graph
+
+    @property
+    def output(self) -> int:
+        """The node asked for (``of``, else the output), in :attr:`graph`."""
+        if self._output is None:
+            self._passes()
+        assert self._output is not None
+        return self._output
+
     @property
     def values(self) -> list[Value]:
         """Every node's value, by node id."""
         if self._values is None:
-            object.__setattr__(self, "_values", self._run()[1])
+            self._passes()
         assert self._values is not None
         return self._values
 
@@ -87,13 +113,15 @@ class Evaluation(_Result):
     def value(self) -> Value:
         """The output's value."""
         if self._named is not None:
+            if "" in self._named:  # a scan's
+                return self._named[""]
             return self._named[self.graph.display_name(self.output)]
         return self.values[self.output]
 
     @property
     def named(self) -> dict[str, Value]:
         """Every input and named node (its newest assignment) with its value."""
-        if self._named is not None:
+        if self._named is not None and "" not in self._named:
             return dict(self._named)
         return {name: self.values[node] for name, node in self.graph.named_nodes().items()}
 
@@ -147,32 +175,32 @@ class Gradients(Evaluation):
 
     @classmethod
     def compiled(
-        cls, graph: Graph, output: int, value: Value, gradients: dict[str, Value], later: Any
+        cls,
+        graph: Graph | None,
+        output: int | None,
+        value: Value,
+        gradients: dict[str, Value],
+        later: Any,
     ) -> Gradients:
         """The result of a compiled run: ``value`` and ``gradients`` now, every node's values
-        and adjoints from ``later()`` (the interpreter's passes) when first asked for."""
+        and adjoints from ``later()`` (the interpreter's passes) when first asked for (the
+        graph that ran too, when None: a scan's)."""
         result = cls.__new__(cls)
-        for name, v in (("graph", graph), ("_values", None), ("output", output)):
+        for name, v in (("_graph", graph), ("_values", None), ("_output", output)):
             object.__setattr__(result, name, v)
         object.__setattr__(result, "_named", None)
-        object.__setattr__(result, "_run", None)
+        object.__setattr__(result, "_run", later)
         object.__setattr__(result, "_adjoints", None)
         object.__setattr__(result, "_known", (value, gradients))
         object.__setattr__(result, "_later", later)
         return result
 
     def _passes(self) -> None:
-        _, values, adjoints, _ = self._later()
+        ran, values, adjoints, out = self._later()
+        object.__setattr__(self, "_graph", ran)
+        object.__setattr__(self, "_output", out)
         object.__setattr__(self, "_values", values)
         object.__setattr__(self, "_adjoints", adjoints)
-
-    @property
-    def values(self) -> list[Value]:
-        """Every node's value, by node id."""
-        if self._values is None:
-            self._passes()
-        assert self._values is not None
-        return self._values
 
     @property
     def adjoints(self) -> list[Value]:
@@ -281,10 +309,12 @@ def evaluate(
 
     parsed = _parsed(program)
     named = compiled_forward(parsed, bindings, of)
-    if named is not None:  # a tensor program run again: its compiled module
-        out = parsed.output if of is None else resolve_name(parsed, of)
+    if named is not None:  # its compiled module, or loops run as a scan
         kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
         run = lambda: evaluated(parsed, kept, of)  # noqa: E731 - asked for later
+        if "" in named:  # a scan's: the graph that runs is made when asked for
+            return Evaluation.from_named(None, None, named, run)
+        out = parsed.output if of is None else resolve_name(parsed, of)
         return Evaluation.from_named(parsed, out, named, run)
     return Evaluation(*evaluated(parsed, bindings, of))
 
@@ -304,11 +334,13 @@ def grad(
 
     parsed = _parsed(program)
     fast = compiled_grad(parsed, bindings, of)
-    if fast is not None:  # a tensor program run again: its compiled module
-        out = parsed.output if of is None else resolve_name(parsed, of)
+    if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
         kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
         later = lambda: differentiated(parsed, kept, of)  # noqa: E731 - asked for later
+        if parsed.control is not None:  # a scan's: the graph that runs is made when asked for
+            return Gradients.compiled(None, None, value, gradients, later)
+        out = parsed.output if of is None else resolve_name(parsed, of)
         return Gradients.compiled(parsed, out, value, gradients, later)
     graph, values, adjoints, out = differentiated(parsed, bindings, of)
     return Gradients(graph, values, out, adjoints)

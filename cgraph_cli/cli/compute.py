@@ -88,7 +88,13 @@ def eval_command(
             precision=precision,
             full=full,
         )
-    report = eval_report(evaluate(graph, bindings, of=of))
+    if graph.control is not None:  # the report lists every step's values: the graph that runs
+        from ..app.api import Evaluation
+        from ..run.program import evaluated
+
+        report = eval_report(Evaluation(*evaluated(graph, bindings, of)))
+    else:
+        report = eval_report(evaluate(graph, bindings, of=of))
 
     def text():
         from ..render.table import output_line, value_table
@@ -164,7 +170,15 @@ def grad_command(
     wanted = names(wrt)
     for name in wanted:  # a misspelt --wrt is a usage error, before any missing binding
         resolve_name(graph, name)
-    report = grad_report(grad(graph, bindings, of=of), wanted or None, per_step)
+    if graph.control is not None:  # the report lists every step's values: the graph that runs
+        from ..app.api import Gradients
+        from ..run.program import differentiated
+
+        ran, values, adjoints, out = differentiated(graph, bindings, of)
+        result = Gradients(ran, values, out, adjoints)
+    else:
+        result = grad(graph, bindings, of=of)
+    report = grad_report(result, wanted or None, per_step)
 
     def text():
         from ..render.table import gradient_table

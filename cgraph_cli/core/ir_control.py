@@ -19,15 +19,26 @@ SHOWN_STEPS = 6
 class Loop:
     """A loop of the static graph: its variable, its bound as written, its header's span,
     the ids of its body's nodes (``lo`` to ``hi``) and its back edges ``(last node of a name in
-    the body, the node it replaces at the next step, name)``."""
+    the body, the node it replaces at the next step, name)``. ``count``: the bound as the
+    reader holds it and the node of the name it reads (None for a number), which give the
+    number of steps for given bindings. ``aliased``: the body reads a value it carries under
+    another name too (``h = x``, then ``h = h * x`` in the body): the static graph does not
+    tell the two apart there."""
 
-    __slots__ = ("var", "bound", "start", "end", "lo", "hi", "back", "depth", "_before")
+    __slots__ = (
+        *("var", "bound", "start", "end", "lo", "hi", "back", "depth", "count", "aliased"),
+        *("_before", "_reads"),
+    )
 
-    def __init__(self, var: str, bound: str, start: int, end: int, lo: int, depth: int) -> None:
+    def __init__(
+        self, var: str, bound: str, start: int, end: int, lo: int, depth: int, count=None
+    ) -> None:
         self.var, self.bound, self.start, self.end = var, bound, start, end
-        self.lo, self.hi, self.depth = lo, lo, depth
+        self.lo, self.hi, self.depth, self.count = lo, lo, depth, count
         self.back: list[tuple[int, int, str]] = []
+        self.aliased = False
         self._before: dict[str, int] = {}
+        self._reads: dict[int, set[str]] = {}  # node -> the names the body read it by
 
     @property
     def trips(self) -> str:
@@ -46,9 +57,10 @@ class Static:
         self.conds: dict[int, tuple[int, int]] = {}
         self._open: list[Loop] = []
 
-    def begin_loop(self, reader, var: str, bound, start: int, end: int) -> None:
+    def begin_loop(self, reader, var: str, bound, start: int, end: int, read=None) -> None:
         text = str(bound) if isinstance(bound, int) else reader.text[bound[3] : bound[4]]
-        loop = Loop(var, text, start, end, len(reader.b.graph.ops), len(self._open))
+        depth = len(self._open)
+        loop = Loop(var, text, start, end, len(reader.b.graph.ops), depth, (bound, read))
         loop._before = dict(reader.scope)
         self.loops.append(loop)
         self._open.append(loop)
@@ -60,7 +72,13 @@ class Static:
             before = loop._before.get(name)
             if before is not None and before != node and node >= loop.lo:
                 loop.back.append((node, before, name))
-        loop._before = {}
+        loop.aliased = any(loop._reads.get(before, {name}) != {name} for _, before, name in loop.back)
+        loop._before, loop._reads = {}, {}
+
+    def read(self, name: str, node: int) -> None:
+        """The body of each open loop read ``node`` by ``name``."""
+        for loop in self._open:
+            loop._reads.setdefault(node, set()).add(name)
 
 
 class Guard:

@@ -160,6 +160,8 @@ class Reader:
             if self.frames:
                 raise self._outer(name, start, end)
             node = self.scope[name] = self.b.input(name, start, end)
+        if self.flow is not None and self.tracer is None and not self.frames:
+            self.flow.read(name, node)
         return node
 
     def _outer(self, name: str, start: int, end: int) -> ParseError:
@@ -210,6 +212,8 @@ class Reader:
                 raise self._outer(text, start, end)
             else:
                 node = self.scope[text] = self.b.input(text, start, end)
+        if self.flow is not None and self.tracer is None and not self.frames:
+            self.flow.read(text, node)
         return node, start, end
 
     add = _binary("add")
@@ -609,7 +613,7 @@ class Reader:
         read = None if isinstance(bound, int) else self._read(bound[1][1], *bound[1][2:4])
         if self.tracer is None:
             flow = self._flow()
-            flow.begin_loop(self, name, bound, start, end)
+            flow.begin_loop(self, name, bound, start, end, read)
             self.loops.append([name, 0, (start, end), -1])
             # The variable, in the static graph: a placeholder named after it (not an input:
             # the loop gives it its values).

@@ -335,7 +335,11 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
     interpreter's: a program run once is not worth compiling); None where the interpreter
     answers: the first call, a program of numbers (its float loops are as fast), one with
     if/else or loops, one that does not compile, and bindings the module refuses (a value
-    not finite: the interpreter says where)."""
+    not finite: the interpreter says where). A program with loops runs as a scan
+    (:mod:`cgraph_cli.run.scan`): at once when its loops are long, else from the second call;
+    its value and gradients have ``None`` for the output's name."""
+    if graph.control is not None:
+        return _scanned(graph, bindings, of, gradient=True)
     found = _compiled(graph, bindings, of, gradient=True)
     if found is None:
         return None
@@ -350,7 +354,11 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
 def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = None):
     """Every named value of a straight-line tensor program from its compiled module (the
     forward pass alone), as :func:`compiled_grad` decides when; None where the interpreter
-    answers, and where the output asked for has no name of its own."""
+    answers, and where the output asked for has no name of its own. A program with loops
+    runs as a scan, as for :func:`compiled_grad`: its output's value alone, under ``""``."""
+    if graph.control is not None:
+        found = _scanned(graph, bindings, of, gradient=False)
+        return None if found is None else {"": found[0]}
     found = _compiled(graph, bindings, of, gradient=False)
     if found is None:
         return None
@@ -363,6 +371,21 @@ def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = No
     if out not in named:
         return None
     return {k: _own(v, given) for k, v in named.items()}
+
+
+def _scanned(graph: Graph, bindings: Mapping | None, of: str | None, *, gradient: bool):
+    """A program with loops run as a scan, or None where the graph that runs answers: a
+    program with conditionals, nested loops..., and the first call of a short loop (its
+    unrolled graph is cheaper than compiling the body)."""
+    from .scan import AT_ONCE, scan_forward, scan_grad, steps_times_body
+
+    if not hasattr(graph.control, "loops"):  # a graph that ran, one branch, loops unrolled
+        return None
+    seen: set = graph.memo.setdefault("scanned", set())
+    if (of, gradient) not in seen and steps_times_body(graph, bindings) < AT_ONCE:
+        seen.add((of, gradient))
+        return None
+    return (scan_grad if gradient else scan_forward)(graph, bindings, of)
 
 
 def _own(value, given: Mapping):

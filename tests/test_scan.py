@@ -1,0 +1,271 @@
+"""Loops run as scans (cgraph_cli.run.scan) against the graph that runs (the loops unrolled,
+the interpreter's passes): the same values and gradients, and where the scan does not answer
+(None), the library's functions still give the interpreter's answer or error."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import expressions, tensor_expressions
+
+import cgraph_cli as cg
+from cgraph_cli.core.errors import CgraphError
+from cgraph_cli.run.program import differentiated, evaluated
+from cgraph_cli.run.scan import AT_ONCE, scan_forward, scan_grad
+
+
+
+def _interpreted(graph, bindings, of=None):
+    ran, values, adjoints, out = differentiated(graph, bindings, of)
+    return values[out], {name: adjoints[node] for name, node in ran.inputs.items()}
+
+
+def _close(a, b) -> bool:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _same_answer(graph, bindings, of=None, *, must_scan: bool = True) -> None:
+    expected = _interpreted(graph, bindings, of)
+    got = scan_grad(graph, bindings, of)
+    if got is None:
+        assert not must_scan, "the scan gave no answer"
+        return
+    assert _close(got[0], expected[0])
+    assert got[1].keys() == expected[1].keys()
+    for name, g in expected[1].items():
+        assert _close(got[1][name], g), name
+        assert isinstance(got[1][name], float) == isinstance(g, float), name
+    forward = scan_forward(graph, bindings, of)
+    assert forward is not None and _close(forward[0], expected[0])
+
+
+def _sample(name: str) -> str:
+    from pathlib import Path
+
+    return (Path(__file__).parent.parent / "samples" / f"{name}.cg").read_text()
+
+
+def test_the_rnn_sample_runs_as_a_scan_with_the_interpreters_gradients():
+    graph = cg.parse(_sample("rnn"))
+    _same_answer(graph, {})
+    rng = np.random.default_rng(1)
+    longer = {"xs": rng.normal(size=(50, 2)), "W": rng.normal(size=(2, 2))}
+    _same_answer(graph, longer)
+
+
+LOOPS = {
+    "a number carried": ("input a = 0.5\nh = 1\nfor t in range(4):\n    h = h * a + t", {}),
+    "a number becomes a vector": (
+        "h = 0\nfor t in range(len(xs)):\n    h = h * w + xs[t]\ny = sum(h * h)",
+        {"xs": [[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]], "w": [0.5, 2.0]},
+    ),
+    "columns read as X[:, t]": (
+        "s = zeros\nfor k in range(3):\n    s = s + sin(X[:, k]) * s + X[:, k]\nloss = sum(s)",
+        {"X": [[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]], "zeros": [0.0, 0.0]},
+    ),
+    "two loops, code between and a name of the body read after": (
+        "h = x + 0.5\nfor i in range(3):\n    g = h * h\n    h = sin(g) + x\n"
+        "m = h * 2\nfor j in range(2):\n    m = m * g + 1\ny = m + g",
+        {"x": 0.3},
+    ),
+    "names the step code uses": (
+        "input e0 = 0.5, t = 2, saved = 1, np = 3\n_w = saved\n"
+        "for step in range(3):\n    _w = _w * e0 + t * step + np\nct0 = _w * 2",
+        {},
+    ),
+    "a statement no one reads, in the body": (
+        "h = x\nfor t in range(3):\n    unused = log(h)\n    h = h * 2\ny = h",
+        {"x": 1.5},
+    ),
+    "an output named in the body": (
+        "input W = [[0.5, 0.1], [0.2, 0.3]]\nh = [1, 1]\nfor t in range(3):\n"
+        "    z = W @ h\n    h = tanh(z)\nloss = sum(h)",
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOPS))
+def test_loops_run_as_scans_give_the_interpreters_answers(name):
+    program, bindings = LOOPS[name]
+    _same_answer(cg.parse(program), bindings)
+
+
+def test_of_a_value_the_loop_carries_is_its_last_steps():
+    program, bindings = LOOPS["two loops, code between and a name of the body read after"]
+    graph = cg.parse(program)
+    _same_answer(graph, bindings, of="h")
+    with pytest.raises(CgraphError, match="no name 'g'"):  # g_1, g_2, g_3: one per step
+        differentiated(graph, bindings, of="g")
+    assert scan_grad(graph, bindings, of="g") is None
+
+
+@pytest.mark.parametrize(
+    ("program", "bindings"),
+    [
+        # the body reads the carried value by another name too: the static graph cannot
+        # tell them apart
+        ("h = x\nfor t in range(3):\n    h = h * x\ny = h", {"x": 1.5}),
+        ("h = 1\nfor t in range(n):\n    h = h * 2\nz = h", {"n": 0.0}),  # no steps
+        ("h = 1\nfor t in range(2):\n    h = h * 2 if h > 1 else h + 1\ny = h", {}),
+        ("h = 0\nfor i in range(2):\n    for j in range(2):\n        h = h + x\ny = h", {"x": 1.0}),
+    ],
+)
+def test_what_a_scan_does_not_take_is_the_interpreters(program, bindings):
+    graph = cg.parse(program)
+    assert scan_grad(graph, bindings) is None
+    result = cg.grad(graph, bindings)
+    expected = _interpreted(graph, bindings)
+    assert result.value == expected[0] and result.gradients == expected[1]
+
+
+@pytest.mark.parametrize(
+    ("program", "bindings", "message"),
+    [
+        ("h = x\nfor t in range(3):\n    h = log(h - 2)\ny = h", {"x": 3.5}, "log"),
+        ("h = x\nfor t in range(3):\n    dead = sqrt(h - 5)\n    h = h + 1\ny = h", {"x": 3.0}, "sqrt"),
+        ("h = x\nfor t in range(3):\n    h = tanh(exp(h * 800))\ny = h", {"x": 1.0}, "exp"),
+        ("h = x\nfor t in range(3):\n    h = tanh(exp(h * 800))\ny = sum(h)", {"x": [0.5, 1.0]}, "exp"),
+        ("h = x\nfor t in range(3):\n    d = log(h - 0.7)\n    h = h * 1\ny = sum(h)", {"x": [0.5, 1.0]}, "log"),
+        ("h = 0\nfor t in range(4):\n    h = h + xs[t]\ny = sum(h)", {"xs": [[1.0], [2.0]]}, "past the end"),
+    ],
+)
+def test_a_loop_that_fails_fails_with_the_interpreters_error_at_its_node(program, bindings, message):
+    graph = cg.parse(program)
+    with pytest.raises(CgraphError) as interpreted:
+        differentiated(graph, bindings)
+    assert scan_grad(graph, bindings) is None
+    for _ in range(2):  # the first call and the next (the scan's, when it runs)
+        with pytest.raises(CgraphError) as e:
+            cg.grad(graph, bindings)
+        assert str(e.value) == str(interpreted.value)
+        assert e.value.where() == interpreted.value.where()
+    assert message in str(e.value)
+
+
+def test_a_long_loop_runs_as_a_scan_at_once_and_its_graph_is_made_when_asked_for():
+    rng = np.random.default_rng(0)
+    n = AT_ONCE
+    graph = cg.parse(_sample("rnn"))
+    bindings = {"xs": rng.normal(size=(n, 2))}
+    result = cg.grad(graph, bindings)
+    assert result._graph is None, "the scan answered; no graph was unrolled"
+    expected = _interpreted(graph, bindings)
+    assert _close(result.value, expected[0])
+    assert _close(result.gradients["W"], expected[1]["W"])
+    # every node's values and adjoints, and the graph that ran, when asked for
+    assert len(result.graph.control.steps["h"]) == n + 1
+    assert _close(result.wrt("W"), expected[1]["W"])
+    evaluation = cg.evaluate(graph, bindings)
+    assert evaluation._graph is None and _close(evaluation.value, expected[0])
+    assert evaluation.output_name == "loss"
+
+
+def test_a_short_loop_runs_as_a_scan_from_its_second_call():
+    graph = cg.parse(_sample("rnn"))
+    assert cg.grad(graph, {})._graph is not None
+    second = cg.grad(graph, {})
+    assert second._graph is None and _close(second.value, _interpreted(graph, {})[0])
+
+
+def test_a_scans_gradient_is_never_the_callers_array():
+    graph = cg.parse("h = 0\nfor t in range(2):\n    h = h + sum(W * x)\ny = h")
+    W, x = np.ones((2, 2)), np.arange(4.0).reshape(2, 2)
+    grads = scan_grad(graph, {"W": W, "x": x})[1]
+    assert not np.may_share_memory(grads["W"], x) and not np.may_share_memory(grads["x"], W)
+    assert W.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+# --- random programs --------------------------------------------------------------------------
+NAMES = ("x", "e0", "saved")  # the second and third: names the step code gives its own values
+
+
+@st.composite
+def loop_programs(draw):
+    inputs = list(NAMES)
+    carried = draw(st.sampled_from(["h", "c0", "t"]))
+    var = draw(st.sampled_from(["k", "step"]))
+    init = draw(expressions(inputs, max_leaves=3))
+    body = draw(expressions([*inputs, carried, var], max_leaves=6))
+    after = draw(expressions([carried, inputs[0]], max_leaves=3))
+    lines = [f"{carried} = {init}", f"for {var} in range({draw(st.integers(1, 5))}):"]
+    lines.append(f"    {carried} = {body}")
+    if draw(st.booleans()):
+        lines.append(f"    {carried} = {carried} * 0.5 + {inputs[1]}")
+    lines.append(f"out = {after}")
+    values = st.floats(-2, 2, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
+    return "\n".join(lines), {name: draw(values) for name in inputs}
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(loop_programs())
+def test_random_loops_of_numbers_give_the_interpreters_answer(case):
+    program, bindings = case
+    graph = cg.parse(program)
+    bindings = {k: v for k, v in bindings.items() if k in graph.inputs}
+    try:
+        expected = _interpreted(graph, bindings)
+    except CgraphError:
+        assert scan_grad(graph, bindings) is None
+        return
+    got = scan_grad(graph, bindings)
+    if got is not None:  # None: the scan left it to the interpreter, which answered
+        assert got[0] == pytest.approx(expected[0], rel=1e-9, abs=1e-12)
+        for name, g in expected[1].items():
+            assert got[1][name] == pytest.approx(g, rel=1e-7, abs=1e-9), name
+
+
+@st.composite
+def tensor_loops(draw):
+    body = draw(tensor_expressions(max_leaves=4, names=("A", "r", "s", "h")))
+    step = draw(st.sampled_from(["h = {}", "h = h * 0.5 + {}", "h = tanh({}) + xs[t]"]))
+    program = "\n".join(
+        [
+            "h = A * 0.1",
+            "for t in range(len(xs)):",
+            "    " + step.format(body),
+            "loss = sum(h * h)",
+        ]
+    )
+    rng = np.random.default_rng(draw(st.integers(0, 100)))
+    bindings = {
+        "A": rng.uniform(-1, 1, size=(2, 3)),
+        "r": rng.uniform(-1, 1, size=3),
+        "s": float(rng.uniform(-1, 1)),
+        "xs": rng.uniform(-1, 1, size=(draw(st.integers(1, 4)), 2, 3)),
+    }
+    return program, bindings
+
+
+@settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(tensor_loops())
+def test_random_tensor_loops_give_the_interpreters_answer(case):
+    program, bindings = case
+    graph = cg.parse(program)
+    bindings = {k: v for k, v in bindings.items() if k in graph.inputs}
+    try:
+        expected = _interpreted(graph, bindings)
+    except CgraphError:
+        assert scan_grad(graph, bindings) is None
+        return
+    got = scan_grad(graph, bindings)
+    assert got is not None, "a tensor loop the interpreter runs runs as a scan"
+    assert math.isclose(got[0], expected[0], rel_tol=1e-9, abs_tol=1e-12)
+    for name, g in expected[1].items():
+        assert _close(got[1][name], g), name
+
+
+def test_evaluated_and_scanned_values_agree_on_a_tensor_output():
+    graph = cg.parse("h = x\nfor t in range(3):\n    h = h * 2\ny = h")
+    x = np.array([1.0, 2.0])
+    (value,) = scan_forward(graph, {"x": x})
+    ran, values, out = evaluated(graph, {"x": x})
+    assert _close(value, values[out])
+    assert scan_grad(graph, {"x": x}) is None  # a tensor output has no gradient: its error
