@@ -3,13 +3,18 @@
     python bench/bench_rnn.py                  # 1,000 steps, hidden size 16, inputs 8
     python bench/bench_rnn.py --steps 100 --hidden 4
 
-cgraph runs the program of samples/rnn.cg (sizes changed) end to end: reading it, recording
-the graph that runs (the loop unrolled), the forward pass and the reverse pass. Against it:
-the same computation written by hand in NumPy (a loop forward, a loop backward: the practical
-limit for a step-by-step interpreter), and the peers that install here: PyTorch (eager
-autograd) and JAX (`lax.scan` under `jit(grad)`, compile time apart). micrograd is left out: it
-has scalars only, and a 16-wide RNN is thousands of scalar nodes a step. Prints figures; the
-results are checked equal to NumPy's before timing.
+cgraph runs the program of samples/rnn.cg (sizes changed) through `cgraph_cli.grad`, which runs
+the loop as a scan (cgraph_cli.run.scan: the body compiled once into a step function and its
+vector-Jacobian product, the loop run forward and back over the saved steps): from the text
+(reading it and compiling the steps included) and again on the parsed program (the steps
+compiled already); and, for reference, the graph that runs unrolled and its passes. Against
+it: the same computation written by hand in NumPy (a loop forward, a loop backward: the
+practical limit), and the peers that install here: PyTorch (eager autograd) and JAX
+(`lax.scan` under `jit(grad)`, compile time apart). micrograd is left out: it has scalars
+only, and a 16-wide RNN is thousands of scalar nodes a step. Every contender runs once a
+round, after NumPy's run of the round, and is given as its median time and the median and
+range of its per-round ratios to NumPy. The results are checked equal to NumPy's before
+timing. Use OPENBLAS_NUM_THREADS=1 (the peers' single thread).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from statistics import median
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from cgraph_cli import grad, parse  # noqa: E402
 from cgraph_cli.run.control import run_graph  # noqa: E402
+from cgraph_cli.run.program import differentiated  # noqa: E402
 
 PROGRAM = """\
 input W, U, b, v, target = 0.5
@@ -36,15 +43,6 @@ for t in range(len(xs)):
 y = sum(v * h)
 loss = (y - target)^2
 """
-
-
-def best(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def data(steps: int, hidden: int, features: int) -> dict:
@@ -130,53 +128,62 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--hidden", type=int, default=16)
     ap.add_argument("--features", type=int, default=8)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args()
     bindings = data(args.steps, args.hidden, args.features)
     static = parse(PROGRAM)
-
-    cg = grad(PROGRAM, bindings)
     ref_loss, ref_dW = numpy_by_hand(**bindings)
-    assert np.isclose(cg.value, ref_loss) and np.allclose(cg.gradients["W"], ref_dW)
-
-    t_cg = best(lambda: grad(PROGRAM, bindings), args.runs)
-    t_trace = best(lambda: run_graph(static, bindings), args.runs)
-    ran = run_graph(static, bindings)
-    t_passes = best(lambda: grad(ran, bindings), args.runs)
-    t_np = best(lambda: numpy_by_hand(**bindings), args.runs)
-    nodes = len(ran)
-    print(
-        f"Elman RNN, {args.steps:,} steps, hidden {args.hidden}, inputs {args.features}: "
-        f"forward + backward, best of {args.runs}"
-    )
-    print(f"  the graph that runs: {nodes:,} nodes ({len(static)} in the static graph)")
-    rows = [
-        ("cgraph grad (read, unroll, forward, backward)", t_cg),
-        ("  of which: read and unroll (run_graph)", t_trace),
-        ("  of which: forward + backward on the graph", t_passes),
-        ("NumPy by hand (loop forward, loop backward)", t_np),
-    ]
+    for result in (grad(PROGRAM, bindings), grad(static, bindings)):
+        assert result._graph is None, "the loop ran as a scan"
+        assert np.isclose(result.value, ref_loss) and np.allclose(result.gradients["W"], ref_dW)
+    contenders = {
+        "cgraph grad of the text (read, compile the steps, scan)": lambda: grad(PROGRAM, bindings),
+        "cgraph grad of the parsed program again (scan)": lambda: grad(static, bindings),
+        "cgraph, the loop unrolled (run_graph + passes)": lambda: differentiated(static, bindings),
+    }
     torch_run = torch_eager(bindings)
     if torch_run is not None:
         value, dW = torch_run()
         assert np.isclose(value, ref_loss) and np.allclose(dW, ref_dW)
-        rows.append(("PyTorch eager autograd", best(torch_run, args.runs)))
+        contenders["PyTorch eager autograd"] = torch_run
     jax_run = jax_scan(bindings)
+    compile_note = ""
     if jax_run is not None:
         run, compile_time = jax_run
         value, dW = run()
         assert np.isclose(value, ref_loss) and np.allclose(dW, ref_dW)
-        rows.append(
-            (
-                f"JAX jit(grad) over lax.scan (compile {compile_time * 1e3:.0f} ms apart)",
-                best(run, args.runs),
-            )
-        )
-    for label, seconds in rows:
-        print(f"  {label:<62} {seconds * 1e3:9.2f} ms   {seconds / t_np:6.2f}x NumPy")
+        contenders["JAX jit(grad) over lax.scan"] = run
+        compile_note = f" (JAX's compile, {compile_time * 1e3:.0f} ms, apart)"
+    baseline = lambda: numpy_by_hand(**bindings)  # noqa: E731
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    ratios: dict[str, list[float]] = {k: [] for k in contenders}
+    base_times = []
+    for _ in range(args.rounds):  # turns taken round by round: the same load for each
+        t_np = timed(baseline)
+        base_times.append(t_np)
+        for label, fn in contenders.items():
+            t = timed(fn)
+            times[label].append(t)
+            ratios[label].append(t / t_np)
     print(
-        f"  per step: cgraph {t_cg / args.steps * 1e6:.1f} µs, NumPy {t_np / args.steps * 1e6:.1f} µs"
+        f"Elman RNN, {args.steps:,} steps, hidden {args.hidden}, inputs {args.features}: "
+        f"forward + backward, {args.rounds} rounds{compile_note}"
     )
+    print(f"  the graph that runs unrolled: {len(run_graph(static, bindings)):,} nodes")
+    print(f"  {'':<58} {'median ms':>10}   ratio to NumPy by hand: median [range]")
+    print(f"  {'NumPy by hand (loop forward, loop backward)':<58} {median(base_times) * 1e3:10.2f}")
+    for label in contenders:
+        r = ratios[label]
+        print(
+            f"  {label:<58} {median(times[label]) * 1e3:10.2f}   "
+            f"{median(r):5.2f}x [{min(r):.2f}-{max(r):.2f}]"
+        )
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

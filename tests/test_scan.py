@@ -73,6 +73,10 @@ LOOPS = {
         "m = h * 2\nfor j in range(2):\n    m = m * g + 1\ny = m + g",
         {"x": 0.3},
     ),
+    "an input first read in the body, then assigned": (
+        "for i in range(3):\n    x = x * 2 + w\ny = sum(x)",
+        {"x": [1.0, -1.0], "w": 0.5},
+    ),
     "names the step code uses": (
         "input e0 = 0.5, t = 2, saved = 1, np = 3\n_w = saved\n"
         "for step in range(3):\n    _w = _w * e0 + t * step + np\nct0 = _w * 2",
@@ -223,7 +227,7 @@ def test_random_loops_of_numbers_give_the_interpreters_answer(case):
 @st.composite
 def tensor_loops(draw):
     body = draw(tensor_expressions(max_leaves=4, names=("A", "r", "s", "h")))
-    step = draw(st.sampled_from(["h = {}", "h = h * 0.5 + {}", "h = tanh({}) + xs[t]"]))
+    step = draw(st.sampled_from(["h = h * ({})", "h = h * 0.5 + {}", "h = tanh({}) + xs[t]"]))
     program = "\n".join(
         [
             "h = A * 0.1",

@@ -68,8 +68,11 @@ class Static:
     def end_loop(self, reader) -> None:
         loop = self._open.pop()
         loop.hi = len(reader.b.graph.ops)
+        inputs = reader.b.graph.inputs
         for name, node in reader.scope.items():
             before = loop._before.get(name)
+            if before is None and inputs.get(name, -1) >= loop.lo:
+                before = inputs[name]  # an input first read in the body, then assigned
             if before is not None and before != node and node >= loop.lo:
                 loop.back.append((node, before, name))
         loop.aliased = any(loop._reads.get(before, {name}) != {name} for _, before, name in loop.back)

@@ -90,7 +90,10 @@ def _cut(graph: Graph, out: int, control: Static) -> list[_Block] | None:
         pos = loop.hi
     if pos < n:
         cut.append(_Block(pos, n, None))
-    # Straight-line code of inputs and constants only computes nothing.
+    # Straight-line code of inputs and constants only computes nothing; a loop whose body
+    # computes nothing is left to the graph that runs (its bound is all there is to check).
+    if any(b.loop and not any(graph.ops[j].arity for j in range(b.lo, b.hi)) for b in cut):
+        return None
     cut = [b for b in cut if b.loop or any(graph.ops[j].arity for j in range(b.lo, b.hi))]
     owner = [-1] * n
     for k, block in enumerate(cut):
@@ -103,10 +106,12 @@ def _cut(graph: Graph, out: int, control: Static) -> list[_Block] | None:
         if block.loop is not None and not _loop_reads(graph, block):
             return None
         reads: dict[int, None] = {}
+        rows = {j for j, _, _ in block.rows}  # xs[t]: a step's row, xs itself not an input
         for j in range(block.lo, block.hi):
             for a in args[j]:
                 if (owner[a] != k or ops[a] is INPUT) and ops[a] is not CONST:
-                    reads[a] = None
+                    if j not in rows:
+                        reads[a] = None
                     if owner[a] >= 0:
                         results[owner[a]][a] = None
         reads.update((src, None) for src, _ in block.carried if ops[src] is INPUT)  # h = x
@@ -147,20 +152,32 @@ def _loop_reads(graph: Graph, block: _Block) -> bool:
 class _Step:
     """A block compiled for its inputs' shapes (``known``, by the step graph's input names).
     ``forward(_w, *inputs)`` returns the block's results (a loop's carried values first) and
-    then what its backward pass reads; ``backward(_w, *cotangents, saved)`` (with
-    ``gradient``) the gradient of each input but the loop's variable, in order. ``_w``: where
+    then what its backward passes read. With ``gradient``, ``backward(_w, *cotangents,
+    saved)`` gives the gradient of each input but the loop's variable, in order, from the
+    cotangents of the carried values (a loop's step) or of every result (straight-line code);
+    ``last`` (a loop whose later code reads values of its body it does not carry), from those
+    of the carried values and then of those others, for the loop's last step. ``_w``: where
     values to check are handed (NumPy), for one check at the end."""
 
-    __slots__ = ("forward", "backward", "outs", "wrt")
+    __slots__ = ("forward", "backward", "last", "extra")
 
     def __init__(self, block: _Block, graph: Graph, known: dict, tensor: bool, gradient: bool):
         step, outs, sizes = _step_graph(block, graph, known)
-        self.outs = len(outs)
-        self.wrt = [n for n in step.inputs if n != "t"]
+        k = len(block.carried)
+        # The results that are not carried values, by position (the others' cotangents are
+        # added to the carried values' at the last step).
+        self.extra = [i for i in range(k, len(outs)) if outs[i] not in outs[:k]]
+        if block.loop is None:
+            variants = [list(range(len(outs)))]
+        else:
+            variants = [list(range(k))] + ([list(range(k)) + self.extra] if self.extra else [])
+        self.backward = self.last = None
         saved: list[int] = []
-        self.backward = None
         if gradient:
-            self.backward, saved = _backward(block, graph, step, outs, sizes, known, tensor)
+            plans = [_derive(block, graph, step, outs, v, sizes, known) for v in variants]
+            saved = sorted({i for plan in plans for i in plan[1]})
+            made = [_backward(plan, saved, len(outs), sizes, tensor) for plan in plans]
+            self.backward, self.last = made[0], made[-1]
         lines, names, helpers = _emit(step, known, tensor, [*outs, *saved])
         returned = "".join(f"{names[o]}, " for o in [*outs, *saved])
         params = ["_w", *input_variables(step.inputs).values()]
@@ -171,17 +188,18 @@ class _NotAScan(Exception):
     """Something the scan does not take: the graph that runs answers."""
 
 
-def _backward(block, graph, step, outs, sizes, known, tensor):
-    """The block's vector-Jacobian product as a function, and the nodes of the step graph it
-    reads (which the forward pass returns after the results)."""
+def _derive(block, graph, step, outs, positions, sizes, known):
+    """The derivative program of the sum of the results at ``positions`` times their
+    cotangents (``ct0``...): ``(its graph, the step's nodes it reads, {its node: the step's
+    node}, its gradients' nodes, how many cotangents)``."""
     from ..passes.grad_graph import grad_graph
 
     wrt = [n for n in step.inputs if n != "t"]
+    shapes = [(outs[p], sizes[outs[p]]) for p in positions]
     if not wrt:  # a block of constants: nothing to pass back
-        return _nothing, []
-    shapes = [sizes[o] for o in outs]
+        return None, set(), {}, [], [s for _, s in shapes], []
     full, _, _ = _step_graph(block, graph, known, shapes)
-    given = {**known, **{f"ct{k}": s for k, s in enumerate(shapes)}}
+    given = {**known, **{f"ct{k}": s for k, (_, s) in enumerate(shapes)}}
     derived = grad_graph(full, full.output, wrt, given, intermediates=False)
     d = derived.graph
     forward = _same_nodes(step, d)
@@ -196,31 +214,52 @@ def _backward(block, graph, step, outs, sizes, known, tensor):
             continue
         needed.add(i)
         stack.extend(d.args[i])
-    b = GraphBuilder(graph.source)
+    d.memo["scan needed"] = needed
+    wrt_shapes = [known[w] for w in wrt]
+    return d, {forward[i] for i in saved}, forward, grads, [s for _, s in shapes], wrt_shapes
+
+
+def _backward(plan, order: list[int], results: int, sizes, tensor: bool):
+    """The vector-Jacobian product of ``plan`` (:func:`_derive`) as a function of the
+    cotangents and the forward pass's saved tuple: ``results`` results, then the step's nodes
+    ``order``."""
+    d, _, forward, grads, shapes, wrt_shapes = plan
+    if d is None:
+        return _nothing
+    count = len(shapes)
+    b = GraphBuilder(d.source)
     mapped = {}
-    for k in range(len(outs)):  # each a parameter, though no gradient reads it
+    for k in range(count):  # each a parameter, though no gradient reads it
         node = b.input(f"ct{k}")
         if f"ct{k}" in d.inputs:
             mapped[d.inputs[f"ct{k}"]] = node
-    order = sorted(saved)
-    mapped.update((i, b.input(f"r{forward[i]}")) for i in order)
-    for i in sorted(needed):
+    kept = set(order)
+    for i, j in forward.items():
+        if j in kept and d.ops[i] is not CONST:
+            mapped[i] = b.input(f"r{j}")
+    for i in sorted(d.memo["scan needed"]):
         if i not in mapped:
             mapped[i] = b.copy(d, i, tuple(mapped[a] for a in d.args[i]))
-    back = b.finish(mapped[grads[0]] if grads else 0, "")
-    ct_shapes = {f"ct{k}": s for k, s in enumerate(shapes)}
-    known_back = {**ct_shapes, **{f"r{forward[i]}": sizes[forward[i]] for i in order}}
+    back = b.finish(mapped[grads[0]], "")
+    known = {f"ct{k}": s for k, s in enumerate(shapes)}
+    known.update((f"r{j}", sizes[j]) for j in order)
     returned = [mapped[g] for g in grads]
-    lines, names, helpers = _emit(back, known_back, tensor, returned)
+    lines, names, helpers = _emit(back, known, tensor, returned)
     variables = input_variables(back.inputs)
-    skipped = [f"_o{k}" for k in range(len(outs))]
-    unpack = ", ".join([*skipped, *(variables[f"r{forward[i]}"] for i in order)])
-    cts = [variables[f"ct{k}"] for k in range(len(outs))]
+    unpack = ", ".join(
+        [f"_o{k}" for k in range(results)]
+        + [variables[f"r{j}"] if f"r{j}" in variables else f"_r{j}" for j in order]
+    )
+    cts = [variables[f"ct{k}"] for k in range(count)]
     body = [f"    {unpack}, = saved"] * bool(unpack) + lines
-    result = "".join(f"{names[g]}, " for g in returned)
-    return _function(["_w", *cts, "saved"], body, f"({result})", helpers), [
-        forward[i] for i in order
-    ]
+    result = "".join(
+        # a constant (0: no path to the input) given the input's shape
+        f"np.full({shape!r}, {names[g]}), "
+        if tensor and shape and back.ops[g] is CONST
+        else f"{names[g]}, "
+        for g, shape in zip(returned, wrt_shapes)
+    )
+    return _function(["_w", *cts, "saved"], body, f"({result})", helpers)
 
 
 def _nothing(*_args) -> tuple:
@@ -253,11 +292,11 @@ def _same_nodes(step: Graph, derived: Graph) -> dict[int, int]:
 def _step_graph(block: _Block, graph: Graph, known: dict, cotangents: list | None = None):
     """The block as a straight-line graph of its inputs (see :class:`_Block`; ``known``:
     their shapes), its results' nodes there (carried values first) and every node's shape.
-    With ``cotangents`` (the results' shapes),
-    also an input ``ct<k>`` per result and the output: the sum of each result times its
-    cotangent, whose gradient is the block's vector-Jacobian product."""
+    With ``cotangents`` (``(result's node, its shape)`` pairs), also an input ``ct<k>`` for
+    each and the output: the sum of each result times its cotangent, whose gradient is the
+    block's vector-Jacobian product."""
     if cotangents is not None:
-        known = {**known, **{f"ct{k}": s for k, s in enumerate(cotangents)}}
+        known = {**known, **{f"ct{k}": s for k, (_, s) in enumerate(cotangents)}}
     b = GraphBuilder(graph.source, shapes=known)
     mapped: dict[int, int] = {}
     for a in block.reads:
@@ -282,7 +321,7 @@ def _step_graph(block: _Block, graph: Graph, known: dict, cotangents: list | Non
         mapped[j] = b.copy(graph, j, tuple(mapped[a] for a in args[j]))
     outs = [mapped[src] for src, _ in block.carried] + [mapped[r] for r in block.results]
     total = None
-    for k, (o, shape) in enumerate(zip(outs, cotangents or ())):
+    for k, (o, shape) in enumerate(cotangents or ()):
         term = b.add(OPS["mul"], (o, b.input(f"ct{k}")), 0, 0)
         if shape:
             term = b.add(OPS["sum"], (term,), 0, 0)
@@ -497,11 +536,17 @@ class _Pass:
 
     def _back_loop(self, block: _Block, tape: list, adj: dict) -> None:
         k, r = len(block.carried), len(block.reads)
-        last = tape[-1][1]
+        step, last = tape[-1]
+        srcs = [src for src, _ in block.carried]
+        # The last step: the carried values' cotangents are those of the code after the loop
+        # (what it reads of them); the other results' are given to its own variant.
         cts = [_zero(last[i]) for i in range(k)]
-        given = [adj.pop(res, None) for res in block.results]
-        given = [_zero(last[k + i]) if c is None else c for i, c in enumerate(given)]
-        zeros = [_zero(last[k + i]) for i in range(len(block.results))]
+        for i, src in enumerate(srcs):
+            if src in adj and src in block.results:
+                cts[i] = adj.pop(src)
+        others = [block.results[i - k] for i in step.extra]
+        given = [adj.pop(res, None) for res in others]
+        given = [_zero(last[i]) if c is None else c for i, c in zip(step.extra, given)]
         acc: dict[int, object] = {}
         rows = [(a, _rows(None, items, block.loop.var, len(tape))) for _, a, items in block.rows]
         row_grads: list = [None] * len(rows)
@@ -509,15 +554,17 @@ class _Pass:
         n = len(tape)
         for t in range(n - 1, -1, -1):
             step, saved = tape[t]
-            grads = step.backward(w, *cts, *(given if t == n - 1 else zeros), saved)
+            if t == n - 1:
+                grads = step.last(w, *cts, *given, saved)
+            else:
+                grads = step.backward(w, *cts, saved)
             for i in range(r):
                 _add(acc, i, grads[i])
             cts = list(grads[r : r + k])
             for m, (a, at) in enumerate(rows):
-                g = grads[r + k + m]
                 if row_grads[m] is None:
                     row_grads[m] = np.zeros(np.shape(self.env[a]))
-                row_grads[m][at(t)] += g
+                row_grads[m][at(t)] += grads[r + k + m]
         for i, a in enumerate(block.reads):
             if i in acc:
                 _add(adj, a, acc[i])
@@ -580,4 +627,9 @@ def _own(g, value):
 
 
 def _finite_all(values: list) -> bool:
-    return bool(np.isfinite(np.concatenate([np.ravel(v) for v in values])).all())
+    """Whether every value handed to ``_w`` is finite: one array of them all when they have
+    one shape (a loop's steps), else one of their elements."""
+    try:
+        return bool(np.isfinite(np.array(values, dtype=float)).all())
+    except ValueError:  # shapes that differ
+        return bool(np.isfinite(np.concatenate([np.asarray(v).ravel() for v in values])).all())
