@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from statistics import median
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 

@@ -18,7 +18,6 @@ from cgraph_cli.run.program import differentiated, evaluated
 from cgraph_cli.run.scan import AT_ONCE, scan_forward, scan_grad
 
 
-
 def _interpreted(graph, bindings, of=None):
     ran, values, adjoints, out = differentiated(graph, bindings, of)
     return values[out], {name: adjoints[node] for name, node in ran.inputs.items()}
@@ -132,14 +131,32 @@ def test_what_a_scan_does_not_take_is_the_interpreters(program, bindings):
     ("program", "bindings", "message"),
     [
         ("h = x\nfor t in range(3):\n    h = log(h - 2)\ny = h", {"x": 3.5}, "log"),
-        ("h = x\nfor t in range(3):\n    dead = sqrt(h - 5)\n    h = h + 1\ny = h", {"x": 3.0}, "sqrt"),
+        (
+            "h = x\nfor t in range(3):\n    dead = sqrt(h - 5)\n    h = h + 1\ny = h",
+            {"x": 3.0},
+            "sqrt",
+        ),
         ("h = x\nfor t in range(3):\n    h = tanh(exp(h * 800))\ny = h", {"x": 1.0}, "exp"),
-        ("h = x\nfor t in range(3):\n    h = tanh(exp(h * 800))\ny = sum(h)", {"x": [0.5, 1.0]}, "exp"),
-        ("h = x\nfor t in range(3):\n    d = log(h - 0.7)\n    h = h * 1\ny = sum(h)", {"x": [0.5, 1.0]}, "log"),
-        ("h = 0\nfor t in range(4):\n    h = h + xs[t]\ny = sum(h)", {"xs": [[1.0], [2.0]]}, "past the end"),
+        (
+            "h = x\nfor t in range(3):\n    h = tanh(exp(h * 800))\ny = sum(h)",
+            {"x": [0.5, 1.0]},
+            "exp",
+        ),
+        (
+            "h = x\nfor t in range(3):\n    d = log(h - 0.7)\n    h = h * 1\ny = sum(h)",
+            {"x": [0.5, 1.0]},
+            "log",
+        ),
+        (
+            "h = 0\nfor t in range(4):\n    h = h + xs[t]\ny = sum(h)",
+            {"xs": [[1.0], [2.0]]},
+            "past the end",
+        ),
     ],
 )
-def test_a_loop_that_fails_fails_with_the_interpreters_error_at_its_node(program, bindings, message):
+def test_a_loop_that_fails_fails_with_the_interpreters_error_at_its_node(
+    program, bindings, message
+):
     graph = cg.parse(program)
     with pytest.raises(CgraphError) as interpreted:
         differentiated(graph, bindings)

@@ -75,7 +75,9 @@ class Static:
                 before = inputs[name]  # an input first read in the body, then assigned
             if before is not None and before != node and node >= loop.lo:
                 loop.back.append((node, before, name))
-        loop.aliased = any(loop._reads.get(before, {name}) != {name} for _, before, name in loop.back)
+        loop.aliased = any(
+            loop._reads.get(before, {name}) != {name} for _, before, name in loop.back
+        )
         loop._before, loop._reads = {}, {}
 
     def read(self, name: str, node: int) -> None:

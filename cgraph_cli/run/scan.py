@@ -20,7 +20,7 @@ index past the end.
 >>> g = parse("input a = 0.5\\nh = 1\\nfor t in range(3):\\n    h = h * a + t")
 >>> value, grads = scan_grad(g, {})
 >>> value, grads["a"]
-(2.125, 1.75)
+(2.625, 1.75)
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def blocks(graph: Graph, out: int) -> list[_Block] | None:
     control = graph.control
     if not isinstance(control, Static) or control.conds or not control.loops:
         return None
-    key = ("scan", out)
+    key = f"scan {out}"
     if key in graph.memo:
         return graph.memo[key]
     found = graph.memo[key] = _cut(graph, out, control)
@@ -378,9 +378,10 @@ def steps_times_body(graph: Graph, bindings: Mapping | None) -> int:
         bound, node = loop.count or (None, None)
         if isinstance(bound, int):
             total += bound * (loop.hi - loop.lo)
-        elif node is not None and graph.ops[node] is INPUT and bound[0] != "value":
-            value = (bindings or {}).get(graph.labels[node] or "")
-            shape = np.shape(value) if hasattr(value, "__array__") else ()
+        elif node is not None and graph.ops[node] is INPUT and bound and bound[0] != "value":
+            name = graph.labels[node] or ""
+            value = (bindings or {}).get(name, graph.defaults.get(name))
+            shape = np.shape(value) if isinstance(value, (list, np.ndarray)) else ()
             if len(shape) > bound[2] >= -len(shape):
                 total += shape[bound[2]] * (loop.hi - loop.lo)
     return total
@@ -462,7 +463,9 @@ class _Pass:
         key = tuple(np.shape(v) for v in values)
         step = block.compiled.get((key, self.gradient))
         if step is None:
-            step = _Step(block, self.graph, dict(zip(_names(block), key)), self.tensor, self.gradient)
+            step = _Step(
+                block, self.graph, dict(zip(_names(block), key)), self.tensor, self.gradient
+            )
             block.compiled[(key, self.gradient)] = step
         return step
 
@@ -495,9 +498,10 @@ class _Pass:
             carried = list(new)
             if same:
                 break
+        assert step is not None
         forward = step.forward
-        for t in range(t, n):
-            extra = [row(t) for row in rows] + ([float(t)] if var else [])
+        for s in range(t, n):
+            extra = [row(s) for row in rows] + ([float(s)] if var else [])
             saved = forward(w, *reads, *carried, *extra)
             tape.append((step, saved))
             carried = saved[:k]
