@@ -76,7 +76,7 @@ _LAZY = {
     "load_onnx": "imports.onnx",
     "optimize": "passes.optimize",
     "Optimized": "passes.optimize",
-    "compile_module": "run.compile",
+    "compile_module": "run.scan_code",
     "run_rows": "jobs.rows",
     "run_graph": "run.control",
     "train": "jobs.training",
@@ -121,11 +121,11 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .jobs.training import TrainResult, train
     from .parse.unparse import to_source
     from .passes.optimize import Optimized, optimize
-    from .run.compile import compile_module
     from .run.control import run_graph
     from .run.engine import engine
     from .run.evaluate import forward
     from .run.jvp import jvp
+    from .run.scan_code import compile_module
     from .run.vjp import vjp
 
 

@@ -76,6 +76,10 @@ LOOPS = {
         "for i in range(3):\n    x = x * 2 + w\ny = sum(x)",
         {"x": [1.0, -1.0], "w": 0.5},
     ),
+    "a loop of no steps": (
+        "h = 1 + x\nfor t in range(n):\n    h = h * 2\nz = h * x",
+        {"n": 0.0, "x": 2.0},
+    ),
     "names the step code uses": (
         "input e0 = 0.5, t = 2, saved = 1, np = 3\n_w = saved\n"
         "for step in range(3):\n    _w = _w * e0 + t * step + np\nct0 = _w * 2",
@@ -114,7 +118,6 @@ def test_of_a_value_the_loop_carries_is_its_last_steps():
         # the body reads the carried value by another name too: the static graph cannot
         # tell them apart
         ("h = x\nfor t in range(3):\n    h = h * x\ny = h", {"x": 1.5}),
-        ("h = 1\nfor t in range(n):\n    h = h * 2\nz = h", {"n": 0.0}),  # no steps
         ("h = 1\nfor t in range(2):\n    h = h * 2 if h > 1 else h + 1\ny = h", {}),
         ("h = 0\nfor i in range(2):\n    for j in range(2):\n        h = h + x\ny = h", {"x": 1.0}),
     ],
@@ -290,3 +293,34 @@ def test_evaluated_and_scanned_values_agree_on_a_tensor_output():
     ran, values, out = evaluated(graph, {"x": x})
     assert _close(value, values[out])
     assert scan_grad(graph, {"x": x}) is None  # a tensor output has no gradient: its error
+
+
+def test_compile_writes_a_loop_as_a_python_loop_that_runs_without_cgraph(cli, tmp_path):
+    module = tmp_path / "rnn_grad.py"
+    assert cli("compile", "sample:rnn", "--target", "numpy", "-o", str(module)).exit_code == 0
+    text = module.read_text()
+    assert "for _i in range(_n0):" in text and "cgraph_cli" not in text
+    namespace: dict = {}
+    exec(compile(text, str(module), "exec"), namespace)
+    xs = np.random.default_rng(0).normal(size=(30, 2))
+    value, grads = namespace["grad"](xs=xs)
+    expected = _interpreted(cg.parse(_sample("rnn")), {"xs": xs})
+    assert math.isclose(value, expected[0], rel_tol=1e-12)
+    for name, g in expected[1].items():
+        assert _close(grads[name], g), name
+    assert namespace["forward"](xs=xs) == {"loss": value}
+    with pytest.raises(ArithmeticError, match=r"in `for t in range\(len\(xs\)\)` \(line 7\)"):
+        namespace["grad"](xs=np.full((3, 2), 1e308), W=np.full((2, 2), 1e308))
+
+
+def test_compile_of_a_scalar_loop_imports_no_numpy(cli):
+    result = cli("compile", "input a = 0.5\nh = 1\nfor t in range(n):\n    h = sin(h) * a + t")
+    assert result.exit_code == 0 and "import numpy" not in result.stdout
+    namespace: dict = {}
+    exec(result.stdout, namespace)
+    graph = cg.parse("input a = 0.5\nh = 1\nfor t in range(n):\n    h = sin(h) * a + t")
+    value, grads = namespace["grad"](n=4)
+    expected = _interpreted(graph, {"n": 4.0})
+    assert value == pytest.approx(expected[0]) and grads == pytest.approx(expected[1])
+    with pytest.raises(ArithmeticError, match="whole number"):
+        namespace["grad"](n=2.5)

@@ -216,7 +216,7 @@ def compile_command(
       cgraph compile sample:mlp --target onnx --hvp --wrt W2 -o mlp_hvp.onnx
     """
     from ..core.errors import UsageError
-    from ..run.compile import compile_module
+    from ..run.scan_code import compile_module
 
     modes = [m for m, on in (("grad", with_grad), ("jvp", with_jvp), ("hvp", with_hvp)) if on]
     if len(modes) > 1:

@@ -83,7 +83,7 @@ def compile_module(
     from ..passes.derivatives import derivative_program
     from ..passes.optimize import optimize
 
-    refuse(graph, "compile")
+    refuse(graph, "compile")  # programs with loops: cgraph_cli.run.scan_code.compile_module
 
     if target not in TARGETS:
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
