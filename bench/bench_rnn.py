@@ -80,6 +80,7 @@ def torch_eager(bindings: dict):
         import torch
     except ImportError:
         return None
+    torch.set_num_threads(1)  # one thread, as every other contender
     t = {k: torch.tensor(v, requires_grad=k != "zeros") for k, v in bindings.items()}
 
     def run():
