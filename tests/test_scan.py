@@ -80,6 +80,17 @@ LOOPS = {
         "h = 1 + x\nfor t in range(n):\n    h = h * 2\nz = h * x",
         {"n": 0.0, "x": 2.0},
     ),
+    "a bound that is a constant": ("n = 3\nh = 1\nfor t in range(n):\n    h = h * x\ny = h", {"x": 2.0}),
+    "a bound computed before the loop": (
+        "h = [1, 2]\nn = sum(h)\nfor t in range(n):\n    h = h * x\ny = sum(h)",
+        {"x": 2.0},
+    ),
+    "shape(v, 0) and a function called in the body": (
+        "def f(a, b):\n    return a * b + 1\ninput v = [1, 2, 3]\nh = 0\n"
+        "for t in range(shape(v, 0)):\n    h = f(h, x) + v[t]\ny = h",
+        {"x": 0.5},
+    ),
+    "an augmented assignment": ("h = 1\nfor t in range(3):\n    h += x * t\ny = h", {"x": 2.0}),
     "names the step code uses": (
         "input e0 = 0.5, t = 2, saved = 1, np = 3\n_w = saved\n"
         "for step in range(3):\n    _w = _w * e0 + t * step + np\nct0 = _w * 2",

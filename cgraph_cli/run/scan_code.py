@@ -535,6 +535,8 @@ class _Module:
         ]
         lines += [f"    n{node} = _arg(inputs[{n!r}])" for n, node in graph.inputs.items()]
         used = {a for b in self.cut for a in [*b.reads, *(x for _, x in b.carried)]}
+        used.update(a for b in self.cut for _, a, _ in b.rows)
+        used.update(b.loop.count[1] for b in self.cut if b.loop and b.loop.count[1] is not None)
         for node in sorted(used | {self.out}):
             if graph.ops[node] is CONST:
                 lines.append(f"    n{node} = {self._literal(graph.consts[node])}")
