@@ -271,8 +271,15 @@ def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
 
     from ..core.arrays import np
 
+    ndarray = np.ndarray
     return {
-        k: np.array(v) if hasattr(v, "__array__") else copy.deepcopy(v)
+        k: v.copy()
+        if v.__class__ is ndarray
+        else v
+        if v.__class__ is float
+        else np.array(v)
+        if hasattr(v, "__array__")
+        else copy.deepcopy(v)
         for k, v in (bindings or {}).items()
     }
 

@@ -117,7 +117,10 @@ def _already_values(bindings: Mapping[str, object]) -> bool:
     ):
         return False
     with np.errstate(all="ignore"):
-        return all(finite(v) for v in values)
+        total = 0.0  # one sum of them all: finite when every element is (else one by one)
+        for v in values:
+            total += v if v.__class__ is float else float(np.add.reduce(v, None))
+        return math.isfinite(total) or all(finite(v) for v in values)
 
 
 def input_values(
@@ -245,7 +248,7 @@ def finite(x) -> bool:
     """:func:`all_finite`, for the passes' loops, which run inside ``np.errstate`` already."""
     if x.__class__ is float:
         return math.isfinite(x)
-    return math.isfinite(float(x.sum())) or bool(np.isfinite(x).all())
+    return math.isfinite(float(np.add.reduce(x, None))) or bool(np.isfinite(x).all())
 
 
 def _short(value) -> str:

@@ -393,6 +393,8 @@ def _own(value, given: Mapping):
     itself, W's in sum(W * x)): the caller's arrays stay theirs, as the interpreter's do."""
     if value.__class__ is float:
         return value
+    if value.__class__ is np.ndarray and value.base is None:  # made by the module, or given
+        return np.array(value) if any(value is v for v in given.values()) else value
     for v in given.values():
         if v.__class__ is not float and np.may_share_memory(value, v):
             return np.array(value)
@@ -416,7 +418,8 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
         compile_program(graph).tensor or any(v.__class__ is not float for v in given.values())
     ):
         return None
-    key = (of, gradient, tuple((n, np.shape(v)) for n, v in given.items()))
+    ndarray = np.ndarray  # shapes by position: the inputs come in the graph's order
+    key = (of, gradient, tuple(v.shape if v.__class__ is ndarray else () for v in given.values()))
     seen: dict = graph.memo.setdefault("compiled", {})  # (of, gradient, shapes) -> what runs
     found = seen.get(key)
     if found is None:  # the first call: counted
