@@ -80,7 +80,10 @@ LOOPS = {
         "h = 1 + x\nfor t in range(n):\n    h = h * 2\nz = h * x",
         {"n": 0.0, "x": 2.0},
     ),
-    "a bound that is a constant": ("n = 3\nh = 1\nfor t in range(n):\n    h = h * x\ny = h", {"x": 2.0}),
+    "a bound that is a constant": (
+        "n = 3\nh = 1\nfor t in range(n):\n    h = h * x\ny = h",
+        {"x": 2.0},
+    ),
     "a bound computed before the loop": (
         "h = [1, 2]\nn = sum(h)\nfor t in range(n):\n    h = h * x\ny = sum(h)",
         {"x": 2.0},
@@ -335,3 +338,10 @@ def test_compile_of_a_scalar_loop_imports_no_numpy(cli):
     assert value == pytest.approx(expected[0]) and grads == pytest.approx(expected[1])
     with pytest.raises(ArithmeticError, match="whole number"):
         namespace["grad"](n=2.5)
+
+
+def test_a_loop_past_the_most_steps_is_refused_as_before_not_run():
+    graph = cg.parse("h = 0\nfor t in range(1000000000000):\n    h = h + x\ny = h")
+    assert scan_grad(graph, {"x": 1.0}) is None
+    with pytest.raises(CgraphError, match="more than the 1,000,000"):
+        cg.grad(graph, {"x": 1.0})

@@ -98,8 +98,11 @@ def _module(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
         )
     except CgraphError:
         return False
+    from .control import MAX_LOOP_STEPS
+
     namespace: dict = {"__name__": "cgraph_scan"}
     exec(compile(source, "<cgraph scan>", "exec"), namespace)  # our own generated code
+    namespace["MAX_STEPS"] = MAX_LOOP_STEPS  # past it, the graph that runs refuses, saying so
     return namespace["_run"]
 
 

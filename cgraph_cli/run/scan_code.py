@@ -490,6 +490,7 @@ class _Module:
             "",
             f"INPUTS = {tuple(graph.inputs)!r}",
             f"DEFAULTS = {_Emitter(kind, '')._defaults(graph)}",
+            "MAX_STEPS = None  # the most steps a loop may take (None: any number)",
             "",
             "",
             "class DomainError(ArithmeticError):",
@@ -641,7 +642,7 @@ class _Module:
     def _count(self, block: _Block) -> str:
         bound, node = block.loop.count
         if isinstance(bound, int):
-            return str(bound)
+            return f"_most({bound})"
         axis = None if bound[0] == "value" else bound[2]
         return f"_count(n{node}, {axis!r})"
 
@@ -717,6 +718,12 @@ def _add(cur, g):
 
 def _ct(a, like):
     return _zero(like) if a is None else a
+
+
+def _most(n):
+    if MAX_STEPS is not None and n > MAX_STEPS:
+        raise DomainError(f'a loop of {n} steps: more than the {MAX_STEPS} this module runs')
+    return n
 """
 
 _SUPPORT = {
@@ -748,8 +755,8 @@ def _count(value, axis):
     if axis is None:
         if np.ndim(value) or float(value) != int(value) or value < 0:
             raise DomainError(f"a loop's number of steps is a whole number, got {value}")
-        return int(value)
-    return np.shape(value)[axis]
+        return _most(int(value))
+    return _most(np.shape(value)[axis])
 
 
 def _finite(seen, where):
@@ -786,7 +793,7 @@ def _count(value, axis):
     """A loop's number of steps: a whole number."""
     if value != int(value) or value < 0:
         raise DomainError(f"a loop's number of steps is a whole number, got {value}")
-    return int(value)
+    return _most(int(value))
 
 
 def _finite(seen, where):
