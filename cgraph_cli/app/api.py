@@ -271,17 +271,14 @@ def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
 
     from ..core.arrays import np
 
-    ndarray = np.ndarray
-    return {
-        k: v.copy()
-        if v.__class__ is ndarray
-        else v
-        if v.__class__ is float
-        else np.array(v)
-        if hasattr(v, "__array__")
-        else copy.deepcopy(v)
-        for k, v in (bindings or {}).items()
-    }
+    def kept(v):
+        if isinstance(v, np.ndarray):
+            return v.copy()
+        if v.__class__ is float:
+            return v
+        return np.array(v) if hasattr(v, "__array__") else copy.deepcopy(v)
+
+    return {k: kept(v) for k, v in (bindings or {}).items()}
 
 
 def _parsed(program: str | Graph) -> Graph:

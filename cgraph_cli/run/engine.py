@@ -419,7 +419,8 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
     ):
         return None
     ndarray = np.ndarray  # shapes by position: the inputs come in the graph's order
-    key = (of, gradient, tuple(v.shape if v.__class__ is ndarray else () for v in given.values()))
+    shapes = tuple(v.shape if isinstance(v, ndarray) else () for v in given.values())
+    key = (of, gradient, shapes)
     seen: dict = graph.memo.setdefault("compiled", {})  # (of, gradient, shapes) -> what runs
     found = seen.get(key)
     if found is None:  # the first call: counted
