@@ -167,7 +167,8 @@ class _Step:
         k = len(block.carried)
         # The results that are not carried values, by position (the others' cotangents are
         # added to the carried values' at the last step).
-        self.extra = [i for i in range(k, len(outs)) if outs[i] not in outs[:k]]
+        carried = set(outs[:k])
+        self.extra = [i for i in range(k, len(outs)) if outs[i] not in carried]
         if block.loop is None:
             variants = [list(range(len(outs)))]
         else:
@@ -628,14 +629,13 @@ class _Module:
             *([f"    _t{k}.append(_s)"] if self.gradient else []),
             *([f"    {', '.join(carried)}, = _s[:{kc}]"] if kc else []),
         ]
-        extra = [r for r in block.results if r not in {s for s, _ in block.carried}]
-        if extra:
+        position = {src: i for i, (src, _) in enumerate(block.carried)}
+        if any(r not in position for r in block.results):
             lines.append(f"if _n{k} == 0:")
             lines.append(f"    raise DomainError('the loop ran no steps ' + {where!r})")
         for i, r in enumerate(block.results):
-            srcs = [s for s, _ in block.carried]
             lines.append(
-                f"n{r} = {carried[srcs.index(r)]}" if r in srcs else f"n{r} = _s[{kc + i}]"
+                f"n{r} = {carried[position[r]]}" if r in position else f"n{r} = _s[{kc + i}]"
             )
         return [*_guarded(lines, where), f"_finite(_seen, {where!r})"]
 
@@ -654,12 +654,14 @@ class _Module:
         variants = len(self.steps[k])
         kc, r = len(block.carried), len(block.reads)
         srcs = [s for s, _ in block.carried]
+        results = set(block.results)
         cts = [f"_c{i}" for i in range(kc)]
         lines = [
-            f"{c} = _ct(a{s}, c{k}_{i})" if s in block.results else f"{c} = _zero(c{k}_{i})"
+            f"{c} = _ct(a{s}, c{k}_{i})" if s in results else f"{c} = _zero(c{k}_{i})"
             for i, (c, s) in enumerate(zip(cts, srcs))
         ]
-        extra = [res for res in block.results if res not in srcs]
+        carried = set(srcs)
+        extra = [res for res in block.results if res not in carried]
         given = [f"_ct(a{res}, n{res})" for res in extra]
         lines += [f"_r{i} = None" for i in range(r)]
         lines += [f"_q{m} = np.zeros(np.shape(n{a}))" for m, (_, a, _) in enumerate(block.rows)]
