@@ -69,12 +69,25 @@ class Static:
         loop = self._open.pop()
         loop.hi = len(reader.b.graph.ops)
         inputs = reader.b.graph.inputs
+        earlier: list[
+            tuple[int, int, str]
+        ] = []  # names set in the body to a value from before it: carried, or not
         for name, node in reader.scope.items():
             before = loop._before.get(name)
             if before is None and inputs.get(name, -1) >= loop.lo:
                 before = inputs[name]  # an input first read in the body, then assigned
-            if before is not None and before != node and node >= loop.lo:
-                loop.back.append((node, before, name))
+            if before is not None and before != node:
+                (loop.back if node >= loop.lo else earlier).append((node, before, name))
+        # `h = g` in the body reads what g carries (g's value before the loop stands for it
+        # there): h is carried too, its next value g's at the start of the step (Fibonacci).
+        carried = {before for _, before, _ in loop.back}
+        while earlier:
+            found = [edge for edge in earlier if edge[0] in carried]
+            if not found:
+                break
+            loop.back.extend(found)
+            carried.update(before for _, before, _ in found)
+            earlier = [edge for edge in earlier if edge not in found]
         loop.aliased = any(
             loop._reads.get(before, {name}) != {name} for _, before, name in loop.back
         )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..core.arrays import np
+from ..core.arrays import ShapeMismatch, np
 from ..core.errors import CgraphError
 from ..core.ir import Graph
 from ..core.ops import INPUT
@@ -50,10 +50,16 @@ def steps_times_body(graph: Graph, bindings: Mapping | None) -> int:
         bound, node = loop.count or (None, None)
         if isinstance(bound, int):
             total += bound * (loop.hi - loop.lo)
-        elif node is not None and graph.ops[node] is INPUT and bound and bound[0] != "value":
+        elif node is not None and graph.ops[node] is INPUT and bound:
             name = graph.labels[node] or ""
             value = (bindings or {}).get(name, graph.defaults.get(name))
-            shape = np.shape(value) if isinstance(value, (list, np.ndarray)) else ()
+            try:
+                if bound[0] == "value":
+                    total += int(float(value)) * (loop.hi - loop.lo)
+                    continue
+                shape = np.shape(value) if isinstance(value, (list, np.ndarray)) else ()
+            except (TypeError, ValueError, OverflowError):  # the checks say what is wrong
+                continue
             if len(shape) > bound[2] >= -len(shape):
                 total += shape[bound[2]] * (loop.hi - loop.lo)
     return total
@@ -96,13 +102,14 @@ def _module(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
         source = loop_module(
             graph, "numpy" if tensor else "python", of=of, bindings=inputs, gradient=gradient
         )
-    except CgraphError:
+    except (CgraphError, ShapeMismatch):
         return False
-    from .control import MAX_LOOP_STEPS
+    from .control import MAX_LOOP_STEPS, MAX_RUN_NODES
 
     namespace: dict = {"__name__": "cgraph_scan"}
     exec(compile(source, "<cgraph scan>", "exec"), namespace)  # our own generated code
-    namespace["MAX_STEPS"] = MAX_LOOP_STEPS  # past it, the graph that runs refuses, saying so
+    # Past these, and for a loop of no steps, the graph that runs answers, as it always has.
+    namespace.update(MAX_STEPS=MAX_LOOP_STEPS, MAX_NODES=MAX_RUN_NODES, NO_STEPS=False)
     return namespace["_run"]
 
 

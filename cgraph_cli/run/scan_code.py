@@ -30,10 +30,12 @@ import inspect
 from collections.abc import Mapping
 
 from ..core import runtime
+from ..core.arrays import ShapeMismatch
 from ..core.errors import UsageError, visible
 from ..core.ir import Graph, resolve_name
 from ..core.ir_control import Static
 from ..core.ops import CONST
+from ..passes.shapes import ShapeError
 from .compile import _Emitter, _with_callees
 from .scan_steps import Block, Step, blocks, names
 
@@ -84,57 +86,90 @@ def loop_module(
     cut = blocks(graph, out)
     if target not in ("python", "numpy"):
         raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
-    if cut is None or any(
-        b.loop and b.lo <= out < b.hi and out not in {src for src, _ in b.carried} for b in cut
-    ):
+    if cut is None:
         raise UsageError(
-            "compile does not take programs with if/else or nested loops yet (a loop one "
-            "level deep, it does)",
+            "compile does not take this program yet: it takes `for` loops one level deep, "
+            "with no if/else, whose body reads each value it carries by one name",
             hints=[
                 "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
-                "them, on the graph that runs for the bindings"
+                "it, on the graph that runs for the bindings"
             ],
         )
-    for name in wrt or ():
-        if name not in graph.inputs:
-            raise UsageError(
-                f"'{name}' is not an input: a compiled loop's gradients are the inputs'"
-            )
+    for b in cut:  # an output inside a loop: a name the loop carries (else h_1, h_2...)
+        if b.loop and b.lo <= out < b.hi:
+            carried = {n for src, _, n in b.loop.back if src == out}
+            if not carried or (of is not None and of not in carried):
+                raise UsageError(
+                    f"'{of or graph.display_name(out)}' is a value of each step of a loop, "
+                    "not one value",
+                    hints=["name a value the loop carries, or one after it"],
+                )
+    for w in wrt or ():
+        if w not in graph.inputs:
+            raise UsageError(f"'{w}' is not an input: a compiled loop's gradients are the inputs'")
     shapes = known_shapes(graph, bindings or {})
     tensor = target == "numpy"
+    if not tensor and (
+        any(shapes.get(n) for n in graph.inputs)
+        or any(v.__class__ is not float for v in graph.consts.values())
+        or any(op.arity and op.py is None for op in set(graph.ops))
+    ):
+        raise UsageError(
+            "this program works on tensors: compile it with --target numpy",
+            hints=["cgraph compile PROGRAM --target numpy -o module.py"],
+        )
     steps = _plan(graph, cut, shapes, tensor, gradient)
-    module = _Module(graph, cut, steps, out, tensor, gradient)
+    module = _Module(graph, cut, steps, out, tensor, gradient, of)
     return module.source(list(wrt or graph.inputs), name)
 
 
 def _plan(graph: Graph, cut: list[Block], shapes: dict, tensor: bool, gradient: bool) -> list:
     """Each block's step functions: one per shape its carried values take, until they keep
     one (``h = 0``, then ``h = h + xs[t]``: a number, then a vector)."""
-    import numpy as np
 
     env = {node: tuple(shapes.get(name, ())) for name, node in graph.inputs.items()}
     env.update((node, tuple(getattr(v, "shape", ()))) for node, v in graph.consts.items())
     plans = []
     for block in cut:
-        fixed = [env[a] for a in block.reads]
-        rows = [np.broadcast_to(0.0, env[a])[_index(items, block.loop.var, 0)].shape
-                for _, a, items in block.rows] if block.rows else []  # fmt: skip
-        carried = [env[before] for _, before in block.carried]
-        variants = []
-        while True:
-            given = [*fixed, *carried, *rows, *([()] if block.var else [])]
-            step = Step(block, graph, dict(zip(names(block), given)), tensor, gradient)
-            variants.append(step)
-            new = step.shapes[: len(carried)]
-            if new == carried or block.loop is None:
-                break
-            if len(variants) == MAX_VARIANTS:
-                raise UsageError("a loop's carried values change shape at every step")
-            carried = new
-        k = len(block.carried)
-        env.update(zip(block.results, variants[-1].shapes[k:]))
-        plans.append(variants)
+        try:
+            plans.append(_variants(graph, block, env, tensor, gradient))
+        except ShapeMismatch as e:
+            first = next(j for j in range(block.lo, block.hi) if graph.ops[j].arity)
+            raise graph.error(ShapeError, str(e), first) from None
     return plans
+
+
+def _variants(graph: Graph, block: Block, env: dict, tensor: bool, gradient: bool) -> list:
+    """The block's step functions for the shapes ``env`` gives what it reads (and
+    ``env`` updated with its results' shapes)."""
+    import numpy as np
+
+    fixed = [env[a] for a in block.reads]
+    rows = []
+    for _, a, items in block.rows:
+        try:
+            rows.append(np.broadcast_to(0.0, env[a])[_index(items, block.loop.var, 0)].shape)
+        except IndexError:
+            name = graph.display_name(a)
+            raise UsageError(
+                f"{name}[{block.loop.var}] needs {name}'s shape: bind it or give it a default",
+                hints=[f"cgraph compile PROGRAM {name}='[[1, 2], [3, 4]]' --target numpy"],
+            ) from None
+    carried = [env[before] for _, before in block.carried]
+    variants = []
+    while True:
+        given = [*fixed, *carried, *rows, *([()] if block.var else [])]
+        step = Step(block, graph, dict(zip(names(block), given)), tensor, gradient)
+        variants.append(step)
+        new = step.shapes[: len(carried)]
+        if new == carried or block.loop is None:
+            break
+        if len(variants) == MAX_VARIANTS:
+            raise UsageError("a loop's carried values change shape at every step")
+        carried = new
+    k = len(block.carried)
+    env.update(zip(block.results, variants[-1].shapes[k:]))
+    return variants
 
 
 def _index(items: tuple, var: str, at):
@@ -144,9 +179,9 @@ def _index(items: tuple, var: str, at):
 class _Module:
     """Writes the module: its step functions and ``_run``, the driver of the blocks."""
 
-    def __init__(self, graph, cut, steps, out: int, tensor: bool, gradient: bool) -> None:
+    def __init__(self, graph, cut, steps, out: int, tensor: bool, gradient: bool, of) -> None:
         self.graph, self.cut, self.steps, self.out = graph, cut, steps, out
-        self.tensor, self.gradient = tensor, gradient
+        self.tensor, self.gradient, self.of = tensor, gradient, of
         self.lines: list[str] = []
 
     def source(self, wrt: list[str], name: str = "") -> str:
@@ -165,7 +200,10 @@ class _Module:
             "",
             f"INPUTS = {tuple(graph.inputs)!r}",
             f"DEFAULTS = {_Emitter(kind, '')._defaults(graph)}",
-            "MAX_STEPS = None  # the most steps a loop may take (None: any number)",
+            "# The most steps the loops of a call may take in all, and steps times operations",
+            "# (None: any number); whether a loop may take no steps.",
+            "MAX_STEPS = MAX_NODES = None",
+            "NO_STEPS = True",
             "",
             "",
             "class DomainError(ArithmeticError):",
@@ -184,7 +222,7 @@ class _Module:
                 if step.last is not step.backward:  # the last step's, given more cotangents
                     functions.append(step.last.replace("\x00", f"_b{k}_l{v}", 1))
         sources = [inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(helpers)]
-        out_name = graph.display_name(self.out)
+        out_name = self.of or graph.display_name(self.out)
         api = [
             "def forward(**inputs):",
             '    """The output\'s value, by its name."""',
@@ -216,7 +254,7 @@ class _Module:
         for node in sorted(used | {self.out}):
             if graph.ops[node] is CONST:
                 lines.append(f"    n{node} = {self._literal(graph.consts[node])}")
-        lines += ["    _seen = []", "    _w = _seen.append"]
+        lines += ["    _seen = []", "    _w = _seen.append", "    _spent = [0, 0]"]
         body: list[str] = []
         for k, block in enumerate(self.cut):
             body += self._forward(k, block)
@@ -224,6 +262,8 @@ class _Module:
         body += [
             f"value = n{self.out}",
             f"value = {plain}",
+            "_w(value)",
+            "_finite(_seen, 'in the output')",
             "if not gradient:",
             "    return value, None",
             *self._scalar(),
@@ -234,7 +274,9 @@ class _Module:
             body += self._back(k, self.cut[k])
         body.append("_finite(_seen, 'on the way back')")
         grads = ", ".join(f"{n!r}: _like(a{graph.inputs[n]}, n{graph.inputs[n]})" for n in wrt)
-        body.append(f"return value, {{{grads}}}")
+        body.append(f"grads = {{{grads}}}")
+        body += ["_seen.extend(grads.values())", "_finite(_seen, 'in the gradients')"]
+        body.append("return value, grads")
         quiet = "with np.errstate(all='ignore'):" if self.tensor else "if True:"
         return [*lines, f"    {quiet}", *("        " + line for line in body), "", ""]
 
@@ -315,10 +357,11 @@ class _Module:
 
     def _count(self, block: Block) -> str:
         bound, node = block.loop.count
+        size = block.hi - block.lo  # operations a step adds to the graph that runs
         if isinstance(bound, int):
-            return f"_most({bound})"
+            return f"_most({bound}, {size}, _spent)"
         axis = None if bound[0] == "value" else bound[2]
-        return f"_count(n{node}, {axis!r})"
+        return f"_most(_count(n{node}, {axis!r}), {size}, _spent)"
 
     def _back(self, k: int, block: Block) -> list[str]:
         if block.loop is None:
@@ -396,9 +439,14 @@ def _ct(a, like):
     return _zero(like) if a is None else a
 
 
-def _most(n):
-    if MAX_STEPS is not None and n > MAX_STEPS:
-        raise DomainError(f'a loop of {n} steps: more than the {MAX_STEPS} this module runs')
+def _most(n, size, spent):
+    \"\"\"n steps of a loop of size operations, counted against MAX_STEPS and MAX_NODES.\"\"\"
+    spent[0] += n
+    spent[1] += n * size
+    if MAX_STEPS is not None and (spent[0] > MAX_STEPS or spent[1] > MAX_NODES):
+        raise DomainError(f'the loops take {spent[0]} steps: more than this module runs')
+    if n == 0 and not NO_STEPS:
+        raise DomainError('a loop of no steps')
     return n
 """
 
@@ -431,8 +479,8 @@ def _count(value, axis):
     if axis is None:
         if np.ndim(value) or float(value) != int(value) or value < 0:
             raise DomainError(f"a loop's number of steps is a whole number, got {value}")
-        return _most(int(value))
-    return _most(np.shape(value)[axis])
+        return int(value)
+    return np.shape(value)[axis]
 
 
 def _finite(seen, where):
@@ -466,14 +514,20 @@ def _like(g, x):
 
 
 def _count(value, axis):
-    """A loop's number of steps: a whole number."""
+    """A loop's number of steps: a whole number (a number has no axis to measure)."""
+    if axis is not None:
+        raise DomainError(f'a number has no axis {axis} to measure')
     if value != int(value) or value < 0:
         raise DomainError(f"a loop's number of steps is a whole number, got {value}")
-    return _most(int(value))
+    return int(value)
 
 
 def _finite(seen, where):
-    """Numbers stop where they are not finite: nothing is handed to _w."""
+    """Raise DomainError if a value handed to _w is not finite."""
+    for v in seen:
+        if v - v != 0.0:
+            raise DomainError(f'a value is not finite {where}')
+    seen.clear()
 ''',
     ],
 }

@@ -82,7 +82,7 @@ def _cut(graph: Graph, out: int, control: Static) -> list[Block] | None:
     results: list[dict[int, None]] = [{} for _ in cut]
     ops, args = graph.ops, graph.args
     for k, block in enumerate(cut):
-        if block.loop is not None and not _loop_reads(graph, block):
+        if block.loop is not None and not _loop_reads(graph, block, out):
             return None
         reads: dict[int, None] = {}
         rows = {j for j, _, _ in block.rows}  # xs[t]: a step's row, xs itself not an input
@@ -109,22 +109,31 @@ def _cut(graph: Graph, out: int, control: Static) -> list[Block] | None:
     return cut
 
 
-def _loop_reads(graph: Graph, block: Block) -> bool:
+def _loop_reads(graph: Graph, block: Block, out: int) -> bool:
     """A loop's carried values, its ``xs[t]`` rows and whether it reads its variable; False
-    where the body indexes its own values with the variable."""
+    where the body indexes with the variable a value it computes or carries (``h[t]``), and
+    where a value carried as another's value at the start of the step (``a = b``) is read
+    after the loop (the static graph has one node for both there)."""
     loop = block.loop
     lo = loop.lo
     if graph.ops[lo] is not CONST or graph.labels[lo] != loop.var:
         return False
     block.carried = [(src, before) for src, before, _ in loop.back]
+    befores = {before for _, before in block.carried}
     for j in range(lo + 1, block.hi):
         if lo in graph.args[j]:
             block.var = True
         if graph.ops[j].name == "index" and loop.var in graph.params[j][0]:
             (a,) = graph.args[j]
-            if a >= lo and graph.ops[a] is not INPUT:
+            if (a >= lo and graph.ops[a] is not INPUT) or a in befores:
                 return False
             block.rows.append((j, a, graph.params[j][0]))
+    early = {src for src, _ in block.carried if src < lo}
+    if early and (
+        out in early
+        or any(a in early for j in range(block.hi, len(graph.ops)) for a in graph.args[j])
+    ):
+        return False
     return True
 
 
@@ -164,7 +173,7 @@ class Step:
                 _backward(plan, saved, len(outs), sizes, tensor, self.helpers) for plan in plans
             ]
             self.backward, self.last = made[0], made[-1]
-        lines, names, helpers = _emit(step, known, tensor, [*outs, *saved])
+        lines, names, helpers = _emit(step, known, tensor, [*outs, *saved], watch=outs)
         self.helpers |= helpers
         returned = "".join(f"{names[o]}, " for o in [*outs, *saved])
         params = ["_w", *input_variables(step.inputs).values()]
@@ -313,14 +322,18 @@ def _step_graph(block: Block, graph: Graph, known: dict, cotangents: list | None
     return b.finish(last, ""), outs, b.shapes
 
 
-def _emit(graph: Graph, known: dict, tensor: bool, returned: list[int]):
+def _emit(graph: Graph, known: dict, tensor: bool, returned: list[int], watch=()):
     """The lines computing every operation of ``graph`` (the interpreter runs every
     statement), each node's variable, and the helpers they call. A value that could hide one
-    not finite (``tanh(inf)`` is 1), or that no ``returned`` node reads, is handed to ``_w``
-    (NumPy: checked once at the end) or stops the step (numbers)."""
+    not finite (``tanh(inf)`` is 1), that no ``returned`` node reads, or in ``watch`` (the
+    step's results, which the next step reads as inputs), is handed to ``_w`` (NumPy: checked
+    once a block) or stops the step (numbers)."""
     em = _Emitter("numpy" if tensor else "python", graph.source.text, known if tensor else None)
     em.variables = input_variables(graph.inputs)
     lines, names = em.body(graph, keep=set(returned), returned=returned)
+    for o in dict.fromkeys(watch):
+        if graph.ops[o].arity:  # an operation's: inputs were checked where they were made
+            lines.append(em.stop(names[o], ""))
     if tensor:
         head, tail = em.stop("\x00", "").split("\x00")
         pattern = re.compile("^" + re.escape(head) + r"(\w+)" + re.escape(tail))
