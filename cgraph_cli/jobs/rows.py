@@ -368,9 +368,7 @@ class _Plan:
         inputs = None  # shapes the engine was not compiled for: the interpreter takes every row
         if fits:
             for col in columns.values() if n else ():  # a cell not finite: refused
-                values = col.values.reshape(n, -1)
-                with np.errstate(all="ignore"):
-                    odd |= ~np.isfinite(values).all(axis=1)
+                _refuse_not_finite(col.values, odd)
             inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}
 
         def row(r: int) -> dict:
@@ -428,6 +426,16 @@ class _Plan:
         scale = 1.0 / self.count if how == "mean" else 1.0
         sums = {k: _plain(v * scale) for k, v in self.totals.items()}
         return sums.pop(self.value_key), sums
+
+
+def _refuse_not_finite(values, odd) -> None:
+    """Mark in ``odd`` the rows of ``values`` (a leading axis of rows) holding a number that
+    is not finite: one sum first (a read, nothing written), each row only when it is not
+    finite (some cell is not, or the sum overflowed)."""
+    with np.errstate(all="ignore"):
+        total = np.add.reduce(values, None)
+        if total - total != 0.0:
+            odd |= ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
 
 
 def _cell(v):

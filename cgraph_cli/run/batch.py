@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 
 from ..core.ir import Graph
+from ..core.ops import CONST
 
 # How a NumPy module takes a leading batch axis: rows of numbers broadcast through the code of
 # an elementwise program; rows of tensors go one at a time.
@@ -149,3 +150,37 @@ def unread(graph: Graph, returned: list[int]) -> set[int]:
             for a in graph.args[i]:
                 live[a] = True
     return {i for i, op in enumerate(graph.ops) if op.arity and not live[i]}
+
+
+#: The variable a rows module keeps what it watches in: with rows of numbers, a list of the
+#: values themselves (the engine checks them, once, after the call: see ``engine._sound``);
+#: with rows of tensors, a running sum per row (non-finite where some value was).
+WATCHED = {True: "_watch", False: "_acc"}
+
+
+def watch_line(var: str, vector: bool) -> str:
+    """The line that watches variable ``var``: kept for the engine's check (rows of numbers:
+    no work here, and no extra pass), or added to the row's running sum (rows of tensors)."""
+    if vector:
+        return f"    _watch.append({var})"
+    return f"    _acc = _acc + np.sum({var})"
+
+
+def hidden(graph: Graph, i: int) -> list[int]:
+    """The arguments of node ``i`` (an op that :func:`absorbs`) whose value it could hide:
+    each once, no constant, and not the base of a positive power (``inf ^ 2`` is inf, ``nan
+    ^ 0.5`` nan: the power passes it on).
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = tanh(x) + (x * 2) ^ 2")
+    >>> [hidden(g, i) for i, op in enumerate(g.ops) if op.name in ("tanh", "pow")]
+    [[0], []]
+    """
+    args = graph.args[i]
+    exponent = graph.consts.get(args[-1]) if graph.ops[i].name == "pow" else None
+    positive = exponent.__class__ is float and exponent > 0.0
+    return [
+        a
+        for a in dict.fromkeys(args)
+        if graph.ops[a] is not CONST and not (positive and a == args[0])
+    ]

@@ -36,7 +36,17 @@ from ..core.ir import Graph, resolve_name
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
-from .batch import PER_ROW, ROWS, absorbs, decisive, elementwise, unread
+from .batch import (
+    PER_ROW,
+    ROWS,
+    WATCHED,
+    absorbs,
+    decisive,
+    elementwise,
+    hidden,
+    unread,
+    watch_line,
+)
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -46,7 +56,18 @@ _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
-    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
+    *(
+        "SHAPES",
+        "rows",
+        "_acc",
+        "_watch",
+        "_rows",
+        "_per_row",
+        "_stack",
+        "_kinks",
+        "_total",
+        "_FLOAT",
+    ),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
 }
 
@@ -229,12 +250,7 @@ class _Emitter:
             if not self.rows and absorbs(op):  # a value this op would hide: stop at its node
                 lines += self.watched(graph, i, names)
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
-                total = "{}" if self.vector else "np.sum({})"
-                lines += [
-                    f"    _acc = _acc + {total.format(names[a])}"
-                    for a in dict.fromkeys(graph.args[i])
-                    if graph.ops[a] is not CONST
-                ]
+                lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
             label = graph.labels[i]
             if label is None and free and (keep is None or i not in keep):
                 var = free.pop()
@@ -245,7 +261,7 @@ class _Emitter:
             names.append(var)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
-                lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
+                lines.append(watch_line(var, self.vector))
             elif i in dead:  # a statement no result reads: the interpreter checks it too
                 lines.append(self.stop(var, self.comment(graph, i)))
         return lines, names
@@ -502,7 +518,9 @@ class _Emitter:
             convert = ["    _expect(inputs, INPUTS)"] + [
                 f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)
             ]
-        start = ["    _acc = 0.0"] if self.rows else []
+        start = (
+            [f"    {WATCHED[self.vector]} = {'[]' if self.vector else '0.0'}"] if self.rows else []
+        )
         if self.kinks:
             start.append("    _kinks = []")
         if self.vector:  # rows of numbers broadcast through the code
@@ -548,7 +566,7 @@ class _Emitter:
                     *([] if self.rows else self.finite("forward", "out", out)),
                 ],
             ),
-            "    return out, _acc" if self.rows else "    return out",
+            f"    return out, {WATCHED[self.vector]}" if self.rows else "    return out",
             "",
             "",
             f"def grad({signature}):",
@@ -570,7 +588,9 @@ class _Emitter:
                             ),
                         ],
                     ),
-                    "    return value, grads, _acc" if self.rows else "    return value, grads",
+                    f"    return value, grads, {WATCHED[self.vector]}"
+                    if self.rows
+                    else "    return value, grads",
                 ]
                 if grad_body is not None
                 else [  # value: why not, as a string literal (repr: nothing of it runs)

@@ -87,10 +87,22 @@ def _per_row(value, n: int):
 
 def _sound(flags, results, n: int):
     """Rows whose flag and every result are finite (a result shared by every row: all rows
-    or none)."""
+    or none). ``flags``: the values the module watched (a list: rows of numbers) or a number
+    per row that is not finite where one was (rows of tensors). One sum over everything
+    first (a read of each value, nothing written): finite, every row is sound; else each row
+    is looked at (the sum may also have overflowed)."""
+    values = [*flags] if flags.__class__ is list else [flags]
+    seen: set[int] = set()
     with np.errstate(all="ignore"):
-        ok = np.isfinite(np.broadcast_to(np.asarray(flags, dtype=float), (n,))).copy()
-        for r in results:
+        total = 0.0
+        for v in [*values, *results]:
+            if id(v) not in seen:  # a gradient may be another's array (b's, n's in n = t + b)
+                seen.add(id(v))
+                total += np.add.reduce(v, None) if v.__class__ is np.ndarray else v
+        if total - total == 0.0:
+            return np.ones(n, dtype=bool)
+        ok = np.ones(n, dtype=bool)
+        for r in [*values, *results]:
             r = np.asarray(r)
             if r.ndim == 0 or r.shape[0] != n:
                 if not np.isfinite(r).all():
