@@ -184,3 +184,91 @@ def hidden(graph: Graph, i: int) -> list[int]:
         for a in dict.fromkeys(args)
         if graph.ops[a] is not CONST and not (positive and a == args[0])
     ]
+
+
+# --- work arrays reused from chunk to chunk ----------------------------------------------------
+#: NumPy's ufuncs a template may name (``np.tanh({0})``): each can write into a given array.
+_UFUNCS = frozenset(
+    {"sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "sign", "power", "minimum"}
+    | {"maximum"}
+)
+_INFIX = {"+": "add", "-": "subtract", "*": "multiply", "/": "true_divide"}
+_SLOT = r"\{\d\}"
+_LITERAL = r"-?\d+\.\d*(?:e[-+]?\d+)?"
+#: Templates whose result is always a new array, never a view of an argument.
+_FRESH = ("np.where(", "np.asarray(", "rt.np_", "_exact(", "(")
+
+
+def ufunc_form(template: str) -> tuple[str, list[str]] | None:
+    """``template`` as one NumPy ufunc and its arguments (slots ``{k}`` or number literals),
+    which can then write into a work array; None for any other template.
+
+    >>> ufunc_form("{0} * {1}"), ufunc_form("np.maximum({0}, 0.0)"), ufunc_form("-{0}")
+    (('multiply', ['{0}', '{1}']), ('maximum', ['{0}', '0.0']), ('negative', ['{0}']))
+    >>> ufunc_form("np.where({0}, {1}, {2})") is None, ufunc_form("{0}") is None
+    (True, True)
+    """
+    import re
+
+    found = re.fullmatch(rf"({_SLOT}|{_LITERAL}) ([-+*/]) ({_SLOT}|{_LITERAL})", template)
+    if found:
+        return _INFIX[found[2]], [found[1], found[3]]
+    if re.fullmatch(rf"-{_SLOT}", template):
+        return "negative", [template[1:]]
+    found = re.fullmatch(r"np\.(\w+)\((.*)\)", template)
+    if found and found[1] in _UFUNCS:
+        args = found[2].split(", ")
+        if all(re.fullmatch(f"{_SLOT}|{_LITERAL}", a) for a in args):
+            return found[1], args
+    return None
+
+
+def work_arrays(graph: Graph, templates: dict[int, str], private: set[int]) -> set[int]:
+    """The nodes whose values a rows module computes into work arrays kept from call to call
+    (``out=``): a ufunc's (:func:`ufunc_form`), ``private`` (neither returned, nor watched,
+    nor read by gradcheck's kinks), and read only by ops whose results are new arrays (never
+    a view of it, as ``stop_gradient``'s ``{0}`` is), so that no value outlives its array."""
+    fresh = {
+        i
+        for i, t in templates.items()
+        if ufunc_form(t) is not None or (t.startswith(_FRESH) and t != "({0})")
+    }
+    readers_fresh = [True] * len(graph.ops)
+    for i, args in enumerate(graph.args):
+        if args and i not in fresh:
+            for a in args:
+                readers_fresh[a] = False
+    return {
+        i
+        for i, t in templates.items()
+        if i in private and readers_fresh[i] and ufunc_form(t) is not None
+    }
+
+
+#: The helper a rows module with work arrays takes them from: a pool per concurrent call.
+WORK = [
+    "_POOLS: list = []  # work arrays by variable, one dict per call running at once",
+    "",
+    "",
+    "def _buffers(rows):",
+    '    """(out, pool): out(key, *args) is the work array of variable key for a value per row',
+    "    (an argument with the rows' shape), else None (a value every row shares: a number);",
+    '    the pool goes back to _POOLS when the call is done, for the next chunk."""',
+    "    pool = _POOLS.pop() if _POOLS else {}",
+    "",
+    "    def out(key, *args):",
+    "        for a in args:",
+    "            if a.__class__ is np.ndarray and a.shape == rows:",
+    "                b = pool.get(key)",
+    "                if b is not None and b.shape == rows:",
+    "                    return b",
+    "                if b is not None and b.ndim == len(rows) == 1 and len(b) > rows[0]:",
+    "                    return b[: rows[0]]  # a shorter chunk (the last): the first rows",
+    "                b = pool[key] = np.empty(rows)",
+    "                return b",
+    "        return None",
+    "",
+    "    return out, pool",
+    "",
+    "",
+]

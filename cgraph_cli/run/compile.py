@@ -40,13 +40,16 @@ from .batch import (
     PER_ROW,
     ROWS,
     WATCHED,
+    WORK,
     absorbs,
     decisive,
     elementwise,
     hidden,
+    ufunc_form,
     unread,
     watch_line,
-)
+    work_arrays,
+)  # fmt: skip
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -69,6 +72,7 @@ _RESERVED = {
         "_FLOAT",
     ),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
+    *("_out", "_pool", "_POOLS", "_buffers"),
 }
 
 
@@ -129,8 +133,9 @@ def compile_module(
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
         forward_body, forward_names = emitter.body(
-            graph, returned=_returned(graph, output, rows), kinks=kinks
-        )
+            graph, returned=_returned(graph, output, rows), kinks=kinks,
+            escapes=_given(graph, output),
+        )  # fmt: skip
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
@@ -139,13 +144,13 @@ def compile_module(
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
     forward_body, forward_names = emitter.body(
-        graph, returned=_returned(graph, output, rows), kinks=kinks
+        graph, returned=_returned(graph, output, rows), kinks=kinks, escapes=_given(graph, output)
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
-    grad_body, grad_names = emitter.body(derived, returned=returned)
+    grad_body, grad_names = emitter.body(derived, returned=returned, escapes=set(returned))
     if base in derived.names:
         value_node = derived.names[base]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`
@@ -172,6 +177,7 @@ class _Emitter:
         # are (else a batch runs one row at a time).
         self.vector = False
         self.kinks = False  # forward also lists the kink quantities (rows mode)
+        self.work = False  # some value computed into a work array (rows of numbers)
         # The inputs' shapes when compiling for NumPy (None: no specialising).
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
@@ -193,15 +199,30 @@ class _Emitter:
         keep: set[int] | None = None,
         returned: list[int] | None = None,
         kinks: bool = False,
+        escapes: set[int] | None = None,
     ) -> tuple[list[str], list[str]]:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
         variable of one that is dead by then, unless it is in ``keep``. A node that no
-        ``returned`` node reads is watched too (the interpreter checks every value)."""
+        ``returned`` node reads is watched too (the interpreter checks every value). Rows
+        of numbers, with ``escapes`` (the nodes the function gives back): the values no one
+        else sees are computed into work arrays kept for the next call (:func:`work_arrays`),
+        and a named one's variable, once dead, is taken again as a temporary's."""
         dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
         exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
+        templates = {
+            i: self.node_template(graph, i, op, i in exact, i in conditions)
+            for i, op in enumerate(graph.ops)
+            if op is not INPUT and op is not CONST
+        }
+        last = _last_uses(graph)
+        work: set[int] = set()  # rows of numbers: values computed into kept work arrays
+        if escapes is not None and self.rows and self.vector and not kinks:
+            last, private = self.private(graph, escapes, dead)
+            work = work_arrays(graph, templates, private)
+            self.work = self.work or bool(work)
         names: list[str] = []
         # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
@@ -212,7 +233,6 @@ class _Emitter:
             if name not in variables:
                 variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
-        last = _last_uses(graph)
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
         for i, op in enumerate(graph.ops):
@@ -222,16 +242,7 @@ class _Emitter:
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
                 continue
-            template = self.template(op)
-            if self.known is not None:
-                template = self.specialised(graph, i, op, template)
-            if i in exact:
-                template = self.exact_template(op)
-            if self.target == "numpy" and i in conditions:  # read by where only: a mask
-                template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
-            exponent = graph.consts.get(graph.args[i][-1])
-            if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
-                template = "{0} * {0}"  # a square: one multiplication, not a call of pow
+            template = templates[i]
             args = [names[a] for a in graph.args[i]]
             params = [repr(p) for p in graph.params.get(i, ())]
             params += ["None"] * (len(op.params) - len(params))  # an optional one not given
@@ -252,19 +263,64 @@ class _Emitter:
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
                 lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
             label = graph.labels[i]
-            if label is None and free and (keep is None or i not in keep):
+            if (label is None or i in work) and free and (keep is None or i not in keep):
                 var = free.pop()
             else:
                 var = _fresh(label or "t", taken, counts)
-                if label is None:
+                if label is None or i in work:
                     temporary.add(var)
             names.append(var)
+            if i in work:  # into the work array of its variable (per row), or a new number
+                expr = self.into(graph, i, template, var, names)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
                 lines.append(watch_line(var, self.vector))
             elif i in dead:  # a statement no result reads: the interpreter checks it too
                 lines.append(self.stop(var, self.comment(graph, i)))
         return lines, names
+
+    def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
+        """Node ``i``'s template: its op's, specialised where shapes are known, by the float
+        rule (``exact``), as a boolean ``mask`` (read by ``where`` only), or a square."""
+        template = self.template(op)
+        if self.known is not None:
+            template = self.specialised(graph, i, op, template)
+        if exact:
+            template = self.exact_template(op)
+        if self.target == "numpy" and mask:  # read by where only: a mask
+            template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
+        exponent = graph.consts.get(graph.args[i][-1])
+        if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
+            template = "{0} * {0}"  # a square: one multiplication, not a call of pow
+        return template
+
+    def private(self, graph: Graph, escapes: set[int], dead: set[int]):
+        """For rows of numbers: each node's last reader, where only ``escapes`` (and the
+        inputs) live to the end, and the nodes no one else sees: neither given back nor
+        watched (read after the call by the engine)."""
+        end = len(graph.ops)
+        last = last_readers(graph)
+        for node in (*escapes, *graph.inputs.values()):
+            last[node] = end
+        seen = set(escapes) | dead
+        for i, op in enumerate(graph.ops):
+            if op.arity and absorbs(op):
+                seen.update(hidden(graph, i))
+        return last, {i for i in range(end) if i not in seen}
+
+    def into(self, graph: Graph, i: int, template: str, var: str, names: list[str]) -> str:
+        """Node ``i`` as its ufunc writing into the work array of ``var`` when a value per row
+        (``np.add(a, b, out=_out('t', a, b))``)."""
+        form = ufunc_form(template)
+        assert form is not None
+        ufunc, parts = form
+        args = [names[graph.args[i][int(p[1:-1])]] if p.startswith("{") else p for p in parts]
+        rows = [
+            names[graph.args[i][int(p[1:-1])]]
+            for p in dict.fromkeys(parts)
+            if p.startswith("{") and graph.ops[graph.args[i][int(p[1:-1])]] is not CONST
+        ]
+        return f"np.{ufunc}({', '.join(args)}, out=_out({', '.join([repr(var), *rows])}))"
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
         """Lines that stop at an argument of node ``i`` that is not finite, naming the
@@ -525,6 +581,8 @@ class _Emitter:
             start.append("    _kinks = []")
         if self.vector:  # rows of numbers broadcast through the code
             start.append(f"    rows = _rows({', '.join(variables)})")
+            if self.work:
+                start.append("    _out, _pool = _buffers(rows)")
         elif numpy and inputs:  # rows of tensors: one row at a time
             shapes = self.row_shapes(graph)
             batched = " or ".join(  # _arg made a number a float, and anything else an array
@@ -566,6 +624,7 @@ class _Emitter:
                     *([] if self.rows else self.finite("forward", "out", out)),
                 ],
             ),
+            *(["    _POOLS.append(_pool)"] if self.work else []),
             f"    return out, {WATCHED[self.vector]}" if self.rows else "    return out",
             "",
             "",
@@ -588,6 +647,7 @@ class _Emitter:
                             ),
                         ],
                     ),
+                    *(["    _POOLS.append(_pool)"] if self.work else []),
                     f"    return value, grads, {WATCHED[self.vector]}"
                     if self.rows
                     else "    return value, grads",
@@ -689,6 +749,7 @@ class _Emitter:
                     "",
                     "",
                     *(ROWS if self.vector else PER_ROW),
+                    *(WORK if self.work else []),
                 ]
                 if numpy
                 else []
@@ -807,6 +868,11 @@ def _checked_source(checked: list[str], grad_body) -> list[str]:
         "_CHECKED_WHERE: dict = {}",
         f"_CHECKED_SOURCE = {chr(10).join(text)!r}",
     ]
+
+
+def _given(graph: Graph, output: int) -> set[int]:
+    """The nodes whose values ``forward`` gives back: the output and every named one."""
+    return {output, *graph.named_nodes().values()}
 
 
 def _returned(graph: Graph, output: int, rows: bool) -> list[int]:
