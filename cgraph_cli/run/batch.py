@@ -30,6 +30,15 @@ ROWS = [
     "    return np.broadcast_shapes(*shapes) if shapes else ()",
     "",
     "",
+    "def _seen(v):",
+    '    """A watched value as the engine checks it: its sum when finite (so is every row\'s',
+    '    value), else a copy of it, for the engine to look at each row."""',
+    "    if v.__class__ is not np.ndarray:",
+    "        return v",
+    "    total = np.add.reduce(v, None)",
+    "    return total if total - total == 0.0 else v.copy()",
+    "",
+    "",
 ]
 PER_ROW = [
     "def _per_row(fn, inputs):",
@@ -153,16 +162,18 @@ def unread(graph: Graph, returned: list[int]) -> set[int]:
 
 
 #: The variable a rows module keeps what it watches in: with rows of numbers, a list of the
-#: values themselves (the engine checks them, once, after the call: see ``engine._sound``);
-#: with rows of tensors, a running sum per row (non-finite where some value was).
+#: values' sums (each made as soon as the value is, which may be a work array: ``_seen``;
+#: the engine checks them after the call, see ``engine._sound``); with rows of tensors, a
+#: running sum per row (non-finite where some value was).
 WATCHED = {True: "_watch", False: "_acc"}
 
 
 def watch_line(var: str, vector: bool) -> str:
-    """The line that watches variable ``var``: kept for the engine's check (rows of numbers:
-    no work here, and no extra pass), or added to the row's running sum (rows of tensors)."""
+    """The line that watches variable ``var``: its sum kept for the engine's check (rows of
+    numbers: one read of it, nothing written), or added to the row's running sum (rows of
+    tensors)."""
     if vector:
-        return f"    _watch.append({var})"
+        return f"    _watch.append(_seen({var}))"
     return f"    _acc = _acc + np.sum({var})"
 
 

@@ -72,7 +72,7 @@ _RESERVED = {
         "_FLOAT",
     ),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
-    *("_out", "_pool", "_POOLS", "_buffers"),
+    *("_out", "_pool", "_POOLS", "_buffers", "_seen"),
 }
 
 
@@ -220,7 +220,7 @@ class _Emitter:
         last = _last_uses(graph)
         work: set[int] = set()  # rows of numbers: values computed into kept work arrays
         if escapes is not None and self.rows and self.vector and not kinks:
-            last, private = self.private(graph, escapes, dead)
+            last, private = self.private(graph, escapes)
             work = work_arrays(graph, templates, private)
             self.work = self.work or bool(work)
         names: list[str] = []
@@ -294,19 +294,15 @@ class _Emitter:
             template = "{0} * {0}"  # a square: one multiplication, not a call of pow
         return template
 
-    def private(self, graph: Graph, escapes: set[int], dead: set[int]):
+    def private(self, graph: Graph, escapes: set[int]):
         """For rows of numbers: each node's last reader, where only ``escapes`` (and the
-        inputs) live to the end, and the nodes no one else sees: neither given back nor
-        watched (read after the call by the engine)."""
+        inputs) live to the end, and the nodes no one else sees (not given back; a watched
+        one is looked at as soon as it is made, by ``_seen``)."""
         end = len(graph.ops)
         last = last_readers(graph)
         for node in (*escapes, *graph.inputs.values()):
             last[node] = end
-        seen = set(escapes) | dead
-        for i, op in enumerate(graph.ops):
-            if op.arity and absorbs(op):
-                seen.update(hidden(graph, i))
-        return last, {i for i in range(end) if i not in seen}
+        return last, {i for i in range(end) if i not in escapes}
 
     def into(self, graph: Graph, i: int, template: str, var: str, names: list[str]) -> str:
         """Node ``i`` as its ufunc writing into the work array of ``var`` when a value per row
