@@ -87,6 +87,7 @@ def compile_module(
     rows: bool = False,
     gradient: bool = True,
     kinks: bool = False,
+    names: list[str] | None = None,
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
@@ -95,7 +96,9 @@ def compile_module(
     per row that is not finite where some value on the way was not (see :func:`absorbs`).
     ``gradient`` False: ``forward`` alone (``grad`` raises ``TypeError``). ``kinks`` (rows
     mode): ``forward``'s values also hold, under ``" kinks"``, the kink quantity of each op that
-    has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck.
+    has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck. ``names`` (rows mode):
+    the named values ``forward`` gives back (default: every one); the others need not outlive
+    the call (work arrays).
 
     >>> from cgraph_cli import parse
     >>> namespace = {}
@@ -123,6 +126,7 @@ def compile_module(
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
     emitter.kinks = kinks
+    emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
     try:
         if not gradient:
@@ -134,7 +138,7 @@ def compile_module(
         emitter.vector = target == "numpy" and elementwise(graph, known)
         forward_body, forward_names = emitter.body(
             graph, returned=_returned(graph, output, rows), kinks=kinks,
-            escapes=_given(graph, output),
+            escapes=_given(graph, output, emitter.names),
         )  # fmt: skip
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
@@ -144,7 +148,10 @@ def compile_module(
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
     forward_body, forward_names = emitter.body(
-        graph, returned=_returned(graph, output, rows), kinks=kinks, escapes=_given(graph, output)
+        graph,
+        returned=_returned(graph, output, rows),
+        kinks=kinks,
+        escapes=_given(graph, output, emitter.names),
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
@@ -178,6 +185,7 @@ class _Emitter:
         self.vector = False
         self.kinks = False  # forward also lists the kink quantities (rows mode)
         self.work = False  # some value computed into a work array (rows of numbers)
+        self.names: list[str] | None = None  # the named values forward gives (None: all)
         # The inputs' shapes when compiling for NumPy (None: no specialising).
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
@@ -516,7 +524,11 @@ class _Emitter:
         variables = [self.variables[n] for n in inputs]
         args = ", ".join(variables)
         signature = f"*, {args}" if args else ""
-        named = {n: names[node] for n, node in graph.named_nodes().items()}
+        named = {
+            n: names[node]
+            for n, node in graph.named_nodes().items()
+            if self.names is None or n in self.names
+        }
         head = [
             f'"""A cgraph program compiled by cgraph (target {self.target}): the forward pass',
             "(forward) and the forward and reverse passes (grad) as straight-line code. It needs",
@@ -866,9 +878,11 @@ def _checked_source(checked: list[str], grad_body) -> list[str]:
     ]
 
 
-def _given(graph: Graph, output: int) -> set[int]:
-    """The nodes whose values ``forward`` gives back: the output and every named one."""
-    return {output, *graph.named_nodes().values()}
+def _given(graph: Graph, output: int, names: list[str] | None) -> set[int]:
+    """The nodes whose values ``forward`` gives back: the output and every named one (those
+    of ``names`` when given)."""
+    named = graph.named_nodes()
+    return {output, *(named.values() if names is None else (named[n] for n in names if n in named))}
 
 
 def _returned(graph: Graph, output: int, rows: bool) -> list[int]:

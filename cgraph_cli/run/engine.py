@@ -123,6 +123,7 @@ def engine(
     gradient: bool = True,
     kinks: bool = False,
     rows: bool = True,
+    names: list[str] | None = None,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
     ``bindings`` (one row's values; with ``rows`` False, a whole batch's) give its inputs;
@@ -130,6 +131,7 @@ def engine(
     program is not built). ``kinks``: :meth:`Engine.evaluate_rows` also gives the kink
     quantities, under ``" kinks"``. ``rows`` False: the module as ``cgraph compile`` writes it,
     which raises ``DomainError`` (an ``ArithmeticError``) where a value is not finite.
+    ``names``: the only named values :meth:`Engine.evaluate_rows` gives (default: all).
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -139,14 +141,17 @@ def engine(
     from ..passes.optimize import known_shapes
 
     shapes = known_shapes(graph, bindings or {})
-    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks, rows))
+    given = None if names is None else tuple(names)
+    key = repr(
+        ("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks, rows, given)
+    )
     found = graph.memo.get(key)
     if found is None:
         from .compile import compile_module
 
         source = compile_module(
             graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=rows, gradient=gradient,
-            kinks=kinks,
+            kinks=kinks, names=None if given is None else list(given),
         )  # fmt: skip
         found = graph.memo[key] = Engine(source)
     return found
@@ -222,9 +227,11 @@ class Driver:
 
     def _compile(self, bindings: Mapping, *, rows: bool) -> Engine:
         grad = self.wrt is not None
+        names = None if grad or not rows else self.names  # rows: what the driver keeps
         return engine(
-            self.graph, of=self.of, wrt=self.wrt, bindings=bindings, gradient=grad, rows=rows
-        )
+            self.graph, of=self.of, wrt=self.wrt, bindings=bindings, gradient=grad, rows=rows,
+            names=names,
+        )  # fmt: skip
 
     def interpret(self, bindings: Mapping) -> dict[str, Any]:
         """The interpreter's results for one set of bindings; its error, placed at the node
