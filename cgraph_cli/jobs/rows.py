@@ -117,7 +117,7 @@ def run_rows(
         table, good = plan.chunk(path, start, columns)
         n = len(table["error"])
         result.rows += n
-        result.errors += n - int(good.sum())
+        result.errors += n - int(np.count_nonzero(good))
         if len(result.samples) < SAMPLES and not good.all():
             result.samples += [e for e in table["error"] if e is not None][
                 : SAMPLES - len(result.samples)
@@ -366,9 +366,7 @@ class _Plan:
             fits = fits and col.values.shape[1:] == self.row_shapes[c]
         odd[list(problems)] = True
         inputs = None  # shapes the engine was not compiled for: the interpreter takes every row
-        if fits:
-            for col in columns.values() if n else ():  # a cell not finite: refused
-                _refuse_not_finite(col.values, odd)
+        if fits:  # (a cell that is not finite: the module flags its row, see unread_inputs)
             inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}
 
         def row(r: int) -> dict:
@@ -426,16 +424,6 @@ class _Plan:
         scale = 1.0 / self.count if how == "mean" else 1.0
         sums = {k: _plain(v * scale) for k, v in self.totals.items()}
         return sums.pop(self.value_key), sums
-
-
-def _refuse_not_finite(values, odd) -> None:
-    """Mark in ``odd`` the rows of ``values`` (a leading axis of rows) holding a number that
-    is not finite: one sum first (a read, nothing written), each row only when it is not
-    finite (some cell is not, or the sum overflowed)."""
-    with np.errstate(all="ignore"):
-        total = np.add.reduce(values, None)
-        if total - total != 0.0:
-            odd |= ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
 
 
 def _cell(v):

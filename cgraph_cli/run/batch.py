@@ -149,6 +149,20 @@ def elementwise(graph: Graph, known: Mapping) -> bool:
     )
 
 
+def unread_inputs(graph: Graph, names) -> list[str]:
+    """The inputs among ``names`` that no operation of ``graph`` reads (or that it lacks).
+    Every other input reaches a value the rows mode checks (an op that passes a value that
+    is not finite on makes one, an op that may hide it has its arguments watched), so that
+    only these need a look of their own for a row's input that is not finite.
+
+    >>> from cgraph_cli import parse
+    >>> unread_inputs(parse("input w = 1; y = x * 2"), ["x", "w", "z"])
+    ['w', 'z']
+    """
+    read = {a for args in graph.args for a in args}
+    return [n for n in names if graph.inputs.get(n) not in read]
+
+
 def unread(graph: Graph, returned: list[int]) -> set[int]:
     """The operation nodes from which no node of ``returned`` can be reached."""
     live = [False] * len(graph.ops)

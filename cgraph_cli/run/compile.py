@@ -47,6 +47,7 @@ from .batch import (
     hidden,
     ufunc_form,
     unread,
+    unread_inputs,
     watch_line,
     work_arrays,
 )  # fmt: skip
@@ -241,6 +242,11 @@ class _Emitter:
             if name not in variables:
                 variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
+        if self.rows:  # an input no op reads: watched itself (else a value made of it is)
+            lines += [
+                watch_line(self.variables[n], self.vector)
+                for n in unread_inputs(graph, self.variables)
+            ]
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
         for i, op in enumerate(graph.ops):
