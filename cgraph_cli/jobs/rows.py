@@ -30,7 +30,7 @@ CHUNK_ROWS = 65_536
 
 class RowsResult:
     """What a run over rows gives: ``tables`` (each chunk's output columns, when not
-    reduced), ``rows``, ``errors`` (rows that failed), ``seconds``, ``ignored`` (columns that
+    reduced; ``error`` last: each row's error or None, a tuple where no row failed), ``rows``, ``errors`` (rows that failed), ``seconds``, ``ignored`` (columns that
     are not inputs); with ``reduce``, ``value`` and ``gradients``: the sum or mean over the
     rows that did not fail.
 
@@ -206,6 +206,7 @@ class _Plan:
         self.row_shapes: dict[str, tuple[int, ...]] = {}
         self.totals: dict[str, Any] = {}
         self.count = 0
+        self.no_errors: tuple[None, ...] = ()  # the error column of a chunk where none failed
 
     def start_file(self, path: str, columns: list[str], wrt, strict: bool, note) -> None:
         """Bind the columns of a file: the first decides which inputs are per row; every
@@ -373,6 +374,10 @@ class _Plan:
             return {**self.shared, **{c: col.cell(r) for c, col in columns.items()}}
 
         results, failures, good = self.driver.rows(inputs, n, row, doubtful=odd, skip=problems)
+        if not problems and not failures:  # no row failed: one tuple of None per length
+            if len(self.no_errors) != n:
+                self.no_errors = (None,) * n
+            return self._table(raw, results, self.no_errors, good, n), good
         errors: list[str | None] = [None] * n
         for r, why in problems.items():
             errors[r] = f"row {start + r + 1}: {why} ({path})"
