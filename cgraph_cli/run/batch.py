@@ -149,6 +149,27 @@ def elementwise(graph: Graph, known: Mapping) -> bool:
     )
 
 
+def uncovered(graph: Graph, results: Mapping[str, int]) -> list[str]:
+    """The keys of ``results`` (nodes a function of a rows module gives back) that the engine
+    must check for values that are not finite: an operation's or an input's that no op of
+    ``graph`` passes on (one that does not :func:`absorb <absorbs>`). A value such an op
+    reads shows in the op's value, which is checked in turn (given back, or watched, or
+    passed on again), so that checking it too would only read it once more.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("n = x * w; o = tanh(n); p = o * 2; q = (x + 1) ^ 2")
+    >>> uncovered(g, g.named_nodes())
+    ['n', 'p', 'q']
+    """
+    passed = set()
+    for i, op in enumerate(graph.ops):
+        if op.arity and not absorbs(op):
+            passed.update(graph.args[i])
+        elif op.arity:  # the base of a positive power: passed on too
+            passed.update(a for a in graph.args[i] if a not in hidden(graph, i))
+    return [k for k, i in results.items() if i not in passed]
+
+
 def unread_inputs(graph: Graph, names) -> list[str]:
     """The inputs among ``names`` that no operation of ``graph`` reads (or that it lacks).
     Every other input reaches a value the rows mode checks (an op that passes a value that

@@ -46,6 +46,7 @@ from .batch import (
     elementwise,
     hidden,
     ufunc_form,
+    uncovered,
     unread,
     unread_inputs,
     watch_line,
@@ -73,7 +74,7 @@ _RESERVED = {
         "_FLOAT",
     ),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
-    *("_out", "_pool", "_POOLS", "_buffers", "_seen"),
+    *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED"),
 }
 
 
@@ -142,6 +143,7 @@ def compile_module(
             escapes=_given(graph, output, emitter.names),
         )  # fmt: skip
         emitter.result_shapes(graph, "forward", graph.named_nodes())
+        emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
@@ -155,6 +157,7 @@ def compile_module(
         escapes=_given(graph, output, emitter.names),
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
+    emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
@@ -170,6 +173,7 @@ def compile_module(
     emitter.exact = emitter.exact_shapes(derived, program.gradients)
     results = {w: derived.names[h] for w, h in program.gradients.items()}
     emitter.result_shapes(derived, "grad", {"": value_node, **results})
+    emitter.to_check["grad"] = uncovered(derived, {"": value_node, **results})
     return emitter.module(
         graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
     )
@@ -187,6 +191,9 @@ class _Emitter:
         self.kinks = False  # forward also lists the kink quantities (rows mode)
         self.work = False  # some value computed into a work array (rows of numbers)
         self.names: list[str] | None = None  # the named values forward gives (None: all)
+        # Rows mode: per function, the results the engine checks (the others pass a value
+        # that is not finite on to one that is checked).
+        self.to_check: dict[str, list[str]] = {}
         # The inputs' shapes when compiling for NumPy (None: no specialising).
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
@@ -553,6 +560,7 @@ class _Emitter:
             f"DEFAULTS = {self._defaults(graph)}",
             *(
                 [f"SHAPES = {self.row_shapes(graph)!r}", "_FLOAT = np.dtype(float)"]
+                + ([f"CHECKED = {self.to_check!r}"] if self.rows else [])
                 if numpy
                 else []
             ),

@@ -36,7 +36,7 @@ class Engine:
     module not in rows mode (a batch's) returns no flags: it raises where a value is not
     finite."""
 
-    __slots__ = ("forward", "grad", "shapes", "source")
+    __slots__ = ("forward", "grad", "shapes", "source", "checked")
 
     def __init__(self, source: str) -> None:
         namespace: dict = {"__name__": "cgraph_compiled", "__file__": _FILENAME}
@@ -45,6 +45,9 @@ class Engine:
         self.grad = namespace["grad"]
         self.shapes: dict[str, tuple[int, ...]] = namespace["SHAPES"]
         self.source = source
+        # Rows mode: per function, the results to check (the others pass a value that is
+        # not finite on to one of them, or to a watched value); None: every result.
+        self.checked: dict[str, list[str]] | None = namespace.get("CHECKED")
 
     def evaluate_rows(self, inputs: Mapping, n: int, keep: list[str] | None = None):
         """Every named value for ``n`` rows (each an array with a leading axis of ``n``; a
@@ -57,8 +60,10 @@ class Engine:
         except _FAILURES:  # no row is known sound: the interpreter answers for each
             return {}, np.zeros(n, dtype=bool)
         kinks = named.pop(" kinks", None)
-        checked = named.values() if keep is None else [named[k] for k in keep if k in named]
-        ok = _sound(flags, checked, n)
+        kept = named if keep is None else [k for k in keep if k in named]
+        if self.checked is not None:
+            kept = [k for k in kept if k in self.checked["forward"]]
+        ok = _sound(flags, [named[k] for k in kept], n)
         if kinks is not None:
             named[" kinks"] = [np.broadcast_to(np.asarray(k, dtype=float), (n,)) for k in kinks]
         return {k: v if k == " kinks" else _per_row(v, n) for k, v in named.items()}, ok
@@ -69,7 +74,10 @@ class Engine:
             value, grads, flags = self.grad(**inputs)
         except _FAILURES:
             return np.full(n, np.nan), {}, np.zeros(n, dtype=bool)
-        ok = _sound(flags, [value, *grads.values()], n)
+        checked = [value, *grads.values()]
+        if self.checked is not None:
+            checked = [v for k, v in {"": value, **grads}.items() if k in self.checked["grad"]]
+        ok = _sound(flags, checked, n)
         return _per_row(value, n), {k: _per_row(v, n) for k, v in grads.items()}, ok
 
 
