@@ -359,13 +359,17 @@ class _Plan:
         n = len(next(iter(columns.values())).values)
         fits = self._module(self.driver, columns) is not None
         problems: dict[int, str] = {}
-        odd = np.zeros(n, dtype=bool)
+        doubtful: set[int] = set()  # rows the interpreter takes: an empty cell, an odd shape
         for c, col in columns.items():
             for r, why in col.problems.items():
                 problems.setdefault(r, why)
-            odd[list(col.odd)] = True
+            doubtful.update(col.odd)
             fits = fits and col.values.shape[1:] == self.row_shapes[c]
-        odd[list(problems)] = True
+        doubtful.update(problems)
+        odd = None
+        if doubtful:
+            odd = np.zeros(n, dtype=bool)
+            odd[list(doubtful)] = True
         inputs = None  # shapes the engine was not compiled for: the interpreter takes every row
         if fits:  # (a cell that is not finite: the module flags its row, see unread_inputs)
             inputs = {**self.shared, **{c: col.values for c, col in columns.items()}}

@@ -282,7 +282,7 @@ class Driver:
             if doubtful is not None:
                 good &= ~doubtful
         failures: dict[int, CgraphError] = {}
-        flagged = np.flatnonzero(~good).tolist()
+        flagged = [] if np.count_nonzero(good) == n else np.flatnonzero(~good).tolist()
         if flagged:  # rows to patch: the columns become writable copies
             results = {k: np.array(v, dtype=float) for k, v in results.items()}
         for r in flagged:
