@@ -161,7 +161,7 @@ def uncovered(graph: Graph, results: Mapping[str, int]) -> list[str]:
     >>> uncovered(g, g.named_nodes())
     ['n', 'p', 'q']
     """
-    passed = set()
+    passed: set[int] = set()
     for i, op in enumerate(graph.ops):
         if op.arity and not absorbs(op):
             passed.update(graph.args[i])
