@@ -291,6 +291,32 @@ def work_arrays(graph: Graph, templates: dict[int, str], private: set[int]) -> s
     }
 
 
+def private_nodes(graph: Graph, escapes: set[int]) -> tuple[list[int], set[int]]:
+    """For rows of numbers: each node's last reader, where only ``escapes`` (the nodes a
+    function gives back) and the inputs live to the end, and the nodes no one else sees
+    (not given back; a watched one is looked at as soon as it is made, by ``_seen``)."""
+    from ..core.walks import last_readers
+
+    end = len(graph.ops)
+    last = last_readers(graph)
+    for node in (*escapes, *graph.inputs.values()):
+        last[node] = end
+    return last, {i for i in range(end) if i not in escapes}
+
+
+def into_work_array(graph: Graph, i: int, template: str, var: str, names: list[str]) -> str:
+    """Node ``i`` (its ``template`` a :func:`ufunc_form`) as its ufunc writing into the work
+    array of variable ``var`` when a value per row: ``np.add(a, b, out=_out('t', a, b))``
+    (``names``: each node's variable, or a constant's literal)."""
+    form = ufunc_form(template)
+    assert form is not None
+    ufunc, parts = form
+    slots = {p: graph.args[i][int(p[1:-1])] for p in parts if p.startswith("{")}
+    args = [names[slots[p]] if p in slots else p for p in parts]
+    rows = [names[a] for a in dict.fromkeys(slots.values()) if graph.ops[a] is not CONST]
+    return f"np.{ufunc}({', '.join(args)}, out=_out({', '.join([repr(var), *rows])}))"
+
+
 #: The helper a rows module with work arrays takes them from: a pool per concurrent call.
 WORK = [
     "_POOLS: list = []  # work arrays by variable, one dict per call running at once",

@@ -45,7 +45,8 @@ from .batch import (
     decisive,
     elementwise,
     hidden,
-    ufunc_form,
+    into_work_array,
+    private_nodes,
     uncovered,
     unread,
     unread_inputs,
@@ -236,7 +237,7 @@ class _Emitter:
         last = _last_uses(graph)
         work: set[int] = set()  # rows of numbers: values computed into kept work arrays
         if escapes is not None and self.rows and self.vector and not kinks:
-            last, private = self.private(graph, escapes)
+            last, private = private_nodes(graph, escapes)
             work = work_arrays(graph, templates, private)
             self.work = self.work or bool(work)
         names: list[str] = []
@@ -292,7 +293,7 @@ class _Emitter:
                     temporary.add(var)
             names.append(var)
             if i in work:  # into the work array of its variable (per row), or a new number
-                expr = self.into(graph, i, template, var, names)
+                expr = into_work_array(graph, i, template, var, names)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
                 lines.append(watch_line(var, self.vector))
@@ -314,30 +315,6 @@ class _Emitter:
         if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
             template = "{0} * {0}"  # a square: one multiplication, not a call of pow
         return template
-
-    def private(self, graph: Graph, escapes: set[int]):
-        """For rows of numbers: each node's last reader, where only ``escapes`` (and the
-        inputs) live to the end, and the nodes no one else sees (not given back; a watched
-        one is looked at as soon as it is made, by ``_seen``)."""
-        end = len(graph.ops)
-        last = last_readers(graph)
-        for node in (*escapes, *graph.inputs.values()):
-            last[node] = end
-        return last, {i for i in range(end) if i not in escapes}
-
-    def into(self, graph: Graph, i: int, template: str, var: str, names: list[str]) -> str:
-        """Node ``i`` as its ufunc writing into the work array of ``var`` when a value per row
-        (``np.add(a, b, out=_out('t', a, b))``)."""
-        form = ufunc_form(template)
-        assert form is not None
-        ufunc, parts = form
-        args = [names[graph.args[i][int(p[1:-1])]] if p.startswith("{") else p for p in parts]
-        rows = [
-            names[graph.args[i][int(p[1:-1])]]
-            for p in dict.fromkeys(parts)
-            if p.startswith("{") and graph.ops[graph.args[i][int(p[1:-1])]] is not CONST
-        ]
-        return f"np.{ufunc}({', '.join(args)}, out=_out({', '.join([repr(var), *rows])}))"
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
         """Lines that stop at an argument of node ``i`` that is not finite, naming the
