@@ -590,6 +590,17 @@ def turns(program: Program, n: int, rounds: int) -> None:
             mean_by_hand,
         ),
     }
+    for mode in ("eval", "grad"):  # each chunk's table handed on and dropped, as -o FILE does
+        contenders[f"{mode}, streamed"] = (
+            lambda m=mode: run_rows(
+                program.graph,
+                chunks(columns, n),
+                mode=m,
+                bindings=program.shared,
+                write=lambda table: None,
+            ),  # fmt: skip
+            contenders[mode][1],
+        )
     if program.name != "neuron":
         del contenders["grad --reduce mean"]
     print(f"{program.name}, {n:,} rows, chunks of {CHUNK_ROWS:,}: {rounds} rounds in turns")
