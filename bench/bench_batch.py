@@ -657,12 +657,15 @@ def cgraph_file(path: str, fmt: str, out: str, mode: str) -> None:
     read_chunks, run_rows a chunk at a time, RowWriter (with the error column)."""
     from cgraph_cli.data.datafiles import read_chunks
     from cgraph_cli.data.datawriter import RowWriter
+    from cgraph_cli.data.outputs import forget_all
 
     p = neuron()
     writer = RowWriter(out, fmt)
     chunks = read_chunks([path], fmt, CHUNK_ROWS)
     run_rows(p.graph, chunks, mode=mode, bindings=p.shared, write=writer.write)
     writer.close()
+    forget_all()  # the files this "command" read: the next one's (a deleted file's inode
+    # may come back as a new output's, which cgraph would refuse to overwrite)
 
 
 def end_to_end(fmt: str, n: int, rounds: int) -> None:
