@@ -209,6 +209,7 @@ class _Plan:
         self.totals: dict[str, Any] = {}
         self.count = 0
         self.no_errors: tuple[None, ...] = ()  # the error column of a chunk where none failed
+        self.columns: dict[str, str] = {}  # each result's column name, once worked out
 
     def start_file(self, path: str, columns: list[str], wrt, strict: bool, note) -> None:
         """Bind the columns of a file: the first decides which inputs are per row; every
@@ -332,6 +333,12 @@ class _Plan:
     def column_name(self, k: str) -> str:
         """A result's column: a value's name (the output's for :data:`VALUE`), or ``do_dw1``
         for ∂o/∂w1 (as diff names it)."""
+        found = self.columns.get(k)
+        if found is None:
+            found = self.columns[k] = self._column_name(k)
+        return found
+
+    def _column_name(self, k: str) -> str:
         if k == VALUE:
             return self.out_name
         if self.mode == "grad":

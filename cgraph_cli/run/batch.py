@@ -26,7 +26,9 @@ from ..core.ops import CONST
 ROWS = [
     "def _rows(*values):",
     '    """The shape of a batch of rows: () for one row (every input a number)."""',
-    "    shapes = [v.shape for v in values if v.__class__ is np.ndarray]",
+    "    shapes = {v.shape for v in values if v.__class__ is np.ndarray}",
+    "    if len(shapes) == 1:  # every column of the rows' length (broadcast_shapes: 20 us)",
+    "        return shapes.pop()",
     "    return np.broadcast_shapes(*shapes) if shapes else ()",
     "",
     "",
