@@ -95,8 +95,11 @@ def compile_module(
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
     ``rows``: for cgraph's own batch engine (:mod:`cgraph_cli.run.engine`), NumPy only: nothing
-    raises for a value that is not finite; ``forward`` and ``grad`` return, last, a number
-    per row that is not finite where some value on the way was not (see :func:`absorbs`).
+    raises for a value that is not finite; ``forward`` and ``grad`` return, last, what they
+    watched (see :func:`absorbs`): with rows of numbers, a list of the watched values' sums
+    (a copy of a value whose sum is not finite), with rows of tensors a number per row that
+    is not finite where some value on the way was not; ``CHECKED`` names, per function, the
+    results the caller must check too.
     ``gradient`` False: ``forward`` alone (``grad`` raises ``TypeError``). ``kinks`` (rows
     mode): ``forward``'s values also hold, under ``" kinks"``, the kink quantity of each op that
     has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck. ``names`` (rows mode):
