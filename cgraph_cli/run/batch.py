@@ -32,6 +32,9 @@ ROWS = [
     "    return np.broadcast_shapes(*shapes) if shapes else ()",
     "",
     "",
+]
+#: How a rows module of numbers keeps a watched value (see :data:`WATCHED`).
+SEEN = [
     "def _seen(v):",
     '    """A watched value as the engine checks it: its sum when finite (so is every row\'s',
     '    value), else a copy of it, for the engine to look at each row."""',

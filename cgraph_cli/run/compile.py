@@ -39,6 +39,7 @@ from ..passes.grad_graph import NotANumber
 from .batch import (
     PER_ROW,
     ROWS,
+    SEEN,
     WATCHED,
     WORK,
     absorbs,
@@ -751,6 +752,7 @@ class _Emitter:
                     "",
                     "",
                     *(ROWS if self.vector else PER_ROW),
+                    *(SEEN if self.vector and self.rows else []),
                     *(WORK if self.work else []),
                 ]
                 if numpy
