@@ -37,6 +37,14 @@ pyarrow (the `data` extra) the file is an .npz, which cgraph reads whole.
 
 Timings are the best of --runs (default 3; quick calls repeated up to half a second). Prints
 figures; asserts nothing about them.
+
+    python bench/bench_batch.py --turns 9          # cgraph and by hand in turns, 9 rounds
+
+With --turns, only the comparisons timed in turns, round by round (CPU time of the thread, the
+median and range of the per-round ratios): run_rows against NumPy by hand over whole columns
+(eval, grad, grad --reduce mean), and a CSV and a Parquet file of --rows rows through cgraph
+(read_chunks, run_rows, RowWriter, as `cgraph eval|grad --rows FILE -o OUT` runs) against
+pyarrow reading the file whole, NumPy and pyarrow writing the results, by hand.
 """
 
 from __future__ import annotations
@@ -553,6 +561,147 @@ def file_run(rows: int, fmt: str, runs: int) -> None:
     )
 
 
+# --- in turns: per-round ratios against NumPy by hand, in process and through files --------
+def _spread(ratios: list[float]) -> str:
+    import statistics
+
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def turns(program: Program, n: int, rounds: int) -> None:
+    """cgraph's run_rows and NumPy by hand over whole columns, timed in turns round by round
+    (CPU time of this thread: the other processes of a loaded machine weigh less), for eval,
+    grad and grad --reduce mean: the median and range of the per-round ratios."""
+    columns = row_columns(program, n)
+    check(program, columns)
+    whole = {**columns, **program.shared}
+    for mode in ("eval", "grad"):
+        cgraph_run(program, columns, min(n, 1000), mode)  # compiles: not timed
+
+    def mean_by_hand():
+        value, grads = program.grad_np(**whole)
+        return value.mean(), {w: grads[w].mean() for w in program.shared}
+
+    contenders = {
+        "eval": (lambda: cgraph_run(program, columns, n, "eval"), lambda: program.eval_np(**whole)),
+        "grad": (lambda: cgraph_run(program, columns, n, "grad"), lambda: program.grad_np(**whole)),
+        "grad --reduce mean": (
+            lambda: cgraph_run(program, columns, n, "grad", reduce="mean"),
+            mean_by_hand,
+        ),
+    }
+    for mode in ("eval", "grad"):  # each chunk's table handed on and dropped, as -o FILE does
+        contenders[f"{mode}, streamed"] = (
+            lambda m=mode: run_rows(
+                program.graph,
+                chunks(columns, n),
+                mode=m,
+                bindings=program.shared,
+                write=lambda table: None,
+            ),  # fmt: skip
+            contenders[mode][1],
+        )
+    if program.name != "neuron":
+        del contenders["grad --reduce mean"]
+    print(f"{program.name}, {n:,} rows, chunks of {CHUNK_ROWS:,}: {rounds} rounds in turns")
+    print(f"  {'mode':<20} {'cgraph ms':>10} {'numpy ms':>9}  ratio: median (range)")
+    for mode, (mine, theirs) in contenders.items():
+        ratios, a, b = [], [], []
+        for _ in range(rounds):
+            a.append(cpu(mine))
+            b.append(cpu(theirs))
+            ratios.append(a[-1] / b[-1])
+        print(f"  {mode:<20} {sorted(a)[rounds // 2] * 1e3:>10.1f} {sorted(b)[rounds // 2] * 1e3:>9.1f}"
+              f"  {_spread(ratios)}")  # fmt: skip
+    print()
+
+
+def cpu(fn) -> float:
+    """The CPU time of this thread that ``fn()`` takes."""
+    t = time.thread_time()
+    fn()
+    return time.thread_time() - t
+
+
+def wall(fn) -> float:
+    """The wall time ``fn()`` takes."""
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def by_hand_file(path: str, fmt: str, out: str, mode: str) -> None:
+    """The neuron over a file by hand: pyarrow reads it whole, NumPy computes over whole
+    columns, pyarrow writes the value (and, for grad, the gradients)."""
+    import pyarrow as pa
+    import pyarrow.csv as pc
+    import pyarrow.parquet as pq
+
+    table = pc.read_csv(path) if fmt == "csv" else pq.read_table(path)
+    p = neuron()
+    x1, x2 = (table[c].to_numpy() for c in ("x1", "x2"))
+    if mode == "eval":
+        columns = {"o": p.eval_np(x1, x2, **p.shared)}
+    else:
+        value, grads = p.grad_np(x1, x2, **p.shared)
+        columns = {"o": value, **{f"do_d{k}": v for k, v in grads.items()}}
+    result = pa.table(columns)
+    if fmt == "csv":
+        pc.write_csv(result, out)
+    else:  # numbers without dictionary encoding, as cgraph writes them (8x faster)
+        pq.write_table(result, out, use_dictionary=False)
+
+
+def cgraph_file(path: str, fmt: str, out: str, mode: str) -> None:
+    """The same through cgraph, as ``cgraph eval|grad --rows FILE -o OUT`` runs it:
+    read_chunks, run_rows a chunk at a time, RowWriter (with the error column)."""
+    from cgraph_cli.data.datafiles import read_chunks
+    from cgraph_cli.data.datawriter import RowWriter
+    from cgraph_cli.data.outputs import forget_all
+
+    p = neuron()
+    writer = RowWriter(out, fmt)
+    chunks = read_chunks([path], fmt, CHUNK_ROWS)
+    run_rows(p.graph, chunks, mode=mode, bindings=p.shared, write=writer.write)
+    writer.close()
+    forget_all()  # the files this "command" read: the next one's (a deleted file's inode
+    # may come back as a new output's, which cgraph would refuse to overwrite)
+
+
+def end_to_end(fmt: str, n: int, rounds: int) -> None:
+    """A file of ``n`` rows of x1, x2 through cgraph and by hand (pyarrow + NumPy), in turns:
+    the per-round ratios, after checking that both wrote the same values."""
+    import pyarrow.csv as pc
+    import pyarrow.parquet as pq
+
+    read = pc.read_csv if fmt == "csv" else pq.read_table
+    print(f"end to end, a {fmt.upper()} file of {n:,} rows, neuron: {rounds} rounds in turns")
+    print(f"  {'mode':<6} {'cgraph ms':>10} {'by hand ms':>11}  ratio: median (range)")
+    with tempfile.TemporaryDirectory(prefix="cgraph-bench-") as tmp:
+        path = os.path.join(tmp, f"in.{fmt}")
+        write_input(path, fmt, n)
+        mine, theirs = os.path.join(tmp, f"mine.{fmt}"), os.path.join(tmp, f"theirs.{fmt}")
+        for mode in ("eval", "grad"):
+            cgraph_file(path, fmt, mine, mode)
+            by_hand_file(path, fmt, theirs, mode)
+            a_table, b_table = read(mine), read(theirs)
+            for c in b_table.column_names:
+                assert np.allclose(a_table[c].to_numpy(), b_table[c].to_numpy(), rtol=1e-12), c
+            del a_table, b_table  # (a Parquet file read stays open: cgraph won't overwrite it)
+            ratios, a, b = [], [], []
+            for _ in range(rounds):
+                a.append(wall(lambda m=mode: cgraph_file(path, fmt, mine, m)))
+                b.append(wall(lambda m=mode: by_hand_file(path, fmt, theirs, m)))
+                ratios.append(a[-1] / b[-1])
+            print(f"  {mode:<6} {sorted(a)[rounds // 2] * 1e3:>10.1f} {sorted(b)[rounds // 2] * 1e3:>11.1f}"
+                  f"  {_spread(ratios)}")  # fmt: skip
+    print(
+        "  (wall time: pyarrow's threads read and write on both sides; cgraph also writes the"
+        " error column, empty)"
+    )
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -566,9 +715,24 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-jax", action="store_true", help="leave JAX out even if it imports")
     ap.add_argument("--file-child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--turns",
+        type=int,
+        metavar="ROUNDS",
+        help="only the comparisons in turns: cgraph and NumPy by hand, in process and through"
+        " CSV and Parquet files (pyarrow + NumPy by hand), median and range of per-round ratios",
+    )
     args = ap.parse_args()
     if args.file_child:
         file_child(*args.file_child)
+        return
+    if args.turns:
+        n = args.rows or (100_000 if args.quick else 1_000_000)
+        turns(neuron(), n, args.turns)
+        turns(random_program(100), n, args.turns)
+        for fmt in args.formats.split(","):
+            if fmt != "npz":
+                end_to_end(fmt, n, args.turns)
         return
     n = args.rows or (100_000 if args.quick else 1_000_000)
     file_rows = args.file_rows or (200_000 if args.quick else 2_000_000)

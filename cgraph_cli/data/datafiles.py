@@ -150,7 +150,8 @@ def to_column(name: str, cells) -> Column:
     array = _numeric(cells)
     if array is not None:
         nulls = _nulls(cells)
-        problems = {int(r): f"the cell of {name} is empty" for r in np.flatnonzero(nulls)}
+        empty = () if nulls is None else np.flatnonzero(nulls).tolist()
+        problems = {r: f"the cell of {name} is empty" for r in empty}
         return Column(array, problems, {})
     if hasattr(cells, "to_pylist"):
         cells = cells.to_pylist()
@@ -206,9 +207,12 @@ def _numeric(cells):
 
 
 def _nulls(cells):
+    """Which cells are empty (None: none is, as in any NumPy array)."""
     if isinstance(cells, np.ndarray):
-        return np.zeros(len(cells), dtype=bool)
+        return None
     if hasattr(cells, "is_null"):
+        if cells.null_count == 0:
+            return None
         return cells.is_null().to_numpy(zero_copy_only=False)
     return np.array([c is None for c in cells], dtype=bool)
 

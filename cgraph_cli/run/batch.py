@@ -19,14 +19,29 @@ import math
 from collections.abc import Mapping
 
 from ..core.ir import Graph
+from ..core.ops import CONST
 
 # How a NumPy module takes a leading batch axis: rows of numbers broadcast through the code of
 # an elementwise program; rows of tensors go one at a time.
 ROWS = [
     "def _rows(*values):",
     '    """The shape of a batch of rows: () for one row (every input a number)."""',
-    "    shapes = [v.shape for v in values if v.__class__ is np.ndarray]",
+    "    shapes = {v.shape for v in values if v.__class__ is np.ndarray}",
+    "    if len(shapes) == 1:  # every column of the rows' length (broadcast_shapes: 20 us)",
+    "        return shapes.pop()",
     "    return np.broadcast_shapes(*shapes) if shapes else ()",
+    "",
+    "",
+]
+#: How a rows module of numbers keeps a watched value (see :data:`WATCHED`).
+SEEN = [
+    "def _seen(v):",
+    '    """A watched value as the engine checks it: its sum when finite (so is every row\'s',
+    '    value), else a copy of it, for the engine to look at each row."""',
+    "    if v.__class__ is not np.ndarray:",
+    "        return v",
+    "    total = np.add.reduce(v, None)",
+    "    return total if total - total == 0.0 else v.copy()",
     "",
     "",
 ]
@@ -139,6 +154,41 @@ def elementwise(graph: Graph, known: Mapping) -> bool:
     )
 
 
+def uncovered(graph: Graph, results: Mapping[str, int]) -> list[str]:
+    """The keys of ``results`` (nodes a function of a rows module gives back) that the engine
+    must check for values that are not finite: an operation's or an input's that no op of
+    ``graph`` passes on (one that does not :func:`absorb <absorbs>`). A value such an op
+    reads shows in the op's value, which is checked in turn (given back, or watched, or
+    passed on again), so that checking it too would only read it once more.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("n = x * w; o = tanh(n); p = o * 2; q = (x + 1) ^ 2")
+    >>> uncovered(g, g.named_nodes())
+    ['n', 'p', 'q']
+    """
+    passed: set[int] = set()
+    for i, op in enumerate(graph.ops):
+        if op.arity and not absorbs(op):
+            passed.update(graph.args[i])
+        elif op.arity:  # the base of a positive power: passed on too
+            passed.update(a for a in graph.args[i] if a not in hidden(graph, i))
+    return [k for k, i in results.items() if i not in passed]
+
+
+def unread_inputs(graph: Graph, names) -> list[str]:
+    """The inputs among ``names`` that no operation of ``graph`` reads (or that it lacks).
+    Every other input reaches a value the rows mode checks (an op that passes a value that
+    is not finite on makes one, an op that may hide it has its arguments watched), so that
+    only these need a look of their own for a row's input that is not finite.
+
+    >>> from cgraph_cli import parse
+    >>> unread_inputs(parse("input w = 1; y = x * 2"), ["x", "w", "z"])
+    ['w', 'z']
+    """
+    read = {a for args in graph.args for a in args}
+    return [n for n in names if graph.inputs.get(n) not in read]
+
+
 def unread(graph: Graph, returned: list[int]) -> set[int]:
     """The operation nodes from which no node of ``returned`` can be reached."""
     live = [False] * len(graph.ops)
@@ -149,3 +199,153 @@ def unread(graph: Graph, returned: list[int]) -> set[int]:
             for a in graph.args[i]:
                 live[a] = True
     return {i for i, op in enumerate(graph.ops) if op.arity and not live[i]}
+
+
+#: The variable a rows module keeps what it watches in: with rows of numbers, a list of the
+#: values' sums (each made as soon as the value is, which may be a work array: ``_seen``;
+#: the engine checks them after the call, see ``engine._sound``); with rows of tensors, a
+#: running sum per row (non-finite where some value was).
+WATCHED = {True: "_watch", False: "_acc"}
+
+
+def watch_line(var: str, vector: bool) -> str:
+    """The line that watches variable ``var``: its sum kept for the engine's check (rows of
+    numbers: one read of it, nothing written), or added to the row's running sum (rows of
+    tensors)."""
+    if vector:
+        return f"    _watch.append(_seen({var}))"
+    return f"    _acc = _acc + np.sum({var})"
+
+
+def hidden(graph: Graph, i: int) -> list[int]:
+    """The arguments of node ``i`` (an op that :func:`absorbs`) whose value it could hide:
+    each once, no constant, and not the base of a positive power (``inf ^ 2`` is inf, ``nan
+    ^ 0.5`` nan: the power passes it on).
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = tanh(x) + (x * 2) ^ 2")
+    >>> [hidden(g, i) for i, op in enumerate(g.ops) if op.name in ("tanh", "pow")]
+    [[0], []]
+    """
+    args = graph.args[i]
+    exponent = graph.consts.get(args[-1]) if graph.ops[i].name == "pow" else None
+    positive = exponent.__class__ is float and exponent > 0.0
+    return [
+        a
+        for a in dict.fromkeys(args)
+        if graph.ops[a] is not CONST and not (positive and a == args[0])
+    ]
+
+
+# --- work arrays reused from chunk to chunk ----------------------------------------------------
+#: NumPy's ufuncs a template may name (``np.tanh({0})``): each can write into a given array.
+_UFUNCS = frozenset(
+    {"sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "sign", "power", "minimum"}
+    | {"maximum"}
+)
+_INFIX = {"+": "add", "-": "subtract", "*": "multiply", "/": "true_divide"}
+_SLOT = r"\{\d\}"
+_LITERAL = r"-?\d+\.\d*(?:e[-+]?\d+)?"
+#: Templates whose result is always a new array, never a view of an argument.
+_FRESH = ("np.where(", "np.asarray(", "rt.np_", "_exact(", "(")
+
+
+def ufunc_form(template: str) -> tuple[str, list[str]] | None:
+    """``template`` as one NumPy ufunc and its arguments (slots ``{k}`` or number literals),
+    which can then write into a work array; None for any other template.
+
+    >>> ufunc_form("{0} * {1}"), ufunc_form("np.maximum({0}, 0.0)"), ufunc_form("-{0}")
+    (('multiply', ['{0}', '{1}']), ('maximum', ['{0}', '0.0']), ('negative', ['{0}']))
+    >>> ufunc_form("np.where({0}, {1}, {2})") is None, ufunc_form("{0}") is None
+    (True, True)
+    """
+    import re
+
+    found = re.fullmatch(rf"({_SLOT}|{_LITERAL}) ([-+*/]) ({_SLOT}|{_LITERAL})", template)
+    if found:
+        return _INFIX[found[2]], [found[1], found[3]]
+    if re.fullmatch(rf"-{_SLOT}", template):
+        return "negative", [template[1:]]
+    found = re.fullmatch(r"np\.(\w+)\((.*)\)", template)
+    if found and found[1] in _UFUNCS:
+        args = found[2].split(", ")
+        if all(re.fullmatch(f"{_SLOT}|{_LITERAL}", a) for a in args):
+            return found[1], args
+    return None
+
+
+def work_arrays(graph: Graph, templates: dict[int, str], private: set[int]) -> set[int]:
+    """The nodes whose values a rows module computes into work arrays kept from call to call
+    (``out=``): a ufunc's (:func:`ufunc_form`), ``private`` (neither returned, nor watched,
+    nor read by gradcheck's kinks), and read only by ops whose results are new arrays (never
+    a view of it, as ``stop_gradient``'s ``{0}`` is), so that no value outlives its array."""
+    fresh = {
+        i
+        for i, t in templates.items()
+        if ufunc_form(t) is not None or (t.startswith(_FRESH) and t != "({0})")
+    }
+    readers_fresh = [True] * len(graph.ops)
+    for i, args in enumerate(graph.args):
+        if args and i not in fresh:
+            for a in args:
+                readers_fresh[a] = False
+    return {
+        i
+        for i, t in templates.items()
+        if i in private and readers_fresh[i] and ufunc_form(t) is not None
+    }
+
+
+def private_nodes(graph: Graph, escapes: set[int]) -> tuple[list[int], set[int]]:
+    """For rows of numbers: each node's last reader, where only ``escapes`` (the nodes a
+    function gives back) and the inputs live to the end, and the nodes no one else sees
+    (not given back; a watched one is looked at as soon as it is made, by ``_seen``)."""
+    from ..core.walks import last_readers
+
+    end = len(graph.ops)
+    last = last_readers(graph)
+    for node in (*escapes, *graph.inputs.values()):
+        last[node] = end
+    return last, {i for i in range(end) if i not in escapes}
+
+
+def into_work_array(graph: Graph, i: int, template: str, var: str, names: list[str]) -> str:
+    """Node ``i`` (its ``template`` a :func:`ufunc_form`) as its ufunc writing into the work
+    array of variable ``var`` when a value per row: ``np.add(a, b, out=_out('t', a, b))``
+    (``names``: each node's variable, or a constant's literal)."""
+    form = ufunc_form(template)
+    assert form is not None
+    ufunc, parts = form
+    slots = {p: graph.args[i][int(p[1:-1])] for p in parts if p.startswith("{")}
+    args = [names[slots[p]] if p in slots else p for p in parts]
+    rows = [names[a] for a in dict.fromkeys(slots.values()) if graph.ops[a] is not CONST]
+    return f"np.{ufunc}({', '.join(args)}, out=_out({', '.join([repr(var), *rows])}))"
+
+
+#: The helper a rows module with work arrays takes them from: a pool per concurrent call.
+WORK = [
+    "_POOLS: list = []  # work arrays by variable, one dict per call running at once",
+    "",
+    "",
+    "def _buffers(rows):",
+    '    """(out, pool): out(key, *args) is the work array of variable key for a value per row',
+    "    (an argument with the rows' shape), else None (a value every row shares: a number);",
+    '    the pool goes back to _POOLS when the call is done, for the next chunk."""',
+    "    pool = _POOLS.pop() if _POOLS else {}",
+    "",
+    "    def out(key, *args):",
+    "        for a in args:",
+    "            if a.__class__ is np.ndarray and a.shape == rows:",
+    "                b = pool.get(key)",
+    "                if b is not None and b.shape == rows:",
+    "                    return b",
+    "                if b is not None and b.ndim == len(rows) == 1 and len(b) > rows[0]:",
+    "                    return b[: rows[0]]  # a shorter chunk (the last): the first rows",
+    "                b = pool[key] = np.empty(rows)",
+    "                return b",
+    "        return None",
+    "",
+    "    return out, pool",
+    "",
+    "",
+]

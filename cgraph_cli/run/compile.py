@@ -36,7 +36,24 @@ from ..core.ir import Graph, resolve_name
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
-from .batch import PER_ROW, ROWS, absorbs, decisive, elementwise, unread
+from .batch import (
+    PER_ROW,
+    ROWS,
+    SEEN,
+    WATCHED,
+    WORK,
+    absorbs,
+    decisive,
+    elementwise,
+    hidden,
+    into_work_array,
+    private_nodes,
+    uncovered,
+    unread,
+    unread_inputs,
+    watch_line,
+    work_arrays,
+)  # fmt: skip
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -46,8 +63,20 @@ _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
-    *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
+    *(
+        "SHAPES",
+        "rows",
+        "_acc",
+        "_watch",
+        "_rows",
+        "_per_row",
+        "_stack",
+        "_kinks",
+        "_total",
+        "_FLOAT",
+    ),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
+    *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED"),
 }
 
 
@@ -62,15 +91,21 @@ def compile_module(
     rows: bool = False,
     gradient: bool = True,
     kinks: bool = False,
+    names: list[str] | None = None,
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
     ``rows``: for cgraph's own batch engine (:mod:`cgraph_cli.run.engine`), NumPy only: nothing
-    raises for a value that is not finite; ``forward`` and ``grad`` return, last, a number
-    per row that is not finite where some value on the way was not (see :func:`absorbs`).
+    raises for a value that is not finite; ``forward`` and ``grad`` return, last, what they
+    watched (see :func:`absorbs`): with rows of numbers, a list of the watched values' sums
+    (a copy of a value whose sum is not finite), with rows of tensors a number per row that
+    is not finite where some value on the way was not; ``CHECKED`` names, per function, the
+    results the caller must check too.
     ``gradient`` False: ``forward`` alone (``grad`` raises ``TypeError``). ``kinks`` (rows
     mode): ``forward``'s values also hold, under ``" kinks"``, the kink quantity of each op that
-    has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck.
+    has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck. ``names`` (rows mode):
+    the named values ``forward`` gives back (default: every one); the others need not outlive
+    the call (work arrays).
 
     >>> from cgraph_cli import parse
     >>> namespace = {}
@@ -98,6 +133,7 @@ def compile_module(
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
     emitter.kinks = kinks
+    emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
     try:
         if not gradient:
@@ -108,9 +144,11 @@ def compile_module(
             raise
         emitter.vector = target == "numpy" and elementwise(graph, known)
         forward_body, forward_names = emitter.body(
-            graph, returned=_returned(graph, output, rows), kinks=kinks
-        )
+            graph, returned=_returned(graph, output, rows), kinks=kinks,
+            escapes=_given(graph, output, emitter.names),
+        )  # fmt: skip
         emitter.result_shapes(graph, "forward", graph.named_nodes())
+        emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
@@ -118,13 +156,17 @@ def compile_module(
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
     forward_body, forward_names = emitter.body(
-        graph, returned=_returned(graph, output, rows), kinks=kinks
+        graph,
+        returned=_returned(graph, output, rows),
+        kinks=kinks,
+        escapes=_given(graph, output, emitter.names),
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
+    emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
-    grad_body, grad_names = emitter.body(derived, returned=returned)
+    grad_body, grad_names = emitter.body(derived, returned=returned, escapes=set(returned))
     if base in derived.names:
         value_node = derived.names[base]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`
@@ -136,6 +178,7 @@ def compile_module(
     emitter.exact = emitter.exact_shapes(derived, program.gradients)
     results = {w: derived.names[h] for w, h in program.gradients.items()}
     emitter.result_shapes(derived, "grad", {"": value_node, **results})
+    emitter.to_check["grad"] = uncovered(derived, {"": value_node, **results})
     return emitter.module(
         graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
     )
@@ -151,6 +194,11 @@ class _Emitter:
         # are (else a batch runs one row at a time).
         self.vector = False
         self.kinks = False  # forward also lists the kink quantities (rows mode)
+        self.work = False  # some value computed into a work array (rows of numbers)
+        self.names: list[str] | None = None  # the named values forward gives (None: all)
+        # Rows mode: per function, the results the engine checks (the others pass a value
+        # that is not finite on to one that is checked).
+        self.to_check: dict[str, list[str]] = {}
         # The inputs' shapes when compiling for NumPy (None: no specialising).
         self.known = known if target == "numpy" else None
         self._shaped_graph: Graph | None = None
@@ -172,15 +220,30 @@ class _Emitter:
         keep: set[int] | None = None,
         returned: list[int] | None = None,
         kinks: bool = False,
+        escapes: set[int] | None = None,
     ) -> tuple[list[str], list[str]]:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
         program names gets its own variable (``v``, ``v_1``...); a temporary takes the
         variable of one that is dead by then, unless it is in ``keep``. A node that no
-        ``returned`` node reads is watched too (the interpreter checks every value)."""
+        ``returned`` node reads is watched too (the interpreter checks every value). Rows
+        of numbers, with ``escapes`` (the nodes the function gives back): the values no one
+        else sees are computed into work arrays kept for the next call (:func:`work_arrays`),
+        and a named one's variable, once dead, is taken again as a temporary's."""
         dead = unread(graph, returned) if returned is not None else set()
         conditions = _masks(graph)
         exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
+        templates = {
+            i: self.node_template(graph, i, op, i in exact, i in conditions)
+            for i, op in enumerate(graph.ops)
+            if op is not INPUT and op is not CONST
+        }
+        last = _last_uses(graph)
+        work: set[int] = set()  # rows of numbers: values computed into kept work arrays
+        if escapes is not None and self.rows and self.vector and not kinks:
+            last, private = private_nodes(graph, escapes)
+            work = work_arrays(graph, templates, private)
+            self.work = self.work or bool(work)
         names: list[str] = []
         # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
@@ -191,7 +254,11 @@ class _Emitter:
             if name not in variables:
                 variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
-        last = _last_uses(graph)
+        if self.rows:  # an input no op reads: watched itself (else a value made of it is)
+            lines += [
+                watch_line(self.variables[n], self.vector)
+                for n in unread_inputs(graph, self.variables)
+            ]
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
         for i, op in enumerate(graph.ops):
@@ -201,16 +268,7 @@ class _Emitter:
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
                 continue
-            template = self.template(op)
-            if self.known is not None:
-                template = self.specialised(graph, i, op, template)
-            if i in exact:
-                template = self.exact_template(op)
-            if self.target == "numpy" and i in conditions:  # read by where only: a mask
-                template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
-            exponent = graph.consts.get(graph.args[i][-1])
-            if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
-                template = "{0} * {0}"  # a square: one multiplication, not a call of pow
+            template = templates[i]
             args = [names[a] for a in graph.args[i]]
             params = [repr(p) for p in graph.params.get(i, ())]
             params += ["None"] * (len(op.params) - len(params))  # an optional one not given
@@ -229,26 +287,38 @@ class _Emitter:
             if not self.rows and absorbs(op):  # a value this op would hide: stop at its node
                 lines += self.watched(graph, i, names)
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
-                total = "{}" if self.vector else "np.sum({})"
-                lines += [
-                    f"    _acc = _acc + {total.format(names[a])}"
-                    for a in dict.fromkeys(graph.args[i])
-                    if graph.ops[a] is not CONST
-                ]
+                lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
             label = graph.labels[i]
-            if label is None and free and (keep is None or i not in keep):
+            if (label is None or i in work) and free and (keep is None or i not in keep):
                 var = free.pop()
             else:
                 var = _fresh(label or "t", taken, counts)
-                if label is None:
+                if label is None or i in work:
                     temporary.add(var)
             names.append(var)
+            if i in work:  # into the work array of its variable (per row), or a new number
+                expr = into_work_array(graph, i, template, var, names)
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
-                lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
+                lines.append(watch_line(var, self.vector))
             elif i in dead:  # a statement no result reads: the interpreter checks it too
                 lines.append(self.stop(var, self.comment(graph, i)))
         return lines, names
+
+    def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
+        """Node ``i``'s template: its op's, specialised where shapes are known, by the float
+        rule (``exact``), as a boolean ``mask`` (read by ``where`` only), or a square."""
+        template = self.template(op)
+        if self.known is not None:
+            template = self.specialised(graph, i, op, template)
+        if exact:
+            template = self.exact_template(op)
+        if self.target == "numpy" and mask:  # read by where only: a mask
+            template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
+        exponent = graph.consts.get(graph.args[i][-1])
+        if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
+            template = "{0} * {0}"  # a square: one multiplication, not a call of pow
+        return template
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
         """Lines that stop at an argument of node ``i`` that is not finite, naming the
@@ -448,7 +518,11 @@ class _Emitter:
         variables = [self.variables[n] for n in inputs]
         args = ", ".join(variables)
         signature = f"*, {args}" if args else ""
-        named = {n: names[node] for n, node in graph.named_nodes().items()}
+        named = {
+            n: names[node]
+            for n, node in graph.named_nodes().items()
+            if self.names is None or n in self.names
+        }
         head = [
             f'"""A cgraph program compiled by cgraph (target {self.target}): the forward pass',
             "(forward) and the forward and reverse passes (grad) as straight-line code. It needs",
@@ -467,6 +541,7 @@ class _Emitter:
             f"DEFAULTS = {self._defaults(graph)}",
             *(
                 [f"SHAPES = {self.row_shapes(graph)!r}", "_FLOAT = np.dtype(float)"]
+                + ([f"CHECKED = {self.to_check!r}"] if self.rows else [])
                 if numpy
                 else []
             ),
@@ -502,11 +577,15 @@ class _Emitter:
             convert = ["    _expect(inputs, INPUTS)"] + [
                 f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)
             ]
-        start = ["    _acc = 0.0"] if self.rows else []
+        start = (
+            [f"    {WATCHED[self.vector]} = {'[]' if self.vector else '0.0'}"] if self.rows else []
+        )
         if self.kinks:
             start.append("    _kinks = []")
         if self.vector:  # rows of numbers broadcast through the code
             start.append(f"    rows = _rows({', '.join(variables)})")
+            if self.work:
+                start.append("    _out, _pool = _buffers(rows)")
         elif numpy and inputs:  # rows of tensors: one row at a time
             shapes = self.row_shapes(graph)
             batched = " or ".join(  # _arg made a number a float, and anything else an array
@@ -548,7 +627,8 @@ class _Emitter:
                     *([] if self.rows else self.finite("forward", "out", out)),
                 ],
             ),
-            "    return out, _acc" if self.rows else "    return out",
+            *(["    _POOLS.append(_pool)"] if self.work else []),
+            f"    return out, {WATCHED[self.vector]}" if self.rows else "    return out",
             "",
             "",
             f"def grad({signature}):",
@@ -570,7 +650,10 @@ class _Emitter:
                             ),
                         ],
                     ),
-                    "    return value, grads, _acc" if self.rows else "    return value, grads",
+                    *(["    _POOLS.append(_pool)"] if self.work else []),
+                    f"    return value, grads, {WATCHED[self.vector]}"
+                    if self.rows
+                    else "    return value, grads",
                 ]
                 if grad_body is not None
                 else [  # value: why not, as a string literal (repr: nothing of it runs)
@@ -669,6 +752,8 @@ class _Emitter:
                     "",
                     "",
                     *(ROWS if self.vector else PER_ROW),
+                    *(SEEN if self.vector and self.rows else []),
+                    *(WORK if self.work else []),
                 ]
                 if numpy
                 else []
@@ -787,6 +872,13 @@ def _checked_source(checked: list[str], grad_body) -> list[str]:
         "_CHECKED_WHERE: dict = {}",
         f"_CHECKED_SOURCE = {chr(10).join(text)!r}",
     ]
+
+
+def _given(graph: Graph, output: int, names: list[str] | None) -> set[int]:
+    """The nodes whose values ``forward`` gives back: the output and every named one (those
+    of ``names`` when given)."""
+    named = graph.named_nodes()
+    return {output, *(named.values() if names is None else (named[n] for n in names if n in named))}
 
 
 def _returned(graph: Graph, output: int, rows: bool) -> list[int]:

@@ -36,7 +36,7 @@ class Engine:
     module not in rows mode (a batch's) returns no flags: it raises where a value is not
     finite."""
 
-    __slots__ = ("forward", "grad", "shapes", "source")
+    __slots__ = ("forward", "grad", "shapes", "source", "checked")
 
     def __init__(self, source: str) -> None:
         namespace: dict = {"__name__": "cgraph_compiled", "__file__": _FILENAME}
@@ -45,6 +45,9 @@ class Engine:
         self.grad = namespace["grad"]
         self.shapes: dict[str, tuple[int, ...]] = namespace["SHAPES"]
         self.source = source
+        # Rows mode: per function, the results to check (the others pass a value that is
+        # not finite on to one of them, or to a watched value); None: every result.
+        self.checked: dict[str, list[str]] | None = namespace.get("CHECKED")
 
     def evaluate_rows(self, inputs: Mapping, n: int, keep: list[str] | None = None):
         """Every named value for ``n`` rows (each an array with a leading axis of ``n``; a
@@ -57,8 +60,10 @@ class Engine:
         except _FAILURES:  # no row is known sound: the interpreter answers for each
             return {}, np.zeros(n, dtype=bool)
         kinks = named.pop(" kinks", None)
-        checked = named.values() if keep is None else [named[k] for k in keep if k in named]
-        ok = _sound(flags, checked, n)
+        kept = named if keep is None else [k for k in keep if k in named]
+        if self.checked is not None:
+            kept = [k for k in kept if k in self.checked["forward"]]
+        ok = _sound(flags, [named[k] for k in kept], n)
         if kinks is not None:
             named[" kinks"] = [np.broadcast_to(np.asarray(k, dtype=float), (n,)) for k in kinks]
         return {k: v if k == " kinks" else _per_row(v, n) for k, v in named.items()}, ok
@@ -69,7 +74,10 @@ class Engine:
             value, grads, flags = self.grad(**inputs)
         except _FAILURES:
             return np.full(n, np.nan), {}, np.zeros(n, dtype=bool)
-        ok = _sound(flags, [value, *grads.values()], n)
+        checked = [value, *grads.values()]
+        if self.checked is not None:
+            checked = [v for k, v in {"": value, **grads}.items() if k in self.checked["grad"]]
+        ok = _sound(flags, checked, n)
         return _per_row(value, n), {k: _per_row(v, n) for k, v in grads.items()}, ok
 
 
@@ -87,10 +95,22 @@ def _per_row(value, n: int):
 
 def _sound(flags, results, n: int):
     """Rows whose flag and every result are finite (a result shared by every row: all rows
-    or none)."""
+    or none). ``flags``: the values the module watched (a list: rows of numbers) or a number
+    per row that is not finite where one was (rows of tensors). One sum over everything
+    first (a read of each value, nothing written): finite, every row is sound; else each row
+    is looked at (the sum may also have overflowed)."""
+    values = [*flags] if flags.__class__ is list else [flags]
+    seen: set[int] = set()
     with np.errstate(all="ignore"):
-        ok = np.isfinite(np.broadcast_to(np.asarray(flags, dtype=float), (n,))).copy()
-        for r in results:
+        total = 0.0
+        for v in [*values, *results]:
+            if id(v) not in seen:  # a gradient may be another's array (b's, n's in n = t + b)
+                seen.add(id(v))
+                total += np.add.reduce(v, None) if v.__class__ is np.ndarray else v
+        if total - total == 0.0:
+            return np.ones(n, dtype=bool)
+        ok = np.ones(n, dtype=bool)
+        for r in [*values, *results]:
             r = np.asarray(r)
             if r.ndim == 0 or r.shape[0] != n:
                 if not np.isfinite(r).all():
@@ -111,6 +131,7 @@ def engine(
     gradient: bool = True,
     kinks: bool = False,
     rows: bool = True,
+    names: list[str] | None = None,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
     ``bindings`` (one row's values; with ``rows`` False, a whole batch's) give its inputs;
@@ -118,6 +139,7 @@ def engine(
     program is not built). ``kinks``: :meth:`Engine.evaluate_rows` also gives the kink
     quantities, under ``" kinks"``. ``rows`` False: the module as ``cgraph compile`` writes it,
     which raises ``DomainError`` (an ``ArithmeticError``) where a value is not finite.
+    ``names``: the only named values :meth:`Engine.evaluate_rows` gives (default: all).
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -127,14 +149,17 @@ def engine(
     from ..passes.optimize import known_shapes
 
     shapes = known_shapes(graph, bindings or {})
-    key = repr(("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks, rows))
+    given = None if names is None else tuple(names)
+    key = repr(
+        ("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks, rows, given)
+    )
     found = graph.memo.get(key)
     if found is None:
         from .compile import compile_module
 
         source = compile_module(
             graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=rows, gradient=gradient,
-            kinks=kinks,
+            kinks=kinks, names=None if given is None else list(given),
         )  # fmt: skip
         found = graph.memo[key] = Engine(source)
     return found
@@ -210,9 +235,11 @@ class Driver:
 
     def _compile(self, bindings: Mapping, *, rows: bool) -> Engine:
         grad = self.wrt is not None
+        names = None if grad or not rows else self.names  # rows: what the driver keeps
         return engine(
-            self.graph, of=self.of, wrt=self.wrt, bindings=bindings, gradient=grad, rows=rows
-        )
+            self.graph, of=self.of, wrt=self.wrt, bindings=bindings, gradient=grad, rows=rows,
+            names=names,
+        )  # fmt: skip
 
     def interpret(self, bindings: Mapping) -> dict[str, Any]:
         """The interpreter's results for one set of bindings; its error, placed at the node
@@ -255,7 +282,7 @@ class Driver:
             if doubtful is not None:
                 good &= ~doubtful
         failures: dict[int, CgraphError] = {}
-        flagged = np.flatnonzero(~good).tolist()
+        flagged = [] if np.count_nonzero(good) == n else np.flatnonzero(~good).tolist()
         if flagged:  # rows to patch: the columns become writable copies
             results = {k: np.array(v, dtype=float) for k, v in results.items()}
         for r in flagged:
