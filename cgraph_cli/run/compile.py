@@ -37,6 +37,7 @@ from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
 from .batch import PER_ROW, ROWS, absorbs, decisive, elementwise, unread
+from .compile_scalar import reverse_lines, reverse_plan
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -99,6 +100,12 @@ def compile_module(
     emitter = _Emitter(target, graph.source.text, known, rows)
     emitter.kinks = kinks
     emitter.variables = input_variables(graph.inputs)
+    if target == "python" and gradient and not kinks:
+        from ..passes.derivatives import wrt_inputs
+
+        plan = reverse_plan(graph, output, wrt_inputs(graph, wrt))
+        if plan is not None:  # a program of numbers: its reverse pass from the float rules
+            return _scalar_module(emitter, graph, output, plan, name)
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
@@ -139,6 +146,29 @@ def compile_module(
     return emitter.module(
         graph, name, forward_body, forward_names, grad_body, value, gradients, program.output
     )
+
+
+def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str) -> str:
+    """The module of a program of numbers, its reverse pass written by
+    :func:`~cgraph_cli.run.compile_scalar.reverse_lines` after the forward lines."""
+    forward_body, forward_names = emitter.body(graph, returned=_returned(graph, output, False))
+    emitter.result_shapes(graph, "forward", graph.named_nodes())
+    body, names = emitter.body(graph, keep=plan.read, returned=[output])
+    taken, counts = emitter.taken, emitter.counts
+
+    def new(base: str) -> str:
+        return fresh(_identifier(base, taken), taken, counts=counts)
+
+    shown = graph.display_name(output)
+    base = shown if shown.isidentifier() else "out"
+    lines, gradients = reverse_lines(
+        plan, graph, names, new, lambda i: emitter.comment(graph, i), base
+    )
+    for line in lines:
+        emitter.helpers.update(_HELPER.findall(line))
+    body += [_HELPER.sub(r"\1", line) for line in lines]
+    value = names[output]
+    return emitter.module(graph, name, forward_body, forward_names, body, value, gradients, shown)
 
 
 class _Emitter:
@@ -187,6 +217,7 @@ class _Emitter:
         variables = dict(self.variables)
         taken = set(_RESERVED) | _HELPERS | set(variables.values())
         counts: dict[str, int] = {}
+        self.taken, self.counts = taken, counts  # for more variables in the same function
         for name in graph.inputs:
             if name not in variables:
                 variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
@@ -280,7 +311,7 @@ class _Emitter:
         lines = []
         for line in body:
             lines.append(line)
-            found = re.match(r"    (\w+) = .*(  # line .*)$", line)
+            found = re.match(r"    (\w+) \+?= .*(  # line .*)$", line)
             if found:
                 lines.append(f"    _check({found[1]})" + found[2])  # a call: no branch
         return [

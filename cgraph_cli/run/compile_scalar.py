@@ -1,0 +1,228 @@
+"""The reverse pass of a program of numbers as Python lines, written straight from the op
+table's float rules (no derivative graph, no shape inference, no optimizer): for
+:func:`cgraph_cli.run.compile.compile_module`'s ``--target python``.
+
+Each operation node, from the output down, passes its adjoint back to each argument that
+needs one, its partial fused into the line (``g_1 = g * math.cos(v)``); the adjoints add up
+in the order cgraph's interpreter adds them (:func:`cgraph_cli.run.vjp.vjp`), from the same
+rule texts (:class:`~cgraph_cli.core.interpret.Source`), so the gradients are the
+interpreter's to the bit. An adjoint lives in a temporary freed once its node has passed it
+on; each input's gradient accumulates in its own variable as the pass goes. Constants and
+arguments through which no input asked for is reached get no adjoint.
+
+>>> from cgraph_cli import parse
+>>> plan = reverse_plan(parse("y = sin(x) * x"), 2, ["x"])
+>>> [(i, a, text) for i, a, text in plan.steps]
+[(2, 1, '\\x01A1\\x01'), (2, 0, '\\x01A0\\x01'), (1, 0, '(math.cos(\\x01A0\\x01))')]
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..core.interpret import Source
+from ..core.ir import Graph
+from ..core.ops import INPUT
+
+_SOURCE = Source()
+_ARGS = tuple(f"\x01A{k}\x01" for k in range(8))
+_OUT = "\x01O\x01"
+_SLOT = re.compile("\x01(A\\d+|O)\x01")
+_TEMPLATES: dict[tuple[str, int], str | float | None] = {}
+
+
+class ReversePlan(NamedTuple):
+    """What the reverse pass computes: ``steps``, ``(node, argument, partial)`` in the
+    interpreter's order (the partial a template over the node's arguments and result, or a
+    float); ``read``, the forward nodes whose values the partials read (they must stay in
+    their variables); ``targets``, each input asked for by node."""
+
+    steps: list[tuple[int, int, str | float]]
+    read: set[int]
+    targets: dict[int, str]
+    out: int
+
+
+def _template(op, k: int) -> str | float | None:
+    """The partial of ``op`` with respect to its argument ``k`` as text over placeholders
+    (a float when it is a constant), once per op and argument; None: no partial."""
+    key = (op.name, k)
+    if key not in _TEMPLATES:
+        rule = op.partials[k] if op.partials else None
+        if rule is None:
+            _TEMPLATES[key] = None
+        else:
+            part = rule(_SOURCE, *_ARGS[: op.arity], _OUT)
+            _TEMPLATES[key] = part if isinstance(part, str) else float(part)
+    return _TEMPLATES[key]
+
+
+def reverse_plan(graph: Graph, out: int, wrt: list[str]) -> ReversePlan | None:
+    """The reverse pass of ``graph`` from node ``out`` to the inputs ``wrt``; None where it
+    needs the derivative program instead (an op with a vector rule or no float rule, a
+    derivative with respect to a named value rather than an input)."""
+    ops, all_args = graph.ops, graph.args
+    targets: dict[int, str] = {}
+    for w in wrt:
+        node = graph.inputs.get(w)
+        if node is None:
+            return None
+        targets[node] = w
+    # Which nodes lead to an input asked for, through ops that have derivatives.
+    wanted = [False] * len(ops)
+    for i, op in enumerate(ops):
+        if op is INPUT:
+            wanted[i] = i in targets
+        elif op.arity and op.differentiable:
+            wanted[i] = any(wanted[a] for a in all_args[i])
+    has = [False] * len(ops)
+    has[out] = True
+    steps: list[tuple[int, int, str | float]] = []
+    read: set[int] = set()
+    for i in range(out, -1, -1):
+        op = ops[i]
+        if not has[i] or not op.arity or not op.differentiable:
+            continue
+        if op.vjp is not None or op.py is None or op.arity > len(_ARGS):
+            return None
+        args = all_args[i]
+        for k, a in enumerate(args):
+            if not wanted[a]:
+                continue
+            part = _template(op, k)
+            if part is None:
+                continue
+            if isinstance(part, str):
+                for slot in _SLOT.findall(part):
+                    read.add(i if slot == "O" else args[int(slot[1:])])
+            steps.append((i, a, part))
+            has[a] = True
+    return ReversePlan(steps, read, targets, out)
+
+
+def _atom(text: str) -> str:
+    """``text`` without its outer parentheses where they hold one name or call."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    inner = text[1:-1]
+    head = re.match(r"[A-Za-z_][\w.]*", inner)
+    if head is None:
+        return text
+    rest = inner[head.end() :]
+    if not rest:
+        return inner
+    if not rest.startswith("("):
+        return text
+    depth = 0
+    for k, c in enumerate(rest):
+        depth += c == "("
+        depth -= c == ")"
+        if depth == 0:
+            return inner if k == len(rest) - 1 else text
+    return text
+
+
+class _Adjoints:
+    """The variables holding adjoints while the lines are written: a node's adjoint is a
+    variable of its own, one it shares (``g`` passed on unchanged by ``+``), or a literal;
+    a temporary goes back to the pool when no node holds it any more."""
+
+    def __init__(self, fresh) -> None:
+        self.fresh = fresh  # a new variable, from a name
+        self.of: dict[int, str] = {}
+        self.holders: dict[str, int] = {}
+        self.pool: list[str] = []
+
+    def take(self) -> str:
+        var = self.pool.pop() if self.pool else self.fresh("g")
+        self.holders[var] = 0
+        return var
+
+    def hold(self, node: int, var: str) -> None:
+        self.of[node] = var
+        if var in self.holders:
+            self.holders[var] += 1
+
+    def drop(self, node: int) -> None:
+        var = self.of.pop(node, None)
+        if var in self.holders:
+            self.holders[var] -= 1
+            if not self.holders[var]:
+                del self.holders[var]
+                self.pool.append(var)
+
+
+def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comment, base: str):
+    """The reverse pass's lines and each input's gradient (a variable or ``0.0``), from
+    ``plan``; ``names``: each forward node's variable or literal; ``fresh(name)``: a new
+    variable; ``comment(i)``: node i's comment; ``base``: the output's name, for
+    ``d<base>_d<input>``."""
+    from ..passes.derivatives import derivative_name
+
+    adj = _Adjoints(fresh)
+    own = {a: fresh(derivative_name(base, (w,))) for a, w in plan.targets.items()}
+    started: set[int] = set()
+    lines: list[str] = []
+    adj.of[plan.out] = "1.0"
+    if plan.out in own:  # the output is an input itself: its gradient is 1
+        lines.append(f"    {own[plan.out]} = 1.0")
+        started.add(plan.out)
+    current = -1
+    for i, a, part in plan.steps:
+        if i != current:
+            if current >= 0:
+                adj.drop(current)
+            current = i
+        g = adj.of[i]
+        c = _contribution(g, part, names, graph.args[i], i)
+        note = comment(i)
+        if a in own:  # an input's gradient, accumulated where it is made
+            var = own[a]
+            lines.append(f"    {var} {'+=' if a in started else '='} {c}{note}")
+            started.add(a)
+        elif a not in adj.of:
+            if c.isidentifier() or _literal(c):
+                # Passed on as it is (x + y), or a forward value (x * y): no line. A forward
+                # variable the partials read is never reassigned (compile_module keeps it).
+                adj.hold(a, c)
+            else:
+                var = adj.take()
+                lines.append(f"    {var} = {c}{note}")
+                adj.hold(a, var)
+        else:
+            old = adj.of[a]
+            if adj.holders.get(old) == 1:
+                lines.append(f"    {old} += {c}{note}")
+            else:
+                adj.drop(a)
+                var = adj.take()
+                lines.append(f"    {var} = {old} + {c}{note}")
+                adj.hold(a, var)
+    gradients = {w: own[a] if a in started else "0.0" for a, w in plan.targets.items()}
+    return lines, gradients
+
+
+def _literal(text: str) -> bool:
+    return text == "1.0" or text == "-1.0"
+
+
+def _contribution(g: str, part, names: list[str], args, i: int) -> str:
+    """``g`` times the partial, as the interpreter computes it (its partial, then times
+    ``g``): a partial of 1 passes ``g`` on, -1 negates it, an adjoint of 1 is the partial."""
+    if isinstance(part, float):
+        if _literal(g):
+            return repr(part * float(g))
+        if part == 1.0:
+            return g
+        return f"-{g}" if part == -1.0 else f"{g} * {part!r}"
+
+    def slot(m: re.Match) -> str:
+        s = m.group(1)
+        text = names[i] if s == "O" else names[args[int(s[1:])]]
+        return f"({text})" if text.startswith("-") else text
+
+    text = _atom(_SLOT.sub(slot, part))
+    if g == "-1.0":
+        return f"-{text}" if text.isidentifier() else f"-({text})"
+    return text if g == "1.0" else f"{g} * {text}"
