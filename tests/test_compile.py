@@ -348,3 +348,25 @@ def test_a_module_run_through_exec_without_a_file_still_raises_its_domain_error(
     exec(compile_module(parse("y = sqrt(x) * 2"), target), namespace)  # no __file__
     with pytest.raises(namespace["DomainError"]):
         namespace["forward"](x=-1.0)
+
+
+@PROPERTY
+@given(programs(max_statements=4, conditions=True), points)
+def test_compiled_python_gradients_are_the_interpreters_to_the_bit(program, point):
+    """The python target writes its reverse pass from the float rules the interpreter's
+    reverse loop runs, adding the adjoints up in the same order: the same floats, not close
+    ones (where the interpreter skips a node whose gradient is 0, the module may stop at a
+    partial that is not finite there instead)."""
+    graph = validate(parse(program))
+    assume(graph.inputs)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, adjoints = done
+    try:
+        value, grads = load(compile_module(graph))["grad"](**bindings)
+    except ArithmeticError:
+        assume(False)
+        return
+    assert value == values[graph.output]
+    assert grads == {name: adjoints[node] for name, node in graph.inputs.items()}, program

@@ -43,12 +43,15 @@ TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
 SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")
+_MATH = re.compile(r"\bmath\.(\w+)")  # bound to a local variable each: _math_sin
+_LOCAL = re.compile(r"\b_math_(\w+)")
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
+    *(f"_math_{n}" for n in dir(math)),
 }
 
 
@@ -166,7 +169,7 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
     )
     for line in lines:
         emitter.helpers.update(_HELPER.findall(line))
-    body += [_HELPER.sub(r"\1", line) for line in lines]
+    body += [emitter.local(_HELPER.sub(r"\1", line)) for line in lines]
     value = names[output]
     return emitter.module(graph, name, forward_body, forward_names, body, value, gradients, shown)
 
@@ -192,6 +195,7 @@ class _Emitter:
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
+        self.math: set[str] = set()  # the math functions the python target's lines call
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -248,7 +252,7 @@ class _Emitter:
             expr = template.format(*args, *params)
             for helper in _HELPER.findall(expr):
                 self.helpers.add(helper)
-            expr = _HELPER.sub(r"\1", expr)
+            expr = self.local(_HELPER.sub(r"\1", expr))
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     free.append(names[a])
@@ -280,6 +284,21 @@ class _Emitter:
             elif i in dead:  # a statement no result reads: the interpreter checks it too
                 lines.append(self.stop(var, self.comment(graph, i)))
         return lines, names
+
+    def local(self, expr: str) -> str:
+        """``expr`` with each ``math.f`` of the python target read from a local variable
+        (``_math_f``, bound once per call by :meth:`bindings`), not looked up every time."""
+        if self.target != "python" or "math." not in expr:
+            return expr
+        self.math.update(_MATH.findall(expr))
+        return _MATH.sub(r"_math_\1", expr)
+
+    def bindings(self, body: list[str]) -> list[str]:
+        """The lines binding the math functions ``body`` calls to local variables."""
+        if not self.math:
+            return []
+        called = {f for line in body for f in _LOCAL.findall(line.split("  # line ", 1)[0])}
+        return [f"    _math_{f} = math.{f}" for f in sorted(called & self.math)]
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
         """Lines that stop at an argument of node ``i`` that is not finite, naming the
@@ -317,6 +336,7 @@ class _Emitter:
         return [
             f"def _{fn}_checked(inputs):",
             *again,
+            *self.bindings(body),
             *_guarded(lines, self.target == "numpy", []),
             "",
             "",
@@ -570,6 +590,7 @@ class _Emitter:
             '    """Every named value of the program, by name."""',
             *convert,
             *(line.format(fn="forward") for line in start),
+            *self.bindings(forward_body),
             *_guarded(
                 forward_body,
                 numpy,
@@ -588,6 +609,7 @@ class _Emitter:
                     f'    """The value of {output} and its gradient with respect to each input."""',
                     *convert,
                     *(line.format(fn="grad") for line in start),
+                    *self.bindings(grad_body),
                     *_guarded(
                         grad_body,
                         numpy,
