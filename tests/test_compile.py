@@ -18,6 +18,7 @@ from strategies import INPUTS, TENSOR_SHAPES, points, programs, tensor_expressio
 from test_properties import _evaluate
 
 from cgraph_cli import DomainError, EvalError, UsageError, parse, validate
+from cgraph_cli import grad as cg_grad
 from cgraph_cli.passes.derivatives import derivative_program
 from cgraph_cli.run.compile import compile_module
 from cgraph_cli.run.evaluate import forward
@@ -370,3 +371,17 @@ def test_compiled_python_gradients_are_the_interpreters_to_the_bit(program, poin
         return
     assert value == values[graph.output]
     assert grads == {name: adjoints[node] for name, node in graph.inputs.items()}, program
+
+
+def test_an_adjoint_written_into_its_readers_line_still_stops_at_its_own_node():
+    """In `g * w * cos(x)` the adjoint of sin(x), `w * w`, is written into the line of sin's
+    partial; where it overflows the module names the node that made it, sin(x) * w, as the
+    interpreter does (the copy that checks every value writes each adjoint on its own)."""
+    program = "q = sin(x) * w\ny = q * w"
+    source = compile_module(parse(program))
+    assert "w * w * _math_cos(x)  # line 1: sin(x)" in source
+    assert "'  #' ' line '" in source and '"line \' in line:"' not in source
+    with pytest.raises(EvalError, match=r"the gradient through sin\(x\) \* w overflows"):
+        cg_grad(program, {"x": 1e-250, "w": 1e200})
+    with pytest.raises(ArithmeticError, match=r"^line 1: sin\(x\) \* w: the value is not finite$"):
+        load(source)["grad"](x=1e-250, w=1e200)

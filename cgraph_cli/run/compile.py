@@ -157,21 +157,25 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
     forward_body, forward_names = emitter.body(graph, returned=_returned(graph, output, False))
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     body, names = emitter.body(graph, keep=plan.read, returned=[output])
-    taken, counts = emitter.taken, emitter.counts
-
-    def new(base: str) -> str:
-        return fresh(_identifier(base, taken), taken, counts=counts)
-
     shown = graph.display_name(output)
     base = shown if shown.isidentifier() else "out"
-    lines, gradients = reverse_lines(
-        plan, graph, names, new, lambda i: emitter.comment(graph, i), base
-    )
-    for line in lines:
-        emitter.helpers.update(_HELPER.findall(line))
-    body += [emitter.local(_HELPER.sub(r"\1", line)) for line in lines]
-    value = names[output]
-    return emitter.module(graph, name, forward_body, forward_names, body, value, gradients, shown)
+    bodies = []
+    for inline in (True, False):  # the fast lines, and those the checked copy runs
+        taken, counts = set(emitter.taken), dict(emitter.counts)
+
+        def new(name: str, taken=taken, counts=counts) -> str:
+            return fresh(_identifier(name, taken), taken, counts=counts)
+
+        lines, gradients = reverse_lines(
+            plan, graph, names, new, lambda i: emitter.comment(graph, i), base, inline
+        )
+        for line in lines:
+            emitter.helpers.update(_HELPER.findall(line))
+        bodies.append(body + [emitter.local(_HELPER.sub(r"\1", line)) for line in lines])
+        if inline:
+            value, found = names[output], gradients
+    emitter.checked_grad = bodies[1]
+    return emitter.module(graph, name, forward_body, forward_names, bodies[0], value, found, shown)
 
 
 class _Emitter:
@@ -196,6 +200,7 @@ class _Emitter:
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
         self.math: set[str] = set()  # the math functions the python target's lines call
+        self.checked_grad: list[str] | None = None  # grad's lines for its checked copy
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -584,7 +589,7 @@ class _Emitter:
         again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
         checked = [] if self.rows else self.checked("forward", again, forward_body)
         if grad_body is not None and not self.rows:
-            checked += self.checked("grad", again, grad_body)
+            checked += self.checked("grad", again, self.checked_grad or grad_body)
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
@@ -663,7 +668,7 @@ class _Emitter:
                     "    if not _CHECKED:  # compiled on first need, and where its lines are",
                     "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
                     "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
-                    "            if '  # line ' in line:",
+                    "            if '  #' ' line ' in line:  # (split: this line is none of them)",
                     "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
                     "    given = sys._getframe(1).f_locals",
                     "    _CHECKED[fn.__name__](",

@@ -125,12 +125,14 @@ def _atom(text: str) -> str:
 
 class _Adjoints:
     """The variables holding adjoints while the lines are written: a node's adjoint is a
-    variable of its own, one it shares (``g`` passed on unchanged by ``+``), or a literal;
-    a temporary goes back to the pool when no node holds it any more."""
+    variable of its own, one it shares (``g`` passed on unchanged by ``+``), a forward value,
+    a literal, or an expression its one reader inlines (``g * a`` in ``g * a * cos(v)``); a
+    temporary goes back to the pool when no node holds it any more."""
 
     def __init__(self, fresh) -> None:
         self.fresh = fresh  # a new variable, from a name
         self.of: dict[int, str] = {}
+        self.refs: dict[int, str] = {}  # the temporary each node's adjoint reads
         self.holders: dict[str, int] = {}
         self.pool: list[str] = []
 
@@ -139,29 +141,44 @@ class _Adjoints:
         self.holders[var] = 0
         return var
 
-    def hold(self, node: int, var: str) -> None:
-        self.of[node] = var
+    def hold(self, node: int, text: str, var: str | None = None) -> None:
+        """Node ``node``'s adjoint is ``text``, which reads temporary ``var`` (default: it
+        is ``text``)."""
+        self.of[node] = text
+        var = text if var is None else var
         if var in self.holders:
             self.holders[var] += 1
+            self.refs[node] = var
 
     def drop(self, node: int) -> None:
-        var = self.of.pop(node, None)
-        if var in self.holders:
+        self.of.pop(node, None)
+        var = self.refs.pop(node, None)
+        if var is not None:
             self.holders[var] -= 1
             if not self.holders[var]:
                 del self.holders[var]
                 self.pool.append(var)
 
 
-def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comment, base: str):
+def reverse_lines(
+    plan: ReversePlan, graph: Graph, names: list[str], fresh, comment, base: str, inline=True
+):
     """The reverse pass's lines and each input's gradient (a variable or ``0.0``), from
     ``plan``; ``names``: each forward node's variable or literal; ``fresh(name)``: a new
     variable; ``comment(i)``: node i's comment; ``base``: the output's name, for
-    ``d<base>_d<input>``."""
+    ``d<base>_d<input>``. ``inline``: an adjoint made by one contribution and read by one
+    is written into its reader's line (the same floats: ``g * a * cos(v)`` is
+    ``(g * a) * cos(v)``); off for the copy that checks every value, to stop at its node."""
     from ..passes.derivatives import derivative_name
 
     adj = _Adjoints(fresh)
     own = {a: fresh(derivative_name(base, (w,))) for a, w in plan.targets.items()}
+    ins: dict[int, int] = {}
+    outs: dict[int, int] = {}
+    if inline:
+        for i, a, _ in plan.steps:
+            ins[a] = ins.get(a, 0) + 1
+            outs[i] = outs.get(i, 0) + 1
     started: set[int] = set()
     lines: list[str] = []
     adj.of[plan.out] = "1.0"
@@ -186,6 +203,8 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
                 # Passed on as it is (x + y), or a forward value (x * y): no line. A forward
                 # variable the partials read is never reassigned (compile_module keeps it).
                 adj.hold(a, c)
+            elif ins.get(a) == 1 and outs.get(a) == 1 and _inlined(c, g):
+                adj.hold(a, c, g)  # read once, by a's one step: written into its line
             else:
                 var = adj.take()
                 lines.append(f"    {var} = {c}{note}")
@@ -203,6 +222,13 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
     return lines, gradients
 
 
+def _inlined(c: str, g: str) -> bool:
+    """Whether contribution ``c`` (made from adjoint ``g``) may be written into the line
+    that reads it: a product that cannot raise (an error must name its own node's line),
+    of an adjoint that is not itself written into another."""
+    return (g.isidentifier() or _literal(g)) and not any(s in c for s in ("(", "/", "**"))
+
+
 def _literal(text: str) -> bool:
     return text == "1.0" or text == "-1.0"
 
@@ -215,7 +241,9 @@ def _contribution(g: str, part, names: list[str], args, i: int) -> str:
             return repr(part * float(g))
         if part == 1.0:
             return g
-        return f"-{g}" if part == -1.0 else f"{g} * {part!r}"
+        if part == -1.0:
+            return f"-{g}" if g.isidentifier() else f"-({g})"
+        return f"{g} * {part!r}"
 
     def slot(m: re.Match) -> str:
         s = m.group(1)
