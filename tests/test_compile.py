@@ -385,3 +385,16 @@ def test_an_adjoint_written_into_its_readers_line_still_stops_at_its_own_node():
         cg_grad(program, {"x": 1e-250, "w": 1e200})
     with pytest.raises(ArithmeticError, match=r"^line 1: sin\(x\) \* w: the value is not finite$"):
         load(source)["grad"](x=1e-250, w=1e200)
+
+
+def test_forward_lines_are_written_at_the_level_of_the_programs_expressions():
+    """A temporary that one line reads, made by + - * or negation, is written into that line
+    (one line a statement, as a person writes it); a value of it that is not finite is still
+    found at its own node, by the checked copy, which keeps one line a node."""
+    source = compile_module(parse("y = (x * w) + sin(x) * 2"))
+    assert "y = (x * w) + (t_1 * 2.0)  # line 1: (x * w) + sin(x) * 2" in source
+    module = load(source)
+    assert module["grad"](x=0.5, w=3.0)[0] == (0.5 * 3.0) + math.sin(0.5) * 2
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"^line 1: x \* w: the value is not finite$"):
+            module[fn](x=1e200, w=1e200)

@@ -37,7 +37,7 @@ from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.grad_graph import NotANumber
 from .batch import PER_ROW, ROWS, absorbs, decisive, elementwise, unread
-from .compile_scalar import reverse_lines, reverse_plan
+from .compile_scalar import fuse_forward, reverse_lines, reverse_plan
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -153,10 +153,15 @@ def compile_module(
 
 def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str) -> str:
     """The module of a program of numbers, its reverse pass written by
-    :func:`~cgraph_cli.run.compile_scalar.reverse_lines` after the forward lines."""
-    forward_body, forward_names = emitter.body(graph, returned=_returned(graph, output, False))
+    :func:`~cgraph_cli.run.compile_scalar.reverse_lines` after the forward lines; the
+    copies that check every value (run only when a result is not finite) keep one line
+    a node, the others write temporaries into their readers (:func:`fuse_forward`)."""
+    plain, forward_names = emitter.body(graph, returned=_returned(graph, output, False))
+    forward_body = fuse_forward(plain, emitter.records, graph, set())
+    emitter.checked_forward = plain
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     body, names = emitter.body(graph, keep=plan.read, returned=[output])
+    fast = fuse_forward(body, emitter.records, graph, plan.read)
     shown = graph.display_name(output)
     base = shown if shown.isidentifier() else "out"
     bodies = []
@@ -171,7 +176,8 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
         )
         for line in lines:
             emitter.helpers.update(_HELPER.findall(line))
-        bodies.append(body + [emitter.local(_HELPER.sub(r"\1", line)) for line in lines])
+        lines = [emitter.local(_HELPER.sub(r"\1", line)) for line in lines]
+        bodies.append((fast if inline else body) + lines)
         if inline:
             value, found = names[output], gradients
     emitter.checked_grad = bodies[1]
@@ -200,7 +206,9 @@ class _Emitter:
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
         self.math: set[str] = set()  # the math functions the python target's lines call
-        self.checked_grad: list[str] | None = None  # grad's lines for its checked copy
+        # The lines of forward and grad for their checked copies, where they differ.
+        self.checked_forward: list[str] | None = None
+        self.checked_grad: list[str] | None = None
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -231,6 +239,7 @@ class _Emitter:
             if name not in variables:
                 variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
+        self.records: list[tuple[int, int, str, str]] = []  # node, line, variable, expression
         last = _last_uses(graph)
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
@@ -283,6 +292,7 @@ class _Emitter:
                 if label is None:
                     temporary.add(var)
             names.append(var)
+            self.records.append((i, len(lines), var, expr))
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
                 lines.append(f"    _acc = _acc + {var if self.vector else f'np.sum({var})'}")
@@ -587,7 +597,11 @@ class _Emitter:
                 start = [f"    if not ({ready}):", *indented, *start]
                 convert = []
         again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
-        checked = [] if self.rows else self.checked("forward", again, forward_body)
+        checked = (
+            []
+            if self.rows
+            else self.checked("forward", again, self.checked_forward or forward_body)
+        )
         if grad_body is not None and not self.rows:
             checked += self.checked("grad", again, self.checked_grad or grad_body)
         forward = [

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from ..core.interpret import Source
 from ..core.ir import Graph
 from ..core.ops import INPUT
+from .batch import absorbs
 
 _SOURCE = Source()
 _ARGS = tuple(f"\x01A{k}\x01" for k in range(8))
@@ -254,3 +255,70 @@ def _contribution(g: str, part, names: list[str], args, i: int) -> str:
     if g == "-1.0":
         return f"-{text}" if text.isidentifier() else f"-({text})"
     return text if g == "1.0" else f"{g} * {text}"
+
+
+#: The value rules that cannot raise on floats (an overflow gives inf, found at the end): a
+#: temporary made by one of them may be written into the line that reads it.
+_SAFE = {"{0} + {1}", "{0} - {1}", "{0} * {1}", "-{0}"}
+_VARIABLE = re.compile(r"(?<![\w.])[^\W\d]\w*")
+_DEPTH = 4  # temporaries written into one another, at most (Python's parser nests parentheses)
+
+
+def fuse_forward(lines: list[str], records, graph: Graph, keep: set[int]) -> list[str]:
+    """The forward ``lines`` (of :meth:`~cgraph_cli.run.compile._Emitter.body`, whose
+    ``records`` say which node each line computes, into which variable, by which
+    expression) with each temporary that one later line reads, made by ``+``, ``-``, ``*``
+    or negation, written into that line in parentheses: ``v_1 = (t * a) + (b * v)``, the
+    same operations in the same order, at the level of the program's expressions. Not a
+    value the reverse pass reads (``keep``), nor one whose variables are assigned again
+    before its reader."""
+    reads = [0] * len(graph.ops)
+    for args in graph.args:
+        for a in args:
+            reads[a] += 1
+    named = set(graph.named_nodes().values()) | {graph.output}
+    fast: list[str | None] = list(lines)
+    where: dict[int, tuple[int, str, str]] = {}  # node -> its line, variable, expression now
+    pending: dict[int, tuple[str, frozenset, int]] = {}  # node -> (expression, reads, depth)
+    readers: dict[str, set[int]] = {}  # variable -> pending nodes whose expression reads it
+    reader = [-1] * len(graph.ops)
+    for i, args in enumerate(graph.args):
+        for a in args:
+            reader[a] = i
+    for i, at, var, expr in records:
+        comment = lines[at][len(var) + len(expr) + 7 :]  # "    {var} = {expr}{comment}"
+        depth = 0
+        for a in dict.fromkeys(graph.args[i]):
+            if a not in pending:
+                continue
+            text, _, d = pending.pop(a)
+            found = re.subn(rf"(?<![\w.]){re.escape(where[a][1])}(?!\w)", f"({text})", expr)
+            if found[1] != 1:
+                continue
+            expr, depth = found[0], max(depth, d + 1)
+            fast[where[a][0]] = None
+        for p in readers.pop(var, ()):  # assigned again: their expressions would read it
+            pending.pop(p, None)
+        where[i] = (at, var, expr)
+        fast[at] = f"    {var} = {expr}{comment}"
+        op = graph.ops[i]
+        if (
+            op.py in _SAFE
+            and reads[i] == 1
+            and i not in keep
+            and i not in named
+            and graph.labels[i] is None
+            and depth < _DEPTH
+            and not absorbs(graph.ops[reader[i]])  # its arguments are checked by name
+            and not _stopped(lines, at, var)
+        ):
+            used = frozenset(_VARIABLE.findall(expr))
+            pending[i] = (expr, used, depth)
+            for v in used:
+                readers.setdefault(v, set()).add(i)
+    return [line for line in fast if line is not None]
+
+
+def _stopped(lines: list[str], at: int, var: str) -> bool:
+    """Whether the line after line ``at`` checks ``var`` by name (a value no result reads)."""
+    return at + 1 < len(lines) and lines[at + 1].startswith(f"    if {var} - {var} ")
