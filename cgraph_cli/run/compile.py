@@ -45,13 +45,14 @@ SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")
 _MATH = re.compile(r"\bmath\.(\w+)")  # bound to a local variable each: _math_sin
 _LOCAL = re.compile(r"\b_math_(\w+)")
+_MATH_NAMES = set(dir(math))
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
-    *(f"_math_{n}" for n in dir(math)),
+    *(f"_math_{n}" for n in dir(math)),  # math.sin read once per call into _math_sin
 }
 
 
@@ -174,9 +175,10 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
         lines, gradients = reverse_lines(
             plan, graph, names, new, lambda i: emitter.comment(graph, i), base, inline
         )
-        for line in lines:
-            emitter.helpers.update(_HELPER.findall(line))
-        lines = [emitter.local(_HELPER.sub(r"\1", line)) for line in lines]
+        if any("rt." in line for line in lines):
+            for line in lines:
+                emitter.helpers.update(_HELPER.findall(line))
+            lines = [_HELPER.sub(r"\1", line) for line in lines]
         bodies.append((fast if inline else body) + lines)
         if inline:
             value, found = names[output], gradients
@@ -205,9 +207,9 @@ class _Emitter:
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
-        self.math: set[str] = set()  # the math functions the python target's lines call
         # The lines of forward and grad for their checked copies, where they differ.
         self.checked_forward: list[str] | None = None
+        self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
         self.checked_grad: list[str] | None = None
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
@@ -250,7 +252,7 @@ class _Emitter:
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
                 continue
-            template = self.template(op)
+            template = self.local(self.template(op))
             if self.known is not None:
                 template = self.specialised(graph, i, op, template)
             if i in exact:
@@ -264,9 +266,9 @@ class _Emitter:
             params = [repr(p) for p in graph.params.get(i, ())]
             params += ["None"] * (len(op.params) - len(params))  # an optional one not given
             expr = template.format(*args, *params)
-            for helper in _HELPER.findall(expr):
-                self.helpers.add(helper)
-            expr = self.local(_HELPER.sub(r"\1", expr))
+            if "rt." in expr:
+                self.helpers.update(_HELPER.findall(expr))
+                expr = _HELPER.sub(r"\1", expr)
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     free.append(names[a])
@@ -305,15 +307,19 @@ class _Emitter:
         (``_math_f``, bound once per call by :meth:`bindings`), not looked up every time."""
         if self.target != "python" or "math." not in expr:
             return expr
-        self.math.update(_MATH.findall(expr))
         return _MATH.sub(r"_math_\1", expr)
 
     def bindings(self, body: list[str]) -> list[str]:
         """The lines binding the math functions ``body`` calls to local variables."""
-        if not self.math:
+        if self.target != "python":
             return []
-        called = {f for line in body for f in _LOCAL.findall(line.split("  # line ", 1)[0])}
-        return [f"    _math_{f} = math.{f}" for f in sorted(called & self.math)]
+        called = {
+            f
+            for line in body
+            if "_math_" in line
+            for f in _LOCAL.findall(line.split("  # line ", 1)[0])
+        }
+        return [f"    _math_{f} = math.{f}" for f in sorted(called & _MATH_NAMES)]
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
         """Lines that stop at an argument of node ``i`` that is not finite, naming the
@@ -345,9 +351,10 @@ class _Emitter:
         lines = []
         for line in body:
             lines.append(line)
-            found = re.match(r"    (\w+) \+?= .*(  # line .*)$", line)
-            if found:
-                lines.append(f"    _check({found[1]})" + found[2])  # a call: no branch
+            head, sep, where = line.partition("  # line ")
+            var, _, rest = head[4:].partition(" ")
+            if sep and rest[:2] in ("= ", "+=") and var.isidentifier():
+                lines.append(f"    _check({var}){sep}{where}")  # a call: no branch
         return [
             f"def _{fn}_checked(inputs):",
             *again,
@@ -498,6 +505,15 @@ class _Emitter:
         return f"np.array({value.tolist()!r})"
 
     def comment(self, graph: Graph, i: int) -> str:
+        """``  # line N: text`` of node ``i``, made once per node (every function, and the
+        reverse pass, comment the same nodes)."""
+        key = (id(graph), i)
+        found = self._comments.get(key)
+        if found is None:
+            found = self._comments[key] = self._comment(graph, i)
+        return found
+
+    def _comment(self, graph: Graph, i: int) -> str:
         start, end = graph.starts[i], graph.ends[i]
         if end <= start or graph.source.text != self.text:
             return ""

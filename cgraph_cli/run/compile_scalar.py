@@ -230,6 +230,21 @@ def _inlined(c: str, g: str) -> bool:
     return (g.isidentifier() or _literal(g)) and not any(s in c for s in ("(", "/", "**"))
 
 
+_FORMATS: dict[tuple[str, int], str] = {}
+
+
+def _format(part: str, arity: int) -> str:
+    """A partial's template (:func:`_template`) as a format string over the arguments and
+    then the result, its outer parentheses dropped where they hold one call; ``math.f``
+    read from the local variable ``_math_f`` the module binds."""
+    found = _FORMATS.get((part, arity))
+    if found is None:
+        text = _atom(part).replace("{", "{{").replace("}", "}}").replace("math.", "_math_")
+        found = _SLOT.sub(lambda m: f"{{{arity if m[1] == 'O' else int(m[1][1:])}}}", text)
+        _FORMATS[part, arity] = found
+    return found
+
+
 def _literal(text: str) -> bool:
     return text == "1.0" or text == "-1.0"
 
@@ -246,12 +261,9 @@ def _contribution(g: str, part, names: list[str], args, i: int) -> str:
             return f"-{g}" if g.isidentifier() else f"-({g})"
         return f"{g} * {part!r}"
 
-    def slot(m: re.Match) -> str:
-        s = m.group(1)
-        text = names[i] if s == "O" else names[args[int(s[1:])]]
-        return f"({text})" if text.startswith("-") else text
-
-    text = _atom(_SLOT.sub(slot, part))
+    texts = [names[a] for a in args]
+    texts.append(names[i])
+    text = _format(part, len(args)).format(*[f"({t})" if t[0] == "-" else t for t in texts])
     if g == "-1.0":
         return f"-{text}" if text.isidentifier() else f"-({text})"
     return text if g == "1.0" else f"{g} * {text}"
@@ -292,10 +304,11 @@ def fuse_forward(lines: list[str], records, graph: Graph, keep: set[int]) -> lis
             if a not in pending:
                 continue
             text, _, d = pending.pop(a)
-            found = re.subn(rf"(?<![\w.]){re.escape(where[a][1])}(?!\w)", f"({text})", expr)
-            if found[1] != 1:
+            spots = [m for m in _VARIABLE.finditer(expr) if m[0] == where[a][1]]
+            if len(spots) != 1:
                 continue
-            expr, depth = found[0], max(depth, d + 1)
+            expr = f"{expr[: spots[0].start()]}({text}){expr[spots[0].end() :]}"
+            depth = max(depth, d + 1)
             fast[where[a][0]] = None
         for p in readers.pop(var, ()):  # assigned again: their expressions would read it
             pending.pop(p, None)
