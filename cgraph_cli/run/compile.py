@@ -50,6 +50,7 @@ _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
+    "_WHERE_TEXT",
     *("SHAPES", "rows", "_acc", "_rows", "_per_row", "_stack", "_kinks", "_total", "_FLOAT"),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
     *(f"_math_{n}" for n in dir(math)),  # math.sin read once per call into _math_sin
@@ -157,12 +158,13 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
     :func:`~cgraph_cli.run.compile_scalar.reverse_lines` after the forward lines; the
     copies that check every value (run only when a result is not finite) keep one line
     a node, the others write temporaries into their readers (:func:`fuse_forward`)."""
-    plain, forward_names = emitter.body(graph, returned=_returned(graph, output, False))
-    forward_body = fuse_forward(plain, emitter.records, graph, set())
-    emitter.checked_forward = plain
-    emitter.result_shapes(graph, "forward", graph.named_nodes())
+    # One forward pass for both functions: what the reverse pass reads kept in its variables,
+    # each value the output does not read checked where it is made (forward returns the
+    # named ones too, checked again at its end).
     body, names = emitter.body(graph, keep=plan.read, returned=[output])
     fast = fuse_forward(body, emitter.records, graph, plan.read)
+    emitter.checked_forward = body
+    emitter.result_shapes(graph, "forward", graph.named_nodes())
     shown = graph.display_name(output)
     base = shown if shown.isidentifier() else "out"
     bodies = []
@@ -183,7 +185,7 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
         if inline:
             value, found = names[output], gradients
     emitter.checked_grad = bodies[1]
-    return emitter.module(graph, name, forward_body, forward_names, bodies[0], value, found, shown)
+    return emitter.module(graph, name, fast, names, bodies[0], value, found, shown)
 
 
 class _Emitter:
@@ -727,6 +729,9 @@ class _Emitter:
             ),
             "def _domain(error):",
             '    """The error as a DomainError naming the program\'s line that raised it."""',
+            "    if not _WHERE:  # each line's place in the program, read at the first error",
+            "        found = (line.partition(':') for line in _WHERE_TEXT.split('\\n'))",
+            "        _WHERE.update((int(k), v) for k, _, v in found if k)",
             "    tb = error.__traceback__",
             "    where = ''",
             "    while tb is not None:",
@@ -783,12 +788,21 @@ class _Emitter:
             "",
         ]
         lines = "\n".join(head + helpers + forward + finite).split("\n")
-        where = {
-            k + 1: line.split("  # ", 1)[1]
+        # As one string, not a dict literal: Python compiles it in a fraction of the time.
+        where = "\n".join(
+            f"{k + 1}:{line.split('  # ', 1)[1]}"
             for k, line in enumerate(lines)
             if "  # line " in line and not line.lstrip().startswith("#")
-        }
-        return "\n".join([*lines, *_checked_source(checked, grad_body), f"_WHERE = {where!r}", ""])
+        )
+        return "\n".join(
+            [
+                *lines,
+                *_checked_source(checked, grad_body),
+                "_WHERE: dict = {}",
+                f"_WHERE_TEXT = {where!r}",
+                "",
+            ]
+        )
 
     def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
         """One row's shape of each input: the known shape, else a number's."""
