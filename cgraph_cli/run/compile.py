@@ -167,25 +167,22 @@ def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     shown = graph.display_name(output)
     base = shown if shown.isidentifier() else "out"
-    bodies = []
-    for inline in (True, False):  # the fast lines, and those the checked copy runs
-        taken, counts = set(emitter.taken), dict(emitter.counts)
+    taken, counts = emitter.taken, emitter.counts
 
-        def new(name: str, taken=taken, counts=counts) -> str:
-            return fresh(_identifier(name, taken), taken, counts=counts)
+    def new(name: str) -> str:
+        return fresh(_identifier(name, taken), taken, counts=counts)
 
-        lines, gradients = reverse_lines(
-            plan, graph, names, new, lambda i: emitter.comment(graph, i), base, inline
-        )
-        if any("rt." in line for line in lines):
-            for line in lines:
-                emitter.helpers.update(_HELPER.findall(line))
-            lines = [_HELPER.sub(r"\1", line) for line in lines]
-        bodies.append((fast if inline else body) + lines)
-        if inline:
-            value, found = names[output], gradients
-    emitter.checked_grad = bodies[1]
-    return emitter.module(graph, name, fast, names, bodies[0], value, found, shown)
+    lines, checked, found = reverse_lines(
+        plan, graph, names, new, lambda i: emitter.comment(graph, i), base
+    )
+    if any("rt." in line for line in lines):  # a helper the partials call: copied in
+        for line in lines:
+            emitter.helpers.update(_HELPER.findall(line))
+        lines = [_HELPER.sub(r"\1", line) for line in lines]
+        checked = [_HELPER.sub(r"\1", line) for line in checked]
+    emitter.checked_grad = body + checked
+    value = names[output]
+    return emitter.module(graph, name, fast, names, fast + lines, value, found, shown)
 
 
 class _Emitter:

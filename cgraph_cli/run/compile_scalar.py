@@ -161,30 +161,32 @@ class _Adjoints:
                 self.pool.append(var)
 
 
-def reverse_lines(
-    plan: ReversePlan, graph: Graph, names: list[str], fresh, comment, base: str, inline=True
-):
-    """The reverse pass's lines and each input's gradient (a variable or ``0.0``), from
-    ``plan``; ``names``: each forward node's variable or literal; ``fresh(name)``: a new
-    variable; ``comment(i)``: node i's comment; ``base``: the output's name, for
-    ``d<base>_d<input>``. ``inline``: an adjoint made by one contribution and read by one
-    is written into its reader's line (the same floats: ``g * a * cos(v)`` is
-    ``(g * a) * cos(v)``); off for the copy that checks every value, to stop at its node."""
+def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comment, base: str):
+    """The reverse pass's lines, those of its copy that checks every value, and each input's
+    gradient (a variable or ``0.0``), from ``plan``; ``names``: each forward node's variable
+    or literal; ``fresh(name)``: a new variable; ``comment(i)``: node i's comment; ``base``:
+    the output's name, for ``d<base>_d<input>``. An adjoint made by one contribution and
+    read by one step is written into its reader's line (the same floats: ``g * a * cos(v)``
+    is ``(g * a) * cos(v)``), but for the checked copy, which must stop at its node: there
+    it has a line and a variable of its own (``h``)."""
     from ..passes.derivatives import derivative_name
 
     adj = _Adjoints(fresh)
     own = {a: fresh(derivative_name(base, (w,))) for a, w in plan.targets.items()}
     ins: dict[int, int] = {}
     outs: dict[int, int] = {}
-    if inline:
-        for i, a, _ in plan.steps:
-            ins[a] = ins.get(a, 0) + 1
-            outs[i] = outs.get(i, 0) + 1
+    for i, a, _ in plan.steps:
+        ins[a] = ins.get(a, 0) + 1
+        outs[i] = outs.get(i, 0) + 1
+    spare: dict[int, str] = {}  # a written-in adjoint's variable in the checked copy
+    pool: list[str] = []
     started: set[int] = set()
     lines: list[str] = []
+    checked: list[str] = []
     adj.of[plan.out] = "1.0"
     if plan.out in own:  # the output is an input itself: its gradient is 1
         lines.append(f"    {own[plan.out]} = 1.0")
+        checked.append(lines[-1])
         started.add(plan.out)
     current = -1
     for i, a, part in plan.steps:
@@ -194,33 +196,41 @@ def reverse_lines(
             current = i
         g = adj.of[i]
         c = _contribution(g, part, names, graph.args[i], i)
+        plain = c
+        if i in spare:  # its one step: the checked copy reads its variable
+            plain = _contribution(spare[i], part, names, graph.args[i], i)
+            pool.append(spare.pop(i))
         note = comment(i)
         if a in own:  # an input's gradient, accumulated where it is made
-            var = own[a]
-            lines.append(f"    {var} {'+=' if a in started else '='} {c}{note}")
+            line = f"    {own[a]} {'+=' if a in started else '='} {{}}{note}"
             started.add(a)
         elif a not in adj.of:
             if c.isidentifier() or _literal(c):
                 # Passed on as it is (x + y), or a forward value (x * y): no line. A forward
                 # variable the partials read is never reassigned (compile_module keeps it).
                 adj.hold(a, c)
-            elif ins.get(a) == 1 and outs.get(a) == 1 and _inlined(c, g):
+                continue
+            if ins[a] == 1 and outs.get(a) == 1 and _inlined(c, g):
                 adj.hold(a, c, g)  # read once, by a's one step: written into its line
-            else:
-                var = adj.take()
-                lines.append(f"    {var} = {c}{note}")
-                adj.hold(a, var)
+                spare[a] = pool.pop() if pool else fresh("h")
+                checked.append(f"    {spare[a]} = {plain}{note}")
+                continue
+            var = adj.take()
+            line = f"    {var} = {{}}{note}"
+            adj.hold(a, var)
         else:
             old = adj.of[a]
             if adj.holders.get(old) == 1:
-                lines.append(f"    {old} += {c}{note}")
+                line = f"    {old} += {{}}{note}"
             else:
                 adj.drop(a)
                 var = adj.take()
-                lines.append(f"    {var} = {old} + {c}{note}")
+                line = f"    {var} = {old} + {{}}{note}"
                 adj.hold(a, var)
+        lines.append(line.replace("{}", c, 1))
+        checked.append(line.replace("{}", plain, 1))
     gradients = {w: own[a] if a in started else "0.0" for a, w in plan.targets.items()}
-    return lines, gradients
+    return lines, checked, gradients
 
 
 def _inlined(c: str, g: str) -> bool:
