@@ -179,14 +179,14 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
         ins[a] = ins.get(a, 0) + 1
         outs[i] = outs.get(i, 0) + 1
     spare: dict[int, str] = {}  # a written-in adjoint's variable in the checked copy
+    alias: dict[int, str] = {}  # an input's gradient that is a forward value or a number
     pool: list[str] = []
     started: set[int] = set()
     lines: list[str] = []
     checked: list[str] = []
     adj.of[plan.out] = "1.0"
     if plan.out in own:  # the output is an input itself: its gradient is 1
-        lines.append(f"    {own[plan.out]} = 1.0")
-        checked.append(lines[-1])
+        alias[plan.out] = "1.0"
         started.add(plan.out)
     current = -1
     for i, a, part in plan.steps:
@@ -202,7 +202,14 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
             pool.append(spare.pop(i))
         note = comment(i)
         if a in own:  # an input's gradient, accumulated where it is made
-            line = f"    {own[a]} {'+=' if a in started else '='} {{}}{note}"
+            if a not in started and (_literal(c) or c.isidentifier() and c not in adj.holders):
+                alias[a] = c  # a forward value or a number, so far: no line yet
+                started.add(a)
+                continue
+            if a in alias:
+                line = f"    {own[a]} = {alias.pop(a)} + {{}}{note}"
+            else:
+                line = f"    {own[a]} {'+=' if a in started else '='} {{}}{note}"
             started.add(a)
         elif a not in adj.of:
             if c.isidentifier() or _literal(c):
@@ -229,7 +236,9 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
                 adj.hold(a, var)
         lines.append(line.replace("{}", c, 1))
         checked.append(line.replace("{}", plain, 1))
-    gradients = {w: own[a] if a in started else "0.0" for a, w in plan.targets.items()}
+    gradients = {
+        w: alias.get(a, own[a]) if a in started else "0.0" for a, w in plan.targets.items()
+    }
     return lines, checked, gradients
 
 
