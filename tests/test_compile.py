@@ -398,3 +398,22 @@ def test_forward_lines_are_written_at_the_level_of_the_programs_expressions():
     for fn in ("forward", "grad"):
         with pytest.raises(ArithmeticError, match=r"^line 1: x \* w: the value is not finite$"):
             module[fn](x=1e200, w=1e200)
+
+
+def test_a_program_of_numbers_compiles_without_a_derivative_graph(monkeypatch):
+    """The python target writes the reverse pass from the float rules: no derivative program
+    through the graph builder's shape inference, no optimizer (they made the compile step
+    110-173 us a node)."""
+    import cgraph_cli.passes.derivatives as derivatives
+    import cgraph_cli.passes.optimize as optimize
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a derivative graph was built")
+
+    monkeypatch.setattr(derivatives, "derivative_program", refused)
+    monkeypatch.setattr(optimize, "optimize", refused)
+    module = load(compile_module(parse("p = sin(x) * y; q = p * p + exp(y); q"), wrt=["y"]))
+    value, grads = module["grad"](x=0.5, y=2.0)
+    p = math.sin(0.5) * 2.0
+    assert list(grads) == ["y"] and math.isclose(grads["y"], 2 * p * math.sin(0.5) + math.exp(2))
+    assert value == p * p + math.exp(2.0)
