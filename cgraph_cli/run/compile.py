@@ -125,7 +125,7 @@ def compile_module(
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
-    derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
+    derived = optimize(program.graph, ["fold", "cse", "simplify"], texts=False).graph
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
