@@ -7,7 +7,9 @@ against the same forward and backward passes written by hand as straight-line Py
 a statement, each statement's partials gathered into one expression), the two taking turns
 round by round (the median and range of the per-round ratios), and against cgraph's
 interpreter (`cgraph_cli.grad`), per node; the compile step per node: cgraph's source
-generation, and Python's `compile` of the result. `--only scalar` runs this part alone. Tensors: the MLP of
+generation, and Python's `compile` of the result. `--only scalar` runs this part alone;
+`--step-vs CHECKOUT` times the compile step of chains of 3,000 and 150,000 nodes against
+another checkout's (each in a fresh process, the two taking turns). Tensors: the MLP of
 samples/mlp.cg, compiled with --target numpy, against hand-written NumPy and the interpreter.
 Optimize: the passes on programs of 10^3 to 10^5 nodes, per node (linear time shows as a
 constant).
@@ -26,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if "--step" not in sys.argv:  # a step runs the checkout PYTHONPATH names (see step_vs)
+    sys.path.insert(0, str(ROOT))
 
 from cgraph_cli import grad, parse  # noqa: E402
 from cgraph_cli.run.compile import compile_module  # noqa: E402
@@ -152,7 +155,7 @@ def scalar_row(kind: str, statement: str, statements: int, runs: int) -> None:
     by_hand_fn = hand_written(statements, kind)
     got, want = module["grad"](**args), by_hand_fn(**args)
     assert all(abs(got[1][k] - want[1][k]) <= 1e-9 * (1 + abs(want[1][k])) for k in want[1])
-    interpreted = best(lambda g=graph, a=args: grad(g, a), 1)
+    interpreted = best(lambda g=graph, a=args: grad(g, a), 3)
     (compiled, by_hand), (ratio,) = ratios(
         [lambda m=module, a=args: m["grad"](**a), lambda f=by_hand_fn, a=args: f(**a)], runs
     )
@@ -242,13 +245,70 @@ def optimizing(runs: int) -> None:
         print(f"  {len(graph.ops):>8,}  {seconds / len(graph.ops) * 1e6:>8.1f}  {after:>11,}")
 
 
+def step(kind: str, statements: int) -> None:
+    """One compile step in this process (NumPy imported first: cgraph's first compile imports
+    it once): generation and Python's compile, in seconds, as JSON."""
+    import json
+
+    graph = parse(chain(statements, kind))
+    t = time.perf_counter()
+    source = compile_module(graph)
+    generate = time.perf_counter() - t
+    t = time.perf_counter()
+    compile(source, "<compiled>", "exec")
+    python = time.perf_counter() - t
+    print(json.dumps({"nodes": len(graph.ops), "gen": generate, "py": python}))
+
+
+def step_vs(other: str, rounds: int) -> None:
+    """The compile step of this checkout against the one at ``other``, each in a fresh
+    process, taking turns round by round: per node, and the per-round ratios."""
+    import json
+    import os
+    import subprocess
+
+    print(f"compile step, this checkout against {other}; {rounds} rounds taking turns")
+    for kind, statements in (
+        ("affine", 1_500),
+        ("affine", 75_000),
+        ("sine", 750),
+        ("sine", 37_500),
+    ):
+        found: dict[str, list[dict]] = {str(ROOT): [], other: []}
+        for _ in range(rounds):
+            for path in found:
+                env = dict(os.environ, PYTHONPATH=path, OPENBLAS_NUM_THREADS="1")
+                command = [sys.executable, __file__, "--step", kind, str(statements)]
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+                found[path].append(json.loads(out.stdout))
+        mine, theirs = found[str(ROOT)], found[other]
+        nodes = mine[0]["nodes"]
+        ratios = [a["gen"] / b["gen"] for a, b in zip(mine, theirs)]
+
+        def us(runs: list[dict], key: str, nodes: int = nodes) -> float:
+            return statistics.median(r[key] for r in runs) / nodes * 1e6
+
+        print(
+            f"  {kind:>6} {nodes:>8,} nodes: generate {us(mine, 'gen'):.1f} us/node against"
+            f" {us(theirs, 'gen'):.1f}, ratio {statistics.median(ratios):.2f}"
+            f" ({min(ratios):.2f}-{max(ratios):.2f}); Python's compile {us(mine, 'py'):.1f}"
+            f" against {us(theirs, 'py'):.1f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", choices=["scalar", "tensors", "optimize"], help="one part alone")
+    ap.add_argument("--step", nargs=2, metavar=("KIND", "STATEMENTS"), help=argparse.SUPPRESS)
+    ap.add_argument("--step-vs", metavar="CHECKOUT", help="the compile step against another")
     args = ap.parse_args()
+    if args.step:
+        return step(args.step[0], int(args.step[1]))
+    if args.step_vs:
+        return step_vs(args.step_vs, args.runs)
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}\n")
     for part, fn in (("scalar", scalar), ("tensors", tensors), ("optimize", optimizing)):
         if args.only in (None, part):
