@@ -18,6 +18,7 @@ from strategies import INPUTS, TENSOR_SHAPES, points, programs, tensor_expressio
 from test_properties import _evaluate
 
 from cgraph_cli import DomainError, EvalError, UsageError, parse, validate
+from cgraph_cli import grad as cg_grad
 from cgraph_cli.passes.derivatives import derivative_program
 from cgraph_cli.run.compile import compile_module
 from cgraph_cli.run.evaluate import forward
@@ -348,3 +349,71 @@ def test_a_module_run_through_exec_without_a_file_still_raises_its_domain_error(
     exec(compile_module(parse("y = sqrt(x) * 2"), target), namespace)  # no __file__
     with pytest.raises(namespace["DomainError"]):
         namespace["forward"](x=-1.0)
+
+
+@PROPERTY
+@given(programs(max_statements=4, conditions=True), points)
+def test_compiled_python_gradients_are_the_interpreters_to_the_bit(program, point):
+    """The python target writes its reverse pass from the float rules the interpreter's
+    reverse loop runs, adding the adjoints up in the same order: the same floats, not close
+    ones (where the interpreter skips a node whose gradient is 0, the module may stop at a
+    partial that is not finite there instead)."""
+    graph = validate(parse(program))
+    assume(graph.inputs)
+    bindings = {name: point[k] for k, name in enumerate(INPUTS) if name in graph.inputs}
+    done = _evaluate(graph, bindings)
+    assume(done is not None)
+    values, adjoints = done
+    try:
+        value, grads = load(compile_module(graph))["grad"](**bindings)
+    except ArithmeticError:
+        assume(False)
+        return
+    assert value == values[graph.output]
+    assert grads == {name: adjoints[node] for name, node in graph.inputs.items()}, program
+
+
+def test_an_adjoint_written_into_its_readers_line_still_stops_at_its_own_node():
+    """In `g * w * cos(x)` the adjoint of sin(x), `w * w`, is written into the line of sin's
+    partial; where it overflows the module names the node that made it, sin(x) * w, as the
+    interpreter does (the copy that checks every value writes each adjoint on its own)."""
+    program = "q = sin(x) * w\ny = q * w"
+    source = compile_module(parse(program))
+    assert "w * w * _math_cos(x)  # line 1: sin(x)" in source
+    assert "'  #' ' line '" in source and '"line \' in line:"' not in source
+    with pytest.raises(EvalError, match=r"the gradient through sin\(x\) \* w overflows"):
+        cg_grad(program, {"x": 1e-250, "w": 1e200})
+    with pytest.raises(ArithmeticError, match=r"^line 1: sin\(x\) \* w: the value is not finite$"):
+        load(source)["grad"](x=1e-250, w=1e200)
+
+
+def test_forward_lines_are_written_at_the_level_of_the_programs_expressions():
+    """A temporary that one line reads, made by + - * or negation, is written into that line
+    (one line a statement, as a person writes it); a value of it that is not finite is still
+    found at its own node, by the checked copy, which keeps one line a node."""
+    source = compile_module(parse("y = (x * w) + sin(x) * 2"))
+    assert "y = (x * w) + (t_1 * 2.0)  # line 1: (x * w) + sin(x) * 2" in source
+    module = load(source)
+    assert module["grad"](x=0.5, w=3.0)[0] == (0.5 * 3.0) + math.sin(0.5) * 2
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"^line 1: x \* w: the value is not finite$"):
+            module[fn](x=1e200, w=1e200)
+
+
+def test_a_program_of_numbers_compiles_without_a_derivative_graph(monkeypatch):
+    """The python target writes the reverse pass from the float rules: no derivative program
+    through the graph builder's shape inference, no optimizer (they made the compile step
+    110-173 us a node)."""
+    import cgraph_cli.passes.derivatives as derivatives
+    import cgraph_cli.passes.optimize as optimize
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a derivative graph was built")
+
+    monkeypatch.setattr(derivatives, "derivative_program", refused)
+    monkeypatch.setattr(optimize, "optimize", refused)
+    module = load(compile_module(parse("p = sin(x) * y; q = p * p + exp(y); q"), wrt=["y"]))
+    value, grads = module["grad"](x=0.5, y=2.0)
+    p = math.sin(0.5) * 2.0
+    assert list(grads) == ["y"] and math.isclose(grads["y"], 2 * p * math.sin(0.5) + math.exp(2))
+    assert value == p * p + math.exp(2.0)

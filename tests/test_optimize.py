@@ -455,3 +455,18 @@ def test_frames_into_a_folder_that_cannot_be_written_is_a_usage_error(cli, tmp_p
         assert result.exit_code == 2 and "cannot write" in result.stderr
     finally:
         folder.chmod(0o700)
+
+
+def test_the_rewrites_may_go_without_their_texts_for_the_graph_alone():
+    """Callers that want only the optimized graph (a compiled module, a derivative program)
+    skip writing each rewrite's before and after texts, half the passes' time: the same
+    graph and the same counts."""
+    from cgraph_cli.passes.optimize import optimize
+
+    graph = parse("y = sin(x) * (2 * 3) + sin(x) * 1 + 0 + log(1 + exp(x * 1))")
+    full, bare = optimize(graph), optimize(graph, texts=False)
+    assert bare.source == full.source and bare.summary() == full.summary()
+    assert all(
+        r.before == r.after == "" for p in bare.passes if p.name != "cse" for r in p.rewrites
+    )
+    assert optimize(graph).passes[1].rewrites[0].before  # the texts are back by default

@@ -248,7 +248,7 @@ def diagram(
             raise UsageError("--optimized and --compare draw the whole program, alone")
         from ..passes.optimize import optimize
 
-        after = optimize(graph, of=of, bindings=bindings).graph
+        after = optimize(graph, of=of, bindings=bindings, texts=False).graph
         if compare:
             return compare_diagram(graph, after, bindings, options, of=of, force=force)
         return diagram_of(after, bindings, options, force=force)

@@ -41,7 +41,9 @@ def _optimized(graph, bindings, skip: bool):
         return graph
     from ..passes.optimize import optimize
 
-    done = optimize(graph, ["fold", "cse", "simplify", "stabilize"], bindings=bindings).graph
+    done = optimize(
+        graph, ["fold", "cse", "simplify", "stabilize"], bindings=bindings, texts=False
+    ).graph
     if "headings" in graph.memo:  # the statements keep their names: their calls' comments too
         done.memo["headings"] = graph.memo["headings"]
     return done

@@ -199,8 +199,10 @@ def compile_command(
 ):
     """Write the program as a Python module that runs without cgraph: forward(**inputs)
     returns every named value, grad(**inputs) returns the output's value and its gradients
-    (the derivative program, optimized), one line per node with a comment pointing back to
-    the program's line. INPUTS and DEFAULTS list the inputs and their defaults.
+    (for numbers, the reverse pass written from the interpreter's own float rules: the same
+    floats; for tensors, the derivative program, optimized), one line per node with a
+    comment pointing back to the program's line. INPUTS and DEFAULTS list the inputs and
+    their defaults.
 
     Tensor programs are compiled for their inputs' shapes (from the bindings or the
     defaults), with --target numpy.

@@ -22,7 +22,7 @@ from ..core.ir import Graph, GraphBuilder, relayout, resolve_name, validate
 from .cse import cse
 from .dce import dce
 from .fold import fold
-from .rewrite import BUDGET, Rewrite
+from .rewrite import BUDGET, TEXTS, Rewrite
 from .simplify import simplify
 from .stabilize import stabilize
 
@@ -92,13 +92,15 @@ def optimize(
     bindings: Mapping[str, Any] | None = None,
     on_pass: Callable[[str, Graph, list[Rewrite]], None] | None = None,
     budget: int | None = None,
+    texts: bool = True,
 ) -> Optimized:
     """Run ``passes`` (default: all, in :data:`PASSES` order) over ``graph`` until they
     change nothing; ``of``: optimize for that named value instead of the output;
     ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults);
     ``on_pass``: called with the pass's name, the graph and the rewrites after each pass that
     changed something; ``budget``: the most rewrites to make (``--frames`` draws the program
-    after each one).
+    after each one); ``texts`` False: the rewrites are counted but carry no program text
+    (for callers that want only the graph: writing the texts is half the passes' time).
 
     >>> from cgraph_cli import parse
     >>> print(optimize(parse("y = log(1 + exp(x * 1))")).source, end="")
@@ -108,9 +110,11 @@ def optimize(
 
     refuse(graph, "optimize")
     token = BUDGET.set(None if budget is None else [budget])
+    told = TEXTS.set(texts)
     try:
         return _optimize(graph, passes, of, bindings, on_pass)
     finally:
+        TEXTS.reset(told)
         BUDGET.reset(token)
 
 

@@ -36,6 +36,12 @@ Sig = frozenset  # a shape, as the set of what broadcasts to it
 BUDGET: ContextVar[list[int] | None] = ContextVar("budget", default=None)
 
 
+#: Whether the rewrites carry their texts (the expression before and after): False where
+#: only the optimized graph is wanted (a compiled module, a derivative program), since writing
+#: them was half of the passes' time.
+TEXTS: ContextVar[bool] = ContextVar("texts", default=True)
+
+
 def has_budget() -> bool:
     """Whether one more rewrite may be made."""
     left = BUDGET.get()
@@ -104,6 +110,9 @@ class Walk:
     def record(self, pass_name: str, i: int, after: int) -> None:
         """Note that old node ``i`` became new node ``after``."""
         old = self.old
+        if not TEXTS.get():
+            self.rewrites.append(Rewrite(pass_name, old.starts[i], old.ends[i], "", ""))
+            return
         self.rewrites.append(
             Rewrite(pass_name, old.starts[i], old.ends[i], self.text(i, old), self.text(after))
         )

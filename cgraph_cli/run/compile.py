@@ -54,15 +54,20 @@ from .batch import (
     watch_line,
     work_arrays,
 )  # fmt: skip
+from .compile_scalar import fuse_forward, reverse_lines, reverse_plan
 
 TARGETS = ("python", "numpy")
 Shape = tuple[int, ...] | None  # known when compiling, or None
 SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")
+_MATH = re.compile(r"\bmath\.(\w+)")  # bound to a local variable each: _math_sin
+_LOCAL = re.compile(r"\b_math_(\w+)")
+_MATH_NAMES = set(dir(math))
 _RESERVED = {
     *dir(builtins),
     *("math", "np", "DomainError", "INPUTS", "DEFAULTS", "forward", "grad", "out", "value"),
     *("grads", "inputs", "_finite", "_domain", "_arg", "_like", "_plain", "_expect", "_WHERE"),
+    "_WHERE_TEXT",
     *(
         "SHAPES",
         "rows",
@@ -77,6 +82,7 @@ _RESERVED = {
     ),
     *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
     *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED"),
+    *(f"_math_{n}" for n in dir(math)),  # math.sin read once per call into _math_sin
 }
 
 
@@ -135,6 +141,12 @@ def compile_module(
     emitter.kinks = kinks
     emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
+    if target == "python" and gradient and not kinks:
+        from ..passes.derivatives import wrt_inputs
+
+        plan = reverse_plan(graph, output, wrt_inputs(graph, wrt))
+        if plan is not None:  # a program of numbers: its reverse pass from the float rules
+            return _scalar_module(emitter, graph, output, plan, name)
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
@@ -151,7 +163,7 @@ def compile_module(
         emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
         return emitter.module(graph, name, forward_body, forward_names, None, e.message, {}, "")
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
-    derived = optimize(program.graph, ["fold", "cse", "simplify"]).graph
+    derived = optimize(program.graph, ["fold", "cse", "simplify"], texts=False).graph
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
@@ -184,6 +196,38 @@ def compile_module(
     )
 
 
+def _scalar_module(emitter: _Emitter, graph: Graph, output: int, plan, name: str) -> str:
+    """The module of a program of numbers, its reverse pass written by
+    :func:`~cgraph_cli.run.compile_scalar.reverse_lines` after the forward lines; the
+    copies that check every value (run only when a result is not finite) keep one line
+    a node, the others write temporaries into their readers (:func:`fuse_forward`)."""
+    # One forward pass for both functions: what the reverse pass reads kept in its variables,
+    # each value the output does not read checked where it is made (forward returns the
+    # named ones too, checked again at its end).
+    body, names = emitter.body(graph, keep=plan.read, returned=[output])
+    fast = fuse_forward(body, emitter.records, graph, plan.read)
+    emitter.checked_forward = body
+    emitter.result_shapes(graph, "forward", graph.named_nodes())
+    shown = graph.display_name(output)
+    base = shown if shown.isidentifier() else "out"
+    taken, counts = emitter.taken, emitter.counts
+
+    def new(name: str) -> str:
+        return fresh(_identifier(name, taken), taken, counts=counts)
+
+    lines, checked, found = reverse_lines(
+        plan, graph, names, new, lambda i: emitter.comment(graph, i), base
+    )
+    if any("rt." in line for line in lines):  # a helper the partials call: copied in
+        for line in lines:
+            emitter.helpers.update(_HELPER.findall(line))
+        lines = [_HELPER.sub(r"\1", line) for line in lines]
+        checked = [_HELPER.sub(r"\1", line) for line in checked]
+    emitter.checked_grad = body + checked
+    value = names[output]
+    return emitter.module(graph, name, fast, names, fast + lines, value, found, shown)
+
+
 class _Emitter:
     """Writes the lines of a graph's nodes for one target."""
 
@@ -210,6 +254,10 @@ class _Emitter:
         self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
         self.text = text  # the program's source, for the comments
         self.helpers: set[str] = set()
+        # The lines of forward and grad for their checked copies, where they differ.
+        self.checked_forward: list[str] | None = None
+        self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
+        self.checked_grad: list[str] | None = None
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -250,10 +298,12 @@ class _Emitter:
         variables = dict(self.variables)
         taken = set(_RESERVED) | _HELPERS | set(variables.values())
         counts: dict[str, int] = {}
+        self.taken, self.counts = taken, counts  # for more variables in the same function
         for name in graph.inputs:
             if name not in variables:
                 variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
         lines: list[str] = []
+        self.records: list[tuple[int, int, str, str]] = []  # node, line, variable, expression
         if self.rows:  # an input no op reads: watched itself (else a value made of it is)
             lines += [
                 watch_line(self.variables[n], self.vector)
@@ -268,14 +318,14 @@ class _Emitter:
             if op is CONST:
                 names.append(self.literal(graph.consts[i]))
                 continue
-            template = templates[i]
+            template = self.local(templates[i])
             args = [names[a] for a in graph.args[i]]
             params = [repr(p) for p in graph.params.get(i, ())]
             params += ["None"] * (len(op.params) - len(params))  # an optional one not given
             expr = template.format(*args, *params)
-            for helper in _HELPER.findall(expr):
-                self.helpers.add(helper)
-            expr = _HELPER.sub(r"\1", expr)
+            if "rt." in expr:
+                self.helpers.update(_HELPER.findall(expr))
+                expr = _HELPER.sub(r"\1", expr)
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     free.append(names[a])
@@ -298,6 +348,7 @@ class _Emitter:
             names.append(var)
             if i in work:  # into the work array of its variable (per row), or a new number
                 expr = into_work_array(graph, i, template, var, names)
+            self.records.append((i, len(lines), var, expr))
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
                 lines.append(watch_line(var, self.vector))
@@ -319,6 +370,25 @@ class _Emitter:
         if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
             template = "{0} * {0}"  # a square: one multiplication, not a call of pow
         return template
+
+    def local(self, expr: str) -> str:
+        """``expr`` with each ``math.f`` of the python target read from a local variable
+        (``_math_f``, bound once per call by :meth:`bindings`), not looked up every time."""
+        if self.target != "python" or "math." not in expr:
+            return expr
+        return _MATH.sub(r"_math_\1", expr)
+
+    def bindings(self, body: list[str]) -> list[str]:
+        """The lines binding the math functions ``body`` calls to local variables."""
+        if self.target != "python":
+            return []
+        called = {
+            f
+            for line in body
+            if "_math_" in line
+            for f in _LOCAL.findall(line.split("  # line ", 1)[0])
+        }
+        return [f"    _math_{f} = math.{f}" for f in sorted(called & _MATH_NAMES)]
 
     def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
         """Lines that stop at an argument of node ``i`` that is not finite, naming the
@@ -350,12 +420,14 @@ class _Emitter:
         lines = []
         for line in body:
             lines.append(line)
-            found = re.match(r"    (\w+) = .*(  # line .*)$", line)
-            if found:
-                lines.append(f"    _check({found[1]})" + found[2])  # a call: no branch
+            head, sep, where = line.partition("  # line ")
+            var, _, rest = head[4:].partition(" ")
+            if sep and rest[:2] in ("= ", "+=") and var.isidentifier():
+                lines.append(f"    _check({var}){sep}{where}")  # a call: no branch
         return [
             f"def _{fn}_checked(inputs):",
             *again,
+            *self.bindings(body),
             *_guarded(lines, self.target == "numpy", []),
             "",
             "",
@@ -502,6 +574,15 @@ class _Emitter:
         return f"np.array({value.tolist()!r})"
 
     def comment(self, graph: Graph, i: int) -> str:
+        """``  # line N: text`` of node ``i``, made once per node (every function, and the
+        reverse pass, comment the same nodes)."""
+        key = (id(graph), i)
+        found = self._comments.get(key)
+        if found is None:
+            found = self._comments[key] = self._comment(graph, i)
+        return found
+
+    def _comment(self, graph: Graph, i: int) -> str:
         start, end = graph.starts[i], graph.ends[i]
         if end <= start or graph.source.text != self.text:
             return ""
@@ -610,14 +691,19 @@ class _Emitter:
                 start = [f"    if not ({ready}):", *indented, *start]
                 convert = []
         again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
-        checked = [] if self.rows else self.checked("forward", again, forward_body)
+        checked = (
+            []
+            if self.rows
+            else self.checked("forward", again, self.checked_forward or forward_body)
+        )
         if grad_body is not None and not self.rows:
-            checked += self.checked("grad", again, grad_body)
+            checked += self.checked("grad", again, self.checked_grad or grad_body)
         forward = [
             f"def forward({signature}):",
             '    """Every named value of the program, by name."""',
             *convert,
             *(line.format(fn="forward") for line in start),
+            *self.bindings(forward_body),
             *_guarded(
                 forward_body,
                 numpy,
@@ -637,6 +723,7 @@ class _Emitter:
                     f'    """The value of {output} and its gradient with respect to each input."""',
                     *convert,
                     *(line.format(fn="grad") for line in start),
+                    *self.bindings(grad_body),
                     *_guarded(
                         grad_body,
                         numpy,
@@ -693,7 +780,7 @@ class _Emitter:
                     "    if not _CHECKED:  # compiled on first need, and where its lines are",
                     "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
                     "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
-                    "            if '  # line ' in line:",
+                    "            if '  #' ' line ' in line:  # (split: this line is none of them)",
                     "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
                     "    given = sys._getframe(1).f_locals",
                     "    _CHECKED[fn.__name__](",
@@ -722,6 +809,9 @@ class _Emitter:
             ),
             "def _domain(error):",
             '    """The error as a DomainError naming the program\'s line that raised it."""',
+            "    if not _WHERE:  # each line's place in the program, read at the first error",
+            "        found = (line.partition(':') for line in _WHERE_TEXT.split('\\n'))",
+            "        _WHERE.update((int(k), v) for k, _, v in found if k)",
             "    tb = error.__traceback__",
             "    where = ''",
             "    while tb is not None:",
@@ -780,12 +870,21 @@ class _Emitter:
             "",
         ]
         lines = "\n".join(head + helpers + forward + finite).split("\n")
-        where = {
-            k + 1: line.split("  # ", 1)[1]
+        # As one string, not a dict literal: Python compiles it in a fraction of the time.
+        where = "\n".join(
+            f"{k + 1}:{line.split('  # ', 1)[1]}"
             for k, line in enumerate(lines)
             if "  # line " in line and not line.lstrip().startswith("#")
-        }
-        return "\n".join([*lines, *_checked_source(checked, grad_body), f"_WHERE = {where!r}", ""])
+        )
+        return "\n".join(
+            [
+                *lines,
+                *_checked_source(checked, grad_body),
+                "_WHERE: dict = {}",
+                f"_WHERE_TEXT = {where!r}",
+                "",
+            ]
+        )
 
     def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
         """One row's shape of each input: the known shape, else a number's."""
