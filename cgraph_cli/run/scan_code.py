@@ -27,6 +27,8 @@ the end raise ``DomainError`` naming the block's lines (cgraph's interpreter nam
 from __future__ import annotations
 
 import inspect
+import math
+import re
 from collections.abc import Mapping
 
 from ..core import runtime
@@ -222,6 +224,9 @@ class _Module:
                 if step.last is not step.backward:  # the last step's, given more cotangents
                     functions.append(step.last.replace("\x00", f"_b{k}_l{v}", 1))
         sources = [inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(helpers)]
+        called = sorted(set(re.findall(r"\b_math_(\w+)", "".join(functions))) & set(dir(math)))
+        if called:  # math.sin read once, not looked up at every step
+            sources.insert(0, "".join(f"_math_{f} = math.{f}\n" for f in called) + "\n")
         out_name = self.of or graph.display_name(self.out)
         api = [
             "def forward(**inputs):",
