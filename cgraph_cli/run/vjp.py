@@ -18,32 +18,28 @@ speed, compiled from the same rules (:func:`vjp` on floats).
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from itertools import islice
 from operator import itemgetter
 
 from ..core.arrays import np, show_shape
 from ..core.autodiff import reverse
 from ..core.errors import DomainError, EvalError
-from ..core.interpret import (
-    ARRAYS,
-    constant_partials,
-    partial_function,
-    partials_function,
-    swaps_arguments,
-)
+from ..core.interpret import ARRAYS
 from ..core.ir import Graph, gc_paused
 from ..core.ops import CONST
 from ..core.walks import depends_on_input
 from ..data.bindings import all_finite, finite
-from .evaluate import (
+from .evaluate import at, element, is_tensor_run, no_memory, slope_error
+from .floats import (
+    ADD,
+    NEGATE,
+    PASS,
+    SCALE,
+    SUB,
     SWAPPED,
-    at,
+    Second,
     compile_program,
-    element,
-    is_tensor_run,
-    no_memory,
-    slope_error,
     step_partials,
 )
 
@@ -63,105 +59,28 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
     program = compile_program(graph)
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
+    # Only nodes up to `out` can reach it: skip the steps after it.
+    after = len(program.steps) - bisect_right(program.steps, out, key=itemgetter(0))
+    steps = islice(reversed(program.steps), after, None) if after else reversed(program.steps)
     if program.wide:
-        # Only nodes up to `out` can reach it: skip the instructions after it.
-        after = len(program.steps) - bisect_right(program.steps, out, key=itemgetter(0))
-        _float_reverse_wide(graph, values, islice(reversed(program.steps), after, None), adj)
+        _float_reverse_wide(graph, values, steps, adj)
     else:
-        back = back_steps(graph, program)
-        after = bisect_left(back, -out, key=_minus_node)
-        _float_reverse(graph, values, islice(back, after, None) if after else back, adj)
+        _float_reverse(graph, values, steps, adj)
     if not all(math.isfinite(adj[n]) for n in graph.inputs.values()):
         raise _first_undefined(graph, values, out, seed)
     return adj
 
 
-def _minus_node(step: tuple) -> int:
-    return -step[0]
-
-
-# What a step of the reverse loop passes back (see back_steps), besides SWAPPED (mul):
-ADD = "add"  # adj[a] += g; adj[b] += g
-SUB = "sub"  # adj[a] += g; adj[b] -= g
-PASS = "pass"  # adj[a] += g
-NEGATE = "negate"  # adj[a] -= g
-SCALE = "scale"  # adj[a] += values[b] * g (mul by a value that needs no gradient)
-
-
-def back_steps(graph: Graph, program) -> list:
-    """The reverse loop's steps, last node first, made once per graph from the op table's
-    rules: ``(node, partial, a, b)`` for each operation node with an argument that needs a
-    gradient (one an input reaches); the others pass nothing, so constants get no adjoint.
-    ``partial`` is one of the kinds above, a float (a constant partial for ``a``), a tuple
-    of two (for ``a`` and ``b``), a function (of ``a``'s value, ``b``'s if ``b >= 0``, and the
-    node's) giving ``a``'s partial, or a list holding a function giving both. When only one
-    argument needs a gradient, it is ``a``, and ``b`` the other (or -1)."""
-    back = program.back
-    if back is not None:
-        return back
-    depends = depends_on_input(graph)
-    ops = graph.ops
-    made: dict = {}  # op, or (op, which arguments need a gradient) -> (partial, swap) or None
-    back = []
-    add = back.append
-    key: tuple
-    with gc_paused():
-        for i, _, _, a, b in reversed(program.steps):
-            op = ops[i]
-            if b < 0:
-                key = (op, depends[a])
-            elif depends[a] and depends[b]:
-                kind = made.get(op, 0)
-                if kind == 0:
-                    kind = made[op] = _back_kind(op, (True, True))
-                if kind is not None:
-                    add((i, kind[0], a, b))
-                continue
-            else:
-                key = (op, depends[a], depends[b])
-            kind = made.get(key, 0)
-            if kind == 0:
-                kind = made[key] = _back_kind(op, key[1:])
-            if kind is not None:
-                add((i, kind[0], b, a) if kind[1] else (i, kind[0], a, b))
-    program.back = back
-    return back
-
-
-def _back_kind(op, needs: tuple[bool, ...]) -> tuple[object, bool] | None:
-    """A step's ``partial`` for ``op`` (see :func:`back_steps`), and whether its arguments
-    swap places (the second alone needs a gradient); None if it passes nothing back."""
-    rules = op.partials or ()
-    needs = tuple(need and k < len(rules) and rules[k] is not None for k, need in enumerate(needs))
-    if not op.differentiable or not any(needs):
-        return None
-    if all(needs) and len(needs) == 2:
-        if swaps_arguments(op):
-            return SWAPPED, False
-        both = constant_partials(op)
-        if both is None:
-            return [partials_function(op, needs)], False
-        kinds: dict[tuple[float, ...], object] = {(1.0, 1.0): ADD, (1.0, -1.0): SUB}
-        return kinds.get(both, both), False
-    k = needs.index(True)
-    partial = partial_function(op, k)
-    if isinstance(partial, float):
-        partial = {1.0: PASS, -1.0: NEGATE}.get(partial, partial)
-    elif len(needs) == 2 and swaps_arguments(op):
-        partial = SCALE
-    return partial, k == 1
-
-
-def _float_reverse(graph: Graph, values: list, back, adj: list) -> None:
-    """The hot loop: each step's kind read inline, the commonest first, with no call and no
-    allocation but a float's for them (``bench/bench_core.py`` times it against a bare tape
-    loop). A step whose node gets no gradient is skipped before its partial is computed, so
-    that an undefined one there raises nothing."""
+def _float_reverse(graph: Graph, values: list, steps, adj: list) -> None:
+    """The hot loop: each step's partial read inline, the commonest kinds first, with no call
+    and no allocation but a float's for them (``bench/bench_core.py`` times it against a bare
+    tape loop). A step whose node gets no gradient is skipped before its partial is
+    computed, so that an undefined one there raises nothing."""
     add, sub, swapped, passes, negate, scale = ADD, SUB, SWAPPED, PASS, NEGATE, SCALE
     i = -1
     try:
-        with gc_paused():  # the partials of a step with a list would otherwise wake it
-            for i, p, a, b in back:
+        with gc_paused():  # a step with a list makes a tuple, which would wake the collector
+            for i, _, p, a, b in steps:
                 if p is add:
                     g = adj[i]
                     adj[a] += g
@@ -182,11 +101,16 @@ def _float_reverse(graph: Graph, values: list, back, adj: list) -> None:
                     adj[a] -= adj[i]
                 else:
                     g = adj[i]
-                    if g == 0.0:
+                    if g == 0.0 or p is None:
                         continue  # nothing flows back through this node
                     kind = p.__class__
                     if kind is float:
                         adj[a] += p * g
+                    elif kind is Second:
+                        q = p.partial
+                        if q.__class__ is not float:
+                            q = q(values[b], values[a], values[i])
+                        adj[b] += q * g
                     elif kind is tuple:
                         adj[a] += p[0] * g
                         adj[b] += p[1] * g
@@ -208,11 +132,13 @@ def _float_reverse_wide(graph: Graph, values: list, steps, adj: list) -> None:
     depends = depends_on_input(graph)
     i = -1
     try:
-        for i, _, p, _, _ in steps:
+        for i, _, p, a, b in steps:
             g = adj[i]
             if g == 0.0:
                 continue
             args = graph.args[i]
+            if len(args) < 3:  # as the step holds them (add and mul may swap theirs)
+                args = (a,) if b < 0 else (a, b)
             for a, pa in zip(args, step_partials(p, values, args, i)):
                 if depends[a]:
                     adj[a] += pa * g
