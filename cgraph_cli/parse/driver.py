@@ -101,6 +101,7 @@ class Driver:
                 return self._run_blocks(list(tokens), codes, error, source)
         window: list[Token] = []
         base = 0  # window[k - base] is token k
+        plans = self.plans
         with gc_paused():
             for m in _STATEMENT.finditer(codes):
                 i, j = m.span()
@@ -118,7 +119,12 @@ class Driver:
                 if j == n and error is not None:  # the bad character ends this statement
                     self._statement(window, k, j - base, source, None, error)
                     break
-                self._one(window, k, j - base, m.group(), source)
+                key = m.group()
+                plan = plans.get(key)
+                if plan is None or plan.__class__ is tuple:
+                    self._one(window, k, j - base, key, source)
+                else:  # a shape seen twice: its code (what _one does, inlined)
+                    plan(window, k)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])

@@ -30,6 +30,9 @@ NEGATE = "negate"  # adj[a] -= g
 SCALE = "scale"  # adj[a] += values[b] * g (mul by a value that needs no gradient)
 
 
+_FAR = 512  # nodes back: the graph's number of such a node is copied into the step
+
+
 class Second:
     """A step's partial when only its second argument needs a gradient, and the op is not
     one whose arguments can simply swap places (``2 - x``, ``1 / x``, ``2 ^ x``): a float, or
@@ -120,10 +123,15 @@ def _steps(graph: Graph) -> list | None:
             continue
         if step is None:
             return None
-        # Own copies of the argument numbers (a + 0 is a new int above 256): the loops touch
-        # each number they unpack, and the graph's, made as it was parsed, lie anywhere in
-        # memory; these lie by the step (10-15% of both loops at 1e5 nodes).
-        add((i, step[0], step[1], a + 0, b + 0))
+        # Own copies of the numbers of arguments made long before (a + 0 is a new int above
+        # 256): the loops touch each number they unpack, and the graph's, made as it was
+        # parsed, lie anywhere in memory; these lie by the step (10-15% of both loops on a
+        # random graph of 1e5 nodes). The number of a recent node is near anyway.
+        if i - a > _FAR:
+            a += 0
+        if i - b > _FAR and b >= 0:
+            b += 0
+        add((i, step[0], step[1], a, b))
         reach(step[2])
     return steps
 
