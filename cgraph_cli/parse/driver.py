@@ -258,7 +258,7 @@ class Driver:
         The code holds only names made here and numbers from the record."""
         if len(actions) > _MAX_COMPILED:
             return lambda tokens, i: self._replay(actions, tokens, i)
-        names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice}
+        names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice, "R": self.reader}
         body: list[str] = []
         stack: list[str] = []
         shifted = 0
@@ -268,20 +268,27 @@ class Driver:
                 shifted += 1
                 continue
             size, mode, callback, _, flatten = self.rules[a]
-            args = "[" + ", ".join(stack[len(stack) - size :]) + "]"
+            children = stack[len(stack) - size :]
+            args = "[" + ", ".join(children) + "]"
             del stack[len(stack) - size :]
             if flatten:
                 args = f"_flatten({args})"
             if mode == CALL:
                 names[f"c{a}"] = callback
                 call = f"c{a}({args})"
+                inline = _inlined(callback, a, children, len(body), names)
+                if inline is not None:  # its result in r{len(body)}, as a call's would be
+                    stack.append(f"r{len(body)}")
+                    body += inline
+                    continue
             else:
                 call = f"_splice({args})"
             stack.append(f"r{len(body)}")
             body.append(f"    r{len(body)} = {call}")
         tokens = ", ".join(f"t{k}" for k in range(shifted))
         unpack = f"    {tokens}, = tokens[i : i + {shifted}]" if shifted else ""
-        code = "\n".join(["def plan(tokens, i):", unpack, *body, "    return None"])
+        graph = "    g = R.b.graph" if "g.ops" in "".join(body) else ""
+        code = "\n".join(["def plan(tokens, i):", unpack, graph, *body, "    return None"])
         exec(compile(code, "<cgraph statement plan>", "exec"), names)  # noqa: S102
         return names["plan"]
 
@@ -326,6 +333,33 @@ class Driver:
         if "$END" in actions:  # the statement may end here: by a newline or ';' too
             expected |= {"$END", "_NL", "_SEMI"}
         return syntax_error(tok, expected, source, seen, opened)
+
+
+def _inlined(callback, a: int, children: list[str], k: int, names: dict) -> list[str] | None:
+    """Lines of a plan doing what ``callback`` does to ``children`` (variables of the plan),
+    leaving the result in ``r{j}``, the last line's: for the two callbacks most statements
+    make most calls to, a name already in scope (as :meth:`Reader.name` finds it; any
+    other goes to the callback) and a binary operator (all that ``reader._binary`` does).
+    None for the others: the plan calls them. Names made here end in ``k`` (the body's
+    length), so they never meet another's."""
+    func = getattr(callback, "__func__", None)
+    if func is Reader.name:
+        (t,) = children
+        return [
+            f"    x{k} = {t}[1]",
+            f"    n{k} = R.scope.get(x{k}) if x{k}.isascii() else None",
+            f"    r{k} = c{a}([{t}]) if n{k} is None else (n{k}, {t}[2], {t}[3])",
+        ]
+    op = getattr(func, "op", None)
+    if op is not None and len(children) == 3:
+        names[f"op{a}"] = op
+        left, _, right = children
+        return [
+            f"    r{k} = (len(g.ops), {left}[1], {right}[2])",
+            f"    g.ops.append(op{a}); g.args.append(({left}[0], {right}[0]))",
+            f"    g.labels.append(None); g.starts.append({left}[1]); g.ends.append({right}[2])",
+        ]
+    return None
 
 
 def blocks(
