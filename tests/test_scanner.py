@@ -365,6 +365,9 @@ _REPEATED = [
     "def f(u):\n    w = u * k + u\n    return w * w\ny = f(x) * t + f(x)\ny = f(y) * t + f(y)\n"
     "y = f(y) * t + f(y)\n",
     "h = x\nfor s in range(3):\n    h = h * w + h\n    h = h * w + h\ny = h * w + h\n",
+    "y = x * 2\ny = y * 2\ny * 2\ny = y * 2\n",  # an assignment after a bare expression
+    "def f(u):\n    return u\ny = x * 2\nz = y * 2\nf = z * 2\n",  # a function's name
+    "y = x * 2\ny = y * 2\nz = y\nz = z\nw = z\n",  # a name relabelled
 ]
 
 
@@ -386,4 +389,5 @@ def _built(text: str) -> tuple:
     except ParseError as e:
         return "error", e.span.start, e.message
     spans = list(zip(g.starts, g.ends))
-    return our_outcome(text), spans, list(g.labels), dict(g.names), list(g.stmt_nodes)
+    statements = list(g.stmt_kinds), list(g.stmt_names), list(g.stmt_nodes)
+    return our_outcome(text), spans, list(g.labels), dict(g.names), statements

@@ -32,7 +32,7 @@ from itertools import islice
 from typing import Any
 
 from ..core.errors import CgraphError, ParseError, Source, Span
-from ..core.ir import Graph, gc_paused
+from ..core.ir import ASSIGNMENT, Graph, gc_paused
 from . import tables
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
@@ -338,8 +338,9 @@ class Driver:
 def _inlined(callback, a: int, children: list[str], k: int, names: dict) -> list[str] | None:
     """Lines of a plan doing what ``callback`` does to ``children`` (variables of the plan),
     leaving the result in ``r{j}``, the last line's: for the two callbacks most statements
-    make most calls to, a name already in scope (as :meth:`Reader.name` finds it; any
-    other goes to the callback) and a binary operator (all that ``reader._binary`` does).
+    make most calls to: a name already in scope (as :meth:`Reader.name` finds it; any
+    other goes to the callback), a binary operator (all that ``reader._binary`` does), and
+    an assignment where the reader has nothing else to check (as :meth:`Reader.assign`).
     None for the others: the plan calls them. Names made here end in ``k`` (the body's
     length), so they never meet another's."""
     func = getattr(callback, "__func__", None)
@@ -349,6 +350,21 @@ def _inlined(callback, a: int, children: list[str], k: int, names: dict) -> list
             f"    x{k} = {t}[1]",
             f"    n{k} = R.scope.get(x{k}) if x{k}.isascii() else None",
             f"    r{k} = c{a}([{t}]) if n{k} is None else (n{k}, {t}[2], {t}[3])",
+        ]
+    if func is Reader.assign:  # NAME = expr, outside functions, loops' runs and after a bare
+        tok, _, e = children  # expression: the reader's statement bookkeeping, inlined
+        names["ASSIGNMENT"] = ASSIGNMENT
+        return [
+            f"    x{k} = {tok}[1]; n{k} = {e}[0]; r{k} = None",
+            f"    if not x{k}.isascii() or R.bare_span is not None or R.functions or R.frames "
+            "or R.suffix:",
+            f"        c{a}([{', '.join(children)}])",
+            "    else:",
+            f"        R.scope[x{k}] = n{k}",
+            f"        if g.labels[n{k}] is None: g.labels[n{k}] = x{k}",
+            f"        g.names[x{k}] = n{k}; g.stmt_kinds.append(ASSIGNMENT)",
+            f"        g.stmt_names.append(x{k}); g.stmt_nodes.extend((n{k}, len(g.ops)))",
+            f"        R.output = n{k}; R.output_label = x{k}",
         ]
     op = getattr(func, "op", None)
     if op is not None and len(children) == 3:
