@@ -97,8 +97,12 @@ def _steps(graph: Graph) -> list | None:
     made: dict = {}  # op, or (op, which arguments need a gradient) -> its step, or None
     depends: list[bool] = []  # whether an input reaches each node
     steps: list = []
-    add, reach = steps.append, depends.append
+    add, reach, far = steps.append, depends.append, _FAR
     key: tuple
+    # Each step holds its own copies of the numbers of arguments made long before (a + 0 is
+    # a new int above 256): the loops touch each number they unpack, and the graph's, made as
+    # it was parsed, lie anywhere in memory; these lie by the step (10-15% of both loops on a
+    # random graph of 1e5 nodes). The number of a recent node is near anyway.
     for i, op, args in zip(range(len(graph.ops)), graph.ops, graph.args):
         n = len(args)
         if n == 2:
@@ -110,10 +114,16 @@ def _steps(graph: Graph) -> list | None:
                 step = made.get(key) or _make(made, key, op, key[1:])
                 if step is not None and step[3]:
                     a, b = b, a
+            if i - a > far:
+                a += 0
+            if i - b > far:
+                b += 0
         elif n == 1:
             a, b = args[0], -1
             key = (op, depends[a])
             step = made.get(key) or _make(made, key, op, key[1:])
+            if i - a > far:
+                a += 0
         elif n:
             a, b = args[0], args[1]
             key = (op, *(depends[x] for x in args))
@@ -123,16 +133,9 @@ def _steps(graph: Graph) -> list | None:
             continue
         if step is None:
             return None
-        # Own copies of the numbers of arguments made long before (a + 0 is a new int above
-        # 256): the loops touch each number they unpack, and the graph's, made as it was
-        # parsed, lie anywhere in memory; these lie by the step (10-15% of both loops on a
-        # random graph of 1e5 nodes). The number of a recent node is near anyway.
-        if i - a > _FAR:
-            a += 0
-        if i - b > _FAR and b >= 0:
-            b += 0
-        add((i, step[0], step[1], a, b))
-        reach(step[2])
+        f, p, d, _ = step
+        add((i, f, p, a, b))
+        reach(d)
     return steps
 
 
