@@ -260,7 +260,7 @@ class Driver:
             return lambda tokens, i: self._replay(actions, tokens, i)
         names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice, "R": self.reader}
         body: list[str] = []
-        stack: list[str] = []
+        stack: list[str] = []  # a variable, or "@k": an expression's n{k}, s{k} and e{k}
         shifted = 0
         for a in actions:
             if a == _SHIFT:
@@ -269,7 +269,7 @@ class Driver:
                 continue
             size, mode, callback, _, flatten = self.rules[a]
             children = stack[len(stack) - size :]
-            args = "[" + ", ".join(children) + "]"
+            args = "[" + ", ".join(map(_whole, children)) + "]"
             del stack[len(stack) - size :]
             if flatten:
                 args = f"_flatten({args})"
@@ -277,9 +277,9 @@ class Driver:
                 names[f"c{a}"] = callback
                 call = f"c{a}({args})"
                 inline = _inlined(callback, a, children, len(body), names)
-                if inline is not None:  # its result in r{len(body)}, as a call's would be
-                    stack.append(f"r{len(body)}")
-                    body += inline
+                if inline is not None:
+                    stack.append(inline[0])
+                    body += inline[1]
                     continue
             else:
                 call = f"_splice({args})"
@@ -287,8 +287,10 @@ class Driver:
             body.append(f"    r{len(body)} = {call}")
         tokens = ", ".join(f"t{k}" for k in range(shifted))
         unpack = f"    {tokens}, = tokens[i : i + {shifted}]" if shifted else ""
-        graph = "    g = R.b.graph" if "g.ops" in "".join(body) else ""
-        code = "\n".join(["def plan(tokens, i):", unpack, graph, *body, "    return None"])
+        text = "".join(body)
+        graph = "    g = R.b.graph" if "g." in text else ""
+        scope = "    scope = R.scope" if "scope.get" in text else ""
+        code = "\n".join(["def plan(tokens, i):", unpack, graph, scope, *body, "    return None"])
         exec(compile(code, "<cgraph statement plan>", "exec"), names)  # noqa: S102
         return names["plan"]
 
@@ -335,30 +337,31 @@ class Driver:
         return syntax_error(tok, expected, source, seen, opened)
 
 
-def _inlined(callback, a: int, children: list[str], k: int, names: dict) -> list[str] | None:
-    """Lines of a plan doing what ``callback`` does to ``children`` (variables of the plan),
-    leaving the result in ``r{j}``, the last line's: for the two callbacks most statements
-    make most calls to: a name already in scope (as :meth:`Reader.name` finds it; any
-    other goes to the callback), a binary operator (all that ``reader._binary`` does), and
-    an assignment where the reader has nothing else to check (as :meth:`Reader.assign`).
-    None for the others: the plan calls them. Names made here end in ``k`` (the body's
-    length), so they never meet another's."""
+def _inlined(callback, a: int, children: list[str], k: int, names: dict):
+    """What ``callback`` does to ``children`` (see :meth:`Driver._compile`), as lines of a
+    plan, and where they leave the result, for the callbacks most statements make most
+    calls to: a name already in scope (as :meth:`Reader.name` finds it: any other goes to
+    the callback), a binary operator (all that ``reader._binary`` does), and an assignment
+    where the reader has nothing else to check (as :meth:`Reader.assign`). An expression's
+    node, start and end are left in three variables (``@k``), not a tuple. None for the
+    others: the plan calls them. Names made here end in ``k`` (the body's length), so they
+    never meet another's."""
     func = getattr(callback, "__func__", None)
-    if func is Reader.name:
-        (t,) = children
-        return [
-            f"    x{k} = {t}[1]",
-            f"    n{k} = R.scope.get(x{k}) if x{k}.isascii() else None",
-            f"    r{k} = c{a}([{t}]) if n{k} is None else (n{k}, {t}[2], {t}[3])",
+    if func is Reader.name:  # the scope's names are NFC and passed the reader's checks, so
+        (t,) = children  # a name found as written is the one the callback would find
+        return f"@{k}", [
+            f"    x{k} = {t}[1]; n{k} = scope.get(x{k})",
+            f"    if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
+            f"    else: s{k} = {t}[2]; e{k} = {t}[3]",
         ]
     if func is Reader.assign:  # NAME = expr, outside functions, loops' runs and after a bare
         tok, _, e = children  # expression: the reader's statement bookkeeping, inlined
         names["ASSIGNMENT"] = ASSIGNMENT
-        return [
-            f"    x{k} = {tok}[1]; n{k} = {e}[0]; r{k} = None",
+        return f"r{k}", [
+            f"    x{k} = {tok}[1]; n{k} = {_part(e, 0)}; r{k} = None",
             f"    if not x{k}.isascii() or R.bare_span is not None or R.functions or R.frames "
             "or R.suffix:",
-            f"        c{a}([{', '.join(children)}])",
+            f"        c{a}([{', '.join(map(_whole, children))}])",
             "    else:",
             f"        R.scope[x{k}] = n{k}",
             f"        if g.labels[n{k}] is None: g.labels[n{k}] = x{k}",
@@ -370,12 +373,22 @@ def _inlined(callback, a: int, children: list[str], k: int, names: dict) -> list
     if op is not None and len(children) == 3:
         names[f"op{a}"] = op
         left, _, right = children
-        return [
-            f"    r{k} = (len(g.ops), {left}[1], {right}[2])",
-            f"    g.ops.append(op{a}); g.args.append(({left}[0], {right}[0]))",
-            f"    g.labels.append(None); g.starts.append({left}[1]); g.ends.append({right}[2])",
+        return f"@{k}", [
+            f"    n{k} = len(g.ops); s{k} = {_part(left, 1)}; e{k} = {_part(right, 2)}",
+            f"    g.ops.append(op{a}); g.args.append(({_part(left, 0)}, {_part(right, 0)}))",
+            f"    g.labels.append(None); g.starts.append(s{k}); g.ends.append(e{k})",
         ]
     return None
+
+
+def _whole(entry: str) -> str:
+    """A plan's stack entry as one value: an expression's ``(node, start, end)``."""
+    return f"(n{entry[1:]}, s{entry[1:]}, e{entry[1:]})" if entry[0] == "@" else entry
+
+
+def _part(entry: str, j: int) -> str:
+    """Part ``j`` of a plan's stack entry (an expression's node, start or end)."""
+    return f"{'nse'[j]}{entry[1:]}" if entry[0] == "@" else f"{entry}[{j}]"
 
 
 def blocks(
