@@ -74,35 +74,34 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
 def _float_reverse(graph: Graph, values: list, steps, adj: list) -> None:
     """The hot loop: each step's partial read inline, the commonest kinds first, with no call
     and no allocation but a float's for them (``bench/bench_core.py`` times it against a bare
-    tape loop). A step whose node gets no gradient is skipped before its partial is
-    computed, so that an undefined one there raises nothing."""
+    tape loop). A step whose node gets no gradient is skipped first: an undefined partial
+    there raises nothing, and the nodes that do not reach the output cost a comparison."""
     add, sub, swapped, passes, negate, scale = ADD, SUB, SWAPPED, PASS, NEGATE, SCALE
     i = -1
     try:
         with gc_paused():  # a step with a list makes a tuple, which would wake the collector
             for i, _, p, a, b in steps:
+                g = adj[i]
+                if g == 0.0:
+                    continue  # nothing flows back through this node (most, in some graphs)
                 if p is add:
-                    g = adj[i]
                     adj[a] += g
                     adj[b] += g
                 elif p is swapped:
-                    g = adj[i]
                     adj[a] += values[b] * g
                     adj[b] += values[a] * g
                 elif p is passes:
-                    adj[a] += adj[i]
+                    adj[a] += g
                 elif p is scale:
-                    adj[a] += values[b] * adj[i]
+                    adj[a] += values[b] * g
                 elif p is sub:
-                    g = adj[i]
                     adj[a] += g
                     adj[b] -= g
                 elif p is negate:
-                    adj[a] -= adj[i]
+                    adj[a] -= g
+                elif p is None:
+                    continue  # nothing needs a gradient from this node
                 else:
-                    g = adj[i]
-                    if g == 0.0 or p is None:
-                        continue  # nothing flows back through this node
                     kind = p.__class__
                     if kind is float:
                         adj[a] += p * g
