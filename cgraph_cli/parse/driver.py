@@ -31,18 +31,19 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from ..core.errors import CgraphError, ParseError, Source, Span
-from ..core.ir import ASSIGNMENT, Graph, gc_paused
+from ..core.errors import CgraphError, Source
+from ..core.ir import Graph, gc_paused
 from . import tables
+from .blocks import blocks
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
+from .plans import inlined, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
 _STATEMENT = re.compile("[^\n;]+")  # in the string of token kinds: one statement
 _FOR = CODES["FOR"]  # a loop's header starts with it
 _DEF = CODES["DEF"]  # a function's header starts with it
-_HEADERS = (_FOR, _DEF)
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
 _MAX_PLANS = 4096  # shapes remembered at most; then forgotten all at once
 _MAX_COMPILED = 400  # actions at most in a plan turned into code (longer ones are replayed)
@@ -269,14 +270,14 @@ class Driver:
                 continue
             size, mode, callback, _, flatten = self.rules[a]
             children = stack[len(stack) - size :]
-            args = "[" + ", ".join(map(_whole, children)) + "]"
+            args = "[" + ", ".join(map(whole, children)) + "]"
             del stack[len(stack) - size :]
             if flatten:
                 args = f"_flatten({args})"
             if mode == CALL:
                 names[f"c{a}"] = callback
                 call = f"c{a}({args})"
-                inline = _inlined(callback, a, children, len(body), names)
+                inline = inlined(callback, a, children, len(body), names)
                 if inline is not None:
                     stack.append(inline[0])
                     body += inline[1]
@@ -335,171 +336,6 @@ class Driver:
         if "$END" in actions:  # the statement may end here: by a newline or ';' too
             expected |= {"$END", "_NL", "_SEMI"}
         return syntax_error(tok, expected, source, seen, opened)
-
-
-def _inlined(callback, a: int, children: list[str], k: int, names: dict):
-    """What ``callback`` does to ``children`` (see :meth:`Driver._compile`), as lines of a
-    plan, and where they leave the result, for the callbacks most statements make most
-    calls to: a name already in scope (as :meth:`Reader.name` finds it: any other goes to
-    the callback), a binary operator (all that ``reader._binary`` does), and an assignment
-    where the reader has nothing else to check (as :meth:`Reader.assign`). An expression's
-    node, start and end are left in three variables (``@k``), not a tuple. None for the
-    others: the plan calls them. Names made here end in ``k`` (the body's length), so they
-    never meet another's."""
-    func = getattr(callback, "__func__", None)
-    if func is Reader.name:  # the scope's names are NFC and passed the reader's checks, so
-        (t,) = children  # a name found as written is the one the callback would find
-        return f"@{k}", [
-            f"    x{k} = {t}[1]; n{k} = scope.get(x{k})",
-            f"    if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
-            f"    else: s{k} = {t}[2]; e{k} = {t}[3]",
-        ]
-    if func is Reader.assign:  # NAME = expr, outside functions, loops' runs and after a bare
-        tok, _, e = children  # expression: the reader's statement bookkeeping, inlined
-        names["ASSIGNMENT"] = ASSIGNMENT
-        return f"r{k}", [
-            f"    x{k} = {tok}[1]; n{k} = {_part(e, 0)}; r{k} = None",
-            f"    if not x{k}.isascii() or R.bare_span is not None or R.functions or R.frames "
-            "or R.suffix:",
-            f"        c{a}([{', '.join(map(_whole, children))}])",
-            "    else:",
-            f"        R.scope[x{k}] = n{k}",
-            f"        if g.labels[n{k}] is None: g.labels[n{k}] = x{k}",
-            f"        g.names[x{k}] = n{k}; g.stmt_kinds.append(ASSIGNMENT)",
-            f"        g.stmt_names.append(x{k}); g.stmt_nodes.extend((n{k}, len(g.ops)))",
-            f"        R.output = n{k}; R.output_label = x{k}",
-        ]
-    op = getattr(func, "op", None)
-    if op is not None and len(children) == 3:
-        names[f"op{a}"] = op
-        left, _, right = children
-        return f"@{k}", [
-            f"    n{k} = len(g.ops); s{k} = {_part(left, 1)}; e{k} = {_part(right, 2)}",
-            f"    g.ops.append(op{a}); g.args.append(({_part(left, 0)}, {_part(right, 0)}))",
-            f"    g.labels.append(None); g.starts.append(s{k}); g.ends.append(e{k})",
-        ]
-    return None
-
-
-def _whole(entry: str) -> str:
-    """A plan's stack entry as one value: an expression's ``(node, start, end)``."""
-    return f"(n{entry[1:]}, s{entry[1:]}, e{entry[1:]})" if entry[0] == "@" else entry
-
-
-def _part(entry: str, j: int) -> str:
-    """Part ``j`` of a plan's stack entry (an expression's node, start or end)."""
-    return f"{'nse'[j]}{entry[1:]}" if entry[0] == "@" else f"{entry}[{j}]"
-
-
-def blocks(
-    tokens, codes: str, source: Source
-) -> tuple[list[tuple[int, int]], list[int], dict[int, ParseError]]:
-    """The statements of a program with loops, as token ranges; for each, the index of the
-    statement after its body (a loop header's) or its own index (any other statement); and the
-    indentation error met at a statement, if any (raised when the parse reaches it, so an
-    earlier syntax error is reported first; index ``len(statements)``: at the end).
-
-    Indentation is read as Python reads it, from the first loop's or function's header on (before it, lines
-    may be indented as they like, as in a program without loops): a loop's body is the lines
-    below its header indented deeper (or the statements after its colon, on the same line); a
-    line indented less must return to an enclosing level; tabs and spaces must agree. A line's
-    indentation is the text after the last line break of the newline token before it."""
-    stmts: list[tuple[int, int]] = []
-    indents: list[str | None] = []  # per statement: its line's indentation; None: not first
-    text = source.text
-    colon = CODES["COLON"]
-    for m in _STATEMENT.finditer(codes):
-        i, j = m.span()
-        if i == 0 or codes[i - 1] == "\n":
-            if i == 0:
-                first = tokens[0][2]
-                begins = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
-                indent: str | None = text[begins:first]
-            else:
-                nl = tokens[i - 1][1]
-                indent = nl[max(nl.rfind("\n"), nl.rfind("\r")) + 1 :]
-        else:
-            indent = None
-        c = codes.find(colon, i, j) if codes[i] in _HEADERS else -1
-        if c >= 0 and c + 1 < j:  # for t in range(3): h = h * 2
-            stmts += [(i, c + 1), (c + 1, j)]
-            indents += [indent, "\0"]  # "\0": the body on the header's line
-        else:
-            stmts.append((i, j))
-            indents.append(indent)
-    ends = list(range(len(stmts)))
-    errors: dict[int, ParseError] = {}
-    levels: list[str] = []  # the indentations of the open blocks; empty before the first loop
-    opened: list[int] = []  # the headers whose bodies are open
-    expect = -1  # a header just read, whose body must come next, deeper
-    inline = False  # the open body is on its header's line
-    line = ""  # the indentation of the line being read
-
-    def fail(k: int, message: str, hints=()) -> ParseError:
-        i = stmts[min(k, len(stmts) - 1)][0]
-        span = Span(tokens[i][2], tokens[i][3])
-        return ParseError(message, span, source, hints=list(hints))
-
-    def no_body(k: int) -> ParseError:
-        what = "function's" if codes[stmts[k][0]] == _DEF else "loop's"
-        return fail(
-            k, f"expected an indented block after the {what} header", ["indent its body below it"]
-        )
-
-    for k, indent in enumerate(indents):
-        if indent == "\0":
-            expect, inline = -1, True
-        elif indent is not None:
-            line = indent
-            if inline:  # the line after a one-line body closes it
-                ends[opened.pop()] = k
-                inline = False
-            if not levels and expect < 0:
-                pass  # before the first loop: indentation does not matter
-            elif expect >= 0:
-                current = levels[-1]
-                if not (indent.startswith(current) and len(indent) > len(current)):
-                    if not (indent.startswith(current) or current.startswith(indent)):
-                        errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
-                    else:
-                        errors[k] = no_body(expect)
-                    break
-                levels.append(indent)
-                expect = -1
-            elif indent != levels[-1]:
-                current = levels[-1]
-                if not (indent.startswith(current) or current.startswith(indent)):
-                    errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
-                    break
-                if indent.startswith(current):
-                    errors[k] = fail(
-                        k,
-                        "unexpected indent",
-                        ["only the body of a loop or a function is indented"],
-                    )
-                    break
-                while len(levels) > 1 and levels[-1] != indent and levels[-1].startswith(indent):
-                    levels.pop()
-                    ends[opened.pop()] = k
-                if levels[-1] != indent:
-                    if opened or not levels[-1].startswith(indent):
-                        errors[k] = fail(k, "unindent does not match any outer indentation level")
-                        break
-                    levels[-1] = indent  # out of every loop, back to the program's top level
-        elif expect >= 0:
-            errors[k] = no_body(expect)
-            break
-        if codes[stmts[k][0]] in _HEADERS:
-            if not levels:
-                levels.append(line)
-            expect = k
-            opened.append(k)
-    else:
-        if expect >= 0:
-            errors[len(stmts)] = no_body(expect)
-    while opened:  # the program's end closes every open body
-        ends[opened.pop()] = len(stmts)
-    return stmts, ends, errors
 
 
 def _eof(source: Source) -> Token:
