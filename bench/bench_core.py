@@ -10,6 +10,7 @@ Comparisons run when their packages are installed (never dependencies of cgraph)
 micrograd (pip install micrograd) and PyTorch (pip install torch==2.13.0).
 
 Targets (issue 2): forward+backward <= 300 ns/node at 1e5 nodes and <= 1.5x that at 1e6;
+(issue 28) the passes on the live random DAG at 1e5 <= 1.1x a bare tape loop over it;
 parse+build >= 20,000 statements/s up to 1e5 statements; < 200 bytes/node;
 `cgraph eval 'x + 1' x=2 --format json` <= 2x `python3 -c 'import click'`.
 """
@@ -20,6 +21,7 @@ import argparse
 import contextlib
 import gc
 import json
+import math
 import operator
 import random
 import shutil
@@ -168,6 +170,126 @@ def flat_loop_reference(nodes: int, repeat: int) -> float:
     return best_of(run, repeat) / len(values) * 1e9
 
 
+def tape_loops(nodes: int, rounds: int) -> dict:
+    """cgraph's passes (forward + reverse, from bindings) on the live random DAG against two
+    bare tape loops over the same graph, node for node, with no checks: "inline" dispatches
+    the op kinds inline (no call for + - *), the practical limit for a Python loop; "calls"
+    calls a value and a partials function per node, as ``flat_loop_reference`` does. The
+    three take turns, round by round, after their results are checked equal; the ratios
+    are per round (ours / tape)."""
+    text, bindings = dag_live(nodes)
+    graph = parse(text)
+    n = len(graph)
+    template = [0.0] * n
+    for name, node in graph.inputs.items():
+        template[node] = bindings[name]
+    for node, value in graph.consts.items():
+        template[node] = value
+    code = {"add": 0, "mul": 1, "sub": 2, "sin": 3, "tanh": 4}
+    tape = [
+        (i, code[op.name], args[0] + 0, (args[1] if len(args) > 1 else -1) + 0)
+        for i, op, args in zip(range(n), graph.ops, graph.args)
+        if args
+    ]
+    sin, cos, tanh = math.sin, math.cos, math.tanh
+
+    def inline():
+        v = list(template)
+        for i, k, a, b in tape:
+            if k == 0:
+                v[i] = v[a] + v[b]
+            elif k == 1:
+                v[i] = v[a] * v[b]
+            elif k == 2:
+                v[i] = v[a] - v[b]
+            elif k == 3:
+                v[i] = sin(v[a])
+            else:
+                v[i] = tanh(v[a])
+        adj = [0.0] * n
+        adj[graph.output] = 1.0
+        for i, k, a, b in reversed(tape):
+            g = adj[i]
+            if k == 0:
+                adj[a] += g
+                adj[b] += g
+            elif k == 1:
+                adj[a] += v[b] * g
+                adj[b] += v[a] * g
+            elif k == 2:
+                adj[a] += g
+                adj[b] -= g
+            elif k == 3:
+                adj[a] += cos(v[a]) * g
+            else:
+                o = v[i]
+                adj[a] += (1.0 - o * o) * g
+        return v, adj
+
+    fs = [operator.add, operator.mul, operator.sub, sin, tanh]
+    ps = [
+        lambda x, y, o: (1.0, 1.0),
+        lambda x, y, o: (y, x),
+        lambda x, y, o: (1.0, -1.0),
+        lambda x, o: cos(x),
+        lambda x, o: 1.0 - o * o,
+    ]
+    calls_tape = [(i, fs[k], ps[k], a, b) for i, k, a, b in tape]
+
+    def calls():
+        v = list(template)
+        for i, f, _, a, b in calls_tape:
+            v[i] = f(v[a]) if b < 0 else f(v[a], v[b])
+        adj = [0.0] * n
+        adj[graph.output] = 1.0
+        for i, _, p, a, b in reversed(calls_tape):
+            g = adj[i]
+            if b < 0:
+                adj[a] += p(v[a], v[i]) * g
+            else:
+                pa, pb = p(v[a], v[b], v[i])
+                adj[a] += pa * g
+                adj[b] += pb * g
+        return v, adj
+
+    def ours():
+        values = forward(graph, bindings)
+        return values, vjp(graph, values)
+
+    want = ours()
+    inputs = list(graph.inputs.values())
+    for fn in (inline, calls):
+        v, adj = fn()
+        assert v == want[0] and [adj[k] for k in inputs] == [want[1][k] for k in inputs]
+    times: dict = {"ours": [], "inline": [], "calls": []}
+    gc.collect()
+    for _ in range(rounds):
+        for name, fn in (("ours", ours), ("inline", inline), ("calls", calls)):
+            with _collector_paused():  # for the tapes too: ours pauses it while it runs
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+    out: dict = {"nodes": n, "rounds": rounds}
+    for name in ("inline", "calls"):
+        ratios = sorted(a / b for a, b in zip(times["ours"], times[name]))
+        out[f"ratio_to_{name}_tape"] = statistics.median(ratios)
+        out[f"ratio_to_{name}_tape_range"] = (ratios[0], ratios[-1])
+    for name, ts in times.items():
+        out[f"{name}_ns_per_node"] = statistics.median(ts) / n * 1e9
+    return out
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def micrograd_ns_per_node(nodes: int) -> float | None:
     try:
         from micrograd.engine import Value
@@ -268,6 +390,21 @@ def main() -> None:
     print(
         f"\nreference flat opcode loop, fwd+bwd at {ref_n} nodes: "
         f"{extra['flat_loop_ns_per_node']:.0f} ns/node"
+    )
+    tapes = tape_loops(ref_n, rounds=max(5, 3 * args.repeat))
+    extra["tape_loops"] = tapes
+    print(
+        f"live random DAG, {tapes['nodes']} nodes, forward + backward against bare tape loops "
+        f"over the same graph ({tapes['rounds']} rounds in turn; ns/node: ours "
+        f"{tapes['ours_ns_per_node']:.0f}, inline tape {tapes['inline_ns_per_node']:.0f}, "
+        f"tape of calls {tapes['calls_ns_per_node']:.0f}):\n"
+        + "".join(
+            f"  ours / {label}: median {tapes[f'ratio_to_{k}_tape']:.2f}, "
+            f"{tapes[f'ratio_to_{k}_tape_range'][0]:.2f} to "
+            f"{tapes[f'ratio_to_{k}_tape_range'][1]:.2f}\n"
+            for k, label in (("inline", "inline tape"), ("calls", "tape of calls"))
+        ),
+        end="",
     )
     mg = micrograd_ns_per_node(min(ref_n, 10_000))
     th = torch_ns_per_node(min(ref_n, 100_000))

@@ -353,3 +353,41 @@ def test_a_long_run_of_spaces_before_a_bad_character_is_reported_where_it_is(bef
     tokens, _, error = scan(Source(text))
     assert [t[0] for t in tokens][-3:] == ["NAME", "EQUAL", "NUMBER"]
     assert error is not None and error.span.start == len(text) - 1
+
+
+# --- compiled plans ----------------------------------------------------------------------------
+_REPEATED = [
+    # a shape seen a third time runs its compiled plan, which reads names already in scope
+    # and builds binary operators itself (everything else goes to the reader's callbacks)
+    "v = x\n" + "v = v * a + b\n" * 4 + "w = c - v / d\n" * 3,
+    "y = α * β + γ\n" * 3 + "z = y * ａ\n",  # not ASCII: the callback's; a look-alike: error
+    "y = p ^ 2\ny = y ^ 2\ny = q ^ y\nz = y < q\nz = z <= y\n" * 2,
+    "def f(u):\n    w = u * k + u\n    return w * w\ny = f(x) * t + f(x)\ny = f(y) * t + f(y)\n"
+    "y = f(y) * t + f(y)\n",
+    "h = x\nfor s in range(3):\n    h = h * w + h\n    h = h * w + h\ny = h * w + h\n",
+    "y = x * 2\ny = y * 2\ny * 2\ny = y * 2\n",  # an assignment after a bare expression
+    "def f(u):\n    return u\ny = x * 2\nz = y * 2\nf = z * 2\n",  # a function's name
+    "y = x * 2\ny = y * 2\nz = y\nz = z\nw = z\n",  # a name relabelled
+]
+
+
+@pytest.mark.parametrize("text", _REPEATED)
+def test_compiled_plans_build_what_the_recorded_actions_build(text):
+    """A plan turned into code (some callbacks inlined) against the same actions replayed
+    one by one: the same graph, names, places and errors."""
+    with patch.object(driver, "_MAX_COMPILED", -1):  # every plan replayed, none compiled
+        driver._parser = None
+        replayed = _built(text)
+    driver._parser = None
+    assert _built(text) == replayed
+    assert _built(text) == replayed  # plans compiled by the parse before
+
+
+def _built(text: str) -> tuple:
+    try:
+        g = parse(text)
+    except ParseError as e:
+        return "error", e.span.start, e.message
+    spans = list(zip(g.starts, g.ends))
+    statements = list(g.stmt_kinds), list(g.stmt_names), list(g.stmt_nodes)
+    return our_outcome(text), spans, list(g.labels), dict(g.names), statements

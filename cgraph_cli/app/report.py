@@ -8,7 +8,6 @@ table and plain renderings.
 
 from __future__ import annotations
 
-import json
 import re
 
 from ..core.ir import wrt_node
@@ -97,6 +96,8 @@ def to_json_text(report: dict, schema: str | None = None) -> str:
             arrays.append(value)
             return f"{tag}{len(arrays) - 1}"
         raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+    import json  # here: the text and plain reports never need it
 
     text = json.dumps(_finite(report), indent=2, ensure_ascii=False, default=placeholder)
 

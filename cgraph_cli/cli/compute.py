@@ -33,13 +33,18 @@ def report_options(command):
     )(command)
 
 
-def emit(fmt: str, report: dict, text, plain, schema: str) -> None:
+def emit(fmt: str, report: dict, text, plain, schema: str, simple=None) -> None:
+    """The report in format ``fmt``; ``simple()``: the text table without rich, or None
+    where it needs rich (:mod:`cgraph_cli.render.simple`), for output with no terminal and
+    no colour."""
     if fmt == "json":
         from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema=schema))
     elif fmt == "plain":
         output.write_text(plain())
+    elif simple is not None and output.laid_out_plainly() and (done := simple()) is not None:
+        output.write_text(done)
     else:
         from ..core.ir import gc_paused
 
@@ -108,7 +113,12 @@ def eval_command(
 
         return eval_plain(report, show_all, precision)
 
-    emit(fmt, report, text, plain, schema="eval")
+    def simple():
+        from ..render.simple import output_text
+
+        return None if show_all else output_text(report, precision)
+
+    emit(fmt, report, text, plain, schema="eval", simple=None if full else simple)
 
 
 @click.command("grad", short_help="Print ∂output/∂input for every input.", epilog=EXIT_CODES)
@@ -190,7 +200,12 @@ def grad_command(
 
         return grad_plain(report, precision)
 
-    emit(fmt, report, text, plain, schema="grad")
+    def simple():
+        from ..render.simple import gradient_text
+
+        return gradient_text(report, precision)
+
+    emit(fmt, report, text, plain, schema="grad", simple=None if full else simple)
 
 
 COMMANDS = [eval_command, grad_command]

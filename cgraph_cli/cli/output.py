@@ -125,6 +125,12 @@ def write_rich(renderable, min_width: int = 0) -> None:
     write_text("\n".join(map(_rstrip, lines)).rstrip("\n"))
 
 
+def laid_out_plainly() -> bool:
+    """Whether :func:`write_rich` would lay a table out at its natural width, with no
+    colour: the output is not a terminal (or is the -o file), and not coloured."""
+    return (_to_file() or not _isatty(sys.stdout)) and not color_for(sys.stdout)
+
+
 _CODE_AT_END = r"\x1b\[[0-9;]*m\Z"  # a pattern: compiled (and cached) by re on first use
 
 

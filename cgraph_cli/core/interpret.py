@@ -193,6 +193,35 @@ def partials_source(op: OpSpec, needs: tuple[bool, ...] | None = None) -> str:
     return f"lambda {', '.join(names)}, o: ({', '.join(parts)},)"
 
 
+def partial_function(op: OpSpec, k: int):
+    """∂op/∂(argument ``k``) on floats, for the reverse loop when only that argument needs a
+    gradient: a float when it does not depend on the values (add: 1.0), else one compiled
+    function of ``(argument k, the other arguments in order, out) -> float``.
+
+    >>> partial_function(OPS["tanh"], 0)(0.5, 0.25), partial_function(OPS["sub"], 1)
+    (0.9375, -1.0)
+    >>> partial_function(OPS["div"], 1)(2.0, 1.0, 0.5)
+    -0.25
+    """
+    key = (op.name, k)
+    found = _partial_cache.get(key)
+    if found is None:
+        names = [f"a{j}" for j in range(op.arity)]
+        rule = (op.partials or ())[k]
+        assert rule is not None, f"{op.name} has no partial for argument {k}"
+        part = rule(Source(), *names, "o")
+        if isinstance(part, str):
+            order = [names[k], *names[:k], *names[k + 1 :], "o"]
+            found = _eval(f"lambda {', '.join(order)}: {part}")
+        else:
+            found = float(part)
+        _partial_cache[key] = found
+    return found
+
+
+_partial_cache: dict[tuple[str, int], object] = {}
+
+
 def constant_partials(op: OpSpec) -> tuple[float, ...] | None:
     """The partials when they do not depend on the values (add: (1, 1)), else None: the fast
     reverse loop then reads them instead of calling a function."""

@@ -9,7 +9,6 @@ Reading them from text, files and standard input is :mod:`cgraph_cli.data.source
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -210,6 +209,7 @@ def as_array(name: str, value):
 def _parse_json(name: str, text: str):
     """JSON text from the command line. Its depth is counted first, since the JSON parser
     recurses; integers become floats, since Python refuses to convert 5,000-digit ones."""
+    import json  # here: a program of numbers given no JSON never needs it
     from itertools import accumulate
 
     from .arrayfiles import MAX_AXES, IntegerTooLarge, json_int

@@ -11,7 +11,6 @@ a :class:`UsageError` (exit 2) that names it and says why.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -338,6 +337,8 @@ def _json(data: bytes, path: str, **hooks):
     text = decode_data(data, path)
     if not text.strip():
         raise UsageError(f"cannot read {path}: it is empty")
+    import json  # here: a program of numbers given no JSON never needs it
+
     try:
         return json.loads(text, parse_int=json_int, **hooks)
     except IntegerTooLarge as e:

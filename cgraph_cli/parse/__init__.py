@@ -1,9 +1,11 @@
 """Program text -> graph IR: the pipeline of the front end.
 
 ``tables`` (generated from ``grammars/cgraph.lark`` by ``build``), ``lexer`` (the scanner),
-``driver`` (the LALR loop), ``reader`` (the callbacks that build the graph and keep the
-program's name scope), ``messages`` (syntax errors in the user's words) and ``lookalike``
-(characters that look like ASCII syntax but are not).
+``driver`` (the LALR loop; ``plans``: what its compiled statement plans do themselves;
+``blocks``: the statements of loops and functions, by indentation), ``reader`` (the
+callbacks that build the graph and keep the program's name scope), ``messages`` (syntax
+errors in the user's words) and ``lookalike`` (characters that look like ASCII syntax but
+are not).
 
 >>> g = parse("y = sin(x) ^ 2")
 >>> [n.op.name for n in g]

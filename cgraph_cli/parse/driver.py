@@ -31,18 +31,19 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
-from ..core.errors import CgraphError, ParseError, Source, Span
+from ..core.errors import CgraphError, Source
 from ..core.ir import Graph, gc_paused
 from . import tables
+from .blocks import blocks
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
+from .plans import inlined, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
 _STATEMENT = re.compile("[^\n;]+")  # in the string of token kinds: one statement
 _FOR = CODES["FOR"]  # a loop's header starts with it
 _DEF = CODES["DEF"]  # a function's header starts with it
-_HEADERS = (_FOR, _DEF)
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
 _MAX_PLANS = 4096  # shapes remembered at most; then forgotten all at once
 _MAX_COMPILED = 400  # actions at most in a plan turned into code (longer ones are replayed)
@@ -101,6 +102,7 @@ class Driver:
                 return self._run_blocks(list(tokens), codes, error, source)
         window: list[Token] = []
         base = 0  # window[k - base] is token k
+        plans = self.plans
         with gc_paused():
             for m in _STATEMENT.finditer(codes):
                 i, j = m.span()
@@ -118,7 +120,12 @@ class Driver:
                 if j == n and error is not None:  # the bad character ends this statement
                     self._statement(window, k, j - base, source, None, error)
                     break
-                self._one(window, k, j - base, m.group(), source)
+                key = m.group()
+                plan = plans.get(key)
+                if plan is None or plan.__class__ is tuple:
+                    self._one(window, k, j - base, key, source)
+                else:  # a shape seen twice: its code (what _one does, inlined)
+                    plan(window, k)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
@@ -252,9 +259,9 @@ class Driver:
         The code holds only names made here and numbers from the record."""
         if len(actions) > _MAX_COMPILED:
             return lambda tokens, i: self._replay(actions, tokens, i)
-        names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice}
+        names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice, "R": self.reader}
         body: list[str] = []
-        stack: list[str] = []
+        stack: list[str] = []  # a variable, or "@k": an expression's n{k}, s{k} and e{k}
         shifted = 0
         for a in actions:
             if a == _SHIFT:
@@ -262,20 +269,29 @@ class Driver:
                 shifted += 1
                 continue
             size, mode, callback, _, flatten = self.rules[a]
-            args = "[" + ", ".join(stack[len(stack) - size :]) + "]"
+            children = stack[len(stack) - size :]
+            args = "[" + ", ".join(map(whole, children)) + "]"
             del stack[len(stack) - size :]
             if flatten:
                 args = f"_flatten({args})"
             if mode == CALL:
                 names[f"c{a}"] = callback
                 call = f"c{a}({args})"
+                inline = inlined(callback, a, children, len(body), names)
+                if inline is not None:
+                    stack.append(inline[0])
+                    body += inline[1]
+                    continue
             else:
                 call = f"_splice({args})"
             stack.append(f"r{len(body)}")
             body.append(f"    r{len(body)} = {call}")
         tokens = ", ".join(f"t{k}" for k in range(shifted))
         unpack = f"    {tokens}, = tokens[i : i + {shifted}]" if shifted else ""
-        code = "\n".join(["def plan(tokens, i):", unpack, *body, "    return None"])
+        text = "".join(body)
+        graph = "    g = R.b.graph" if "g." in text else ""
+        scope = "    scope = R.scope" if "scope.get" in text else ""
+        code = "\n".join(["def plan(tokens, i):", unpack, graph, scope, *body, "    return None"])
         exec(compile(code, "<cgraph statement plan>", "exec"), names)  # noqa: S102
         return names["plan"]
 
@@ -320,117 +336,6 @@ class Driver:
         if "$END" in actions:  # the statement may end here: by a newline or ';' too
             expected |= {"$END", "_NL", "_SEMI"}
         return syntax_error(tok, expected, source, seen, opened)
-
-
-def blocks(
-    tokens, codes: str, source: Source
-) -> tuple[list[tuple[int, int]], list[int], dict[int, ParseError]]:
-    """The statements of a program with loops, as token ranges; for each, the index of the
-    statement after its body (a loop header's) or its own index (any other statement); and the
-    indentation error met at a statement, if any (raised when the parse reaches it, so an
-    earlier syntax error is reported first; index ``len(statements)``: at the end).
-
-    Indentation is read as Python reads it, from the first loop's or function's header on (before it, lines
-    may be indented as they like, as in a program without loops): a loop's body is the lines
-    below its header indented deeper (or the statements after its colon, on the same line); a
-    line indented less must return to an enclosing level; tabs and spaces must agree. A line's
-    indentation is the text after the last line break of the newline token before it."""
-    stmts: list[tuple[int, int]] = []
-    indents: list[str | None] = []  # per statement: its line's indentation; None: not first
-    text = source.text
-    colon = CODES["COLON"]
-    for m in _STATEMENT.finditer(codes):
-        i, j = m.span()
-        if i == 0 or codes[i - 1] == "\n":
-            if i == 0:
-                first = tokens[0][2]
-                begins = max(text.rfind("\n", 0, first), text.rfind("\r", 0, first)) + 1
-                indent: str | None = text[begins:first]
-            else:
-                nl = tokens[i - 1][1]
-                indent = nl[max(nl.rfind("\n"), nl.rfind("\r")) + 1 :]
-        else:
-            indent = None
-        c = codes.find(colon, i, j) if codes[i] in _HEADERS else -1
-        if c >= 0 and c + 1 < j:  # for t in range(3): h = h * 2
-            stmts += [(i, c + 1), (c + 1, j)]
-            indents += [indent, "\0"]  # "\0": the body on the header's line
-        else:
-            stmts.append((i, j))
-            indents.append(indent)
-    ends = list(range(len(stmts)))
-    errors: dict[int, ParseError] = {}
-    levels: list[str] = []  # the indentations of the open blocks; empty before the first loop
-    opened: list[int] = []  # the headers whose bodies are open
-    expect = -1  # a header just read, whose body must come next, deeper
-    inline = False  # the open body is on its header's line
-    line = ""  # the indentation of the line being read
-
-    def fail(k: int, message: str, hints=()) -> ParseError:
-        i = stmts[min(k, len(stmts) - 1)][0]
-        span = Span(tokens[i][2], tokens[i][3])
-        return ParseError(message, span, source, hints=list(hints))
-
-    def no_body(k: int) -> ParseError:
-        what = "function's" if codes[stmts[k][0]] == _DEF else "loop's"
-        return fail(
-            k, f"expected an indented block after the {what} header", ["indent its body below it"]
-        )
-
-    for k, indent in enumerate(indents):
-        if indent == "\0":
-            expect, inline = -1, True
-        elif indent is not None:
-            line = indent
-            if inline:  # the line after a one-line body closes it
-                ends[opened.pop()] = k
-                inline = False
-            if not levels and expect < 0:
-                pass  # before the first loop: indentation does not matter
-            elif expect >= 0:
-                current = levels[-1]
-                if not (indent.startswith(current) and len(indent) > len(current)):
-                    if not (indent.startswith(current) or current.startswith(indent)):
-                        errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
-                    else:
-                        errors[k] = no_body(expect)
-                    break
-                levels.append(indent)
-                expect = -1
-            elif indent != levels[-1]:
-                current = levels[-1]
-                if not (indent.startswith(current) or current.startswith(indent)):
-                    errors[k] = fail(k, "inconsistent use of tabs and spaces in indentation")
-                    break
-                if indent.startswith(current):
-                    errors[k] = fail(
-                        k,
-                        "unexpected indent",
-                        ["only the body of a loop or a function is indented"],
-                    )
-                    break
-                while len(levels) > 1 and levels[-1] != indent and levels[-1].startswith(indent):
-                    levels.pop()
-                    ends[opened.pop()] = k
-                if levels[-1] != indent:
-                    if opened or not levels[-1].startswith(indent):
-                        errors[k] = fail(k, "unindent does not match any outer indentation level")
-                        break
-                    levels[-1] = indent  # out of every loop, back to the program's top level
-        elif expect >= 0:
-            errors[k] = no_body(expect)
-            break
-        if codes[stmts[k][0]] in _HEADERS:
-            if not levels:
-                levels.append(line)
-            expect = k
-            opened.append(k)
-    else:
-        if expect >= 0:
-            errors[len(stmts)] = no_body(expect)
-    while opened:  # the program's end closes every open body
-        ends[opened.pop()] = len(stmts)
-    return stmts, ends, errors
 
 
 def _eof(source: Source) -> Token:

@@ -35,6 +35,7 @@ def _binary(op_name: str):
         g.ends.append(end)
         return node, start, end
 
+    build.op = op  # type: ignore[attr-defined]  # the driver's compiled plans inline it
     return build
 
 

@@ -3,7 +3,7 @@
 One loop over the graph for every kind of value, running each op's value rule from the op
 table: on NumPy arrays (:func:`forward_arrays`, after the shape pass), and on floats through a
 loop specialised for speed (:func:`run`), whose steps are compiled once per graph from the same
-rules (:class:`FloatProgram`). Scalar programs never import NumPy.
+rules (:class:`~cgraph_cli.run.floats.FloatProgram`). Scalar programs never import NumPy.
 
 >>> from cgraph_cli import parse
 >>> g = parse("p = x + y; g = p * z")
@@ -19,138 +19,12 @@ from typing import Any
 
 from ..core.arrays import np, show_shape, size_text
 from ..core.errors import BindingError, DomainError, EvalError
-from ..core.interpret import (
-    ARRAYS,
-    constant_partials,
-    partials_function,
-    swaps_arguments,
-    value_function,
-)
-from ..core.ir import Graph, gc_paused
+from ..core.interpret import ARRAYS, partials_function, value_function
+from ..core.ir import Graph
 from ..core.numfmt import format_number
 from ..core.ops import CALL, CONST, INFIX, POSTFIX
-from ..core.walks import depends_on_input
 from ..data.bindings import check_bindings, finite, input_values
-
-#: The reverse loop's marker for a two-argument op whose partials are its arguments swapped.
-SWAPPED = "swapped"
-
-
-class FloatProgram:
-    """A graph's operation nodes as flat tuples for the float loops, compiled once per graph
-    from the op table's rules and kept on it.
-
-    ``steps`` holds ``(node, value function, partials, arg0, arg1 or -1)`` in topological
-    order (the forward loop reads it forwards, the reverse loop backwards), where the partials
-    are a function of ``(*args, out)``, a tuple of constants (add, sub, neg), or
-    :data:`SWAPPED` (mul): each derived from the rules, not set by hand. ``wide`` says an op
-    takes more than two arguments (``where``): the loops then read ``args`` instead.
-    ``tensor`` says the graph needs the array passes whatever its bindings are (an array
-    constant, or an op with no float rule).
-    """
-
-    __slots__ = ("steps", "template", "tensor", "wide", "args")
-
-    def __init__(self, graph: Graph) -> None:
-        self.args = graph.args
-        self.tensor = any(v.__class__ is not float for v in graph.consts.values())
-        with gc_paused():
-            steps = None if self.tensor else _steps(graph)
-            self.tensor = steps is None
-            self.steps: list = steps or []
-            self.wide = any(op.arity > 2 for op in set(graph.ops))
-            template: list = [0.0] * len(graph.ops)  # constants in place; copied for every run
-            for node, value in graph.consts.items():
-                template[node] = value
-        self.template = template
-
-
-def _steps(graph: Graph) -> list | None:
-    """The steps of :class:`FloatProgram`, or None at the first op with no float rule. What a
-    step needs depends only on its op and on which arguments no input reaches (constants, and
-    operations on constants only: they want no gradient), so it is made once per such pair,
-    not once per node (and looked up by the op alone in the commonest case, two arguments
-    that both need a gradient)."""
-    made: dict = {}  # op, or (op, which arguments need a gradient) -> its step, or None
-
-    def make(key, op, needs: tuple[bool, ...]):
-        made[key] = None if op.py is None else (value_function(op), _partials(op, needs))
-        return made[key]
-
-    depends = depends_on_input(graph)
-    steps: list = []
-    add = steps.append
-    key: tuple
-    for i, op, args in zip(range(len(graph.ops)), graph.ops, graph.args):
-        n = len(args)
-        if n == 2:
-            a, b = args
-            if depends[a] and depends[b]:
-                step = made.get(op) or make(op, op, (True, True))
-            else:
-                key = (op, depends[a], depends[b])
-                step = made.get(key) or make(key, op, key[1:])
-        elif n == 1:
-            a, b = args[0], -1
-            key = (op, depends[a])
-            step = made.get(key) or make(key, op, key[1:])
-        elif n:
-            a, b = args[0], args[1]
-            key = (op, *(depends[x] for x in args))
-            step = made.get(key) or make(key, op, key[1:])
-        else:
-            continue
-        if step is None:
-            return None
-        add((i, step[0], step[1], a, b))
-    return steps
-
-
-def _partials(op, needs: tuple[bool, ...]):
-    """What the reverse loop reads for ``op``, given which of its arguments need a gradient."""
-    key = (op.name, needs)
-    found = _PARTIALS.get(key)
-    if found is None:
-        found = _PARTIALS[key] = _derive_partials(op, needs)
-    return found
-
-
-_PARTIALS: dict = {}  # (op name, which arguments need a gradient) -> what the loop reads
-
-
-def _derive_partials(op, needs: tuple[bool, ...]):
-    """The reverse loop's form of an op's partials, derived once from its rules."""
-    if not op.differentiable:
-        return (0.0,) * op.arity
-    if swaps_arguments(op):
-        return SWAPPED
-    constant = constant_partials(op)
-    if constant is not None:
-        return constant
-    return partials_function(op, needs)
-
-
-def step_partials(p, values: list, args, node: int) -> tuple:
-    """A step's local partials at ``values``: what its ``partials`` entry (:class:`FloatProgram`)
-    stands for, one per argument of ``args``. (The reverse loop for ops of one or two
-    arguments reads the entry inline instead: that loop is the hot one.)
-
-    >>> step_partials(SWAPPED, [3.0, 4.0, 12.0], (0, 1), 2)
-    (4.0, 3.0)
-    """
-    if p is SWAPPED:
-        return (values[args[1]], values[args[0]])
-    if p.__class__ is tuple:
-        return p
-    return p(*[values[x] for x in args], values[node])
-
-
-def compile_program(graph: Graph) -> FloatProgram:
-    """The graph's :class:`FloatProgram`, compiled on first use."""
-    program = graph.memo.get("program")
-    if program is None:
-        program = graph.memo["program"] = FloatProgram(graph)
-    return program
+from .floats import compile_program
 
 
 def initial_values(graph: Graph, bindings: Mapping[str, object] | None = None) -> list:

@@ -24,7 +24,8 @@ from ..core.errors import BindingError, DomainError
 from ..core.interpret import ARRAYS
 from ..core.ir import Graph
 from ..data.bindings import as_array, check_number, finite, unknown_binding
-from .evaluate import compile_program, element, is_tensor_run, slope_error, step_partials
+from .evaluate import element, is_tensor_run, slope_error
+from .floats import compile_program, step_partials
 
 
 def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
@@ -45,7 +46,9 @@ def jvp(graph: Graph, values: list, tangents: Mapping[str, object]) -> list:
     program = compile_program(graph)
     failed: list = []  # (node, overflow?) where a tangent first went non-finite, in order
     for i, _, p, a, b in program.steps:
-        args = graph.args[i] if program.wide else ((a,) if b < 0 else (a, b))
+        args = (a,) if b < 0 else (a, b)  # as the step holds them (add and mul may swap)
+        if program.wide and len(graph.args[i]) > 2:
+            args = graph.args[i]
         ts = [out[x] for x in args]
         if not any(ts):
             continue

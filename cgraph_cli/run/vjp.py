@@ -30,20 +30,23 @@ from ..core.ir import Graph, gc_paused
 from ..core.ops import CONST
 from ..core.walks import depends_on_input
 from ..data.bindings import all_finite, finite
-from .evaluate import (
+from .evaluate import at, element, is_tensor_run, no_memory, slope_error
+from .floats import (
+    ADD,
+    NEGATE,
+    PASS,
+    SCALE,
+    SUB,
     SWAPPED,
-    at,
+    Second,
     compile_program,
-    element,
-    is_tensor_run,
-    no_memory,
-    slope_error,
     step_partials,
 )
 
 
 def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) -> list:
-    """Adjoints of node ``of`` (default: the output) with respect to every node.
+    """Adjoints of node ``of`` (default: the output) with respect to every node; a node no
+    input reaches (a constant) has none: 0.
 
     >>> from cgraph_cli import forward, parse
     >>> g = parse("p = x + y; g = p * z")
@@ -56,9 +59,9 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
     program = compile_program(graph)
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
-    # Only nodes up to `out` can reach it: skip the instructions after it.
+    # Only nodes up to `out` can reach it: skip the steps after it.
     after = len(program.steps) - bisect_right(program.steps, out, key=itemgetter(0))
-    steps = islice(reversed(program.steps), after, None)
+    steps = islice(reversed(program.steps), after, None) if after else reversed(program.steps)
     if program.wide:
         _float_reverse_wide(graph, values, steps, adj)
     else:
@@ -69,42 +72,75 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
 
 
 def _float_reverse(graph: Graph, values: list, steps, adj: list) -> None:
-    """The hot loop: each step's partials read inline, by its number of arguments, rather than
-    through :func:`~cgraph_cli.run.evaluate.step_partials`, which would add a call and a
-    list per node to the commonest loop (``bench/bench_core.py`` times it)."""
+    """The hot loop: each step's partial read inline, the commonest kinds first, with no call
+    and no allocation but a float's for them (``bench/bench_core.py`` times it against a bare
+    tape loop). A step whose node gets no gradient is skipped first: an undefined partial
+    there raises nothing, and the nodes that do not reach the output cost a comparison."""
+    add, sub, swapped, passes, negate, scale = ADD, SUB, SWAPPED, PASS, NEGATE, SCALE
     i = -1
     try:
-        with gc_paused():  # the partials' tuples would otherwise wake the collector
+        with gc_paused():  # a step with a list makes a tuple, which would wake the collector
             for i, _, p, a, b in steps:
                 g = adj[i]
                 if g == 0.0:
-                    continue  # nothing flows back through this node
-                if b < 0:
-                    pa = p[0] if p.__class__ is tuple else p(values[a], values[i])[0]
-                    adj[a] += pa * g
+                    continue  # nothing flows back through this node (most, in some graphs)
+                if p is add:
+                    adj[a] += g
+                    adj[b] += g
+                elif p is swapped:
+                    adj[a] += values[b] * g
+                    adj[b] += values[a] * g
+                elif p is passes:
+                    adj[a] += g
+                elif p is scale:
+                    adj[a] += values[b] * g
+                elif p is sub:
+                    adj[a] += g
+                    adj[b] -= g
+                elif p is negate:
+                    adj[a] -= g
+                elif p is None:
+                    continue  # nothing needs a gradient from this node
                 else:
-                    if p is SWAPPED:
-                        adj[a] += values[b] * g
-                        adj[b] += values[a] * g
-                        continue
-                    pa, pb = p if p.__class__ is tuple else p(values[a], values[b], values[i])
-                    adj[a] += pa * g
-                    adj[b] += pb * g
+                    kind = p.__class__
+                    if kind is float:
+                        adj[a] += p * g
+                    elif kind is Second:
+                        q = p.partial
+                        if q.__class__ is not float:
+                            q = q(values[b], values[a], values[i])
+                        adj[b] += q * g
+                    elif kind is tuple:
+                        adj[a] += p[0] * g
+                        adj[b] += p[1] * g
+                    elif kind is list:
+                        pa, pb = p[0](values[a], values[b], values[i])
+                        adj[a] += pa * g
+                        adj[b] += pb * g
+                    elif b < 0:
+                        adj[a] += p(values[a], values[i]) * g
+                    else:
+                        adj[a] += p(values[a], values[b], values[i]) * g
     except (ArithmeticError, ValueError):
         raise slope_error(graph, i, values) from None
 
 
 def _float_reverse_wide(graph: Graph, values: list, steps, adj: list) -> None:
-    """The same loop for graphs with an op of more than two arguments (``where``)."""
+    """The same loop for graphs with an op of more than two arguments (``where``), reading
+    the forward steps; an argument no input reaches gets nothing here either."""
+    depends = depends_on_input(graph)
     i = -1
     try:
-        for i, _, p, _, _ in steps:
+        for i, _, p, a, b in steps:
             g = adj[i]
             if g == 0.0:
                 continue
             args = graph.args[i]
+            if len(args) < 3:  # as the step holds them (add and mul may swap theirs)
+                args = (a,) if b < 0 else (a, b)
             for a, pa in zip(args, step_partials(p, values, args, i)):
-                adj[a] += pa * g
+                if depends[a]:
+                    adj[a] += pa * g
     except (ArithmeticError, ValueError):
         raise slope_error(graph, i, values) from None
 

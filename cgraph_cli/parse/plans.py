@@ -1,0 +1,63 @@
+"""What the driver's compiled statement plans do themselves instead of calling the reader
+(:meth:`cgraph_cli.parse.driver.Driver._compile`): the lines of Python for the callbacks most
+statements make most calls to. Each does exactly what its callback would, or calls it; a
+test holds compiled plans to the recorded actions replayed (tests/test_scanner.py).
+"""
+
+from __future__ import annotations
+
+from ..core.ir import ASSIGNMENT
+from .reader import Reader
+
+
+def inlined(callback, a: int, children: list[str], k: int, names: dict):
+    """What ``callback`` does to ``children`` (the plan's variables), as lines of a plan,
+    and where they leave the result, for the callbacks most statements make most calls to: a name already in scope (as :meth:`Reader.name` finds it: any other goes to
+    the callback), a binary operator (all that ``reader._binary`` does), and an assignment
+    where the reader has nothing else to check (as :meth:`Reader.assign`). An expression's
+    node, start and end are left in three variables (``@k``), not a tuple. None for the
+    others: the plan calls them. Names made here end in ``k`` (the body's length), so they
+    never meet another's."""
+    func = getattr(callback, "__func__", None)
+    if func is Reader.name:  # the scope's names are NFC and passed the reader's checks, so
+        (t,) = children  # a name found as written is the one the callback would find
+        return f"@{k}", [
+            f"    x{k} = {t}[1]; n{k} = scope.get(x{k})",
+            f"    if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
+            f"    else: s{k} = {t}[2]; e{k} = {t}[3]",
+        ]
+    if func is Reader.assign:  # NAME = expr, outside functions, loops' runs and after a bare
+        tok, _, e = children  # expression: the reader's statement bookkeeping, inlined
+        names["ASSIGNMENT"] = ASSIGNMENT
+        return f"r{k}", [
+            f"    x{k} = {tok}[1]; n{k} = {part(e, 0)}; r{k} = None",
+            f"    if not x{k}.isascii() or R.bare_span is not None or R.functions or R.frames "
+            "or R.suffix:",
+            f"        c{a}([{', '.join(map(whole, children))}])",
+            "    else:",
+            f"        R.scope[x{k}] = n{k}",
+            f"        if g.labels[n{k}] is None: g.labels[n{k}] = x{k}",
+            f"        g.names[x{k}] = n{k}; g.stmt_kinds.append(ASSIGNMENT)",
+            f"        g.stmt_names.append(x{k}); g.stmt_nodes.extend((n{k}, len(g.ops)))",
+            f"        R.output = n{k}; R.output_label = x{k}",
+        ]
+    op = getattr(func, "op", None)
+    if op is not None and len(children) == 3:
+        names[f"op{a}"] = op
+        left, _, right = children
+        return f"@{k}", [
+            f"    n{k} = len(g.ops); s{k} = {part(left, 1)}; e{k} = {part(right, 2)}",
+            f"    g.ops.append(op{a}); g.args.append(({part(left, 0)}, {part(right, 0)}))",
+            f"    g.labels.append(None); g.starts.append(s{k}); g.ends.append(e{k})",
+        ]
+    return None
+
+
+def whole(entry: str) -> str:
+    """A plan's stack entry as one value: an expression's ``(node, start, end)``."""
+    return f"(n{entry[1:]}, s{entry[1:]}, e{entry[1:]})" if entry[0] == "@" else entry
+
+
+def part(entry: str, j: int) -> str:
+    """Part ``j`` of a plan's stack entry (an expression's node, start or end)."""
+    return f"{'nse'[j]}{entry[1:]}" if entry[0] == "@" else f"{entry}[{j}]"
