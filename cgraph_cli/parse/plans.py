@@ -20,9 +20,10 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
     never meet another's."""
     func = getattr(callback, "__func__", None)
     if func is Reader.name:  # the scope's names are NFC and passed the reader's checks, so
-        (t,) = children  # a name found as written is the one the callback would find
+        (t,) = children  # a name found as written is the one the callback would find (but a
+        # static graph's loops record each read: Static.read, there the callback's to do)
         return f"@{k}", [
-            f"    x{k} = {t}[1]; n{k} = scope.get(x{k})",
+            f"    x{k} = {t}[1]; n{k} = scope.get(x{k}) if R.flow is None else None",
             f"    if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
             f"    else: s{k} = {t}[2]; e{k} = {t}[3]",
         ]
