@@ -396,3 +396,20 @@ def test_a_loop_past_the_most_steps_is_refused_as_before_not_run():
     assert scan_grad(graph, {"x": 1.0}) is None
     with pytest.raises(CgraphError, match="more than the 1,000,000"):
         cg.grad(graph, {"x": 1.0})
+
+
+def test_a_loop_of_numbers_runs_as_a_scan_without_numpy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cgraph_cli as cg\n"
+        "g = cg.parse('input a = 0.5\\nh = 1\\nfor t in range(3):\\n    h = sin(h) * a + t')\n"
+        "cg.grad(g, {}); r = cg.grad(g, {}); e = cg.evaluate(g, {}); e = cg.evaluate(g, {})\n"
+        "assert r._graph is None and e._graph is None, 'scans'\n"
+        "cg.compile_module(g)\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

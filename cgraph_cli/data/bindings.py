@@ -259,3 +259,22 @@ def _short(value) -> str:
     short.maxlevel, short.maxlist, short.maxstring, short.maxother = 4, 8, 50, 50
     text = short.repr(value)
     return text if len(text) < 60 else text[:57] + "..."
+
+
+def owned(results: Mapping, given: Mapping) -> dict:
+    """``results``, each copied where it shares memory with a binding (a gradient that is an
+    input itself, W's in sum(W * x)): the caller's arrays stay theirs, as the interpreter's
+    do."""
+    ids = {id(v) for v in given.values()}
+    arrays = [v for v in given.values() if v.__class__ is not float]
+    owned = {}
+    for k, value in results.items():
+        if value.__class__ is float:  # (NumPy not imported for programs of numbers)
+            owned[k] = value
+            continue
+        if value.__class__ is np.ndarray and value.base is None:  # made by the module, or given
+            value = np.array(value) if id(value) in ids else value
+        elif any(np.may_share_memory(value, v) for v in arrays):
+            value = np.array(value)
+        owned[k] = value
+    return owned

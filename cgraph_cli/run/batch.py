@@ -132,11 +132,22 @@ _PROPAGATE = frozenset({"matmul", "mean", "outer", "reshape", "sum", "sum_to", "
 def _finite_from_special(op) -> bool:
     from itertools import product
 
-    from ..core.arrays import np
     from ..core.interpret import value_function
 
-    fn = value_function(op, "np")
     values = [math.inf, -math.inf, math.nan, 0.0, 1.0, -1.0, 2.0, 0.5]
+    if op.py is not None:  # its float rule, which a program of numbers runs: no NumPy
+        fn = value_function(op, "py")
+        for args in product(values, repeat=op.arity):
+            if not all(map(math.isfinite, args)):
+                try:
+                    if math.isfinite(fn(*args)):
+                        return True
+                except (ArithmeticError, ValueError):
+                    continue  # an error: no finite value from it
+        return False
+    from ..core.arrays import np
+
+    fn = value_function(op, "np")
     with np.errstate(all="ignore"):
         for args in product(values, repeat=op.arity):
             if not all(map(math.isfinite, args)):

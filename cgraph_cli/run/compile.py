@@ -279,6 +279,7 @@ class _Emitter:
         else sees are computed into work arrays kept for the next call (:func:`work_arrays`),
         and a named one's variable, once dead, is taken again as a temporary's."""
         dead = unread(graph, returned) if returned is not None else set()
+        self.stopped: set[int] = set()  # nodes a line stops at already (watched)
         conditions = _masks(graph)
         exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
         templates = {
@@ -398,8 +399,11 @@ class _Emitter:
         args = graph.args[i]
         exponent = graph.consts.get(args[-1]) if graph.ops[i].name == "pow" else None
         for a in dict.fromkeys(args):
-            if graph.ops[a] is CONST or graph.ops[a] is INPUT:
+            if graph.ops[a] is CONST or graph.ops[a] is INPUT or a in self.stopped:
                 continue
+            if graph.ops[a].name in _COMPARISONS:  # 0 or 1, whatever it compared
+                continue
+            self.stopped.add(a)  # checked once: its value does not change
             if exponent.__class__ is float and exponent > 0.0 and a == args[0]:
                 continue  # inf ^ 2 is inf, nan ^ 2 nan: a positive power passes it on
             lines.append(self.stop(names[a], self.comment(graph, a)))
@@ -540,8 +544,8 @@ class _Emitter:
         params = graph.params.get(i, ())
         if op.name == "transpose" and not params:
             return "{0}.T"
-        if op.name == "mean" and not params and all(shape):
-            return "{0}.mean()"
+        if op.name == "mean" and not params and all(shape):  # ndarray.mean, no wrapper
+            return f"(np.add.reduce({{0}}, None) / {math.prod(shape)})"
         if op.name == "sum_to":
             target = tuple(params[0])
             if target == shape:
@@ -551,7 +555,7 @@ class _Emitter:
                 lead + k for k, n in enumerate(target) if n == 1 and shape[lead + k] != 1
             )
             summed = tuple(n for k, n in enumerate(shape) if k not in axes)
-            text = f"{{0}}.sum(axis={axes!r})"
+            text = f"np.add.reduce({{0}}, {axes!r})"  # ndarray.sum, without its wrapper
             return text if summed == target else f"np.reshape({text}, {target!r})"
         return template
 

@@ -375,7 +375,9 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
         value, grads = module.grad(**given)
     except _FAILURES:
         return None
-    return value, {k: _own(v, given) for k, v in grads.items()}
+    from ..data.bindings import owned
+
+    return value, owned(grads, given)
 
 
 def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = None):
@@ -397,7 +399,9 @@ def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = No
     out = graph.display_name(graph.output if of is None else resolve_name(graph, of))
     if out not in named:
         return None
-    return {k: _own(v, given) for k, v in named.items()}
+    from ..data.bindings import owned
+
+    return owned(named, given)
 
 
 def _scanned(graph: Graph, bindings: Mapping | None, of: str | None, *, gradient: bool):
@@ -413,19 +417,6 @@ def _scanned(graph: Graph, bindings: Mapping | None, of: str | None, *, gradient
         seen.add((of, gradient))
         return None
     return (scan_grad if gradient else scan_forward)(graph, bindings, of)
-
-
-def _own(value, given: Mapping):
-    """``value``, copied where it shares memory with a binding (a gradient that is an input
-    itself, W's in sum(W * x)): the caller's arrays stay theirs, as the interpreter's do."""
-    if value.__class__ is float:
-        return value
-    if value.__class__ is np.ndarray and value.base is None:  # made by the module, or given
-        return np.array(value) if any(value is v for v in given.values()) else value
-    for v in given.values():
-        if v.__class__ is not float and np.may_share_memory(value, v):
-            return np.array(value)
-    return value
 
 
 def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradient: bool):

@@ -57,7 +57,9 @@ def steps_times_body(graph: Graph, bindings: Mapping | None) -> int:
                 if bound[0] == "value":
                     total += int(float(value)) * (loop.hi - loop.lo)
                     continue
-                shape = np.shape(value) if isinstance(value, (list, np.ndarray)) else ()
+                shape = (
+                    np.shape(value) if isinstance(value, list) or hasattr(value, "shape") else ()
+                )
             except (TypeError, ValueError, OverflowError):  # the checks say what is wrong
                 continue
             if len(shape) > bound[2] >= -len(shape):
@@ -79,7 +81,7 @@ def _scan(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool
     if missing:
         return None
     tensor = _tensor(graph, inputs)
-    key = repr((of, gradient, tensor, [(n, np.shape(v)) for n, v in inputs.items()]))
+    key = repr((of, gradient, tensor, [(n, getattr(v, "shape", ())) for n, v in inputs.items()]))
     found = graph.memo.setdefault("scan modules", {}).get(key)
     if found is None:
         found = graph.memo["scan modules"][key] = _module(graph, inputs, of, gradient, tensor)
@@ -91,7 +93,9 @@ def _scan(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool
         return None
     if not gradient:
         return (value,)
-    return value, {k: _own(g, inputs) for k, g in grads.items()}
+    from ..data.bindings import owned
+
+    return value, owned(grads, inputs)
 
 
 def _module(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
@@ -111,16 +115,6 @@ def _module(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
     # Past these, and for a loop of no steps, the graph that runs answers, as it always has.
     namespace.update(MAX_STEPS=MAX_LOOP_STEPS, MAX_NODES=MAX_RUN_NODES, NO_STEPS=False)
     return namespace["_run"]
-
-
-def _own(g, inputs: Mapping):
-    """``g``, copied where it shares memory with a binding: the caller's arrays stay theirs."""
-    if g.__class__ is float:
-        return g
-    for v in inputs.values():
-        if v.__class__ is not float and np.may_share_memory(g, v):
-            return np.array(g)
-    return g
 
 
 def _tensor(graph: Graph, inputs: Mapping) -> bool:

@@ -144,11 +144,11 @@ def _plan(graph: Graph, cut: list[Block], shapes: dict, tensor: bool, gradient: 
 def _variants(graph: Graph, block: Block, env: dict, tensor: bool, gradient: bool) -> list:
     """The block's step functions for the shapes ``env`` gives what it reads (and
     ``env`` updated with its results' shapes)."""
-    import numpy as np
-
     fixed = [env[a] for a in block.reads]
     rows = []
     for _, a, items in block.rows:
+        import numpy as np  # (a sequence is an array: programs of numbers have none)
+
         try:
             rows.append(np.broadcast_to(0.0, env[a])[_index(items, block.loop.var, 0)].shape)
         except IndexError:
