@@ -413,3 +413,25 @@ def test_a_loop_of_numbers_runs_as_a_scan_without_numpy():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_grad_at_the_shell_shows_a_long_loops_table_from_the_scan(cli, tmp_path):
+    from cgraph_cli.app.api import Gradients
+    from cgraph_cli.app.report import grad_report, scanned_grad_report
+
+    xs = np.random.default_rng(3).normal(size=(AT_ONCE, 2))
+    graph = cg.parse(_sample("rnn"))
+    report = scanned_grad_report(graph, {"xs": xs}, None, None)
+    ran, values, adjoints, out = differentiated(graph, {"xs": xs})
+    full = grad_report(Gradients(ran, values, out, adjoints))
+    assert report is not None and report["output"] == full["output"] == "loss"
+    assert math.isclose(report["value"], full["value"], rel_tol=1e-12)
+    for name, g in full["gradients"].items():
+        assert _close(report["gradients"][name], g), name
+        assert np.array_equal(report["values"][name], full["values"][name])
+    assert report["shapes"]["xs"] == full["shapes"]["xs"]
+    np.savez(tmp_path / "long.npz", xs=xs)
+    shown = cli("grad", "sample:rnn", "--bindings", str(tmp_path / "long.npz"), "--format", "plain")
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines()[0].startswith("W=[[")
+    assert scanned_grad_report(graph, {"xs": xs[:3]}, None, None) is None  # short: unrolled

@@ -44,6 +44,34 @@ def grad_report(gr: Gradients, wrt: list[str] | None = None, per_step: bool = Fa
     return report
 
 
+def scanned_grad_report(graph, bindings, of: str | None, wrt: list[str] | None) -> dict | None:
+    """What the table and plain reports of ``grad`` show (each input's value and gradient,
+    the output's value) for a program with long loops, from the scan
+    (:mod:`cgraph_cli.run.scan`) without the graph that runs; None where that graph must
+    answer: short loops (their graph is cheaper), an output of a loop's body (named by step
+    there), a ``wrt`` that is not an input, and whatever the scan leaves to it."""
+    from ..core.ir import resolve_name
+    from ..data.bindings import check_bindings, input_values
+    from ..run.scan import AT_ONCE, scan_grad, steps_times_body
+
+    out = graph.output if of is None else resolve_name(graph, of)
+    if any(loop.lo <= out < loop.hi for loop in getattr(graph.control, "loops", ())):
+        return None
+    if any(w not in graph.inputs for w in wrt or ()) or steps_times_body(graph, bindings) < AT_ONCE:
+        return None
+    found = scan_grad(graph, bindings, of)
+    if found is None:
+        return None
+    value, gradients = found
+    name = graph.display_name(out)
+    values = {**input_values(graph, check_bindings(graph, bindings))[0], name: value}
+    report: dict = {"output": name, "value": value, "values": values}
+    report["gradients"] = {w: gradients[w] for w in wrt or graph.inputs}
+    if any(is_tensor(v) for v in values.values()):
+        report["shapes"] = {n: list(getattr(v, "shape", ())) for n, v in values.items()}
+    return report
+
+
 def per_step_gradients(gr: Gradients) -> dict[str, list]:
     """For each value a loop carries from step to step (an RNN's ``h``), ∂output/∂value at
     each step, from its value before the loop (step 0; None when that is a constant): backpropagation through time, laid out. Empty for a program

@@ -180,15 +180,21 @@ def grad_command(
     wanted = names(wrt)
     for name in wanted:  # a misspelt --wrt is a usage error, before any missing binding
         resolve_name(graph, name)
-    if graph.control is not None:  # the report lists every step's values: the graph that runs
+    report = None
+    if graph.control is not None and fmt != "json" and not per_step:
+        from ..app.report import scanned_grad_report  # a long loop's table: from the scan
+
+        report = scanned_grad_report(graph, bindings, of, wanted or None)
+    if report is not None:
+        pass
+    elif graph.control is not None:  # JSON lists every step's values: the graph that runs
         from ..app.api import Gradients
         from ..run.program import differentiated
 
         ran, values, adjoints, out = differentiated(graph, bindings, of)
-        result = Gradients(ran, values, out, adjoints)
+        report = grad_report(Gradients(ran, values, out, adjoints), wanted or None, per_step)
     else:
-        result = grad(graph, bindings, of=of)
-    report = grad_report(result, wanted or None, per_step)
+        report = grad_report(grad(graph, bindings, of=of), wanted or None, per_step)
 
     def text():
         from ..render.table import gradient_table
