@@ -435,3 +435,17 @@ def test_grad_at_the_shell_shows_a_long_loops_table_from_the_scan(cli, tmp_path)
     assert shown.exit_code == 0
     assert shown.stdout.splitlines()[0].startswith("W=[[")
     assert scanned_grad_report(graph, {"xs": xs[:3]}, None, None) is None  # short: unrolled
+
+
+def test_eval_at_the_shell_shows_a_long_loops_value_from_the_scan(cli, tmp_path):
+    from cgraph_cli.app.report import scanned_eval_report
+
+    xs = np.random.default_rng(4).normal(size=(AT_ONCE, 2))
+    graph = cg.parse(_sample("rnn"))
+    report = scanned_eval_report(graph, {"xs": xs}, None)
+    ran, values, out = evaluated(graph, {"xs": xs})
+    assert report == {"output": "loss", "value": values[out], "values": {"loss": values[out]}}
+    np.savez(tmp_path / "long.npz", xs=xs)
+    shown = cli("eval", "sample:rnn", "--bindings", str(tmp_path / "long.npz"), "--format", "plain")
+    assert shown.exit_code == 0 and shown.stdout == f"loss={values[out]!r}\n"
+    assert scanned_eval_report(graph, {"xs": xs[:3]}, None) is None  # short: unrolled

@@ -44,20 +44,46 @@ def grad_report(gr: Gradients, wrt: list[str] | None = None, per_step: bool = Fa
     return report
 
 
+def _scannable(graph, bindings, of: str | None) -> int | None:
+    """The output's node where a long loop's report may come from the scan (see
+    :func:`scanned_grad_report`), else None."""
+    from ..core.ir import resolve_name
+    from ..run.scan import AT_ONCE, steps_times_body
+
+    out = graph.output if of is None else resolve_name(graph, of)
+    if any(loop.lo <= out < loop.hi for loop in getattr(graph.control, "loops", ())):
+        return None
+    return out if steps_times_body(graph, bindings) >= AT_ONCE else None
+
+
+def scanned_eval_report(graph, bindings, of: str | None) -> dict | None:
+    """What the table and plain reports of ``eval`` show without ``--all`` (the output's
+    value) for a program with long loops, from the scan; None where the graph that runs must
+    answer (as for :func:`scanned_grad_report`)."""
+    from ..run.scan import scan_forward
+
+    out = _scannable(graph, bindings, of)
+    found = None if out is None else scan_forward(graph, bindings, of)
+    if found is None:
+        return None
+    name = graph.display_name(out)
+    report: dict = {"output": name, "value": found[0], "values": {name: found[0]}}
+    if is_tensor(found[0]):
+        report["shapes"] = {name: list(found[0].shape)}
+    return report
+
+
 def scanned_grad_report(graph, bindings, of: str | None, wrt: list[str] | None) -> dict | None:
     """What the table and plain reports of ``grad`` show (each input's value and gradient,
     the output's value) for a program with long loops, from the scan
     (:mod:`cgraph_cli.run.scan`) without the graph that runs; None where that graph must
     answer: short loops (their graph is cheaper), an output of a loop's body (named by step
     there), a ``wrt`` that is not an input, and whatever the scan leaves to it."""
-    from ..core.ir import resolve_name
     from ..data.bindings import check_bindings, input_values
-    from ..run.scan import AT_ONCE, scan_grad, steps_times_body
+    from ..run.scan import scan_grad
 
-    out = graph.output if of is None else resolve_name(graph, of)
-    if any(loop.lo <= out < loop.hi for loop in getattr(graph.control, "loops", ())):
-        return None
-    if any(w not in graph.inputs for w in wrt or ()) or steps_times_body(graph, bindings) < AT_ONCE:
+    out = _scannable(graph, bindings, of)
+    if out is None or any(w not in graph.inputs for w in wrt or ()):
         return None
     found = scan_grad(graph, bindings, of)
     if found is None:

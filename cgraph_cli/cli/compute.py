@@ -93,7 +93,14 @@ def eval_command(
             precision=precision,
             full=full,
         )
-    if graph.control is not None:  # the report lists every step's values: the graph that runs
+    report = None
+    if graph.control is not None and fmt != "json" and not show_all:
+        from ..app.report import scanned_eval_report  # a long loop's value: from the scan
+
+        report = scanned_eval_report(graph, bindings, of)
+    if report is not None:
+        pass
+    elif graph.control is not None:  # the report lists every step's values: the graph that runs
         from ..app.api import Evaluation
         from ..run.program import evaluated
 
