@@ -250,6 +250,19 @@ def test_a_scans_gradient_is_never_the_callers_array():
 
 
 # --- random programs --------------------------------------------------------------------------
+def _both(program: str, bindings: dict):
+    """The program, the bindings of its inputs, the interpreter's answer (None where it
+    refuses, and then the scan must too) and the scan's."""
+    graph = cg.parse(program)
+    bindings = {k: v for k, v in bindings.items() if k in graph.inputs}
+    try:
+        expected = _interpreted(graph, bindings)
+    except CgraphError:
+        assert scan_grad(graph, bindings) is None
+        return graph, bindings, None, None
+    return graph, bindings, expected, scan_grad(graph, bindings)
+
+
 NAMES = ("x", "e0", "saved")  # the second and third: names the step code gives its own values
 
 
@@ -273,15 +286,9 @@ def loop_programs(draw):
 @settings(max_examples=120, deadline=None, derandomize=True)
 @given(loop_programs())
 def test_random_loops_of_numbers_give_the_interpreters_answer(case):
-    program, bindings = case
-    graph = cg.parse(program)
-    bindings = {k: v for k, v in bindings.items() if k in graph.inputs}
-    try:
-        expected = _interpreted(graph, bindings)
-    except CgraphError:
-        assert scan_grad(graph, bindings) is None
+    graph, bindings, expected, got = _both(*case)
+    if expected is None:
         return
-    got = scan_grad(graph, bindings)
     if got is not None:  # None: the scan left it to the interpreter, which answered
         assert got[0] == pytest.approx(expected[0], rel=1e-9, abs=1e-12)
         for name, g in expected[1].items():
@@ -315,15 +322,9 @@ def tensor_loops(draw):
 )
 @given(tensor_loops())
 def test_random_tensor_loops_give_the_interpreters_answer(case):
-    program, bindings = case
-    graph = cg.parse(program)
-    bindings = {k: v for k, v in bindings.items() if k in graph.inputs}
-    try:
-        expected = _interpreted(graph, bindings)
-    except CgraphError:
-        assert scan_grad(graph, bindings) is None
+    graph, bindings, expected, got = _both(*case)
+    if expected is None:
         return
-    got = scan_grad(graph, bindings)
     assert got is not None, "a tensor loop the interpreter runs runs as a scan"
     assert math.isclose(got[0], expected[0], rel_tol=1e-9, abs_tol=1e-12)
     for name, g in expected[1].items():

@@ -86,6 +86,12 @@ _RESERVED = {
 }
 
 
+def check_target(target: str) -> None:
+    """Refuse a target that is not one of :data:`TARGETS`."""
+    if target not in TARGETS:
+        raise UsageError(f"unknown target '{target}'", hints=["targets: " + ", ".join(TARGETS)])
+
+
 def compile_module(
     graph: Graph,
     target: str = "python",
@@ -126,8 +132,7 @@ def compile_module(
 
     refuse(graph, "compile")  # programs with loops: cgraph_cli.run.scan_code.compile_module
 
-    if target not in TARGETS:
-        raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
+    check_target(target)
     assert not rows or target == "numpy", "rows mode is NumPy's"
     # Every statement is kept, also with ``of`` (the interpreter runs them all: one failing
     # fails the call, or the row), differentiating the value ``of`` names.

@@ -80,7 +80,9 @@ def _scan(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool
         return None
     if missing:
         return None
-    tensor = _tensor(graph, inputs)
+    from .scan_code import works_on_arrays
+
+    tensor = works_on_arrays(graph, {n: getattr(v, "shape", ()) for n, v in inputs.items()})
     key = repr((of, gradient, tensor, [(n, getattr(v, "shape", ())) for n, v in inputs.items()]))
     found = graph.memo.setdefault("scan modules", {}).get(key)
     if found is None:
@@ -115,13 +117,3 @@ def _module(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
     # Past these, and for a loop of no steps, the graph that runs answers, as it always has.
     namespace.update(MAX_STEPS=MAX_LOOP_STEPS, MAX_NODES=MAX_RUN_NODES, NO_STEPS=False)
     return namespace["_run"]
-
-
-def _tensor(graph: Graph, inputs: Mapping) -> bool:
-    """Whether the program runs on arrays (as the interpreter decides: an array somewhere,
-    or an op with no rule for numbers)."""
-    return (
-        any(v.__class__ is not float for v in inputs.values())
-        or any(v.__class__ is not float for v in graph.consts.values())
-        or any(op.arity and op.py is None for op in set(graph.ops))
-    )

@@ -38,7 +38,7 @@ from ..core.ir import Graph, resolve_name
 from ..core.ir_control import Static
 from ..core.ops import CONST
 from ..passes.shapes import ShapeError
-from .compile import _Emitter, _with_callees
+from .compile import _Emitter, _with_callees, check_target
 from .scan_steps import Block, Step, blocks, names
 
 #: How many different shapes a loop's carried values may take before they settle.
@@ -86,8 +86,7 @@ def loop_module(
 
     out = graph.output if of is None else resolve_name(graph, of)
     cut = blocks(graph, out)
-    if target not in ("python", "numpy"):
-        raise UsageError(f"unknown target '{target}'", hints=["targets: python, numpy"])
+    check_target(target)
     if cut is None:
         raise UsageError(
             "compile does not take this program yet: it takes `for` loops one level deep, "
@@ -111,11 +110,7 @@ def loop_module(
             raise UsageError(f"'{w}' is not an input: a compiled loop's gradients are the inputs'")
     shapes = known_shapes(graph, bindings or {})
     tensor = target == "numpy"
-    if not tensor and (
-        any(shapes.get(n) for n in graph.inputs)
-        or any(v.__class__ is not float for v in graph.consts.values())
-        or any(op.arity and op.py is None for op in set(graph.ops))
-    ):
+    if not tensor and works_on_arrays(graph, shapes):
         raise UsageError(
             "this program works on tensors: compile it with --target numpy",
             hints=["cgraph compile PROGRAM --target numpy -o module.py"],
@@ -123,6 +118,16 @@ def loop_module(
     steps = _plan(graph, cut, shapes, tensor, gradient)
     module = _Module(graph, cut, steps, out, tensor, gradient, of)
     return module.source(list(wrt or graph.inputs), name)
+
+
+def works_on_arrays(graph: Graph, shapes: Mapping) -> bool:
+    """Whether a program runs on arrays, as the interpreter decides: an input with a shape
+    (``shapes``, by name), an array constant, or an op with no rule for numbers."""
+    return (
+        any(shapes.get(n) for n in graph.inputs)
+        or any(v.__class__ is not float for v in graph.consts.values())
+        or any(op.arity and op.py is None for op in set(graph.ops))
+    )
 
 
 def _plan(graph: Graph, cut: list[Block], shapes: dict, tensor: bool, gradient: bool) -> list:
