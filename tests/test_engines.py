@@ -452,3 +452,41 @@ def test_a_compiled_result_keeps_the_values_it_was_called_with():
     bindings["c"][:] = -1.0  # a log of -1, were it read now
     assert result.values[graph.output] == pytest.approx(result.value, rel=1e-12)
     assert np.allclose(result.values[graph.names["h"]], h, rtol=1e-12)
+
+
+HIDING = [  # programs where an input's inf or NaN could be hidden on the way to the output
+    "y = sum(relu(x) * w)",
+    "y = sum(where(x > 0, w, 0 * w))",
+    "y = sum(exp(x) * w)",
+    "y = sum(tanh(x) + sigmoid(w))",
+    "y = sum(w / x)",
+    "y = amax(x, 0) + sum(w)",
+    "y = sum(sign(x) * w)",
+    "z = sum(x * 2)\ny = sum(w)",
+    "input x = [1, 2]\ny = sum(w * 3)",
+    "y = sum(take(x, [0]) * w)",
+    "y = sum(xlogy(w, x))",
+]
+
+
+@pytest.mark.parametrize("program", HIDING)
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("which", ["x", "w"])
+@pytest.mark.parametrize("run", ["grad", "evaluate"])
+def test_called_again_a_value_not_finite_is_refused_as_at_first(program, bad, which, run):
+    """Called again with the same shapes, the compiled module runs without the bindings'
+    check of the first calls: an input that is not finite must still be refused, however
+    the program might hide it, with the interpreter's error."""
+    graph = cg.parse(program)
+    good = {"x": np.array([0.5, 2.0]), "w": np.array([3.0, 4.0])}
+    call = getattr(cg, run)
+    call(graph, good)
+    call(graph, good)
+    assert call(graph, good)._named is not None if run == "evaluate" else True
+    given = {**good, which: np.array([1.0, bad])}
+    with pytest.raises(BindingError) as err:
+        call(graph, given)
+    with pytest.raises(BindingError) as fresh:
+        call(cg.parse(program), given)
+    assert str(err.value) == str(fresh.value)
+    assert call(graph, good).value == call(cg.parse(program), good).value

@@ -267,12 +267,18 @@ def listing(parts: list[str], shown: int = SHOWN) -> str:
 def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
     """Bindings with each array (or list) copied: what a compiled result's passes, run later
     when asked for, read, so that they see the values the call was given."""
-    import copy
-
+    if not bindings or all(v.__class__ is float for v in bindings.values()):
+        return dict(bindings or {})  # (NumPy not imported for numbers)
     from ..core.arrays import np
 
+    ndarray = np.ndarray
+    if all(v.__class__ is ndarray or v.__class__ is float for v in bindings.values()):
+        given: Mapping[str, Any] = bindings
+        return {k: v if v.__class__ is float else v.copy() for k, v in given.items()}
+    import copy
+
     def kept(v):
-        if isinstance(v, np.ndarray):
+        if isinstance(v, ndarray):
             return v.copy()
         if v.__class__ is float:
             return v
@@ -334,20 +340,25 @@ def grad(
     {'x': 6.0}
     """
     from ..run.engine import compiled_grad
-    from ..run.program import differentiated
 
     parsed = _parsed(program)
     fast = compiled_grad(parsed, bindings, of)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
         kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
-        later = lambda: differentiated(parsed, kept, of)  # noqa: E731 - asked for later
+        later = lambda: _differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         if parsed.control is not None:  # a scan's: the graph that runs is made when asked for
             return Gradients.compiled(None, None, value, gradients, later)
         out = parsed.output if of is None else resolve_name(parsed, of)
         return Gradients.compiled(parsed, out, value, gradients, later)
-    graph, values, adjoints, out = differentiated(parsed, bindings, of)
+    graph, values, adjoints, out = _differentiated(parsed, bindings, of)
     return Gradients(graph, values, out, adjoints)
+
+
+def _differentiated(parsed: Graph, bindings: Mapping[str, object] | None, of: str | None):
+    from ..run.program import differentiated
+
+    return differentiated(parsed, bindings, of)
 
 
 # --- explanations ---------------------------------------------------------------------------------

@@ -264,6 +264,7 @@ class _Emitter:
         self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
         self.checked_grad: list[str] | None = None
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
+        self.unread: set[str] = set()  # inputs that no op of a function's body reads
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
@@ -284,6 +285,8 @@ class _Emitter:
         else sees are computed into work arrays kept for the next call (:func:`work_arrays`),
         and a named one's variable, once dead, is taken again as a temporary's."""
         dead = unread(graph, returned) if returned is not None else set()
+        if not self.rows:  # inputs summed with the results (see finite)
+            self.unread.update(_unwatched_inputs(graph, self.variables))
         self.stopped: set[int] = set()  # nodes a line stops at already (watched)
         conditions = _masks(graph)
         exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
@@ -494,8 +497,23 @@ class _Emitter:
         call = f"_finite({given}, {fn})"
         if self.target != "numpy" or any(shape is None for _, shape in results.values()):
             return [f"    {call}"]
+        assert self.known is not None
+        if any(self.known.get(n) is None for n in self.variables):
+            return [f"    {call}"]
+        # An input that is not finite is found as the interpreter finds any value: an op
+        # that may hide it is watched, any other passes it on to a result or a statement
+        # the code checks. Those that no op reads join the sum; _finite then names them.
+        there = {expr for expr, _ in results.values()}  # (forward's values hold the inputs)
+        summed = {
+            **results,
+            **{
+                f" {n}": (v, self.known[n])
+                for n, v in self.variables.items()
+                if n in self.unread and v not in there
+            },
+        }
         numbers, small, large = [], [], []
-        for key, (expr, shape) in results.items():
+        for key, (expr, shape) in summed.items():
             v = expr if expr.isidentifier() else f"{'out' if fn == 'forward' else 'grads'}[{key!r}]"
             if not shape:
                 numbers.append(v)
@@ -763,7 +781,19 @@ class _Emitter:
         check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
         finite = [
             "def _finite(values, fn):",
-            '    """Raise DomainError if a result is not finite (as cgraph\'s interpreter does)."""',
+            '    """Raise DomainError if an input or a result is not finite (as cgraph\'s'
+            ' interpreter does)."""',
+            *(
+                []
+                if self.rows or not numpy
+                else [
+                    "    given = sys._getframe(1).f_locals",
+                    "    for n in INPUTS:",
+                    "        v = given['inputs'][n] if 'inputs' in given else given[n]",
+                    "        if not np.all(np.isfinite(v)):",
+                    "            raise DomainError(f'{fn.__name__}: input {n} is not finite')",
+                ]
+            ),
             *(
                 [  # one sum over every result (small arrays joined first: one reduction)
                     "    total, small = 0.0, []",
@@ -943,9 +973,18 @@ _ARG_FINITE = [
     "    if not np.isfinite(x).all():",
     "        raise DomainError(f'an input is not finite ({x})')",
 ]
-_JOINED = 4096  # results up to this size are joined into one array for one sum
+_JOINED = 1024  # results up to this size are joined into one array for one sum
 
 _COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def _unwatched_inputs(graph: Graph, variables) -> list[str]:
+    """The inputs whose value, were it not finite, no result or checked line of the code
+    would show: those that no op reads, and those that an op which may hide it reads (its
+    other arguments are watched; an input's could only be, at every call)."""
+    hiding = {a for i, op in enumerate(graph.ops) if absorbs(op) for a in graph.args[i]}
+    unread = unread_inputs(graph, variables)
+    return [n for n in variables if n in unread or graph.inputs.get(n) in hiding]
 
 
 def _masks(graph: Graph) -> set[int]:
