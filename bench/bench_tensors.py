@@ -3,13 +3,14 @@ directly in NumPy (the practical limit), and what tensors cost scalar programs (
 
 Prints figures; asserts nothing.
 
-    python bench/bench_tensors.py                   # widths 16 .. 1024
-    python bench/bench_tensors.py --widths 16,256   # quicker
+    python bench/bench_tensors.py                   # widths 16 .. 1024, 9 rounds
+    python bench/bench_tensors.py --widths 16,256 --rounds 5   # quicker
     python bench/bench_tensors.py --json out.json   # also write the figures as JSON
 
 The MLP is samples/mlp.cg with a batch of 64 examples: X (64, w) @ W1 (w, w) + b1, relu,
-@ W2 (w, 10) + b2, mean squared error against T (64, 10). PyTorch is timed too when installed
-(pip install torch==2.13.0; never a dependency of cgraph).
+@ W2 (w, 10) + b2, mean squared error against T (64, 10). PyTorch eager and JAX's jit of
+value_and_grad are timed too when installed (pip install torch==2.13.0 jax; never dependencies
+of cgraph). Each width's contenders take turns, round by round: the machine's drift hits all.
 """
 
 from __future__ import annotations
@@ -25,26 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BATCH, OUTPUTS = 64, 10
-
-
-def best(fn, repeat: int) -> float:
-    """The best of ``repeat`` timings of ``fn``, each over enough calls to last ~50 ms."""
-    calls, elapsed = 1, 0.0
-    while True:
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed > 0.05:
-            break
-        calls *= 4
-    times = [elapsed / calls]
-    for _ in range(repeat - 1):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls)
-    return min(times)
 
 
 def mlp_numpy(X, T, W1, b1, W2, b2):
@@ -80,6 +61,7 @@ def torch_step(b: dict):
         import torch
     except ImportError:
         return None
+    torch.set_num_threads(1)  # as NumPy here (OPENBLAS_NUM_THREADS=1): one core each
     t = {k: torch.tensor(v, requires_grad=True) for k, v in b.items()}
 
     def step():
@@ -92,7 +74,54 @@ def torch_step(b: dict):
     return step
 
 
-def mlp_rows(widths: list[int], repeat: int) -> list[dict]:
+def jax_step(b: dict):
+    """JAX's jit of the same loss and its gradients (None when JAX is not installed)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+
+    def loss(X, T, W1, b1, W2, b2):
+        H = jnp.maximum(X @ W1 + b1, 0.0)
+        return jnp.mean((H @ W2 + b2 - T) ** 2)
+
+    f = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4, 5)))
+    args = [jnp.asarray(b[k]) for k in ("X", "T", "W1", "b1", "W2", "b2")]
+
+    def step():
+        value, grads = f(*args)
+        jax.block_until_ready(grads)
+
+    step()
+    return step
+
+
+def calls_for(fn, seconds: float = 0.02) -> int:
+    """How many calls of ``fn`` last about ``seconds``."""
+    calls = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if time.perf_counter() - start > seconds:
+            return calls
+        calls *= 2
+
+
+def timed(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def mlp_rows(widths: list[int], rounds: int) -> list[dict]:
+    """Each width: every contender timed in turn, round by round; per contender its median
+    time, and its ratio to NumPy by hand per round (median and range)."""
+    import statistics
+
     import numpy as np
 
     from cgraph_cli import grad, parse
@@ -102,22 +131,26 @@ def mlp_rows(widths: list[int], repeat: int) -> list[dict]:
     for w in widths:
         b = bindings(w)
         ours = grad(graph, b)
+        ours = grad(graph, b)  # the second call: the compiled module, as every call after
         ref = mlp_numpy(**b)
         assert abs(ours.value - ref[0]) <= 1e-9 * abs(ref[0])
         assert np.allclose(ours.gradients["W1"], ref[3], rtol=1e-9, atol=1e-12)
-        t_ours = best(lambda: grad(graph, b), repeat)  # noqa: B023
-        t_np = best(lambda: mlp_numpy(**b), repeat)  # noqa: B023
-        step = torch_step(b)
-        t_torch = best(step, repeat) if step else None
-        rows.append(
-            {
-                "width": w,
-                "cgraph_ms": t_ours * 1e3,
-                "numpy_ms": t_np * 1e3,
-                "ratio": t_ours / t_np,
-                "torch_ms": None if t_torch is None else t_torch * 1e3,
-            }
-        )
+        contenders = {"cgraph": lambda: grad(graph, b), "numpy": lambda: mlp_numpy(**b)}  # noqa: B023
+        for name, make in (("torch", torch_step), ("jax", jax_step)):
+            step = make(b)
+            if step is not None:
+                contenders[name] = step
+        calls = {k: calls_for(f) for k, f in contenders.items()}
+        times: dict[str, list[float]] = {k: [] for k in contenders}
+        for _ in range(rounds):
+            for k, f in contenders.items():
+                times[k].append(timed(f, calls[k]))
+        row: dict = {"width": w}
+        for k, ts in times.items():
+            ratios = [t / n for t, n in zip(ts, times["numpy"])]
+            row[f"{k}_us"] = statistics.median(ts) * 1e6
+            row[f"{k}_ratio"] = (statistics.median(ratios), min(ratios), max(ratios))
+        rows.append(row)
     return rows
 
 
@@ -155,21 +188,26 @@ print(len(g), min(public), min(inner), 'numpy' in sys.modules)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--widths", default="16,64,256,1024")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
 
-    print(f"MLP sample, batch {BATCH}, forward+backward (best of {args.repeat}):")
-    print(f"{'width':>6} {'cgraph ms':>10} {'numpy ms':>10} {'ratio':>7} {'torch ms':>10}")
-    rows = mlp_rows(widths, args.repeat)
+    print(
+        f"MLP sample, batch {BATCH}, forward+backward, cg.grad called again and again; "
+        f"{args.rounds} rounds in turns: median us a call, and x NumPy by hand per round, "
+        "median (range):"
+    )
+    rows = mlp_rows(widths, args.rounds)
+    names = [k[:-3] for k in rows[0] if k.endswith("_us")]
+    print(f"{'width':>6} " + " ".join(f"{n:>26}" for n in names))
     for r in rows:
-        torch_ms = "-" if r["torch_ms"] is None else f"{r['torch_ms']:.3f}"
-        print(
-            f"{r['width']:>6} {r['cgraph_ms']:>10.3f} {r['numpy_ms']:>10.3f} "
-            f"{r['ratio']:>7.2f} {torch_ms:>10}"
-        )
-    scalar = scalar_rows(max(args.repeat, 9))
+        cells = []
+        for n in names:
+            m, lo, hi = r[f"{n}_ratio"]
+            cells.append(f"{r[n + '_us']:>9.1f} {m:>5.2f}x ({lo:.2f}-{hi:.2f})")
+        print(f"{r['width']:>6} " + " ".join(f"{c:>26}" for c in cells))
+    scalar = scalar_rows(max(args.rounds, 9))
     print(
         f"\nScalar chain of {scalar['nodes']:,} nodes, forward+backward: "
         f"{scalar['public_ns_per_node']:.0f} ns/node through forward()/vjp(), "
