@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -264,3 +265,36 @@ def test_explain_frames(cli, tmp_path):
     first, last = frames[0].read_text(), frames[-1].read_text()
     assert first.count("> ? <") == 4 and last.count("> ? <") == 0  # one more gradient each frame
     assert "result" not in result.stderr and "wrote 5 frames" in result.stderr
+
+
+def test_gradcheck_junit_one_case_per_input_and_point(cli, tmp_path):
+    junit = tmp_path / "gradcheck.xml"
+    result = cli("gradcheck", "sample:neuron", "--points", "3", "--junit", str(junit))
+    assert result.exit_code == 0, result.stderr
+    assert "passed, 0 failed" in result.stdout  # the text report as without --junit
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert suite.get("name") == "neuron" and suite.get("failures") == "0"
+    assert len(cases) == int(suite.get("tests")) == 3 * 5  # five inputs at three points
+    assert cases[0].get("name") == "∂o/∂x1 at point 1"
+    assert cases[-1].get("name").endswith(" at point 3")
+
+
+def test_gradcheck_junit_failures_give_both_numbers_and_the_tolerance(cli):
+    result = cli("gradcheck", "y = exp(x)", "x=1", "--rtol", "0", "--atol", "0", "--junit", "-")
+    assert result.exit_code == 1
+    failure = ET.fromstring(result.stdout).find("testsuite/testcase/failure")
+    message = failure.get("message")
+    assert message.startswith(f"∂y/∂x at point 1: analytic {math.e!r}, numeric ")
+    assert "> tolerance 0 (atol 0 + rtol 0 x the larger)" in message
+    assert "0 passed, 1 failed, 0 skipped" in result.stderr  # stdout holds the XML alone
+
+
+def test_gradcheck_junit_skips_kinks_and_refuses_two_reports_on_stdout(cli):
+    result = cli("gradcheck", "y = x * relu(x)", "x=0", "--junit", "-")
+    assert result.exit_code == 0
+    case = ET.fromstring(result.stdout).find("testsuite/testcase")
+    assert case.find("skipped").get("message").startswith("the steps cross a kink")
+    refused = cli("gradcheck", "sample:neuron", "--format", "json", "--junit", "-")
+    assert refused.exit_code == 2
+    assert "would both write to standard output" in refused.stderr

@@ -352,7 +352,7 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
     node = ET.SubElement(
         root,
         "testsuite",
-        name=_xml(suite),
+        name=xml_text(suite),
         tests=str(len(results) + sum(run.error is not None for run in runs)),
         failures=str(sum(not r.ok for r in results)),
         errors=str(sum(run.error is not None for run in runs)),
@@ -362,29 +362,32 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
             case = ET.SubElement(
                 node,
                 "testcase",
-                classname=_xml(r.case or suite),
-                name=_xml(f"{r.label} = {f(r.expected)}"),
+                classname=xml_text(r.case or suite),
+                name=xml_text(f"{r.label} = {f(r.expected)}"),
             )
             if not r.ok:
                 ET.SubElement(
                     case,
                     "failure",
-                    message=_xml(
+                    message=xml_text(
                         f"{r.label} = {f(r.actual)} (expected {f(r.expected)}, "
                         f"difference {f(r.difference)})"
                     ),
                 )
         if run.error is not None:
             case = ET.SubElement(
-                node, "testcase", classname=_xml(run.case or suite), name=_xml(run.case or suite)
+                node,
+                "testcase",
+                classname=xml_text(run.case or suite),
+                name=xml_text(run.case or suite),
             )
-            error = ET.SubElement(case, "error", message=_xml(error_text(run.error)))
-            error.text = _xml(run.error.render())
+            error = ET.SubElement(case, "error", message=xml_text(error_text(run.error)))
+            error.text = xml_text(run.error.render())
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
-def _xml(text: str) -> str:
+def xml_text(text: str) -> str:
     """``text`` without the characters XML 1.0 cannot hold (control characters, lone
     surrogates), each replaced by U+FFFD."""
     return _NOT_XML.sub("\ufffd", text)

@@ -34,6 +34,13 @@ RANGE = (-2.0, 2.0)  # where --points draws each input
 ELEMENTS = 64  # elements checked per tensor input at most
 
 
+#: Why a check is skipped, by its status.
+SKIPPED = {
+    "kink": "the steps cross a kink (relu, abs at 0; max, min at a tie)",
+    "undefined": "the program is undefined at the point or at a step from it",
+}
+
+
 @dataclass(frozen=True)
 class Check:
     point: dict[str, Any]  # the bindings of every input: floats or NumPy arrays
@@ -468,6 +475,48 @@ class GradcheckReport:
                 for k, c in self.checks
             ],
         }
+
+    def junit(self, suite: str = "gradcheck", rtol: float = RTOL, atol: float = ATOL) -> bytes:
+        """JUnit XML, UTF-8 encoded, as ``cgraph gradcheck --junit`` writes it: one testcase
+        per input (element, pair) and point; a mismatch a failure with the two numbers and
+        the tolerance, a check at a kink or where the program is undefined skipped.
+
+        >>> from cgraph_cli import parse
+        >>> report = check_gradients(parse("y = x * relu(x)"), {"x": 0})
+        >>> print(report.junit().decode().splitlines()[4].strip())
+        <skipped message="the steps cross a kink (relu, abs at 0; max, min at a tie)" />
+        """
+        import xml.etree.ElementTree as ET
+
+        from ..core.numfmt import plain_value as f
+        from .checks import xml_text
+
+        root = ET.Element("testsuites")
+        node = ET.SubElement(
+            root,
+            "testsuite",
+            name=xml_text(suite),
+            tests=str(len(self.checks)),
+            failures=str(self.failed),
+            skipped=str(self.skipped),
+        )
+        d = f"∂{self.output}/∂" if self.order == 1 else ""
+        for k, c in self.checks:
+            name = f"{d}{c.label} at point {k}"
+            case = ET.SubElement(node, "testcase", classname=xml_text(suite), name=xml_text(name))
+            if c.status == "mismatch":
+                assert c.analytic is not None and c.numeric is not None
+                allowed = atol + rtol * max(abs(c.analytic), abs(c.numeric))
+                message = (
+                    f"{name}: analytic {f(c.analytic)}, numeric {f(c.numeric)}, difference "
+                    f"{f(abs(c.analytic - c.numeric))} > tolerance {f(allowed)} "
+                    f"(atol {f(atol)} + rtol {f(rtol)} x the larger)"
+                )
+                ET.SubElement(case, "failure", message=xml_text(message))
+            elif c.status in SKIPPED:
+                ET.SubElement(case, "skipped", message=SKIPPED[c.status])
+        ET.indent(root)
+        return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
     def _summary(self) -> str:
         where = f"{self.points} point{'s' * (self.points != 1)}"

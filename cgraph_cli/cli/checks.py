@@ -348,6 +348,13 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     "first, then the largest errors. (About 1.5 ms a row: for many thousands, "
     "--format json is quicker and holds every check.)",
 )
+@click.option(
+    "--junit",
+    metavar="FILE",
+    type=FilePath("output", allow_dash=True),
+    help="Also write a JUnit XML report to FILE, a test case per input (element) and point "
+    "('-': standard output, and the text report to standard error).",
+)
 @output_option
 @common_options
 def gradcheck_command(
@@ -367,6 +374,7 @@ def gradcheck_command(
     fmt,
     precision,
     all_rows,
+    junit,
 ):
     """Compare every reverse-mode gradient with a central finite difference; with --order 2,
     every second derivative ∂²output/∂a∂b with the central difference of the gradient
@@ -381,9 +389,15 @@ def gradcheck_command(
       cgraph gradcheck 'y = x^3 - sin(x)' --points 100 --seed 1
       cgraph gradcheck sample:logistic --points 20 --range -1,1 --format json
       cgraph gradcheck sample:rosenbrock --order 2
+      cgraph gradcheck sample:mlp --points 5 --junit gradcheck.xml
     """
     from ..app.gradcheck import check_gradients
 
+    if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
+        raise UsageError(
+            "--junit - and --format json would both write to standard output",
+            hints=["write the JUnit report to a file: --junit report.xml"],
+        )
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     low, high = range_
     # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.
@@ -423,7 +437,12 @@ def gradcheck_command(
                 )
             )
         parts.append(Text(f"{found.passed} passed, {found.failed} failed, {found.skipped} skipped"))
-        output.write_rich(Group(*parts))
+        to_stderr = junit == "-" and output.settings.output in (None, "-")  # stdout: the XML
+        output.write_rich(Group(*parts), err=to_stderr)
+    if junit:
+        name = graph.source.filename
+        suite = "gradcheck" if name.startswith("<") else Path(name).stem  # as check's: the file
+        output.write_bytes(found.junit(suite, rtol=rtol, atol=atol), junit)
     if not found.ok:
         raise click.exceptions.Exit(1)
 

@@ -90,16 +90,19 @@ def write_bytes(data: bytes, target: str | None = None) -> None:
     write_file(target, data)
 
 
-def write_rich(renderable, min_width: int = 0) -> None:
-    """A rich renderable (a table, a tree) to standard output or the -o file. On a terminal it
-    fits the terminal (wider if ``min_width`` says the renderable needs it); elsewhere it is
-    laid out at its natural width, with no trailing spaces."""
+def write_rich(renderable, min_width: int = 0, err: bool = False) -> None:
+    """A rich renderable (a table, a tree) to standard output or the -o file (``err``:
+    standard error). On a terminal it fits the terminal (wider if ``min_width`` says the
+    renderable needs it); elsewhere it is laid out at its natural width, with no trailing
+    spaces."""
     from rich.console import Console
 
-    color = color_for(sys.stdout)
+    stream = sys.stderr if err else sys.stdout
+    color = color_for(stream)
     # no_color: rich would also read NO_COLOR itself, and drop the colours --color always asks for
-    if not _to_file() and _isatty(sys.stdout):
+    if (err or not _to_file()) and _isatty(stream):
         console = Console(
+            stderr=err,
             highlight=False,
             color_system="auto" if color else None,
             force_terminal=color,
@@ -122,7 +125,11 @@ def write_rich(renderable, min_width: int = 0) -> None:
     )
     console.print(renderable)
     lines = buffer.getvalue().split("\n")
-    write_text("\n".join(map(_rstrip, lines)).rstrip("\n"))
+    text = "\n".join(map(_rstrip, lines)).rstrip("\n")
+    if err:
+        click.echo(text, err=True, color=color)
+    else:
+        write_text(text)
 
 
 def laid_out_plainly() -> bool:
