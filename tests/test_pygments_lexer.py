@@ -76,6 +76,7 @@ def test_the_entry_point_names_the_lexer():
     """pyproject.toml registers the class under `pygments.lexers` (tests/test_install.py runs
     `pygmentize -l cgraph` in an installed cgraph)."""
     import importlib
+
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
