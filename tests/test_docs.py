@@ -603,3 +603,12 @@ def test_the_site_builds_with_strict_checks(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "commands" / "check" / "index.html").is_file()
+
+
+def test_the_commands_page_lists_every_command():
+    from cgraph_cli.cli import main
+
+    listed = {
+        cells[0].split("`")[1] for cells in _table_rows(_page("commands/index.md", "Commands"))
+    }
+    assert listed == set(main.list_commands(None))
