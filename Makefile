@@ -53,9 +53,15 @@ tables: $(STAMP)
 man: $(STAMP)
 	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
 
-# After changing a docstring of the public API: rewrite its reference, docs/api.md.
+# The documentation site (mkdocs.yml, docs/) into site/: first the generated pages (docs/api.md
+# from the public API's docstrings, docs/json.md's tables from the JSON Schemas), then
+# `mkdocs build --strict`, where a broken link or anchor, or a page missing from the nav, fails.
+# Installs the `docs` extra (MkDocs, Material) into .venv. CI runs this.
 docs: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	$(BIN)/python docs/gen_api.py
+	$(BIN)/python docs/gen_json.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # ruff's rules and its formatting, mypy's type check of the package, and import-linter's
 # contracts (each layer imports only those below it); all configured in pyproject.toml. CI
@@ -67,4 +73,4 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info

@@ -1,7 +1,7 @@
 """A non-editable `pip install .` into a fresh virtual environment works: the entry point runs,
 the parser's tables load from inside the installed package, and neither Lark nor a cache
-folder is needed. The install is the README's CI recipe, run as written in a copy of the
-checkout."""
+folder is needed. The install is the CI recipe of docs/commands/check.md, run as written in a
+copy of the checkout."""
 
 from __future__ import annotations
 
@@ -27,11 +27,12 @@ NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
 
 
 def ci_recipe() -> list[str]:
-    """The `run:` commands of the GitHub Actions workflow under "Use it in CI" in README.md."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("#### Use it in CI", 1)[1]
+    """The `run:` commands of the GitHub Actions workflow under "Use it in CI" in
+    docs/commands/check.md."""
+    page = (ROOT / "docs" / "commands" / "check.md").read_text(encoding="utf-8")
+    section = page.split("\n### Use it in CI\n", 1)[1]
     block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
-    assert block, "README.md: no yaml block under 'Use it in CI'"
+    assert block, "docs/commands/check.md: no yaml block under 'Use it in CI'"
     runs = re.findall(r"^\s*(?:- )?run:\s*(.*)$", block.group(1), re.MULTILINE)
     assert runs and all(r and r[0] not in "|>" for r in runs), runs  # one command a line
     return runs
@@ -39,7 +40,7 @@ def ci_recipe() -> list[str]:
 
 @pytest.fixture(scope="module")
 def recipe(tmp_path_factory) -> dict:
-    """Run the README's CI recipe in a copy of the checkout, in a fresh virtual environment
+    """Run the docs' CI recipe in a copy of the checkout, in a fresh virtual environment
     (what actions/setup-python gives); its venv serves the other tests."""
     checkout = tmp_path_factory.mktemp("checkout") / "cgraph"
     shutil.copytree(ROOT, checkout, ignore=NOT_IN_A_CHECKOUT)
@@ -61,7 +62,7 @@ def venv(recipe) -> Path:
     return recipe["venv"]
 
 
-def test_the_readme_ci_recipe_runs_as_written(recipe):
+def test_the_ci_recipe_runs_as_written(recipe):
     for command, done in recipe["runs"]:
         assert done.returncode == 0, f"{command}\n{done.stdout.decode()}{done.stderr.decode()}"
     report = (recipe["checkout"] / "cgraph-report.xml").read_text()
@@ -193,3 +194,19 @@ def test_the_wheel_marks_the_package_typed(venv):
     # PEP 561: without py.typed, mypy and pyright ignore the hints of an installed package.
     found = list(venv.glob("lib/python*/site-packages/cgraph_cli/py.typed"))
     assert found, "cgraph_cli/py.typed is not in the wheel"
+
+
+def test_pygments_finds_the_language_by_its_entry_point(venv, tmp_path):
+    """`pygmentize -l cgraph` (and any MkDocs or Sphinx site) highlights a program once cgraph is
+    installed: the lexer is found through the `pygments.lexers` entry point."""
+    proc = subprocess.run(
+        [str(venv / "bin" / "pygmentize"), "-l", "cgraph", "-f", "raw"],
+        input="input x = 1\ny = sin(x)  # a comment\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Token.Name.Builtin\t'sin'" in proc.stdout
+    assert "Token.Comment.Single\t'# a comment'" in proc.stdout
+    assert "Token.Error" not in proc.stdout

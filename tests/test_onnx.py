@@ -255,9 +255,9 @@ def test_the_sample_model_runs_from_its_name(cli):
     assert logp.shape == (2, 2) and np.allclose(np.exp(logp).sum(axis=1), 1)
 
 
-def test_the_readme_shows_the_program_import_writes(cli):
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    shown = readme.split("`mlp.cg` (the sample is", 1)[1].split("```\n", 2)[1]
+def test_the_docs_show_the_program_import_writes(cli):
+    page = (Path(__file__).resolve().parent.parent / "docs/commands/import.md").read_text()
+    shown = page.split("`mlp.cg` (the sample is", 1)[1].split("```cgraph\n", 1)[1].split("```\n")[0]
     assert cli("import", "sample:mlp.onnx").stdout == shown
 
 

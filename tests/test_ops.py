@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 from op_cases import arguments, cases, example
-from test_readme import readme_functions
+from test_docs import documented_functions
 
 from cgraph_cli import DomainError, grad, jvp, parse, to_source, validate
 from cgraph_cli.core.interpret import ARRAYS, constant_partials, partials_function, value_function
@@ -158,8 +158,9 @@ def test_example_parses_to_the_op(op):
 
 
 def test_function_table_is_the_set_the_language_promises():
-    """The promise is README.md's list of functions (a human writes a new function's line)."""
-    promised = readme_functions()
+    """The promise is docs/language.md's list of functions (a human writes a new function's
+    line)."""
+    promised = documented_functions()
     assert sorted(FUNCTIONS) == sorted(promised), set(FUNCTIONS) ^ promised
     assert sorted(FUNCTIONS["max"]) == [1, 2]  # max(x): largest element; max(x, y): elementwise
 

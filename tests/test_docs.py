@@ -1,4 +1,5 @@
-"""README.md's examples run and print what the README shows.
+"""The examples of README.md and of every page of the documentation site (docs/**/*.md) run
+and print what the page shows.
 
 Every ```console block is a transcript: each `$ ...` line runs (cgraph in-process, from a
 temporary copy of the checkout's samples/, so files it writes land there), and the lines below
@@ -10,10 +11,12 @@ that prints an `error:` must exit non-zero, every other one 0 (unless `echo $?` 
 file it names with -o, --junit, --frames or `>` must exist afterwards (render without -o:
 SOURCE's stem with the type's extension, or graph.png for program text).
 
-Every ```python block runs too: with `>>>` as a doctest, otherwise as a script; a ```toml block
-is a checks file and must pass `cgraph check --spec`. The options table must list every option
-of every command, the JSON table every schema, and the language's list of functions every
-function of the op table (and nothing else).
+Every ```python block runs too: with `>>>` as a doctest, otherwise as a script (a ```py block
+is shown, not run: it needs PyTorch or JAX); a ```pycon block of the API reference runs as a
+doctest among the names `cgraph_cli` exports; a ```toml block is a checks file and must pass
+`cgraph check --spec`; a ```cgraph block must parse. The options page must list every option
+of every command, the JSON page every schema, and the language page's list of functions every
+function of the op table (and nothing else). The site builds with `mkdocs build --strict`.
 """
 
 from __future__ import annotations
@@ -34,18 +37,26 @@ from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# The pages whose examples run: the README and the site's pages.
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 # The environment of every command: no colour forced or refused, no width, no debug traceback.
 ENV = {"FORCE_COLOR": None, "NO_COLOR": None, "COLUMNS": None, "CGRAPH_DEBUG": None}
 
 
-# --- reading the README --------------------------------------------------------------------------
+# --- reading the pages ----------------------------------------------------------------------------
 @dataclass
 class Block:
-    """A fenced code block: its language, the README line of its first line, its lines."""
+    """A fenced code block: its language, the page's line of its first line, its lines."""
 
     lang: str
     line: int
     lines: list[str]
+    page: str = "README.md"
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
     @property
     def text(self) -> str:
@@ -54,17 +65,18 @@ class Block:
 
 @dataclass
 class Example:
-    """One `$ COMMAND` of a console block and the output the README shows for it."""
+    """One `$ COMMAND` of a console block and the output the page shows for it."""
 
     line: int
     command: str
     expected: list[str] = field(default_factory=list)
+    page: str = "README.md"
 
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)\s*$")
 
 
-def code_blocks(text: str) -> list[Block]:
+def code_blocks(text: str, page: str = "README.md") -> list[Block]:
     """The fenced blocks of a Markdown text, also those indented inside a list item.
 
     >>> [(b.lang, b.line, b.lines) for b in code_blocks("a\\n\\n  ```sh\\n  make\\n  ```\\n")]
@@ -79,9 +91,9 @@ def code_blocks(text: str) -> list[Block]:
         indent, j = len(m["indent"]), i + 1
         while j < len(lines) and lines[j].strip() != "```":
             j += 1
-        assert j < len(lines), f"README.md:{i + 1}: the block is never closed"
+        assert j < len(lines), f"{page}:{i + 1}: the block is never closed"
         body = [line[indent:] if not line[:indent].strip() else line for line in lines[i + 1 : j]]
-        blocks.append(Block(m["lang"], i + 2, body))
+        blocks.append(Block(m["lang"], i + 2, body, page))
         i = j + 1
     return blocks
 
@@ -91,15 +103,25 @@ def examples(block: Block) -> list[Example]:
     found: list[Example] = []
     for k, line in enumerate(block.lines):
         if line.startswith("$ "):
-            found.append(Example(block.line + k, line[2:]))
+            found.append(Example(block.line + k, line[2:], page=block.page))
         else:
-            assert found, f"README.md:{block.line + k}: output before any `$ ` command"
+            assert found, f"{block.page}:{block.line + k}: output before any `$ ` command"
             found[-1].expected.append(line)
     return found
 
 
-def readme_blocks(lang: str) -> list[Block]:
-    return [b for b in code_blocks(README.read_text(encoding="utf-8")) if b.lang == lang]
+def page_name(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def page_blocks(lang: str) -> list[Block]:
+    """The blocks of language ``lang`` in the README and every page of the site."""
+    return [
+        block
+        for path in PAGES
+        for block in code_blocks(path.read_text(encoding="utf-8"), page_name(path))
+        if block.lang == lang
+    ]
 
 
 # --- running a command line ------------------------------------------------------------------------
@@ -273,69 +295,124 @@ def default_image(args: list[str]) -> str:
 
 
 def check(example: Example, shell: Shell) -> None:
-    """Run one example and hold its output to the README's."""
+    """Run one example and hold its output to the page's."""
     shown = run(example.command, shell)
     got = [line.rstrip() for line in shown.rstrip("\n").split("\n")] if shown.strip() else []
     want = [line.rstrip() for line in example.expected]
     assert got == want, (
-        f"README.md:{example.line}: $ {example.command}\n--- README\n"
+        f"{example.page}:{example.line}: $ {example.command}\n--- the page\n"
         + "\n".join(want)
         + "\n--- printed\n"
         + "\n".join(got)
     )
     if "error:" in shown and example.command != "echo $?":
-        assert shell.status != 0, f"README.md:{example.line}: an error, but exit 0"
+        assert shell.status != 0, f"{example.page}:{example.line}: an error, but exit 0"
 
 
 @pytest.fixture
 def shell(tmp_path, monkeypatch) -> Shell:
-    """A folder holding a copy of samples/ (the README runs from the checkout's root)."""
+    """A folder holding a copy of samples/ (the examples run from the checkout's root)."""
     shutil.copytree(ROOT / "samples", tmp_path / "samples")
     monkeypatch.chdir(tmp_path)
     return Shell(tmp_path)
 
 
 # --- the tests -----------------------------------------------------------------------------------
-CONSOLE = readme_blocks("console")
+def ids(blocks: list[Block]) -> list[str]:
+    return [f"{b.page}:{b.line}" for b in blocks]
 
 
-@pytest.mark.parametrize("block", CONSOLE, ids=[f"line{b.line}" for b in CONSOLE])
-def test_console_block_prints_what_the_readme_shows(block, shell):
+CONSOLE = page_blocks("console")
+
+
+@pytest.mark.parametrize("block", CONSOLE, ids=ids(CONSOLE))
+def test_console_block_prints_what_the_page_shows(block, shell):
     steps = examples(block)
-    assert steps, f"README.md:{block.line}: a console block without a `$ ` command"
+    assert steps, f"{block.where}: a console block without a `$ ` command"
     for k, example in enumerate(steps):
         check(example, shell)
         follows = steps[k + 1].command if k + 1 < len(steps) else ""
         if follows != "echo $?" and example.command != "echo $?":
             assert shell.status == 0 or any("error:" in line for line in example.expected), (
-                f"README.md:{example.line}: exit {shell.status}; show it with `$ echo $?`"
+                f"{example.page}:{example.line}: exit {shell.status}; show it with `$ echo $?`"
             )
 
 
-PYTHON = readme_blocks("python")
+def run_doctest(block: Block, globs: dict, flags: int = 0) -> None:
+    test = doctest.DocTestParser().get_doctest(
+        block.text, globs, block.page, block.page, block.line
+    )
+    report = io.StringIO()
+    results = doctest.DocTestRunner(verbose=False, optionflags=flags).run(test, out=report.write)
+    assert results.attempted and results.failed == 0, f"{block.where}:\n{report.getvalue()}"
 
 
-@pytest.mark.parametrize("block", PYTHON, ids=[f"line{b.line}" for b in PYTHON])
+PYTHON = page_blocks("python")
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=ids(PYTHON))
 def test_python_block_runs(block, shell):
     if ">>>" not in block.text:
-        exec(compile(block.text, f"README.md:{block.line}", "exec"), {"__name__": "readme"})
+        exec(compile(block.text, block.where, "exec"), {"__name__": "docs"})
         return
-    test = doctest.DocTestParser().get_doctest(block.text, {}, "README.md", "README.md", block.line)
-    report = io.StringIO()
-    results = doctest.DocTestRunner(verbose=False).run(test, out=report.write)
-    assert results.failed == 0, f"README.md:{block.line}:\n{report.getvalue()}"
+    run_doctest(block, {})
 
 
-TOML = readme_blocks("toml")
+PYCON = page_blocks("pycon")
 
 
-@pytest.mark.parametrize("block", TOML, ids=[f"line{b.line}" for b in TOML])
+def documented_name(block: Block) -> str:
+    """The exported name whose entry in docs/api.md holds ``block``: the heading above it,
+    `### `name(...)``, `### class `Name``, or `#### `Name.attribute``."""
+    lines = (ROOT / block.page).read_text(encoding="utf-8").splitlines()[: block.line]
+    heading = next(line for line in reversed(lines) if re.match(r"#{3,4} ", line))
+    return re.search(r"`(\w+)", heading)[1]
+
+
+@pytest.mark.parametrize("block", PYCON, ids=ids(PYCON))
+def test_pycon_block_of_the_api_reference_runs(block, shell):
+    """docs/api.md's examples (its names' docstrings', also run as doctests of their modules)
+    run among the names the package exports and those of the module that defines the name."""
+    import importlib
+
+    import cgraph_cli
+
+    exported = getattr(cgraph_cli, documented_name(block))
+    module = importlib.import_module(getattr(exported, "__module__", "cgraph_cli"))
+    globs = {name: getattr(cgraph_cli, name) for name in cgraph_cli.__all__}
+    run_doctest(block, {**vars(module), **globs}, doctest.NORMALIZE_WHITESPACE)  # as pyproject's
+
+
+TOML = page_blocks("toml")
+
+
+@pytest.mark.parametrize("block", TOML, ids=ids(TOML))
 def test_toml_block_is_a_checks_file_that_passes(block, shell):
-    """A checks file shown in the README sits beside the samples, as samples/checks.toml."""
-    spec = shell.cwd / "samples" / "readme.toml"
+    """A checks file shown in the docs sits beside the samples, as samples/checks.toml."""
+    spec = shell.cwd / "samples" / "docs.toml"
     spec.write_text(block.text, encoding="utf-8")
     ran = run_cgraph(["check", "--spec", str(spec)], None, last=True)
-    assert ran.code == 0, f"README.md:{block.line}:\n{ran.shown}"
+    assert ran.code == 0, f"{block.where}:\n{ran.shown}"
+
+
+CGRAPH = page_blocks("cgraph")
+
+
+@pytest.mark.parametrize("block", CGRAPH, ids=ids(CGRAPH))
+def test_cgraph_block_is_a_program_that_runs(block):
+    """A program shown in a ```cgraph block parses, and runs where every input has a value."""
+    import cgraph_cli
+
+    graph = cgraph_cli.parse(block.text, block.where)
+    if set(graph.inputs) <= set(graph.defaults):
+        cgraph_cli.evaluate(graph)
+
+
+def test_there_are_examples_of_each_kind():
+    """The collection above finds the blocks (a renamed fence would silently drop them)."""
+    for blocks in (CONSOLE, PYTHON, PYCON, TOML, CGRAPH):
+        assert blocks
+    assert {b.page for b in CONSOLE} >= {"README.md", "docs/language.md", "docs/commands/check.md"}
 
 
 def test_every_command_has_an_example():
@@ -352,21 +429,32 @@ def test_a_changed_output_fails(shell):
     line = example.expected[0]
     broken = Example(example.line, example.command, list(example.expected))
     broken.expected[0] = line[:-1] + ("0" if line[-1:] != "0" else "1")
-    with pytest.raises(AssertionError, match="--- README"):
+    with pytest.raises(AssertionError, match="--- the page"):
         check(broken, shell)
-    with pytest.raises(AssertionError, match="--- README"):
+    with pytest.raises(AssertionError, match="--- the page"):
         check(Example(example.line, example.command, example.expected[:-1]), shell)
 
 
-def _section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    assert f"\n## {title}\n" in text, f"README.md: no section '## {title}'"
-    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+def _page(name: str, title: str) -> str:
+    """The text of the page docs/NAME titled ``# TITLE``, up to its first ``## `` section."""
+    text = (DOCS / name).read_text(encoding="utf-8")
+    assert text.startswith(f"# {title}\n"), f"docs/{name}: not titled '# {title}'"
+    return text.split("\n## ", 1)[0]
 
 
 def _table_rows(text: str) -> list[list[str]]:
-    """The body rows of the first Markdown table in ``text``, as cells (`\\|` is a `|`)."""
-    rows = [line for line in text.splitlines() if line.startswith("|")]
+    """The body rows of the first Markdown table in ``text``, as cells (`\\|` is a `|`).
+
+    >>> _table_rows("| a | b |\\n|---|---|\\n| 1 | x \\\\| y |\\n\\n| c |\\n|---|\\n| 2 |\\n")
+    [['1', 'x | y']]
+    """
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
     return [
         [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row.strip("|"))]
         for row in rows[2:]
@@ -398,9 +486,9 @@ def test_the_options_table_lists_every_option_and_its_commands():
     sources = {
         name for name in every if "args" in [p.name for p in main.get_command(None, name).params]
     }
-    assert len(sources) == 16, sources  # the README calls them "the sixteen"
+    assert len(sources) == 16, sources  # docs/options.md calls them "the sixteen"
     table = {}
-    for option, commands, *_ in _table_rows(_section("Options")):
+    for option, commands, *_ in _table_rows(_page("options.md", "Options")):
         spelled = ", ".join(re.findall(r"`(-[-\w]+)", option))
         assert spelled not in table, f"{spelled} twice"
         table[spelled] = _commands_named(commands, every, sources)
@@ -410,7 +498,7 @@ def test_the_options_table_lists_every_option_and_its_commands():
 def test_the_json_table_lists_every_schema_with_its_version():
     from cgraph_cli import schemas
 
-    rows = {cells[0].strip("`"): cells[1] for cells in _table_rows(_section("JSON output"))}
+    rows = {cells[0].strip("`"): cells[1] for cells in _table_rows(_page("json.md", "JSON output"))}
     assert set(rows) == set(schemas.VERSIONS), set(rows) ^ set(schemas.VERSIONS)
     for name, version in schemas.VERSIONS.items():
         assert rows[name] == str(version), name
@@ -425,7 +513,7 @@ def function_list(text: str) -> tuple[set[str], set[str]]:
     >>> [sorted(names) for names in function_list(item + "tensors also `sum`.\\n- **More**: `x`")]
     [['cos', 'exp', 'log', 'sin', 'where'], ['sum']]
     """
-    assert "\n- **Functions**" in "\n" + text, "README.md: no '- **Functions**' item"
+    assert "\n- **Functions**" in "\n" + text, "docs/language.md: no '- **Functions**' item"
     item = ("\n" + text).split("\n- **Functions**", 1)[1].split("\n- **", 1)[0]
     elementwise, _, tensors = " ".join(item.split()).partition("On tensors also")
 
@@ -442,31 +530,85 @@ def function_list(text: str) -> tuple[set[str], set[str]]:
     return names(elementwise), names(tensors)
 
 
-def readme_functions() -> set[str]:
-    """Every function README.md's language section names: the language's promise."""
-    return set().union(*function_list(_section("The language")))
+def documented_functions() -> set[str]:
+    """Every function docs/language.md names: the language's promise."""
+    return set().union(*function_list(_page("language.md", "The language")))
 
 
 def test_the_function_list_names_every_function_of_the_op_table():
-    """Adding a function to the op table fails here until its README line is written."""
+    """Adding a function to the op table fails here until its line in docs/language.md is
+    written."""
     from cgraph_cli.core.ops import FUNCTIONS
 
-    elementwise, tensors = function_list(_section("The language"))
+    elementwise, tensors = function_list(_page("language.md", "The language"))
     for kind, listed, wanted in (
         ("elementwise", elementwise, lambda op: op.elementwise),
         ("tensor (after 'On tensors also')", tensors, lambda op: not op.elementwise),
     ):
         table = {name for name, ops in FUNCTIONS.items() if any(map(wanted, ops.values()))}
         missing, stray = sorted(table - listed), sorted(listed - table)
-        assert not missing, f"README.md's **Functions** item lacks the {kind} functions {missing}"
-        assert not stray, f"README.md lists {stray} as {kind} functions; the op table does not"
+        assert not missing, (
+            f"docs/language.md's **Functions** item lacks the {kind} functions {missing}"
+        )
+        assert not stray, (
+            f"docs/language.md lists {stray} as {kind} functions; the op table does not"
+        )
 
 
-def test_the_table_of_contents_links_to_headings():
+def _links(text: str) -> list[str]:
+    """The targets of a Markdown text's links and images, and of its <img> tags."""
+    return re.findall(r"\]\(([^)\s]+)\)", text) + re.findall(r"<img[^>]*\ssrc=[\"']([^\"']+)", text)
+
+
+def test_the_readme_links_to_files_and_headings_it_has():
+    """README.md's relative links and images name files of the checkout (images by relative path,
+    so they show offline and in a fork), and its `#anchor` links its own headings."""
     text = README.read_text(encoding="utf-8")
-    headings = re.findall(r"^#{2,4} (.+)$", text, re.MULTILINE)
+    headings = re.findall(r"^#{1,4} (.+)$", text, re.MULTILINE)
     anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
-    links = re.findall(r"\]\(#([^)]+)\)", text)
-    assert links and set(links) <= anchors, set(links) - anchors
-    for doc in re.findall(r"\]\((docs/[^)#]+)", text):
-        assert (ROOT / doc).exists(), doc
+    links = _links(text)
+    assert any(link.startswith("docs/") and link.endswith(".png") for link in links)
+    for link in links:
+        if link.startswith("#"):
+            assert link[1:] in anchors, link
+        elif not re.match(r"[a-z]+:", link):
+            assert (ROOT / link.split("#")[0]).exists(), link
+
+
+def test_the_readme_is_at_most_400_lines():
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 400
+
+
+def test_the_json_page_is_up_to_date_with_the_schemas():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_json", DOCS / "gen_json.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    text = gen.TARGET.read_text(encoding="utf-8")
+    assert text == gen.render(text), "docs/json.md is out of date: run `python docs/gen_json.py`"
+
+
+def test_the_site_builds_with_strict_checks(tmp_path):
+    """`mkdocs build --strict` (what `make docs` runs): every page in the nav, every link and
+    anchor found. Skipped where the docs extra is not installed."""
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "site" / "commands" / "check" / "index.html").is_file()
+
+
+def test_the_commands_page_lists_every_command():
+    from cgraph_cli.cli import main
+
+    listed = {
+        cells[0].split("`")[1] for cells in _table_rows(_page("commands/index.md", "Commands"))
+    }
+    assert listed == set(main.list_commands(None))
