@@ -408,7 +408,7 @@ class _Reader:
     def _unsupported(self, node, what: str | None = None) -> NotSupported:
         supported = ", ".join(sorted({*RULES, *FOLD, "Constant"}))
         hint = (  # an operator cgraph reads, in a use it does not: what it imports is no help
-            f"cgraph imports {node.op_type}, but not this use of it (README: cgraph import)"
+            f"cgraph imports {node.op_type}, but not this use of it (docs/commands/import.md)"
             if what and node.op_type in RULES
             else f"cgraph imports {supported}"
         )
