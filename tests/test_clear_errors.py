@@ -44,3 +44,28 @@ def test_a_folder_named_as_the_program_is_a_folder(cli, tmp_path, monkeypatch):
     assert "progs is a directory, not a program file" in result.stderr
     assert "pass it with -e" in result.stderr
     assert cli("eval", "-e", "progs", "progs=2").stdout == "progs = 2\n"
+
+
+@pytest.mark.parametrize(
+    "program, hints",
+    [
+        ("y = 2x", ["to multiply, write the operator: 2*x"]),
+        ("y = 2 sin(x)", ["to multiply, write the operator: 2*sin(...)"]),
+        (
+            "y = (x)(x)",
+            [
+                "to multiply, write the operator: (...)*(...)",
+                "separate statements with a newline or ';'",
+            ],
+        ),
+        (
+            "y = x x",
+            ["to multiply, write the operator: x*x", "separate statements with a newline or ';'"],
+        ),
+        ("y = sin x", ["to call sin, put its argument in parentheses: sin(...)"]),
+    ],
+)
+def test_a_product_written_as_on_paper_is_answered_with_its_operator(cli, program, hints):
+    result = cli("eval", program, "x=1")
+    assert result.exit_code == 3  # a syntax error
+    assert [line[6:] for line in result.stderr.splitlines() if line.startswith("help: ")] == hints

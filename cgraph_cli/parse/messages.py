@@ -162,13 +162,20 @@ def syntax_error(
         )
     if tok[KIND] in ("NAME", "NUMBER", "LPAR", "INPUT"):
         after = f" after {describe_token(prev)}" if prev is not None else ""
-        hint = "separate statements with a newline or ';'"
+        hints = ["separate statements with a newline or ';'"]
         if prev is not None and prev[TEXT] in FUNCTIONS:
-            hint = f"to call {prev[TEXT]}, put its argument in parentheses: {prev[TEXT]}(...)"
+            hints = [f"to call {prev[TEXT]}, put its argument in parentheses: {prev[TEXT]}(...)"]
+        elif prev is not None and prev[KIND] in ("NAME", "NUMBER", "RPAR", "RSQB"):
+            # 2x, 2 x, x y, (a)(b): a product as written on paper
+            left = "(...)" if prev[KIND] in ("RPAR", "RSQB") else prev[TEXT]
+            right = "(...)" if tok[KIND] == "LPAR" else tok[TEXT]
+            product = f"{left}*{right}(...)" if tok[TEXT] in FUNCTIONS else f"{left}*{right}"
+            multiply = f"to multiply, write the operator: {product}"
+            hints = [multiply] if prev[KIND] == "NUMBER" else [multiply, *hints]
         return UnexpectedInput(
             f"unexpected {describe_token(tok)}{after}: expected an operator or the end of the statement",
             span,
             source,
-            hints=[hint],
+            hints=hints,
         )
     return UnexpectedInput(f"unexpected {describe_token(tok)}", span, source)
