@@ -40,6 +40,7 @@ from ..core.ops import CALL, CONST, INFIX, INPUT, POSTFIX
 
 _FUNCTION = re.compile(r"^function (_\w+)\(", re.M)
 _CALL = re.compile(r"\b(_\w+)\(")
+_NAME = re.compile(r"\b(_\w+)\b")
 #: The runtime's helpers every program uses (errors, inputs, checks).
 _ALWAYS = ("_T", "_size", "_tensor", "_bindex")
 
@@ -61,7 +62,7 @@ def _with_callees(names: set[str], helpers: dict[str, str]) -> list[str]:
     """``names`` and every helper their source calls, in the runtime's order."""
     found, todo = set(names), list(names)
     while todo:
-        for callee in _CALL.findall(helpers[todo.pop()]):
+        for callee in _NAME.findall(helpers[todo.pop()]):
             if callee in helpers and callee not in found:
                 found.add(callee)
                 todo.append(callee)
@@ -146,11 +147,14 @@ class _Writer:
             out.append(_json(value))
         return out
 
-    def lines(self, nodes, checks: dict[int, str]) -> list[str]:
-        """One line per operation node of ``nodes``, then ``checks[node]`` where given."""
+    def lines(self, nodes, checks: dict[int, str], keep_constants: bool = False) -> list[str]:
+        """One line per operation node of ``nodes``, then ``checks[node]`` where given; with
+        ``keep_constants``, one per constant too."""
         out = []
         for j in nodes:
             op = self.graph.ops[j]
+            if op is CONST and keep_constants:  # a value the results list
+                out.append(f"  v[{j}] = {self.atom(j)};")
             if op is INPUT or op is CONST:
                 continue
             out.append(f"  v[{j}] = {self.expression(j)};")
@@ -275,7 +279,8 @@ def js_module(
         )
     writer = _Writer(b.graph, b.shapes)
     scalar = [not s for s in b.shapes]
-    forward = writer.lines(range(n), {j: _check(j, scalar[j], "_fail(v, %d)" % j) for j in range(n)})
+    checks = {j: _check(j, scalar[j], f"_fail(v, {j})") for j in range(n)}
+    forward = writer.lines(range(n), checks, keep_constants=True)
     backward = writer.lines(
         range(n, len(b.graph.ops)),
         {j: _check(j, scalar[j], f"_slope(v, {i}, {j})") for j, i in watched.items()},
