@@ -24,7 +24,9 @@ from cgraph_cli.run.evaluate import forward
 from cgraph_cli.run.vjp import vjp
 
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed: the JS target runs in it")
+pytestmark = pytest.mark.skipif(
+    NODE is None, reason="node is not installed: the JS target runs in it"
+)
 SAMPLES = Path(__file__).parent.parent / "samples"
 
 # Runs each case {module, inputs, grad}: the values and adjoints by node id, or the error.
@@ -203,7 +205,9 @@ def _sample_cases():
 
 def test_every_sample_the_target_takes(tmp_path):
     found = _sample_cases()
-    assert {"neuron", "mlp", "seed", "moons", "softmax_cross_entropy"} <= {name for name, _, _ in found}
+    assert {"neuron", "mlp", "seed", "moons", "softmax_cross_entropy"} <= {
+        name for name, _, _ in found
+    }
     cases = [{"source": s, "inputs": {}, "grad": True} for _, _, s in found]
     for (_, graph, _), result in zip(found, run_node(tmp_path, cases)):
         check_against_cgraph(graph, {}, result)

@@ -277,8 +277,9 @@ def js_module(
             checked=True,
             on_sum=summed,
         )
-    writer = _Writer(b.graph, b.shapes)
-    scalar = [not s for s in b.shapes]
+    node_shapes = b.shapes or []  # kept: the builder was given the inputs' shapes
+    writer = _Writer(b.graph, node_shapes)
+    scalar = [not s for s in node_shapes]
     checks = {j: _check(j, scalar[j], f"_fail(v, {j})") for j in range(n)}
     forward = writer.lines(range(n), checks, keep_constants=range(n))
     backward = writer.lines(
@@ -291,7 +292,9 @@ def js_module(
         "records": _node_records(graph, keys),
         "shapes": {w: list(shapes[w]) for w in graph.inputs},
         "defaults": {
-            w: value if isinstance(value, float) else {"shape": list(value.shape), "data": [float(x) for x in value.ravel()]}
+            w: value
+            if isinstance(value, float)
+            else {"shape": list(value.shape), "data": [float(x) for x in value.ravel()]}
             for w, value in graph.defaults.items()
         },
         "adjoints": [_adjoint(a, n) for a in adjoints],
