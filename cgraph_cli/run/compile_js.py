@@ -23,8 +23,8 @@ Programs with loops or if/else, and the image ops (conv2d, the pools), are refus
 
 >>> from cgraph_cli import parse
 >>> text = js_module(parse("p = x + y; g = p * z"))
->>> "module.exports = program" in text and "function grad(inputs)" in text
-True
+>>> "module.exports = program;" in text, "  v[4] = v[2] * v[3];" in text
+(True, True)
 """
 
 from __future__ import annotations
