@@ -352,8 +352,8 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     "--junit",
     metavar="FILE",
     type=FilePath("output", allow_dash=True),
-    help="Also write a JUnit XML report to FILE, a test case per input (element) and point "
-    "('-': standard output, and the text report to standard error).",
+    help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
+    "report to standard error).",
 )
 @output_option
 @common_options
