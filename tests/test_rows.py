@@ -478,3 +478,14 @@ def test_inputs_named_like_python_or_the_module_keep_their_own_values_on_rows(
 
         value = json.loads(alone.stdout)["value"]
         assert float(rows.stdout.splitlines()[1].split(",")[0]) == value
+
+
+def test_a_csv_file_separated_by_semicolons_is_read_as_spreadsheets_write_it(cli, tmp_path):
+    data = tmp_path / "semi.csv"
+    data.write_text('x;w;"name; full"\n1;2;a\n3;4;"b, c"\n')
+    result = cli("eval", "y = x * w", "--rows", str(data), "--keep", "name; full")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == ['"name; full","y","error"', '"a",2,', '"b, c",12,']
+    commas = tmp_path / "commas.csv"  # a comma anywhere outside quotes: commas separate
+    commas.write_text('x,"w;v"\n1,2\n')
+    assert cli("eval", "y = x * 2", "--rows", str(commas)).stdout.splitlines()[1] == "2,"

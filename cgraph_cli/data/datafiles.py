@@ -329,6 +329,8 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
     stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = _header(stream, path)
+        if fmt == "csv" and b"," not in _unquoted(header) and b";" in _unquoted(header):
+            delimiter = ";"  # as spreadsheets write CSV where the decimal mark is a comma
         names = header_names(header, delimiter, path)
         if not names:
             return
@@ -360,6 +362,15 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
                 reader.close()  # its reading thread stopped: none is left to abort at exit
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise UsageError(csv_problem(e, path, names, bad, block)) from None
+
+
+def _unquoted(header: bytes) -> bytes:
+    """A header line without its quoted parts (a name may hold a comma or a semicolon).
+
+    >>> _unquoted(b'"a,b";c\n')
+    b';c\n'
+    """
+    return b"".join(header.split(b'"')[::2])
 
 
 #: The most bytes of a CSV header, the column names: a million columns fit, and a name of
