@@ -367,8 +367,8 @@ def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
 def _unquoted(header: bytes) -> bytes:
     """A header line without its quoted parts (a name may hold a comma or a semicolon).
 
-    >>> _unquoted(b'"a,b";c\n')
-    b';c\n'
+    >>> _unquoted(b'"a,b";c')
+    b';c'
     """
     return b"".join(header.split(b'"')[::2])
 
