@@ -57,7 +57,11 @@ def theme_css(name: str, theme: Theme) -> str:
     return f':root[data-theme="{name}"] {{ {body} }}'
 
 
-def _svg(data: dict[str, Any]) -> str:
+def graph_svg(data: dict[str, Any]) -> str:
+    """The graph of ``data`` (with its layout) as the page draws it: every node a ``g`` with
+    the node's id, its value's text ``ID-v`` and its gradient's ``ID-g``, each edge a ``g``
+    with its path and labels (the interactive page's, the live page's and ``train --page``'s).
+    """
     e = html.escape
     out = data["output"]
     parts = [
@@ -125,7 +129,8 @@ def _svg(data: dict[str, Any]) -> str:
             node["formula"] or ("input" if node["kind"] == "input" else "constant")
         )
         parts.append(
-            f'<g class="{classes}" id="{node["id"]}" tabindex="0" role="button" '
+            f'<g class="{classes}" id="{node["id"]}" data-node="{e(node["name"])}" '
+            'tabindex="0" role="button" '
             f'aria-label="{e(label)}"><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8"/>'
             + "".join(lines)
             + "</g>"
@@ -298,7 +303,7 @@ body {{ font-family: {FONT}; }}
 <p id="phase" class="phase">Both passes done</p>
 <p id="caption" class="caption" aria-live="polite">{e(data["events"][-1]["caption"])}</p>
 <div class="canvas">
-{_svg(data)}
+{graph_svg(data)}
 </div>
 <ul class="legend">
 <li><span class="swatch pos"></span> gradient &gt; 0 (blue, no sign)</li>
