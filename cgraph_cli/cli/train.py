@@ -272,8 +272,8 @@ def train_command(ctx, **options):
         f"Training loss{': ' + what if what else ''} ({options['optimizer']}, lr {options['lr']:g})"
     )
     if plot:
-        from ..render.plot import loss_curve
         from ..data.outputs import write_file
+        from ..render.plot import loss_curve
 
         write_file(plot, loss_curve(result, plot, title))
     if page:
