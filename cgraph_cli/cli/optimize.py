@@ -157,10 +157,11 @@ COMMANDS = [optimize_command]
 @wrt_option
 @click.option(
     "--target",
-    type=click.Choice(["python", "numpy", "onnx"]),
+    type=click.Choice(["python", "numpy", "js", "onnx"]),
     default=None,
-    help="Plain Python over math (programs of numbers), NumPy (tensors), or an ONNX model "
-    "(float64, opset 18; the onnx extra). Default: onnx for -o FILE.onnx, else python.",
+    help="Plain Python over math (programs of numbers), NumPy (tensors), JavaScript (a "
+    "script for Node and web pages, numbers and tensors), or an ONNX model (float64, opset "
+    "18; the onnx extra). Default: onnx for -o FILE.onnx, js for -o FILE.js, else python.",
 )
 @click.option(
     "--grad",
@@ -207,11 +208,18 @@ def compile_command(
     Tensor programs are compiled for their inputs' shapes (from the bindings or the
     defaults), with --target numpy.
 
+    --target js writes a script with no library for Node and web pages: it sets
+    module.exports (Node's require) or else globalThis.cgraphProgram, an object with
+    forward(inputs) (every node's value, by name) and grad(inputs) (the value, the
+    gradients, and every node's value and adjoint); a value that is not finite throws the
+    error cgraph prints. It takes programs without loops or if/else, and no image ops.
+
     \b
     Examples:
       cgraph compile sample:neuron -o neuron.py
       python -c 'import neuron; print(neuron.grad(**neuron.DEFAULTS))'
       cgraph compile sample:mlp --target numpy -o mlp_grad.py
+      cgraph compile sample:neuron -o neuron.js
       cgraph compile 'f = x^2 * y' --wrt x
       cgraph compile sample:mlp --target onnx --grad -o mlp_grad.onnx
       cgraph compile sample:neuron --target onnx --jvp -o neuron_jvp.onnx
@@ -228,7 +236,8 @@ def compile_command(
         )
     if target is None:  # what the file's name says it is
         written = str(output.settings.output or "")
-        target = "onnx" if written.lower().endswith(".onnx") else "python"
+        lower = written.lower()
+        target = "onnx" if lower.endswith(".onnx") else "js" if lower.endswith(".js") else "python"
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     if (modes or dtype != "float64") and target != "onnx":
         raise UsageError(

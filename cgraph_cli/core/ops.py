@@ -56,6 +56,7 @@ class OpSpec:
         "arity",
         "py",
         "np",
+        "js",
         "partials",
         "vjp",
         "jvp",
@@ -84,6 +85,10 @@ class OpSpec:
     # cgraph_cli.core.runtime), and the same over NumPy arrays; params follow the arguments.
     py: str | None
     np: str | None
+    # The value as a JavaScript expression: on numbers for an elementwise op ({0}, {1}...;
+    # `cgraph compile --target js` maps it over tensors), else a call of a helper of
+    # cgraph_cli/run/js_runtime.js with the params after the arguments; None: no JS rule.
+    js: str | None
     # Derivatives, written over an interpretation `e` (see the module docstring).
     partials: tuple[Callable | None, ...] | None
     vjp: Callable | None
@@ -126,6 +131,7 @@ class OpSpec:
         arity: int,
         py: str | None = None,
         np: str | None = None,
+        js: str | None = None,
         partials: tuple[Callable | None, ...] | None = None,
         vjp: Callable | None = None,
         jvp: Callable | None = None,
@@ -151,6 +157,7 @@ class OpSpec:
         put(self, "arity", arity)
         put(self, "py", py)
         put(self, "np", np)
+        put(self, "js", js)
         put(self, "partials", partials)
         put(self, "vjp", vjp)
         put(self, "jvp", jvp)
@@ -198,13 +205,16 @@ def _at_0_0(e, x, y, there, elsewhere):
     return e.where(e.eq(x, 0.0), inner, elsewhere)
 
 
-def _infix(name, symbol, glyph, precedence, latex, partials, example, *, py=None, np=None, **kw):
+def _infix(
+    name, symbol, glyph, precedence, latex, partials, example, *, py=None, np=None, js=None, **kw
+):
     expr = f"{{0}} {symbol} {{1}}"
     return OpSpec(
         name=name,
         arity=2,
         py=py or expr,
         np=np or expr,
+        js=js or expr,
         partials=partials,
         symbol=symbol,
         glyph=glyph,
@@ -238,13 +248,14 @@ def _fn(name, arity, py, np, partials, *, latex=None, example=None, **kw):
     )
 
 
-def _compare(name, symbol, latex, py_op):
+def _compare(name, symbol, latex, py_op, js_op):
     """A comparison: 1 where it holds, else 0; no gradient (a step function is flat)."""
     return OpSpec(
         name=name,
         arity=2,
         py=f"(1.0 if {{0}} {py_op} {{1}} else 0.0)",
         np=f"np.asarray({{0}} {py_op} {{1}}, dtype=float)",
+        js=f"({{0}} {js_op} {{1}} ? 1 : 0)",
         partials=(None, None),
         symbol=symbol,
         glyph=symbol,
@@ -255,7 +266,7 @@ def _compare(name, symbol, latex, py_op):
     )
 
 
-def _logical(name, symbol, latex, py, np, precedence, arity=2):
+def _logical(name, symbol, latex, py, np, js, precedence, arity=2):
     """``and``, ``or``, ``not``: 1 where the truth holds, else 0 (any nonzero number is
     true, as in Python); no gradient."""
     return OpSpec(
@@ -263,6 +274,7 @@ def _logical(name, symbol, latex, py, np, precedence, arity=2):
         arity=arity,
         py=py,
         np=np,
+        js=js,
         partials=(None,) * arity,
         symbol=symbol,
         glyph=symbol.strip(),
@@ -714,6 +726,7 @@ _TABLE = (
         right_assoc=True,
         function=True,
         domain="a negative base needs a whole exponent, and 0 has no negative powers",
+        js="Math.pow({0}, {1})",
     ),
     OpSpec(
         name="matmul",
@@ -728,6 +741,7 @@ _TABLE = (
         style=INFIX,
         precedence=PREC_PRODUCT,
         example="a @ b",
+        js="_matmul({0}, {1})",
     ),
     OpSpec(
         name="neg",
@@ -741,19 +755,21 @@ _TABLE = (
         style=PREFIX,
         precedence=PREC_UNARY,
         example="-x",
+        js="-{0}",
     ),
-    _compare("lt", "<", "{0} < {1}", "<"),
-    _compare("le", "<=", r"{0} \le {1}", "<="),
-    _compare("gt", ">", "{0} > {1}", ">"),
-    _compare("ge", ">=", r"{0} \ge {1}", ">="),
-    _compare("eq", "==", "{0} = {1}", "=="),
-    _compare("ne", "!=", r"{0} \ne {1}", "!="),
+    _compare("lt", "<", "{0} < {1}", "<", "<"),
+    _compare("le", "<=", r"{0} \le {1}", "<=", "<="),
+    _compare("gt", ">", "{0} > {1}", ">", ">"),
+    _compare("ge", ">=", r"{0} \ge {1}", ">=", ">="),
+    _compare("eq", "==", "{0} = {1}", "==", "==="),
+    _compare("ne", "!=", r"{0} \ne {1}", "!=", "!=="),
     _logical(
         "logical_and",
         "and",
         r"{0} \land {1}",
         "(1.0 if {0} != 0.0 and {1} != 0.0 else 0.0)",
         "np.asarray(np.logical_and({0}, {1}), dtype=float)",
+        "({0} !== 0 && {1} !== 0 ? 1 : 0)",
         PREC_AND,
     ),
     _logical(
@@ -762,6 +778,7 @@ _TABLE = (
         r"{0} \lor {1}",
         "(1.0 if {0} != 0.0 or {1} != 0.0 else 0.0)",
         "np.asarray(np.logical_or({0}, {1}), dtype=float)",
+        "({0} !== 0 || {1} !== 0 ? 1 : 0)",
         PREC_OR,
     ),
     _logical(
@@ -770,6 +787,7 @@ _TABLE = (
         r"\lnot {0}",
         "(1.0 if {0} == 0.0 else 0.0)",
         "np.asarray(np.logical_not({0}), dtype=float)",
+        "({0} === 0 ? 1 : 0)",
         PREC_NOT,
         arity=1,
     ),
@@ -780,6 +798,7 @@ _TABLE = (
         "np.sin({0})",
         (lambda e, x, o: e.cos(x),),
         latex=r"\sin\left({0}\right)",
+        js="Math.sin({0})",
     ),
     _fn(
         "cos",
@@ -788,6 +807,7 @@ _TABLE = (
         "np.cos({0})",
         (lambda e, x, o: e.neg(e.sin(x)),),
         latex=r"\cos\left({0}\right)",
+        js="Math.cos({0})",
     ),
     _fn(
         "tan",
@@ -796,6 +816,7 @@ _TABLE = (
         "np.tan({0})",
         (lambda e, x, o: e.add(1.0, e.pow(o, 2.0)),),
         latex=r"\tan\left({0}\right)",
+        js="Math.tan({0})",
     ),
     _fn(
         "exp",
@@ -805,6 +826,7 @@ _TABLE = (
         (lambda e, x, o: o,),
         latex=r"e^{{{0}}}",
         positive=True,
+        js="Math.exp({0})",
     ),
     _fn(
         "log",
@@ -814,6 +836,7 @@ _TABLE = (
         (lambda e, x, o: e.div(1.0, x),),
         latex=r"\log\left({0}\right)",
         domain="log needs a positive argument",
+        js="Math.log({0})",
     ),
     _fn(
         "sqrt",
@@ -823,6 +846,7 @@ _TABLE = (
         (lambda e, x, o: e.div(1.0, e.mul(2.0, o)),),
         latex=r"\sqrt{{{0}}}",
         domain="sqrt needs a non-negative argument, and its slope is infinite at 0",
+        js="Math.sqrt({0})",
     ),
     _fn(
         "tanh",
@@ -831,6 +855,7 @@ _TABLE = (
         "np.tanh({0})",
         (lambda e, x, o: e.sub(1.0, e.pow(o, 2.0)),),
         latex=r"\tanh\left({0}\right)",
+        js="Math.tanh({0})",
     ),
     _fn(
         "sigmoid",
@@ -840,6 +865,7 @@ _TABLE = (
         (lambda e, x, o: e.mul(o, e.sub(1.0, o)),),
         latex=r"\sigma\left({0}\right)",
         positive=True,
+        js="_sigmoid({0})",
     ),
     _fn(
         "softplus",
@@ -849,6 +875,7 @@ _TABLE = (
         (lambda e, x, o: e.sigmoid(x),),
         latex=r"\log\left(1 + e^{{{0}}}\right)",
         positive=True,
+        js="_softplus({0})",
     ),
     _fn(
         "erf",
@@ -857,6 +884,7 @@ _TABLE = (
         "rt.np_erf({0})",
         (lambda e, x, o: e.mul(1.1283791670955126, e.exp(e.neg(e.mul(x, x)))),),  # 2/√π e^-x²
         latex=r"\operatorname{{erf}}\left({0}\right)",
+        js="_erf({0})",
     ),
     _fn(
         "relu",
@@ -865,6 +893,7 @@ _TABLE = (
         "np.maximum({0}, 0.0)",
         (lambda e, x, o: e.where(e.gt(x, 0.0), 1.0, 0.0),),
         kink=lambda e, x: x,
+        js="({0} > 0 ? {0} : 0)",
     ),
     _fn(
         "abs",
@@ -874,6 +903,7 @@ _TABLE = (
         (lambda e, x, o: e.sign(x),),
         latex=r"\left|{0}\right|",
         kink=lambda e, x: x,
+        js="Math.abs({0})",
     ),
     _fn(
         "sign",
@@ -882,6 +912,7 @@ _TABLE = (
         "np.sign({0})",
         (None,),
         latex=r"\operatorname{{sign}}\left({0}\right)",
+        js="({0} > 0 ? 1 : {0} < 0 ? -1 : 0)",
     ),
     _fn(
         "stop_gradient",
@@ -891,6 +922,7 @@ _TABLE = (
         (None,),
         latex=r"\operatorname{{sg}}\left({0}\right)",
         surrogate=True,
+        js="{0}",
     ),
     _fn(
         "min",
@@ -902,6 +934,7 @@ _TABLE = (
             lambda e, x, y, o: e.where(e.lt(y, x), 1.0, e.where(e.gt(y, x), 0.0, 0.5)),
         ),
         kink=lambda e, x, y: e.sub(x, y),
+        js="({1} < {0} ? {1} : {0})",
     ),
     _fn(
         "max",
@@ -913,6 +946,7 @@ _TABLE = (
             lambda e, x, y, o: e.where(e.gt(y, x), 1.0, e.where(e.lt(y, x), 0.0, 0.5)),
         ),
         kink=lambda e, x, y: e.sub(x, y),
+        js="({1} > {0} ? {1} : {0})",
     ),
     _fn(
         "where",
@@ -925,6 +959,7 @@ _TABLE = (
             lambda e, c, x, y, o: e.where(c, 0.0, 1.0),
         ),
         example="where(c, x, y)",
+        js="({0} !== 0 ? {1} : {2})",
     ),
     _fn(
         "xlogy",
@@ -933,11 +968,26 @@ _TABLE = (
         "rt.np_xlogy({0}, {1})",
         (lambda e, x, y, o: e.log(y), lambda e, x, y, o: e.div(x, y)),
         domain="log needs a positive argument",
+        js="_xlogy({0}, {1})",
     ),
     # Tensor ops ------------------------------------------------------------------------------
-    _tensor("sum", "rt.np_sum({0}, {1})", _sum_vjp, _sum_jvp, A.reduce_shape, params=("axis",)),
     _tensor(
-        "mean", "rt.np_mean({0}, {1})", _mean_vjp, _mean_jvp, A.average_shape, params=("axis",)
+        "sum",
+        "rt.np_sum({0}, {1})",
+        _sum_vjp,
+        _sum_jvp,
+        A.reduce_shape,
+        params=("axis",),
+        js="_sum({0}, {1})",
+    ),
+    _tensor(
+        "mean",
+        "rt.np_mean({0}, {1})",
+        _mean_vjp,
+        _mean_jvp,
+        A.average_shape,
+        params=("axis",),
+        js="_mean({0}, {1})",
     ),
     _tensor(
         "transpose",
@@ -947,6 +997,7 @@ _TABLE = (
         A.transpose_shape,
         params=("axes",),
         example="transpose(x)",
+        js="_transpose({0}, {1})",
     ),
     _tensor(
         "reshape",
@@ -957,6 +1008,7 @@ _TABLE = (
         params=("shape",),
         required=1,
         example="reshape(x, [2, 3])",
+        js="_reshape({0}, {1})",
     ),
     _tensor(
         "softmax",
@@ -965,6 +1017,7 @@ _TABLE = (
         _softmax_jvp,
         A.keep_shape,
         params=("axis",),
+        js="_softmax({0}, {1})",
     ),
     _tensor(
         "log_softmax",
@@ -974,6 +1027,7 @@ _TABLE = (
         A.keep_shape,
         params=("axis",),
         latex=r"\log\operatorname{{softmax}}\left({0}\right)",
+        js="_logSoftmax({0}, {1})",
     ),
     _tensor(
         "logsumexp",
@@ -982,6 +1036,7 @@ _TABLE = (
         _logsumexp_jvp,
         A.average_shape,
         params=("axis",),
+        js="_logsumexp({0}, {1})",
     ),
     _tensor(
         "amax",
@@ -991,6 +1046,7 @@ _TABLE = (
         A.all_shape,
         symbol="max",
         example="max(x)",
+        js="_amax({0}, null)",
     ),
     _tensor(
         "amin",
@@ -1000,6 +1056,7 @@ _TABLE = (
         A.all_shape,
         symbol="min",
         example="min(x)",
+        js="_amin({0}, null)",
     ),
     _tensor(
         "amax_axis",
@@ -1011,6 +1068,7 @@ _TABLE = (
         required=1,
         symbol="amax",
         example="amax(x, 1)",
+        js="_amax({0}, {1})",
     ),
     _tensor(
         "amin_axis",
@@ -1022,6 +1080,7 @@ _TABLE = (
         required=1,
         symbol="amin",
         example="amin(x, 1)",
+        js="_amin({0}, {1})",
     ),
     _tensor(
         "broadcast_to",
@@ -1032,6 +1091,7 @@ _TABLE = (
         params=("shape",),
         required=1,
         example="broadcast_to(x, [2, 3])",
+        js="_broadcastTo({0}, {1})",
     ),
     _tensor(
         "sum_to",
@@ -1042,6 +1102,7 @@ _TABLE = (
         params=("shape",),
         required=1,
         example="sum_to(x, [3])",
+        js="_sumTo({0}, {1})",
     ),
     _tensor(
         "outer",
@@ -1051,6 +1112,7 @@ _TABLE = (
         A.outer_shape,
         arity=2,
         example="outer(x, y)",
+        js="_outer({0}, {1})",
     ),
     _tensor(
         "place",
@@ -1061,6 +1123,7 @@ _TABLE = (
         params=("shape", "indices"),
         required=2,
         example="place(x, [4], 1:3)",
+        js="_place({0}, {1}, {2})",
     ),
     _tensor(
         "conv2d",
@@ -1156,6 +1219,7 @@ _TABLE = (
         arity=2,
         params=("axis",),
         example="concat(x, y)",
+        js="_concat({0}, {1}, {2})",
     ),
     _tensor(
         "take",
@@ -1168,6 +1232,7 @@ _TABLE = (
         example="take(x, [0, -1, 0])",
         positions=(1,),
         domain="take needs positions that are whole numbers within the axis",
+        js="_take({0}, {1}, {2})",
     ),
     _tensor(
         "scatter_add",
@@ -1181,6 +1246,7 @@ _TABLE = (
         example="scatter_add(g, [0, -1, 0], [3])",
         positions=(1,),
         domain="scatter_add needs positions that are whole numbers within the axis",
+        js="_scatterAdd({0}, {1}, {2}, {3})",
     ),
     OpSpec(
         name="index",
@@ -1196,6 +1262,7 @@ _TABLE = (
         params=("indices",),
         required=1,
         example="x[0]",
+        js="_index({0}, {1})",
     ),
 )
 

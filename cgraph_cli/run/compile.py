@@ -56,7 +56,7 @@ from .batch import (
 )  # fmt: skip
 from .compile_scalar import fuse_forward, reverse_lines, reverse_plan
 
-TARGETS = ("python", "numpy")
+TARGETS = ("python", "numpy", "js")  # js: run/compile_js.py
 Shape = tuple[int, ...] | None  # known when compiling, or None
 SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")

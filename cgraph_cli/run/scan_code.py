@@ -63,6 +63,10 @@ def compile_module(graph: Graph, target: str = "python", **options) -> str:
     """
     from .compile import compile_module as straight
 
+    if target == "js":  # a script for Node and pages: run/compile_js.py
+        from .compile_js import js_module
+
+        return js_module(graph, **options)
     if isinstance(graph.control, Static):
         return loop_module(graph, target, **options)
     return straight(graph, target, **options)

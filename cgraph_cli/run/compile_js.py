@@ -1,0 +1,356 @@
+"""Graph -> a standalone JavaScript program (``cgraph compile --target js``): the forward pass
+and the reverse pass as straight-line code over an array of values indexed by node id, for
+Node and for a browser page (one script, no library, no ``eval``, no request).
+
+The script defines one object, ``cgraphProgram``: ``module.exports`` where a CommonJS
+``module`` exists (Node's ``require``), else ``globalThis.cgraphProgram`` (a ``<script>`` in a
+page). It holds ``inputs`` (names), ``shapes`` and ``defaults`` (by name), ``nodes`` (one
+record a node: ``id``, ``key``, ``name``, ``op``, ``where``), ``output`` (its key),
+``forward(inputs)`` (every node's value by key) and ``grad(inputs)`` (``{value, gradients,
+values, adjoints}``: the output's value, each input's gradient by name, every node's value
+and adjoint by key). A node's key is the name the program gives it, else its display name
+(cgraph's diagrams' label), with `` #ID`` after it when an earlier node has that key.
+Numbers are JS numbers, tensors ``{shape, data}`` with ``data`` a row-major Float64Array;
+inputs may also be nested arrays.
+
+Each op's value is its ``js`` spelling in the op table; the reverse pass is the derivative
+program the op table's rules record (:func:`cgraph_cli.core.autodiff.reverse` under the
+graph builder of :mod:`cgraph_cli.passes.grad_graph`, as ``cgraph grad`` runs them), not
+written here. A value that is not finite throws a ``CgraphError`` whose ``message``,
+``where`` and ``text`` are those the CLI prints for that program and bindings.
+
+Programs with loops or if/else, and the image ops (conv2d, the pools), are refused.
+
+>>> from cgraph_cli import parse
+>>> text = js_module(parse("p = x + y; g = p * z"))
+>>> "module.exports = program" in text and "function grad(inputs)" in text
+True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from importlib import resources
+
+from ..core.errors import UsageError, line_col, render_caret
+from ..core.ir import Graph, resolve_name
+from ..core.ops import CALL, CONST, INFIX, INPUT, POSTFIX
+
+_FUNCTION = re.compile(r"^function (_\w+)\(", re.M)
+_CALL = re.compile(r"\b(_\w+)\(")
+_NAME = re.compile(r"\b(_\w+)\b")
+#: The runtime's helpers every program uses (errors, inputs, checks).
+_ALWAYS = ("_T", "_size", "_tensor", "_bindex")
+
+
+def _runtime() -> dict[str, str]:
+    """Each helper of ``js_runtime.js`` (and ``js_module.js``) by name: its source."""
+    text = "".join(
+        resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+        for name in ("js_runtime.js", "js_module.js")
+    )
+    found = {}
+    for m in _FUNCTION.finditer(text):
+        end = text.index("\n}\n", m.start()) + 3
+        found[m[1]] = text[m.start() : end]
+    return found
+
+
+def _with_callees(names: set[str], helpers: dict[str, str]) -> list[str]:
+    """``names`` and every helper their source calls, in the runtime's order."""
+    found, todo = set(names), list(names)
+    while todo:
+        for callee in _NAME.findall(helpers[todo.pop()]):
+            if callee in helpers and callee not in found:
+                found.add(callee)
+                todo.append(callee)
+    return [n for n in helpers if n in found]
+
+
+def _json(value) -> str:
+    """``value`` as a JS literal; ``<`` escaped, so that a page's ``<script>`` holds it."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+
+
+def _number(x: float) -> str:
+    return f"({x!r})" if x < 0 or repr(x).startswith("-") else repr(x)
+
+
+def _items(items, shape) -> list:
+    """An index's items resolved for ``shape``: a whole number from 0, or a slice as
+    ``[start, step, count]``."""
+    out: list = []
+    for item, size in zip(items, shape):
+        if isinstance(item, slice):
+            r = range(*item.indices(size))
+            out.append([r.start, r.step, len(r)])
+        else:
+            out.append(int(item) % size)
+    return out
+
+
+class _Writer:
+    """The lines computing each operation node of a builder's graph into ``v[id]``."""
+
+    def __init__(self, graph: Graph, shapes: list) -> None:
+        self.graph, self.shapes = graph, shapes
+        self.helpers: set[str] = set()
+        self.constants: list[str] = []  # tensors written in the program, set once
+
+    def atom(self, j: int) -> str:
+        if self.graph.ops[j] is CONST:
+            value = self.graph.consts[j]
+            if isinstance(value, float):
+                return _number(value)
+            if f"_C{j}" not in "".join(self.constants):
+                data = _json([float(x) for x in value.ravel()])
+                self.constants.append(
+                    f"const _C{j} = _T({_json(list(value.shape))}, Float64Array.from({data}));"
+                )
+            return f"_C{j}"
+        return f"v[{j}]"
+
+    def expression(self, j: int) -> str:
+        op, g = self.graph.ops[j], self.graph
+        args = [self.atom(a) for a in g.args[j]]
+        if op.js is None:
+            raise UsageError(
+                f"--target js does not take {op.symbol or op.name} yet",
+                hints=["compile it with --target numpy or onnx"],
+            )
+        if op.elementwise:
+            if not self.shapes[j]:
+                return op.js.format(*args)
+            names = "abc"[: op.arity]
+            self.helpers.add(f"_map{op.arity}")
+            body = op.js.format(*names)
+            return f"_map{op.arity}(({', '.join(names)}) => {body}, {', '.join(args)})"
+        self.helpers.update(_CALL.findall(op.js))
+        return op.js.format(*args, *self.params(j))
+
+    def params(self, j: int) -> list[str]:
+        op, g = self.graph.ops[j], self.graph
+        given = list(g.params.get(j, ()))
+        given += [None] * (len(op.params) - len(given))
+        shape = list(self.shapes[j])
+        out = []
+        for name, value in zip(op.params, given):
+            if name == "shape":
+                value = shape  # resolved: -1 in a reshape, broadcasting's sizes
+            elif name == "indices":
+                of = shape if op.name == "place" else self.shapes[g.args[j][0]]
+                value = _items(value, of)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out.append(_json(value))
+        return out
+
+    def lines(self, nodes, checks: dict[int, str], keep_constants: bool = False) -> list[str]:
+        """One line per operation node of ``nodes``, then ``checks[node]`` where given; with
+        ``keep_constants``, one per constant too."""
+        out = []
+        for j in nodes:
+            op = self.graph.ops[j]
+            if op is CONST and keep_constants:  # a value the results list
+                out.append(f"  v[{j}] = {self.atom(j)};")
+            if op is INPUT or op is CONST:
+                continue
+            out.append(f"  v[{j}] = {self.expression(j)};")
+            if j in checks:
+                out.append(checks[j])
+        return out
+
+
+def _keys(graph: Graph) -> list[str]:
+    """Each node's key: its name, else its display name, with `` #ID`` after a taken one."""
+    keys: dict[int, str] = {}
+    for name, node in graph.named_nodes().items():
+        keys.setdefault(node, name)
+    taken = set(keys.values())
+    out = []
+    for i in range(len(graph.ops)):
+        key = keys.get(i)
+        if key is None:
+            key = graph.display_name(i)
+            key = key if key not in taken else f"{key} #{i}"
+        taken.add(key)
+        out.append(key)
+    return out
+
+
+def _node_records(graph: Graph, keys: list[str]) -> list[dict]:
+    """What an error at each node says: its place, caret and the op's facts."""
+    from ..core.groups import called_at
+
+    name = graph.source.filename
+    records = []
+    for i, op in enumerate(graph.ops):
+        span = graph.span(i)
+        line, col = line_col(graph.source.text, span.start)
+        record = {
+            "id": i,
+            "key": keys[i],
+            "name": graph.display_name(i),
+            "op": op.name,
+            "where": f"{name}:{line}:{col}",
+            "caret": render_caret(graph.source.text, span),
+        }
+        if op is INPUT:
+            record["input"] = graph.labels[i]
+        if op.arity:
+            style = {CALL: "call", INFIX: "infix", POSTFIX: "postfix"}.get(op.style, "prefix")
+            position = [graph.args[i][k] for k in op.positions]
+            record.update(
+                args=list(graph.args[i]),
+                symbol=op.symbol,
+                style=style,
+                domain=op.domain,
+                elementwise=op.elementwise and op.py is not None,
+                position=position[0] if position else None,
+                text=graph.text(i),
+                called=called_at(graph, i),
+            )
+        records.append(record)
+    return records
+
+
+def js_module(
+    graph: Graph,
+    *,
+    of: str | None = None,
+    wrt: list[str] | None = None,
+    bindings: Mapping | None = None,
+    name: str = "",
+) -> str:
+    """The script's text (see the module's docstring) for the inputs' shapes in ``bindings``
+    (else the defaults); ``of``: the value differentiated (default: the output); ``wrt``:
+    the inputs whose gradients ``grad`` gives (default: every one)."""
+    from ..core.autodiff import reverse
+    from ..core.ir_control import refuse
+    from ..data.bindings import check_bindings
+    from ..passes.derivatives import wrt_inputs
+    from ..passes.grad_graph import NotANumber, Recorder, _copy, _require_number, input_shapes
+
+    refuse(graph, "--target js")
+    out = graph.output if of is None else resolve_name(graph, of)
+    wrt = wrt_inputs(graph, wrt)
+    for w in wrt:
+        if w not in graph.inputs:
+            raise UsageError(f"'{w}' is not an input: the compiled gradients are the inputs'")
+    shapes = input_shapes(graph, check_bindings(graph, bindings))
+    b = _copy(graph, shapes)
+    n = len(graph.ops)
+    for i, op in enumerate(graph.ops):
+        if op.arity and op.js is None:
+            raise graph.error(
+                UsageError,
+                f"--target js does not take {op.symbol} yet (the image ops: conv2d, "
+                "conv_transpose2d, conv2d_weights and the pools)",
+                i,
+                hints=["compile it with --target numpy or onnx"],
+            )
+    no_gradient = None
+    adjoints: list = [None] * n
+    watched: dict[int, int] = {}  # an adjoint's node -> the node that passed it back
+    try:
+        _require_number(graph, b, out)
+    except NotANumber as e:
+        no_gradient = e.render()
+    else:
+        from ..core.walks import ancestors, depends_on_input
+
+        reach, depends = ancestors(graph, out), depends_on_input(graph)
+
+        def summed(i, a, total, g) -> None:
+            if total.__class__ is int and total >= n:
+                watched.setdefault(total, i)
+
+        adjoints = reverse(
+            graph,
+            list(range(n)),
+            Recorder(b),
+            out,
+            1.0,
+            [d and r for d, r in zip(depends, reach)],
+            checked=True,
+            on_sum=summed,
+        )
+    writer = _Writer(b.graph, b.shapes)
+    scalar = [not s for s in b.shapes]
+    checks = {j: _check(j, scalar[j], f"_fail(v, {j})") for j in range(n)}
+    forward = writer.lines(range(n), checks, keep_constants=True)
+    backward = writer.lines(
+        range(n, len(b.graph.ops)),
+        {j: _check(j, scalar[j], f"_slope(v, {i}, {j})") for j, i in watched.items()},
+    )
+    keys = _keys(graph)
+    parts = {
+        "records": _node_records(graph, keys),
+        "shapes": {w: list(shapes[w]) for w in graph.inputs},
+        "defaults": {
+            w: value if isinstance(value, float) else {"shape": list(value.shape), "data": [float(x) for x in value.ravel()]}
+            for w, value in graph.defaults.items()
+        },
+        "adjoints": [_adjoint(a, n) for a in adjoints],
+        "wrt": wrt,
+        "output": out,
+        "noGradient": no_gradient,
+        "name": name,
+    }
+    return _assemble(writer, forward, backward, parts)
+
+
+def _adjoint(a, n: int):
+    """How the module finds a node's adjoint: a node's id, a number, or null (none: 0)."""
+    if a is None:
+        return None
+    if a.__class__ is int:
+        return {"node": a}
+    return float(a)
+
+
+def _check(j: int, scalar: bool, fail: str) -> str:
+    """The line that stops at node ``j`` when its value is not finite."""
+    test = f"v[{j}] - v[{j}] !== 0" if scalar else f"!_finite(v[{j}])"
+    return f"  if ({test}) {fail};"
+
+
+def _assemble(writer: _Writer, forward: list[str], backward: list[str], parts: dict) -> str:
+    helpers = _runtime()
+    called = set(writer.helpers) | set(_ALWAYS)
+    for line in forward + backward:
+        called.update(h for h in _CALL.findall(line) if h in helpers)
+    called.update(h for h in helpers if h.startswith("_m_"))  # the module's own
+    sources = [helpers[h] for h in _with_callees(called, helpers)]
+    data = {k: v for k, v in parts.items()}
+    return "\n".join(
+        [
+            "// Written by cgraph compile --target js: forward(inputs) and grad(inputs) of one",
+            "// program; runs in Node and in a browser, with no library (see the object at the end).",
+            "(function (root) {",
+            '"use strict";',
+            "",
+            *sources,
+            f"const _P = {_json(data)};",
+            *writer.constants,
+            "",
+            "function _forward(v) {",
+            *forward,
+            "}",
+            "",
+            "function _backward(v) {",
+            *backward,
+            "}",
+            "",
+            "const program = _m_program(_P, _forward, _backward);",
+            'if (typeof module === "object" && module !== null && module.exports) {',
+            "  module.exports = program;",
+            "} else {",
+            "  root.cgraphProgram = program;",
+            "}",
+            '})(typeof globalThis !== "undefined" ? globalThis : this);',
+            "",
+        ]
+    )
