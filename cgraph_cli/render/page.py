@@ -246,11 +246,14 @@ def page(
     title: str | None = None,
     static: dict[str, str] | None = None,
     static_what: str = "",
+    live: dict[str, str] | None = None,
 ) -> str:
     """The HTML page for ``data`` (with its layout), opening in ``theme``; ``static``: for a
     program with control flow, its static graph as inline SVG in each theme (theme name ->
     ``<svg>`` element), shown under the graph that ran; ``static_what``: what it shows (both
-    branches of each ``if``, each loop's body once)."""
+    branches of each ``if``, each loop's body once); ``live``: the live page's panel and
+    scripts (:func:`cgraph_cli.render.livepage.live_parts`)."""
+    live = live or {"panel": "", "scripts": "", "css": ""}
     e = html.escape
     title = title or f"{data['output']} = {data['value']}"
     # The file's name alone: where it lies on this machine is nobody's business on a slide.
@@ -275,6 +278,7 @@ def page(
 <style>
 body {{ font-family: {FONT}; }}
 {css}
+{live["css"]}
 </style>
 </head>
 <body>
@@ -298,6 +302,7 @@ body {{ font-family: {FONT}; }}
 <output id="search-result" for="search"></output>
 </nav>
 </header>
+{live["panel"]}
 <main>
 <section class="stage">
 <p id="phase" class="phase">Both passes done</p>
@@ -330,6 +335,7 @@ body {{ font-family: {FONT}; }}
 <script>
 {_asset("page.js")}
 </script>
+{live["scripts"]}
 </body>
 </html>
 """
