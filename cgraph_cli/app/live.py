@@ -33,6 +33,11 @@ GRID = 16
 DATA_NAMES = re.compile(r"(x|xs|X|y|ys|Y|t|T|target|targets|label|labels|data)\d*$")
 
 
+def _plain(value: Any) -> float | list[float]:
+    """A value as JSON holds it: a number, or a tensor's elements in order."""
+    return float(value) if np.ndim(value) == 0 else np.ravel(value).astype(float).tolist()
+
+
 def _range(name: str, value: float, ranges: Mapping[str, tuple[float, float]]):
     if name in ranges:
         return ranges[name]
@@ -155,9 +160,7 @@ def live_page(
     guards_script, guards = _guards(graph, checked)
     data_inputs = [n for n in values if DATA_NAMES.fullmatch(n)]
     live = {
-        "inputs": {
-            k: (float(v) if np.ndim(v) == 0 else np.ravel(v).tolist()) for k, v in values.items()
-        },
+        "inputs": {k: _plain(v) for k, v in values.items()},
         "shapes": {k: list(np.shape(v)) for k, v in values.items()},
         "guards": guards,
         "source": graph.source.filename,

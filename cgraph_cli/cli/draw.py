@@ -20,29 +20,8 @@ from .options import (
     source_options,
     view_option,
 )
+from .paramtypes import RANGE
 
-
-class _Range(click.ParamType):
-    """NAME=LO,HI: a slider's ends."""
-
-    name = "range"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        import math
-
-        name, _, ends = value.partition("=")
-        try:
-            lo, hi = (float(x) for x in ends.split(","))
-        except ValueError:
-            self.fail(f"{value!r} is not NAME=LO,HI (e=-3,3)", param, ctx)
-        if not (name.isidentifier() and math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            self.fail(f"{value!r}: a name, then two finite numbers, the low one first", param, ctx)
-        return name, (lo, hi)
-
-
-RANGE = _Range()
 IMAGE_TYPES = ["png", "svg", "pdf", "html", "tex", "mmd", "dot", "gv"]
 BIG_DIAGRAM = 100  # nodes; drawing one takes a second or more (400 nodes: about 6 s as PNG)
 

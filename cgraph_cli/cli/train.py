@@ -185,6 +185,7 @@ def train_command(ctx, **options):
       cgraph train sample:linear --rows sample:linear.csv --wrt w,b --lr 0.1 --epochs 100
       cgraph train sample:xor --rows sample:xor.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.05 --epochs 300 -o xor.npz
       cgraph train sample:moons --rows sample:two_moons.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.02 --epochs 20 --batch-size 32 --shuffle --log moons.csv
+      cgraph train sample:moons --rows sample:two_moons.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.02 --epochs 200 --page moons.html
 
     Then `cgraph eval sample:xor --bindings xor.npz --of P` uses what was learned, and
     `--resume xor.npz` goes on from there. Unlike other commands, -o names the weights file
