@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import PurePath
 from collections.abc import Mapping
 from typing import Any
 
@@ -163,7 +164,7 @@ def live_page(
         "inputs": {k: _plain(v) for k, v in values.items()},
         "shapes": {k: list(np.shape(v)) for k, v in values.items()},
         "guards": guards,
-        "source": graph.source.filename,
+        "source": PurePath(graph.source.filename).name,  # no path of this machine on a slide
         "precision": precision,
     }
     payload = json.dumps(live, separators=(",", ":")).replace("<", "\\u003c")

@@ -83,16 +83,28 @@
   const prefix = data.events.map((ev) => upTo(ev.caption));
   let unchanged = true;
 
+  // No number the page did not compute stays in view: values and gradients become "?".
   function forget(message) {
     for (const node of data.nodes) {
       const g = $(node.id);
-      g.classList.toggle("stale", node.kind !== "input");
-      if (node.kind === "input") continue;
-      g.dataset.value = "";
+      const given = node.kind === "input" ? now[node.name] : undefined;
+      g.classList.toggle("stale", node.kind !== "const");
+      g.dataset.value = given === undefined ? "" : full(given);
       g.dataset.grad = "";
       const v = $(node.id + "-v");
-      if (v) v.textContent = "= ?";
+      if (v && node.kind !== "const") v.textContent = "= " + (given === undefined ? "?" : short(given));
+      const cell = $(node.id + "-g");
+      if (cell) {
+        cell.replaceChildren(node.adjoint + " = ?");
+        cell.classList.remove("pos", "neg");
+      }
     }
+    for (const edge of data.edges) {
+      const label = $(edge.id + "-l");
+      if (label && edge.local) label.textContent = upTo(edge.local);
+    }
+    document.querySelector("h1 .result").textContent = data.output + " = ?";
+    $("caption").textContent = "No values: see the message above the graph";
     $("live-error").textContent = message;
     $("live-error").hidden = false;
   }
