@@ -168,7 +168,7 @@ COMMANDS = [optimize_command]
     "with_grad",
     is_flag=True,
     help="--target onnx: the gradients too, one more output per input (or per --wrt), "
-    "named as cgraph diff names them (dloss_dW1).",
+    "named as `cgraph diff` names them (dloss_dW1).",
 )
 @click.option(
     "--jvp",

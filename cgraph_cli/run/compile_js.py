@@ -23,8 +23,8 @@ Programs with loops or if/else, and the image ops (conv2d, the pools), are refus
 
 >>> from cgraph_cli import parse
 >>> text = js_module(parse("p = x + y; g = p * z"))
->>> "module.exports = program" in text and "function grad(inputs)" in text
-True
+>>> "module.exports = program;" in text, "  v[4] = v[2] * v[3];" in text
+(True, True)
 """
 
 from __future__ import annotations
@@ -147,13 +147,13 @@ class _Writer:
             out.append(_json(value))
         return out
 
-    def lines(self, nodes, checks: dict[int, str], keep_constants: bool = False) -> list[str]:
-        """One line per operation node of ``nodes``, then ``checks[node]`` where given; with
-        ``keep_constants``, one per constant too."""
+    def lines(self, nodes, checks: dict[int, str], keep_constants=()) -> list[str]:
+        """One line per operation node of ``nodes``, then ``checks[node]`` where given; one
+        per constant in ``keep_constants`` too (values the results list)."""
         out = []
         for j in nodes:
             op = self.graph.ops[j]
-            if op is CONST and keep_constants:  # a value the results list
+            if op is CONST and j in keep_constants:
                 out.append(f"  v[{j}] = {self.atom(j)};")
             if op is INPUT or op is CONST:
                 continue
@@ -196,6 +196,7 @@ def _node_records(graph: Graph, keys: list[str]) -> list[dict]:
             "op": op.name,
             "where": f"{name}:{line}:{col}",
             "caret": render_caret(graph.source.text, span),
+            "text": graph.text(i),
         }
         if op is INPUT:
             record["input"] = graph.labels[i]
@@ -209,7 +210,6 @@ def _node_records(graph: Graph, keys: list[str]) -> list[dict]:
                 domain=op.domain,
                 elementwise=op.elementwise and op.py is not None,
                 position=position[0] if position else None,
-                text=graph.text(i),
                 called=called_at(graph, i),
             )
         records.append(record)
@@ -277,13 +277,15 @@ def js_module(
             checked=True,
             on_sum=summed,
         )
-    writer = _Writer(b.graph, b.shapes)
-    scalar = [not s for s in b.shapes]
+    node_shapes = b.shapes or []  # kept: the builder was given the inputs' shapes
+    writer = _Writer(b.graph, node_shapes)
+    scalar = [not s for s in node_shapes]
     checks = {j: _check(j, scalar[j], f"_fail(v, {j})") for j in range(n)}
-    forward = writer.lines(range(n), checks, keep_constants=True)
+    forward = writer.lines(range(n), checks, keep_constants=range(n))
     backward = writer.lines(
         range(n, len(b.graph.ops)),
         {j: _check(j, scalar[j], f"_slope(v, {i}, {j})") for j, i in watched.items()},
+        keep_constants={a for a in adjoints if a.__class__ is int},  # an adjoint that is one
     )
     keys = _keys(graph)
     parts = {

@@ -1,0 +1,303 @@
+"""``cgraph compile --target js``: the script's values and gradients against cgraph's own
+(every op of the table, the samples, random programs), its errors against the CLI's, and
+names JavaScript holds dear. Every case of a test runs in one Node process (``DRIVER``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+from op_cases import arguments, example_cases, value_range
+from strategies import INPUTS, points, programs
+
+from cgraph_cli import CgraphError, UsageError, parse
+from cgraph_cli.core.ops import INPUT, OPS
+from cgraph_cli.run.compile_js import js_module
+from cgraph_cli.run.evaluate import forward
+from cgraph_cli.run.vjp import vjp
+
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(
+    NODE is None, reason="node is not installed: the JS target runs in it"
+)
+SAMPLES = Path(__file__).parent.parent / "samples"
+
+# Runs each case {module, inputs, grad}: the values and adjoints by node id, or the error.
+DRIVER = r"""
+const cases = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+const plain = (x) => (typeof x === "number" ? x : { shape: x.shape, data: Array.from(x.data) });
+const out = cases.map((c) => {
+  const p = require(c.module);
+  try {
+    const ids = (byKey) => p.nodes.map((n) => plain(byKey[n.key]));
+    if (!c.grad) return { values: ids(p.forward(c.inputs)) };
+    const r = p.grad(c.inputs);
+    const gradients = {};
+    for (const w of Object.keys(r.gradients)) gradients[w] = plain(r.gradients[w]);
+    return { value: plain(r.value), values: ids(r.values), adjoints: ids(r.adjoints), gradients };
+  } catch (e) {
+    if (e.name !== "CgraphError") throw e;
+    return { error: e.message, where: e.where, text: e.text };
+  }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def run_node(tmp_path: Path, cases: list[dict]) -> list[dict]:
+    """Each case's result: ``cases`` hold ``source`` (the script), ``inputs`` and ``grad``."""
+    paths: dict[str, str] = {}  # one file a script: a case's points share it
+    for case in cases:
+        source = case.pop("source")
+        if source not in paths:
+            path = tmp_path / f"m{len(paths)}.js"
+            path.write_text(source, encoding="utf-8")
+            paths[source] = str(path)
+        case["module"] = paths[source]
+    (tmp_path / "driver.js").write_text(DRIVER, encoding="utf-8")
+    (tmp_path / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
+    run = subprocess.run(
+        [NODE, str(tmp_path / "driver.js"), str(tmp_path / "cases.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def _array(x):
+    if isinstance(x, dict):
+        return np.asarray(x["data"], dtype=float).reshape(x["shape"])
+    return np.asarray(x, dtype=float)
+
+
+def close(js, py, rtol=1e-12) -> bool:
+    """Equal to ``rtol`` relative; sums and products compare to their terms' size (NumPy sums
+    pairwise and its matrix products block, in another order than the script's loops)."""
+    a, b = _array(js), np.asarray(py, dtype=float)
+    if a.shape != np.shape(b) and a.size != 1 and np.size(b) != 1:
+        return False
+    scale = np.maximum(np.abs(a), np.abs(b))
+    return bool(np.all(np.abs(a - b) <= rtol * scale + 1e-300) or np.allclose(a, b, rtol, 1e-13))
+
+
+def _listed(bindings: dict) -> dict:
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in bindings.items()}
+
+
+def check_against_cgraph(graph, bindings: dict, result: dict) -> None:
+    """The script's result equals cgraph's forward and reverse passes, or its error."""
+    try:
+        values = forward(graph, bindings)
+        adjoints = vjp(graph, values)
+    except CgraphError as e:
+        assert result.get("error") == e.message, (result, e.render())
+        assert result["text"] == e.render()
+        return
+    assert "error" not in result, result
+    for i, (js, py) in enumerate(zip(result["values"], values)):
+        assert close(js, py), (graph.display_name(i), js, py)
+    assert close(result["value"], values[graph.output])
+    for name, node in graph.inputs.items():
+        assert close(result["gradients"][name], adjoints[node]), (name, result, adjoints[node])
+    # Every node's adjoint where cgraph's reverse pass computes one: nodes an input reaches
+    # through arguments with derivatives (the interpreter leaves the others at 0).
+    reached = _flows(graph)
+    for i, (js, py) in enumerate(zip(result["adjoints"], adjoints)):
+        assert not reached[i] or close(js, py), ("adjoint", graph.display_name(i), js, py)
+
+
+def _flows(graph) -> list[bool]:
+    """Whether an input's gradient flows through each node: an input, or an op with a
+    derivative in an argument it flows through."""
+    flows = [False] * len(graph.ops)
+    for i, op in enumerate(graph.ops):
+        if op is INPUT:
+            flows[i] = True
+        elif op.vjp is not None:
+            flows[i] = any(flows[a] for k, a in enumerate(graph.args[i]) if k not in op.positions)
+        elif op.partials:
+            flows[i] = any(p is not None and flows[a] for p, a in zip(op.partials, graph.args[i]))
+    return flows
+
+
+def _op_programs():
+    """For every op of the table with a JS rule: its example, the sum of its square (a
+    gradient that is not all ones), at a few argument shapes and random points."""
+    rng = np.random.default_rng(29)
+    found = []
+    for op in OPS.values():
+        if not op.arity:
+            continue
+        if op.js is None:
+            continue  # the image ops: refused (test_the_image_ops_are_refused)
+        graph = parse(f"t = {op.example}\nout = sum(t * t)")
+        names = [n for n in graph.inputs]
+        low, high = value_range(op)
+        for shapes, params in example_cases(op)[:3]:
+            source = None
+            for _ in range(3):
+                args = arguments(op, shapes, params, rng, low, high)
+                bindings = {n: (float(a) if np.ndim(a) == 0 else np.asarray(a, dtype=float))
+                            for n, a in zip(names, args)}  # fmt: skip
+                source = source or js_module(graph, bindings=bindings)  # the shapes': once
+                found.append((op.name, graph, bindings, source))
+    return found
+
+
+def test_every_op_gives_cgraphs_values_and_gradients(tmp_path):
+    found = _op_programs()
+    assert {name for name, _, _, _ in found} == {
+        op.name for op in OPS.values() if op.arity and op.js is not None
+    }
+    cases = [{"source": s, "inputs": _listed(b), "grad": True} for _, _, b, s in found]
+    for (_, graph, bindings, _), result in zip(found, run_node(tmp_path, cases)):
+        check_against_cgraph(graph, bindings, result)
+
+
+def test_special_values(tmp_path):
+    # Ties of max and min, relu and abs at their kinks, 0^0, where on 0, erf far out and near 0.
+    programs_ = [
+        ("y = max(x, z) + min(x, z)", {"x": 1.5, "z": 1.5}),
+        ("y = relu(x) + abs(x) + sign(x)", {"x": 0.0}),
+        ("y = x ^ z", {"x": 0.0, "z": 0.0}),
+        ("y = where(x, z, 2 * z)", {"x": 0.0, "z": 3.0}),
+        ("y = erf(x) * erf(z)", {"x": 2.4999, "z": 1e-9}),
+        ("y = erf(x) + erf(z)", {"x": -2.5, "z": 5.9}),
+        ("y = sum(amax(x, 0)) + sum(x)", {"x": np.array([[1.0, 2.0], [1.0, 0.5]])}),
+        ("y = max(x) * min(x)", {"x": np.array([3.0, 1.0, 3.0, 1.0])}),
+    ]
+    cases = [
+        {"source": js_module(parse(p), bindings=b), "inputs": _listed(b), "grad": True}
+        for p, b in programs_
+    ]
+    for (p, b), result in zip(programs_, run_node(tmp_path, cases)):
+        check_against_cgraph(parse(p), b, result)
+
+
+def test_erf_is_within_a_few_ulps_of_pythons(tmp_path):
+    xs = [float(x) for x in np.concatenate([np.linspace(-7, 7, 401), [1e-300, 2.5, 6.0]])]
+    source = js_module(parse("y = erf(x)"))
+    cases = [{"source": source, "inputs": {"x": x}, "grad": False} for x in xs]
+    for x, result in zip(xs, run_node(tmp_path, cases)):
+        assert abs(result["values"][1] - math.erf(x)) <= 2e-15 * abs(math.erf(x)) + 1e-300, x
+
+
+def _sample_cases():
+    found = []
+    for path in sorted(SAMPLES.glob("*.cg")):
+        graph = parse(path.read_text(encoding="utf-8"), str(path))
+        try:
+            source = js_module(graph)
+        except UsageError:
+            continue  # loops, if/else
+        found.append((path.stem, graph, source))
+    return found
+
+
+def test_every_sample_the_target_takes(tmp_path):
+    found = _sample_cases()
+    assert {"neuron", "mlp", "seed", "moons", "softmax_cross_entropy"} <= {
+        name for name, _, _ in found
+    }
+    cases = [{"source": s, "inputs": {}, "grad": True} for _, _, s in found]
+    for (_, graph, _), result in zip(found, run_node(tmp_path, cases)):
+        check_against_cgraph(graph, {}, result)
+
+
+@settings(max_examples=3, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(st.lists(st.tuples(programs(max_statements=4, conditions=True), points), min_size=20))
+def test_random_programs(tmp_path_factory, drawn):
+    found = []
+    for program, point in drawn:
+        graph = parse(program)
+        if not graph.inputs:
+            continue
+        bindings = {n: point[k] for k, n in enumerate(INPUTS) if n in graph.inputs}
+        found.append((graph, bindings))
+    cases = [{"source": js_module(g), "inputs": b, "grad": True} for g, b in found]
+    for (graph, bindings), result in zip(found, run_node(tmp_path_factory.mktemp("r"), cases)):
+        check_against_cgraph(graph, bindings, result)
+
+
+ERRORS = [
+    ("y = log(x) * 2", {"x": -1.0}),
+    ("p = x / z\nq = sqrt(p)", {"x": 1.0, "z": 0.0}),
+    ("y = sqrt(x) * 2", {"x": 0.0}),
+    ("y = x ^ 3", {"x": 1e200}),
+    ("y = exp(x)", {"x": 1000.0}),
+    ("y = sum(log(x))", {"x": np.array([1.0, -2.0])}),
+    ("y = sum(sqrt(x))", {"x": np.array([1.0, 0.0])}),
+    ("y = sum(take(x, i))", {"x": np.array([1.0, 2.0]), "i": np.array([0.0, 1.5])}),
+    ("y = sum(exp(x) * 1e308)", {"x": np.array([1.0, 2.0])}),
+    ("def f(a):\n    return log(a)\ny = f(x) + 1", {"x": -3.0}),
+]
+
+
+def test_domain_errors_say_what_the_cli_says(tmp_path):
+    cases = [
+        {"source": js_module(parse(p), bindings=b), "inputs": _listed(b), "grad": True}
+        for p, b in ERRORS
+    ]
+    results = run_node(tmp_path, cases)
+    for (p, b), result in zip(ERRORS, results):
+        assert "error" in result, p
+        check_against_cgraph(parse(p), b, result)
+
+
+def test_a_missing_input_says_what_the_cli_says(tmp_path):
+    graph = parse("input x = 1\ny = x * z + w")
+    [result] = run_node(tmp_path, [{"source": js_module(graph), "inputs": {}, "grad": False}])
+    with pytest.raises(CgraphError) as e:
+        forward(graph, {})
+    assert result["text"] == e.value.render()
+
+
+def test_names_javascript_holds_dear(tmp_path):
+    program = (
+        "input var = 2, Math = 3, constructor = 0.5\n"
+        "__proto__ = var * Math\n"
+        "delete = __proto__ + constructor\n"
+        "hasOwnProperty = log(delete)"
+    )
+    graph = parse(program)
+    bindings = {"var": 1.5, "Math": -2.0, "constructor": 9.0}
+    source = js_module(graph)
+    cases = [{"source": source, "inputs": bindings, "grad": True}]
+    cases.append({"source": source, "inputs": {}, "grad": False})  # the defaults
+    result, defaults = run_node(tmp_path, cases)
+    check_against_cgraph(graph, bindings, result)
+    assert defaults["values"][graph.names["hasOwnProperty"]] == pytest.approx(math.log(6.5))
+
+
+def test_the_image_ops_are_refused():
+    with pytest.raises(UsageError, match="does not take max_pool2d"):
+        js_module(parse("y = sum(max_pool2d(x, [2, 2]))"), bindings={"x": np.ones((1, 1, 2, 2))})
+
+
+def test_loops_are_refused():
+    with pytest.raises(UsageError, match="if/else or loops"):
+        js_module(parse("h = 1\nfor t in range(3):\n    h = h * x"))
+
+
+def test_the_script_runs_in_a_page_too(tmp_path):
+    # No CommonJS module: the program is globalThis.cgraphProgram; nothing is evaluated from text.
+    source = js_module(parse("input x = 2\ny = x * x"))
+    assert "eval(" not in source and "Function(" not in source
+    page = tmp_path / "page.js"
+    page.write_text(
+        "const vm = require('vm'); const ctx = {}; vm.createContext(ctx);\n"
+        f"vm.runInContext({json.dumps(source)}, ctx);\n"
+        "process.stdout.write(JSON.stringify(ctx.cgraphProgram.grad({}).gradients.x));\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run([NODE, str(page)], capture_output=True, text=True, check=True)
+    assert json.loads(run.stdout) == 4.0
