@@ -297,7 +297,7 @@ def js_module(
             else {"shape": list(value.shape), "data": [float(x) for x in value.ravel()]}
             for w, value in graph.defaults.items()
         },
-        "adjoints": [_adjoint(a, n, b.graph) for a in adjoints],
+        "adjoints": [_adjoint(a, n) for a in adjoints],
         "wrt": wrt,
         "output": out,
         "noGradient": no_gradient,
@@ -306,14 +306,10 @@ def js_module(
     return _assemble(writer, forward, backward, parts)
 
 
-def _adjoint(a, n: int, built: Graph):
-    """How the module finds a node's adjoint: a node's id, a number, or null (none: 0). A
-    constant the derivative program made (0.5 * 1 folded) is its number: the backward pass
-    writes no line for it."""
+def _adjoint(a, n: int):
+    """How the module finds a node's adjoint: a node's id, a number, or null (none: 0)."""
     if a is None:
         return None
-    if a.__class__ is int and built.ops[a] is CONST and isinstance(built.consts[a], float):
-        return float(built.consts[a])
     if a.__class__ is int:
         return {"node": a}
     return float(a)
