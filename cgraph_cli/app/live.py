@@ -19,8 +19,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import PurePath
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 from ..core.arrays import np
