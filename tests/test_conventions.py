@@ -67,6 +67,7 @@ OWN_HELP = {
     "--reduce",  # train: how a loss per row becomes the batch's
     "--eps",  # gradcheck: the finite-difference step; train: Adam's epsilon
     "--seed",  # gradcheck: random points; train: the shuffle's orders; worksheet: the draws
+    "--range",  # gradcheck: where points are drawn; render --live: a slider's ends
     "--format",
     "--precision",
     "--output",

@@ -14,7 +14,6 @@ element, and the shapes must be equal). A second derivative is named by its pair
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from ..core.arrays import Value
 from ..core.errors import CgraphError, UsageError
 from ..core.ir import Graph, resolve_name, wrt_node
+from ..render.html import xml_text
 from .api import Evaluation, Gradients, evaluate, grad
 from .cases import ATOL, RTOL, Case, close, expected_value, parse_pair, value_shape
 
@@ -385,12 +385,3 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
             error.text = xml_text(run.error.render())
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
-
-
-def xml_text(text: str) -> str:
-    """``text`` without the characters XML 1.0 cannot hold (control characters, lone
-    surrogates), each replaced by U+FFFD."""
-    return _NOT_XML.sub("\ufffd", text)
-
-
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

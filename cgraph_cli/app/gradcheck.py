@@ -489,7 +489,7 @@ class GradcheckReport:
         import xml.etree.ElementTree as ET
 
         from ..core.numfmt import plain_value as f
-        from .checks import xml_text
+        from ..render.html import xml_text
 
         root = ET.Element("testsuites")
         node = ET.SubElement(

@@ -20,6 +20,7 @@ from .options import (
     source_options,
     view_option,
 )
+from .paramtypes import RANGE
 
 IMAGE_TYPES = ["png", "svg", "pdf", "html", "tex", "mmd", "dot", "gv"]
 BIG_DIAGRAM = 100  # nodes; drawing one takes a second or more (400 nodes: about 6 s as PNG)
@@ -215,6 +216,20 @@ RENDER_EXIT = EXIT_CODES.replace(
     help="Levels drawn, the program's own the first: 1 folds every call (as --collapse), 2 "
     "opens the top-level calls and folds the calls inside them...",
 )
+@click.option(
+    "--live",
+    is_flag=True,
+    help="With -o P.html: every input a slider and a number field (a small tensor, a grid of "
+    "fields); moving one recomputes every value and gradient in the browser.",
+)
+@click.option(
+    "--range",
+    "ranges",
+    metavar="NAME=LO,HI",
+    multiple=True,
+    type=RANGE,
+    help="--live: the ends of NAME's slider (default: ±2 × |its value|). Repeatable.",
+)
 @common_options
 def render_command(
     args,
@@ -244,6 +259,8 @@ def render_command(
     collapse,
     expand,
     depth,
+    live,
+    ranges,
 ):
     """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
 
@@ -253,6 +270,8 @@ def render_command(
       cgraph render sample:neuron -o neuron.svg --theme dark --rankdir TB
       cgraph render sample:seed --backward -o backward.png     # the chain rule, edge by edge
       cgraph render sample:neuron -o neuron.html               # a page that steps both passes
+      cgraph render sample:neuron -o neuron.html --live        # drag an input: all recomputed
+      cgraph render sample:huber -o huber.html --live --range e=-3,3
       cgraph render sample:neuron --fit 16:9 -o neuron.png     # 1920x1080, for a slide
       cgraph render sample:seed -o seed.tex                    # TikZ, for a Beamer slide
       cgraph render sample:seed -o seed.mmd                    # Mermaid, for Markdown slides
@@ -279,10 +298,18 @@ def render_command(
         from ..core.errors import UsageError
 
         raise UsageError(f"--fit makes a PNG of that size, not {kind.upper()}")
+    if (live or ranges) and kind != "html":
+        from ..core.errors import UsageError
+
+        raise UsageError(f"--live makes the page (-o P.html), not {kind.upper()}")
+    if ranges and not live:
+        from ..core.errors import UsageError
+
+        raise UsageError("--range sets a slider of the live page: add --live")
     if kind == "html":
         _page(
             args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
-            renderer, target,
+            renderer, target, dict(ranges) if live else None,
             ignored={"--no-values": no_values, "--no-grads": no_grads, "--backward": backward,
                      "--derivative": derivative, "--optimized": optimized, "--compare": compare,
                      "--focus": focus, "--view static": view == "static", "--dpi": dpi != 150},
@@ -361,10 +388,18 @@ def render_command(
 
 
 def _page(args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
-          renderer, target, ignored) -> None:  # fmt: skip
-    """``render -o P.html``: the interactive page, which steps through both passes."""
+          renderer, target, live, ignored) -> None:  # fmt: skip
+    """``render -o P.html``: the interactive page, which steps through both passes (``live``:
+    the live page, with these slider ranges)."""
     from ..app.diagrams import page
     from .options import load
+
+    if live is not None:
+        from functools import partial
+
+        from ..app.live import live_page
+
+        page = partial(live_page, ranges=live)
 
     _refuse(
         ignored,

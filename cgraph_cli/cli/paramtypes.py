@@ -172,3 +172,26 @@ def named_files(value: str, role: str) -> list[tuple[str, str]]:
             return [(path, "input") for path in sorted(glob.glob(value))]
         return [(value, "input")]
     return [(value, role)]
+
+
+class SliderRange(click.ParamType):
+    """NAME=LO,HI: a slider's ends."""
+
+    name = "range"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        import math
+
+        name, _, ends = value.partition("=")
+        try:
+            lo, hi = (float(x) for x in ends.split(","))
+        except ValueError:
+            self.fail(f"{value!r} is not NAME=LO,HI (e=-3,3)", param, ctx)
+        if not (name.isidentifier() and math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            self.fail(f"{value!r}: a name, then two finite numbers, the low one first", param, ctx)
+        return name, (lo, hi)
+
+
+RANGE = SliderRange()

@@ -155,6 +155,13 @@ CLIP = FiniteFloat(0, min_open=True, why="0 stops training, below 0 it climbs th
     help="Draw the loss curve to a PNG, SVG or PDF file (needs the plot extra: matplotlib).",
 )
 @click.option(
+    "--page",
+    metavar="FILE.html",
+    type=FilePath("output"),
+    help="Film the training on the graph: one offline HTML file with the loss curve, a step "
+    "slider and play button, and the graph's values and gradients at each step (200 kept).",
+)
+@click.option(
     "--config",
     metavar="FILE.toml",
     type=FilePath("input"),
@@ -178,6 +185,7 @@ def train_command(ctx, **options):
       cgraph train sample:linear --rows sample:linear.csv --wrt w,b --lr 0.1 --epochs 100
       cgraph train sample:xor --rows sample:xor.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.05 --epochs 300 -o xor.npz
       cgraph train sample:moons --rows sample:two_moons.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.02 --epochs 20 --batch-size 32 --shuffle --log moons.csv
+      cgraph train sample:moons --rows sample:two_moons.csv --wrt W1,b1,W2,b2 --optimizer adam --lr 0.02 --epochs 200 --page moons.html
 
     Then `cgraph eval sample:xor --bindings xor.npz --of P` uses what was learned, and
     `--resume xor.npz` goes on from there. Unlike other commands, -o names the weights file
@@ -198,12 +206,20 @@ def train_command(ctx, **options):
     )
     fmt, precision = options.pop("fmt"), 4
     log_file, plot, weights = options.pop("log_file"), options.pop("plot"), options.pop("weights")
+    page = options.pop("page")
+    from ..data.outputs import check_writable
+
     if plot:  # refused before any work
-        from ..data.outputs import check_writable
         from ..render.plot import check_plot
 
         check_plot(plot)
         check_writable(plot)
+    film = None
+    if page:
+        from ..app.film import Film
+
+        check_writable(page)
+        film = Film(names(wrt))
     log = _Log(log_file) if log_file else None
     total = options["steps"]
     with output.progress(total or None, "training", noted=True) as advance:
@@ -246,19 +262,23 @@ def train_command(ctx, **options):
                 save_every=options["save_every"],
                 resume=options["resume"],
                 on_step=on_step,
+                watch=film,
             )
         finally:
             if log is not None:
                 log.close()
+    name = graph.source.filename
+    what = name.rsplit("/", 1)[-1].removesuffix(".cg") if not name.startswith("<") else ""
+    title = (
+        f"Training loss{': ' + what if what else ''} ({options['optimizer']}, lr {options['lr']:g})"
+    )
     if plot:
+        from ..data.outputs import write_file
         from ..render.plot import loss_curve
 
-        name = graph.source.filename
-        what = name.rsplit("/", 1)[-1].removesuffix(".cg") if not name.startswith("<") else ""
-        title = f"Training loss{': ' + what if what else ''} ({options['optimizer']}, lr {options['lr']:g})"
-        from ..data.outputs import write_file
-
         write_file(plot, loss_curve(result, plot, title))
+    if page:
+        _film(page, film, graph, bindings, result, options, title)
     report = _report(result, weights, log_file, plot)
     if fmt == "json":
         from ..app.report import to_json_text
@@ -275,9 +295,28 @@ def train_command(ctx, **options):
     if result.val_loss:
         lines.append(f"validation loss {result.val_loss[-1][1]:.{precision}g}")
     output.write_text("\n".join(lines))
-    for path, what in ((weights, "weights"), (log_file, "log"), (plot, "loss curve")):
+    for path, what in (
+        (weights, "weights"),
+        (log_file, "log"),
+        (plot, "loss curve"),
+        (page, "the training on the graph: open it in a browser"),
+    ):
         if path and path != "-":
             output.note(f"wrote {path} ({what})")
+
+
+def _film(page, film, graph, bindings, result, options, title) -> None:
+    """--page: the steps kept, drawn on the graph."""
+    from ..app.film import film_page
+    from ..data.outputs import write_file
+
+    what = ", ".join(film.wrt)
+    text = film_page(
+        graph, bindings, film, result, of=options["of"], rows_file=options["rows_file"],
+        rows_format=options["rows_format"], reduce=options["reduce"],
+        title=f"{title.replace('Training loss', 'Training ' + what)}",
+    )  # fmt: skip
+    write_file(page, text.encode())
 
 
 def _report(result, weights, log_file, plot) -> dict:

@@ -244,6 +244,7 @@ def train(
     save_every: int | None = None,
     resume: str | None = None,
     on_step: Callable[[dict], object] | None = None,
+    watch: Callable[[int, dict], object] | None = None,
 ) -> TrainResult:
     """Gradient descent on ``wrt`` (see the module's docstring). Without ``rows``: ``steps``
     steps (default 100). With ``rows`` (a data file, as ``--rows`` takes it): ``epochs``
@@ -251,7 +252,9 @@ def train(
     each epoch with ``shuffle`` (from ``seed``), or ``steps`` steps. ``tol``: stop when the loss
     changes by less. ``save``: the weights file, written at the end and every ``save_every``
     steps; ``resume``: a weights file to start from (its parameters and optimizer state):
-    ``steps``/``epochs`` more. ``on_step`` is called with each step's record.
+    ``steps``/``epochs`` more. ``on_step`` is called with each step's record; ``watch``
+    with each step's number and inputs (the batch and the parameters before its update, which
+    the update then changes in place: copy what is kept).
 
     >>> r = train("input w = 0, b = 0; loss = mean((w * x + b - y)^2)", wrt=["w", "b"],
     ...           rows="sample:linear.csv", lr=0.1, epochs=200)
@@ -360,6 +363,8 @@ def train(
             inputs.update({name: column[pick] for name, column in data.items()})
             size = len(pick)
         opt.lr = learning_rate(lr, step, total, schedule, step_size, gamma)
+        if watch is not None:
+            watch(step + 1, inputs)
         try:
             loss, grads = objective(inputs, size)
         except EvalError as e:

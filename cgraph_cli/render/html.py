@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -32,3 +33,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], caption: str = 
             "</table>",
         ]
     )
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (control characters, lone
+    surrogates), each replaced by U+FFFD."""
+    return _NOT_XML.sub("\ufffd", text)
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

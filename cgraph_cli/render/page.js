@@ -466,4 +466,10 @@
   refold();
   setZoom(fitZoom());
   go(0);
+  // For the live page (cgraph render --live): its data, changed in place, drawn again.
+  globalThis.cgraphPage = {
+    data: data,
+    refresh: () => { render(); if (selected) select(selected); },
+    end: () => go(view.length),
+  };
 })();

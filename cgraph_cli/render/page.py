@@ -57,7 +57,11 @@ def theme_css(name: str, theme: Theme) -> str:
     return f':root[data-theme="{name}"] {{ {body} }}'
 
 
-def _svg(data: dict[str, Any]) -> str:
+def graph_svg(data: dict[str, Any]) -> str:
+    """The graph of ``data`` (with its layout) as the page draws it: every node a ``g`` with
+    the node's id, its value's text ``ID-v`` and its gradient's ``ID-g``, each edge a ``g``
+    with its path and labels (the interactive page's, the live page's and ``train --page``'s).
+    """
     e = html.escape
     out = data["output"]
     parts = [
@@ -125,7 +129,8 @@ def _svg(data: dict[str, Any]) -> str:
             node["formula"] or ("input" if node["kind"] == "input" else "constant")
         )
         parts.append(
-            f'<g class="{classes}" id="{node["id"]}" tabindex="0" role="button" '
+            f'<g class="{classes}" id="{node["id"]}" data-node="{e(node["name"])}" '
+            'tabindex="0" role="button" '
             f'aria-label="{e(label)}"><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8"/>'
             + "".join(lines)
             + "</g>"
@@ -241,11 +246,14 @@ def page(
     title: str | None = None,
     static: dict[str, str] | None = None,
     static_what: str = "",
+    live: dict[str, str] | None = None,
 ) -> str:
     """The HTML page for ``data`` (with its layout), opening in ``theme``; ``static``: for a
     program with control flow, its static graph as inline SVG in each theme (theme name ->
     ``<svg>`` element), shown under the graph that ran; ``static_what``: what it shows (both
-    branches of each ``if``, each loop's body once)."""
+    branches of each ``if``, each loop's body once); ``live``: the live page's panel and
+    scripts (:func:`cgraph_cli.render.livepage.live_parts`)."""
+    live = live or {"panel": "", "scripts": "", "css": ""}
     e = html.escape
     title = title or f"{data['output']} = {data['value']}"
     # The file's name alone: where it lies on this machine is nobody's business on a slide.
@@ -270,6 +278,7 @@ def page(
 <style>
 body {{ font-family: {FONT}; }}
 {css}
+{live["css"]}
 </style>
 </head>
 <body>
@@ -293,12 +302,13 @@ body {{ font-family: {FONT}; }}
 <output id="search-result" for="search"></output>
 </nav>
 </header>
+{live["panel"]}
 <main>
 <section class="stage">
 <p id="phase" class="phase">Both passes done</p>
 <p id="caption" class="caption" aria-live="polite">{e(data["events"][-1]["caption"])}</p>
 <div class="canvas">
-{_svg(data)}
+{graph_svg(data)}
 </div>
 <ul class="legend">
 <li><span class="swatch pos"></span> gradient &gt; 0 (blue, no sign)</li>
@@ -325,6 +335,7 @@ body {{ font-family: {FONT}; }}
 <script>
 {_asset("page.js")}
 </script>
+{live["scripts"]}
 </body>
 </html>
 """

@@ -1,0 +1,145 @@
+"""The live page (`cgraph render P -o P.html --live`) in headless Chromium: inputs set through
+the sliders and the number fields recompute every value and gradient in the page, each equal to
+`cgraph grad` for those bindings; a gradient step, a reset, a domain error shown at its node, a
+branch that changes said; the time from an input to its repaint; no console error, no request."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_page import browser  # noqa: F401  (the module's one Chromium)
+
+from cgraph_cli.app.live import live_page
+
+# sample, then input settings: (name, how, value): how is "field", "slider" or an element index
+CASES = {
+    "seed": [("x", "field", 2.5), ("z", "slider", 1.25), ("y", "field", -0.75)],
+    "neuron": [("x1", "slider", 1.5), ("w2", "field", -2.0), ("b", "field", 0.1)],
+    "huber": [("e", "field", -0.4), ("d", "slider", 0.75)],
+    "mlp": [("W1", 4, 0.9), ("b2", 1, -0.3), ("X", 0, -1.5)],
+    "rnn": [("target", "field", -0.2), ("W", 1, 0.7), ("xs", 5, 0.25)],
+}
+
+
+def _open(browser, target):  # noqa: F811
+    tab = browser.new_page(viewport={"width": 1366, "height": 768})
+    tab.problems, tab.requests = [], []
+    tab.on("console", lambda m: tab.problems.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+    tab.on("request", lambda q: tab.requests.append(q.url))
+    tab.goto(target.as_uri())
+    return tab
+
+
+def _set(tab, name, how, value) -> None:
+    if how == "slider":
+        selector = f'[data-slider="{name}"]'
+    elif how == "field":
+        selector = f'input[data-input="{name}"]:not([data-index])'
+    else:
+        selector = f'input[data-input="{name}"][data-index="{how}"]'
+    tab.eval_on_selector(
+        selector,
+        "(el, v) => { el.value = String(v); el.dispatchEvent(new Event('input')); }",
+        value,
+    )
+
+
+def _shown(tab, name, what="value"):
+    node = tab.query_selector(f'[data-node="{name}"]')
+    text = None if node is None else node.get_attribute(f"data-{what}")
+    return None if text in (None, "") else np.array(json.loads(text), dtype=float)
+
+
+@pytest.mark.parametrize("sample", sorted(CASES))
+def test_values_and_gradients_set_through_the_page_are_cgraph_grads(browser, cli, tmp_path, sample):  # noqa: F811
+    target = tmp_path / f"{sample}.html"
+    r = cli("render", f"samples/{sample}.cg", "-o", str(target), "--live")
+    assert r.exit_code == 0, r.stderr
+    tab = _open(browser, target)
+    bound = {}
+    for name, how, value in CASES[sample]:
+        _set(tab, name, how, value)
+        if isinstance(how, int):
+            bound.setdefault(
+                name, json.loads(tab.get_attribute(f'[data-node="{name}"]', "data-value"))
+            )
+        else:
+            bound[name] = value
+        args = [f"{k}={json.dumps(v)}" for k, v in bound.items()]
+        g = json.loads(cli("grad", f"samples/{sample}.cg", *args, "--format", "json").stdout)
+        out = g["output"]
+        assert _shown(tab, out) == pytest.approx(g["value"], rel=1e-12, abs=1e-15)
+        for x, expected in g["gradients"].items():
+            shown = _shown(tab, x, "grad")
+            if shown is None:  # an input the output does not read is not drawn
+                continue
+            np.testing.assert_allclose(shown, np.array(expected), rtol=1e-12, atol=1e-15)
+        # and the value drawn in the output's node, to the digits shown
+        drawn = tab.text_content(f'[data-node="{out}"] .val').removeprefix("= ")
+        assert float(drawn) == pytest.approx(g["value"], rel=1e-3)
+    assert tab.problems == [] and tab.requests == [target.as_uri()]
+
+
+def test_an_input_is_recomputed_and_drawn_within_50_ms_for_mlp(browser, tmp_path):  # noqa: F811
+    target = tmp_path / "mlp.html"
+    target.write_text(live_page(open("samples/mlp.cg").read()), encoding="utf-8")
+    tab = _open(browser, target)
+    times = []
+    for k in range(8):
+        _set(tab, "W1", k % 15, 0.1 * k)
+        tab.wait_for_timeout(60)
+        times.append(float(tab.evaluate("() => Number(document.body.dataset.repaintMs)")))
+    assert sorted(times)[len(times) // 2] < 50, times
+    assert tab.problems == []
+
+
+def test_a_gradient_step_lowers_the_loss_and_reset_brings_the_inputs_back(browser, tmp_path):  # noqa: F811
+    target = tmp_path / "neuron.html"
+    target.write_text(live_page(open("samples/neuron.cg").read()), encoding="utf-8")
+    tab = _open(browser, target)
+    x1 = _shown(tab, "x1")
+    w1 = float(_shown(tab, "w1"))
+    g = float(_shown(tab, "w1", "grad"))
+    tab.click("#live-step")  # o rises along its gradient's negative: inputs -= 0.1 * gradient
+    assert float(_shown(tab, "w1")) == pytest.approx(w1 - 0.1 * g, rel=1e-12)
+    assert _shown(tab, "x1") == x1  # data, frozen
+    tab.click("#live-reset")
+    assert float(_shown(tab, "w1")) == w1
+    assert tab.problems == []
+
+
+def test_a_domain_error_is_shown_at_its_node_and_no_number_is_drawn(browser, tmp_path):  # noqa: F811
+    target = tmp_path / "log.html"
+    target.write_text(live_page("input x = 2\ny = log(x) * 3"), encoding="utf-8")
+    tab = _open(browser, target)
+    tab.click('[data-node="y"]')  # its details open, with its value in them
+    assert "Value" in tab.text_content("#details")
+    _set(tab, "x", "field", -1)
+    error = tab.text_content("#live-error")
+    assert "log" in error and ":2:" in error
+    assert tab.text_content("#details") == "No values: see the message above the graph"
+    tab.click('[data-node="y"]')  # chosen again: a question mark, never the old number
+    details = tab.text_content("#details")
+    assert "?" in details and str(round(np.log(2) * 3, 4)) not in details
+    assert tab.get_attribute('[data-node="y"]', "data-value") == ""
+    assert "failed" in tab.get_attribute('[data-node="t1"]', "class")
+    assert "nan" not in tab.text_content("#graph").lower()
+    _set(tab, "x", "field", 3)
+    assert _shown(tab, "y") == pytest.approx(3 * np.log(3))
+    assert tab.problems == []
+
+
+def test_a_branch_that_changes_is_said_and_nothing_stale_is_shown(browser, tmp_path):  # noqa: F811
+    target = tmp_path / "huber.html"
+    target.write_text(live_page(open("samples/huber.cg").read()), encoding="utf-8")
+    tab = _open(browser, target)
+    _set(tab, "e", "field", 2.5)
+    error = tab.text_content("#live-error")
+    assert "abs(e) <= d is now false" in error and "`else` branch" in error
+    assert tab.get_attribute('[data-node="loss"]', "data-value") == ""
+    _set(tab, "e", "field", 0.5)
+    assert _shown(tab, "loss") == pytest.approx(0.125)
+    assert tab.problems == []
