@@ -384,3 +384,22 @@ def test_a_reader_that_stops_early_gets_no_noise(command, tmp_path):
     assert len(head) == 10
     assert (tmp_path / "err").read_text() == ""
     assert proc.returncode in (0, 141)  # 141: as a shell reports a reader gone (128 + SIGPIPE)
+
+
+@pytest.mark.parametrize("sample", ["seed", "neuron", "huber", "softmax_cross_entropy"])
+def test_a_line_that_show_prints_parses_when_pasted_back(cli, sample):
+    """show writes its formulas in the language's own symbols (-, *, not − and ×), so that a
+    student can paste a line into a program."""
+    import re
+
+    import cgraph_cli as cg
+
+    printed = cli("show", f"sample:{sample}", "--no-values").stdout
+    statements = [
+        re.sub(r"^[│├└─\s]*", "", line)
+        for line in printed.splitlines()
+        if " = " in line and "↑" not in line
+    ]
+    assert statements
+    for statement in statements:
+        cg.parse(statement)  # raises a ParseError on a symbol the language refuses

@@ -152,7 +152,7 @@ RENDER_EXIT = EXIT_CODES.replace(
 
 @click.command(
     "render",
-    short_help="Draw the graph as PNG, SVG, PDF or DOT.",
+    short_help="Draw the graph: PNG, SVG, PDF, DOT, HTML, TikZ, Mermaid.",
     cls=RenderCommand,
     epilog=RENDER_EXIT,
 )
@@ -262,7 +262,8 @@ def render_command(
     live,
     ranges,
 ):
-    """Draw the graph, annotated with values and gradients, as PNG, SVG, PDF or DOT.
+    """Draw the graph, annotated with values and gradients: PNG, SVG, PDF, DOT, an interactive
+    HTML page, TikZ or Mermaid.
 
     \b
     Examples:

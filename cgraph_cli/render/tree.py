@@ -13,7 +13,7 @@ on every line.
 >>> out = io.StringIO()
 >>> Console(file=out, width=70, color_system=None).print(graph_tree(r.graph, r.values, r.adjoints))
 >>> print(out.getvalue().rstrip())
-g = p × z = -12    ∂g/∂g = 1
+g = p * z = -12    ∂g/∂g = 1
 ├── p = x + y = 4    ∂g/∂p = -3
 │   ├── x = 1  input    ∂g/∂x = -3
 │   └── y = 3  input    ∂g/∂y = -3
@@ -75,7 +75,7 @@ def graph_tree(
             formula = combine(
                 op,
                 [((params or {}).get(a, names[a]), PREC_ATOM) for a in graph.args[i]],
-                symbol=op.glyph,
+                # the language's own symbols (-, *): a line pasted back parses
                 params=graph.params.get(i, ()),
             )[0]
             text.append(" = " + formula, style="cyan")
