@@ -237,7 +237,7 @@ def test_show_draws_a_tree_with_shared_nodes_once(cli):
 def test_show_structure_only(cli):
     result = cli("show", "g = (x + y) * z")
     assert result.stdout.splitlines() == [
-        "g = t1 × z",
+        "g = t1 * z",
         "├── t1 = x + y",
         "│   ├── x  input",
         "│   └── y  input",

@@ -167,8 +167,8 @@ def syntax_error(
             hints = [f"to call {prev[TEXT]}, put its argument in parentheses: {prev[TEXT]}(...)"]
         elif prev is not None and prev[KIND] in ("NAME", "NUMBER", "RPAR", "RSQB"):
             # 2x, 2 x, x y, (a)(b): a product as written on paper
-            left = "(...)" if prev[KIND] in ("RPAR", "RSQB") else prev[TEXT]
-            right = "(...)" if tok[KIND] == "LPAR" else tok[TEXT]
+            left = "(...)" if prev[KIND] in ("RPAR", "RSQB") else _brief(prev[TEXT])
+            right = "(...)" if tok[KIND] == "LPAR" else _brief(tok[TEXT])
             product = f"{left}*{right}(...)" if tok[TEXT] in FUNCTIONS else f"{left}*{right}"
             multiply = f"to multiply, write the operator: {product}"
             hints = [multiply] if prev[KIND] == "NUMBER" else [multiply, *hints]
@@ -179,3 +179,12 @@ def syntax_error(
             hints=hints,
         )
     return UnexpectedInput(f"unexpected {describe_token(tok)}", span, source)
+
+
+def _brief(text: str) -> str:
+    """A name or number as a hint writes it: a long one cut short.
+
+    >>> _brief("x"), _brief("1" * 40)
+    ('x', '11111111111111…')
+    """
+    return text if len(text) <= 16 else text[:14] + "…"
