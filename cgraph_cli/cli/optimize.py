@@ -36,7 +36,7 @@ MAX_REWRITE_FRAMES = 60  # rewrites drawn one frame each at most (else one frame
     "--passes",
     metavar="LIST",
     help="The passes to run, comma-separated, from dce,fold,cse,simplify,stabilize "
-    "(default: all; they run in that order, repeated until nothing changes).",
+    "(default: all; dce first, the others together as one pass over the program).",
 )
 @click.option("--report", is_flag=True, help="Also list each rewrite: where, before and after.")
 @frames_options(
@@ -84,7 +84,7 @@ def optimize_command(
     record = (lambda name, g, rewrites: steps.append((name, g, rewrites))) if frames else None
     result = optimize(graph, chosen, of=of, bindings=bindings, on_pass=record)
     if frames:
-        done = [(name, r) for name, _, rewrites in steps[1:] for r in rewrites]
+        done = [(r.pass_name, r) for _, _, rewrites in steps[1:] for r in rewrites]
         if len(done) <= MAX_REWRITE_FRAMES:  # one frame per rewrite, as it is made
             steps = [("original", graph, [])] + [
                 (name, optimize(graph, chosen, of=of, bindings=bindings, budget=k).graph, [r])

@@ -15,21 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.ir import Graph
-from .rewrite import Rewrite, Walk, walk
+from .rewrite import Rewrite, walk
 
 
 def cse(
     graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[Graph, list[Rewrite]]:
     """``graph`` with repeated computations merged into one node."""
-    seen: dict = {}
-
-    def rule(w: Walk, i: int, op, args, params) -> int | None:
-        key = (op, args, repr(params))
-        found = seen.get(key)
-        if found is None:  # the node is copied next, as this number
-            seen[key] = len(w.b.graph.ops)
-        return found
-
-    graph, rewrites = walk(graph, "cse", rule, known, merge_consts=True)
-    return graph, [r._replace(after="computed once") for r in rewrites]
+    return walk(graph, (), known, merge=True)

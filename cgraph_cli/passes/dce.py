@@ -25,9 +25,11 @@ from .rewrite import Rewrite, has_budget, spend
 
 
 def dce(
-    graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
+    graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None, *, lay_out: bool = True
 ) -> tuple[Graph, list[Rewrite]]:
-    """``graph`` without the statements (and nodes) its output does not depend on."""
+    """``graph`` without the statements (and nodes) its output does not depend on, laid out
+    again by :func:`~cgraph_cli.core.ir.relayout`; ``lay_out`` False: a graph with nothing
+    to drop comes back as it is (the optimizer's next pass lays it out)."""
     from ..parse.unparse import expression
 
     needed = ancestors(graph, graph.output)
@@ -48,6 +50,9 @@ def dce(
     kept.reverse()
     rewrites.reverse()
     dropped = sum(1 for i in range(len(graph.ops)) if not needed[i])
+    laid_out = not lay_out or "copied_from" in graph.memo  # (relayout made it)
+    if not dropped and len(kept) == len(statements) and laid_out:
+        return graph, rewrites
     out = relayout(graph, kept, graph.output, graph.output_label)
     if len(out.ops) < len(graph.ops) and not rewrites and dropped:
         rewrites.append(Rewrite("dce", 0, 0, f"{dropped} unused nodes", "(not needed)"))

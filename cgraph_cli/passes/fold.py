@@ -24,11 +24,15 @@ def fold(
     graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[Graph, list[Rewrite]]:
     """``graph`` with every operation on constants replaced by its value."""
-    return walk(graph, "fold", _rule, known)
+    return walk(graph, RULES, known)
 
 
-def _rule(w: Walk, i: int, op, args, params) -> int | None:
+def rule(w: Walk, i: int, op, args, params) -> int | None:
+    """The constant ``op(*args, *params)`` is, where ``args`` are constants, else None."""
     ops = w.b.graph.ops
     if not args or any(ops[a] is not CONST for a in args) or op.np is None:
         return None
     return w.b.fold(op, args, params)
+
+
+RULES = (("fold", rule),)  # the pass's rules, for the walk

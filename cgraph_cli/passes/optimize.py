@@ -1,8 +1,14 @@
-"""The optimizer: the passes, listed as data, run in order until none changes anything.
+"""The optimizer: the passes, listed as data, run until none changes anything.
 
 Each pass is one module with a function ``pass(graph, known) -> (graph, rewrites)`` (``known``:
-the input shapes that bindings or defaults give). The graph each pass returns is validated.
-The optimized program keeps every input of the original declared, so the same bindings run it.
+the input shapes that bindings or defaults give). Together, ``fold``, ``cse``, ``simplify``
+and ``stabilize`` make one pass over the graph in topological order that builds the result
+through a hash-consing builder (:func:`~cgraph_cli.passes.rewrite.walk`): at each node the
+folding rule, then the lookup of an equal node already built (CSE), then the simplifying and
+stabilizing rules, each node a rule makes going through the same rules; so one pass leaves
+nothing for a second. ``dce`` runs before it and, where the pass rewrote something, after it.
+The graph each pass returns is validated. The optimized program keeps every input of the
+original declared, so the same bindings run it.
 
 >>> from cgraph_cli import parse
 >>> result = optimize(parse("y = sin(x)*2*3 + sin(x)*0 + log(sum(exp(v)))"))
@@ -19,15 +25,22 @@ from typing import Any, NamedTuple
 
 from ..core.errors import UsageError
 from ..core.ir import Graph, GraphBuilder, relayout, resolve_name, validate
+from . import fold as _fold
+from . import simplify as _simplify
+from . import stabilize as _stabilize
 from .cse import cse
 from .dce import dce
-from .fold import fold
-from .rewrite import BUDGET, TEXTS, Rewrite
-from .simplify import simplify
-from .stabilize import stabilize
+from .rewrite import BUDGET, TEXTS, Rewrite, walk
 
-#: The passes in the order they run; ``--passes`` picks from these names.
-PASSES = {"dce": dce, "fold": fold, "cse": cse, "simplify": simplify, "stabilize": stabilize}
+#: The passes in the order they run; ``--passes`` picks from these names. All but ``dce``
+#: run as one pass (see the module's text).
+PASSES = {
+    "dce": dce,
+    "fold": _fold.fold,
+    "cse": cse,
+    "simplify": _simplify.simplify,
+    "stabilize": _stabilize.stabilize,
+}
 MAX_ROUNDS = 8  # rounds of all the passes at most (each round that changes nothing ends it)
 
 
@@ -45,7 +58,7 @@ class Optimized:
     >>> from cgraph_cli import parse
     >>> result = optimize(parse("y = (x + 0) * (2 * 3)"))
     >>> result, [(p.name, [r.before for r in p.rewrites]) for p in result.passes if p.rewrites]
-    (<Optimized 7 nodes -> 3: fold 1, simplify 2>, [('fold', ['2 * 3']), ('simplify', ['x + 0', '(x + 0) * 6'])])
+    (<Optimized 7 nodes -> 3: fold 1, simplify 2>, [('fold', ['2 * 3']), ('simplify', ['x + 0', '(x + 0) * (2 * 3)'])])
     """
 
     __slots__ = ("graph", "original", "passes")
@@ -98,7 +111,8 @@ def optimize(
     change nothing; ``of``: optimize for that named value instead of the output;
     ``bindings``: values whose shapes the rules may rely on (else the inputs' defaults);
     ``on_pass``: called with the pass's name, the graph and the rewrites after each pass that
-    changed something; ``budget``: the most rewrites to make (``--frames`` draws the program
+    changed something (the one pass of fold, cse, simplify and stabilize is named after those
+    that rewrote something, joined by ``+``: ``fold+simplify``); ``budget``: the most rewrites to make (``--frames`` draws the program
     after each one); ``texts`` False: the rewrites are counted but carry no program text
     (for callers that want only the graph: writing the texts is half the passes' time).
 
@@ -135,21 +149,61 @@ def _optimize(graph, passes, of, bindings, on_pass) -> Optimized:
     known = known_shapes(graph, bindings or {})
     chosen = list(passes) if passes is not None else list(PASSES)
     done: dict[str, list[Rewrite]] = {name: [] for name in chosen}
-    for _ in range(MAX_ROUNDS):
-        changed = False
-        for name in chosen:
-            size = len(graph.ops)
-            graph, rewrites = PASSES[name](graph, known)
+    steps = _steps(chosen)
+    quiet = 0  # the steps in a row that changed nothing
+    for k in range(MAX_ROUNDS * len(steps)):
+        name, run = steps[k % len(steps)]
+        size = len(graph.ops)
+        before = graph
+        graph, rewrites = run(graph, known)
+        for r in rewrites:
+            done[r.pass_name].append(r)
+        quiet += 1
+        if graph is not before:
             validate(graph)
-            done[name] += rewrites
-            if rewrites or len(graph.ops) != size:
-                changed = True
-                if on_pass is not None:
-                    on_pass(name, graph, rewrites)
-        if not changed:
+        if rewrites or len(graph.ops) != size:
+            quiet = 0
+            if on_pass is not None:
+                on_pass(_made_by(rewrites) or name, graph, rewrites)
+        # Each step leaves nothing for itself to do: done when every other one found nothing.
+        if k >= len(steps) - 1 and quiet >= len(steps) - 1:
             break
-    graph = _declare_missing(graph, list(original.inputs), original.defaults)
-    return Optimized(validate(graph), original, [PassReport(n, done[n]) for n in chosen])
+    declared = _declare_missing(graph, list(original.inputs), original.defaults)
+    if declared is not graph or not steps:  # (each step's graph was validated)
+        validate(declared)
+    return Optimized(declared, original, [PassReport(n, done[n]) for n in chosen])
+
+
+Step = Callable[[Graph, Mapping[str, tuple[int, ...]]], tuple[Graph, list[Rewrite]]]
+
+
+def _steps(chosen: Sequence[str]) -> list[tuple[str, Step]]:
+    """The steps a round makes: ``dce``, then the one pass of the other passes chosen."""
+    together = [n for n in PASSES if n != "dce" and n in chosen]
+    if "dce" not in chosen:
+        steps: list[tuple[str, Step]] = []
+    elif together:  # the one pass lays the graph out again: dce need not
+        steps = [("dce", lambda graph, known: dce(graph, known, lay_out=False))]
+    else:
+        steps = [("dce", dce)]
+    early = _fold.RULES if "fold" in chosen else ()
+    late = (_simplify.RULES if "simplify" in chosen else ()) + (
+        _stabilize.RULES if "stabilize" in chosen else ()
+    )
+    merge = "cse" in chosen
+    if together:
+
+        def one(graph: Graph, known: Mapping[str, tuple[int, ...]]):
+            return walk(graph, late, known, early=early, merge=merge)
+
+        steps.append(("+".join(together), one))
+    return steps
+
+
+def _made_by(rewrites: list[Rewrite]) -> str:
+    """The passes that made ``rewrites``, in the pipeline's order, joined by ``+``."""
+    names = {r.pass_name for r in rewrites}
+    return "+".join(n for n in PASSES if n in names)
 
 
 def known_shapes(graph: Graph, bindings: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:

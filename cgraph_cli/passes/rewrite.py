@@ -1,12 +1,14 @@
-"""What the optimization passes share: a walk that copies a graph node by node, asking a
-pass's rule for a replacement, and the shapes the rules may rely on.
+"""What the optimization passes share: a walk that rebuilds a graph in one pass, node by node,
+through a hash-consing builder that asks the passes' rules for a replacement, and the shapes
+the rules may rely on.
 
 A rule is ``rule(w, i, op, args, params)``: ``i`` the node of the old graph, ``args`` its
 arguments already in the new graph. It returns a node of the new graph equal to node ``i``
-(made with ``w.b``, the new graph's builder), or None to copy the node as it is. Each
-replacement is recorded as a :class:`Rewrite` with the source span it came from. The new
-graph keeps the old one's statements (mapped), laid out again by :func:`~cgraph_cli.core.ir.relayout`,
-which drops the nodes no statement needs any more.
+(made with ``w.b``, the new graph's builder, whose ``apply`` puts what it makes through the
+rules too), or None to copy the node as it is. Each replacement is recorded as a
+:class:`Rewrite` with the source span it came from. The new graph keeps the old one's
+statements (mapped), laid out again by :func:`~cgraph_cli.core.ir.relayout`, which drops the
+nodes no statement needs any more.
 
 Shapes: a program is optimized before it has bindings, so an input's shape is often unknown.
 A node's shape is kept as the set of things whose broadcast gives it: inputs of unknown shape
@@ -76,8 +78,13 @@ class Walk:
     def __init__(self, old: Graph, known: Mapping[str, tuple[int, ...]] | None = None) -> None:
         self.old = old
         self.known = dict(known or {})
-        self.b = GraphBuilder(old.source)
+        self.b = _Builder(self, old.source)
         self.new: list[int] = []
+        self.early: Rules = ()  # the rules asked before an equal node is looked for (fold)
+        self.late: Rules = ()  # and after (simplify, stabilize)
+        self.rules: Rules = ()  # both, for the nodes the rules make
+        self.merge = False  # equal nodes are one (cse)
+        self.i = -1  # the old node being rebuilt
         self.rewrites: list[Rewrite] = []
         self._sigs: list[Sig] = []
         self._texts: dict[int, str] = {}
@@ -107,14 +114,37 @@ class Walk:
         graph = graph or self.b.graph
         return expression(graph, node)
 
-    def record(self, pass_name: str, i: int, after: int) -> None:
-        """Note that old node ``i`` became new node ``after``."""
+    def ask(
+        self, rules: Rules, op: OpSpec, args: tuple[int, ...], params: tuple, made: bool = False
+    ) -> int | None:
+        """The first of ``rules`` to rewrite ``op(*args, *params)``: its node, the rewrite
+        recorded at the old node being rebuilt; None where none does (or no budget is left).
+        ``made``: a node a rule is making, written as it would have been (not the old node's
+        text) in the rewrite."""
+        if not rules or not has_budget():
+            return None
+        for name, rule in rules:
+            found = rule(self, self.i, op, args, params)
+            if found is not None:
+                spend()
+                raw = None
+                if made and TEXTS.get():  # a node nothing reads: relayout drops it
+                    raw = self.b.add(op, args, *self.b.span, params)
+                self.record(name, self.i, found, raw)
+                return found
+        return None
+
+    def record(self, pass_name: str, i: int, after: int, before: int | None = None) -> None:
+        """Note that old node ``i`` became new node ``after``: the old node's text (the
+        program's own, where the one pass rewrites the program), or new node ``before``'s."""
         old = self.old
+        shown = "computed once" if pass_name == "cse" else ""
         if not TEXTS.get():
-            self.rewrites.append(Rewrite(pass_name, old.starts[i], old.ends[i], "", ""))
+            self.rewrites.append(Rewrite(pass_name, old.starts[i], old.ends[i], "", shown))
             return
+        was = self.text(i, old) if before is None else self.text(before)
         self.rewrites.append(
-            Rewrite(pass_name, old.starts[i], old.ends[i], self.text(i, old), self.text(after))
+            Rewrite(pass_name, old.starts[i], old.ends[i], was, shown or self.text(after))
         )
 
 
@@ -172,48 +202,108 @@ def only_shape(sig: Sig) -> tuple[int, ...] | None:
 
 
 Rule = Callable[[Walk, int, OpSpec, tuple[int, ...], tuple], "int | None"]
+Rules = tuple[tuple[str, Rule], ...]  # (pass name, rule), asked in order
+
+
+class _Builder(GraphBuilder):
+    """The new graph's builder in a walk: :meth:`apply` (what the rules build with) asks the
+    walk's rules first, so that what a rule makes is rewritten too, and hash-conses when the
+    walk merges (an op on the same arguments with the same parameters is one node, equal
+    constants are one)."""
+
+    __slots__ = ("walk", "consts")
+
+    def __init__(self, walk: Walk, source) -> None:
+        super().__init__(source)
+        self.walk = walk
+        self.consts: dict = {}  # (value, label) -> node, when merging
+
+    def apply(self, op: OpSpec, args, params: tuple = ()) -> int:
+        w, args = self.walk, tuple(args)
+        key = (op, args, repr(params))
+        if w.merge and key in self._memo:
+            return self._memo[key]
+        found = w.ask(w.rules, op, args, params, made=True)
+        if found is None:
+            found = self.add(op, args, *self.span, params)
+        if w.merge:
+            self._memo[key] = found
+        return found
+
+    def const(self, value, start: int | None = None, end: int | None = None, label=None) -> int:
+        key = (value_key(value), label)  # a named constant stays itself: its name is how it reads
+        if self.walk.merge and key in self.consts:
+            return self.consts[key]
+        node = self.add(CONST, (), *self._where(start, end))
+        self.graph.consts[node] = value
+        if self.walk.merge:
+            self.consts[key] = node
+        return node
 
 
 def walk(
     graph: Graph,
-    pass_name: str,
-    rule: Rule,
+    late: Rules,
     known: Mapping[str, tuple[int, ...]] | None = None,
     *,
-    merge_consts: bool = False,
+    early: Rules = (),
+    merge: bool = False,
 ) -> tuple[Graph, list[Rewrite]]:
-    """``graph`` copied node by node, ``rule`` asked at each operation node; the copy laid
-    out again without the nodes nothing needs. Returns it and the rewrites made.
-    ``merge_consts``: equal constants become one node."""
+    """``graph`` rebuilt in one pass in topological order: at each operation node the
+    ``early`` rules are asked, then (``merge``) an equal node already built is taken (a
+    rewrite of the pass ``cse``), then the ``late`` rules; a rule's result is itself made
+    through the same rules (so one pass leaves nothing for another to rewrite); the copy is
+    laid out again without the nodes nothing needs. Returns it and the rewrites made.
+
+    The recursion of a rule's result through the rules is as deep as the rules nest (a
+    rule's arguments were rewritten already), never as deep as the graph."""
     w = Walk(graph, known)
-    b, new = w.b, w.new
-    consts: dict = {}
-    for i, op in enumerate(graph.ops):
-        start, end = graph.starts[i], graph.ends[i]
-        b.span = (start, end)
-        if op is CONST and merge_consts:  # a named constant stays itself: its name is how it reads
-            key = (value_key(graph.consts[i]), graph.labels[i])
-            if key not in consts:
-                consts[key] = b.copy(graph, i)
-            new.append(consts[key])
-            continue
-        if op is INPUT or op is CONST:
-            new.append(b.copy(graph, i))
-            continue
-        args = tuple(new[a] for a in graph.args[i])
-        params = graph.params.get(i, ())
-        found = rule(w, i, op, args, params) if has_budget() else None
-        if found is None:
-            new.append(b.add(op, args, start, end, params))
+    w.early, w.late, w.rules, w.merge = early, late, early + late, merge
+    b, new, ops = w.b, w.new, graph.ops
+    for i, op in enumerate(ops):
+        w.i = i
+        b.span = start, end = graph.starts[i], graph.ends[i]
+        if op is INPUT:
+            new.append(b.input(graph.labels[i] or "", start, end))
+        elif op is CONST:
+            new.append(b.const(graph.consts[i], start, end, graph.labels[i]))
         else:
-            spend()
-            new.append(found)
-            w.record(pass_name, i, found)
+            node = _rebuild(w, op, tuple(new[a] for a in graph.args[i]), i)
+            label = graph.labels[i]
+            if label is not None and node in b.graph.consts:  # a constant a statement names:
+                g = b.graph  # its own (as the parser makes it), where it was found
+                node = b.const(g.consts[node], g.starts[node], g.ends[node], label)
+            elif b.graph.labels[node] is None:
+                # Named as the old node is, for the texts of the rewrites (``2 * lse``, as the
+                # program reads, not the whole expression); relayout names the nodes again.
+                b.graph.labels[node] = label
+            new.append(node)
     for name, default in graph.defaults.items():
         b.graph.defaults[name] = default
     statements = [(kind, name, new[node]) for kind, name, node, _ in graph.statements()]
     out = relayout(b.graph, statements, new[graph.output], graph.output_label)
     return out, w.rewrites
+
+
+def _rebuild(w: Walk, op: OpSpec, args: tuple[int, ...], i: int) -> int:
+    """Old node ``i``, an operation on ``args`` (new nodes), in the new graph."""
+    b, params = w.b, w.old.params.get(i, ())
+    found = w.ask(w.early, op, args, params)
+    if found is not None:
+        return found
+    key = (op, args, repr(params))
+    if w.merge and has_budget():
+        found = b._memo.get(key)
+        if found is not None:
+            spend()
+            w.record("cse", i, found)
+            return found
+    found = w.ask(w.late, op, args, params)
+    if found is None:
+        found = b.add(op, args, *b.span, params)
+    if w.merge:
+        b._memo[key] = found
+    return found
 
 
 #: The largest ``|c|`` that ``c * (d * x)`` may be gathered under (see :func:`gathers`).

@@ -37,10 +37,11 @@ def simplify(
     graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[Graph, list[Rewrite]]:
     """``graph`` with the algebraic identities above applied."""
-    return walk(graph, "simplify", _rule, known)
+    return walk(graph, RULES, known)
 
 
-def _rule(w: Walk, i: int, op, args, params) -> int | None:
+def rule(w: Walk, i: int, op, args, params) -> int | None:
+    """A node equal to ``op(*args, *params)`` by the rules above, or None."""
     if op.arity == 2 and op in _BINARY:
         return _BINARY[op](w, *args)
     if op is NEG and w.b.graph.ops[args[0]] is NEG:  # --x
@@ -175,3 +176,6 @@ def _pow(w: Walk, x: int, y: int) -> int | None:
 
 
 _BINARY = {ADD: _add, SUB: _sub, MUL: _mul, DIV: _div, POW: _pow}
+
+
+RULES = (("simplify", rule),)  # the pass's rules, for the walk

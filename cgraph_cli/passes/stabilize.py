@@ -28,10 +28,11 @@ def stabilize(
     graph: Graph, known: Mapping[str, tuple[int, ...]] | None = None
 ) -> tuple[Graph, list[Rewrite]]:
     """``graph`` with the accurate forms above."""
-    return walk(graph, "stabilize", _rule, known)
+    return walk(graph, RULES, known)
 
 
-def _rule(w: Walk, i: int, op, args, params) -> int | None:
+def rule(w: Walk, i: int, op, args, params) -> int | None:
+    """A node equal to ``op(*args, *params)`` by the rules above, or None."""
     if op is not LOG:
         return None
     g, b = w.b.graph, w.b
@@ -53,3 +54,6 @@ def _rule(w: Walk, i: int, op, args, params) -> int | None:
         if w.const_value(p) == 1.0 and g.ops[q] is SIGMOID:  # log(1 - sigmoid(z))
             return b.apply(NEG, (b.apply(SOFTPLUS, g.args[q]),))
     return None
+
+
+RULES = (("stabilize", rule),)  # the pass's rules, for the walk

@@ -296,7 +296,7 @@ _DEPTH = 4  # temporaries written into one another, at most (Python's parser nes
 
 
 def fuse_forward(lines: list[str], records, graph: Graph, keep: set[int]) -> list[str]:
-    """The forward ``lines`` (of :meth:`~cgraph_cli.run.compile._Emitter.body`, whose
+    """The forward ``lines`` (of :meth:`~cgraph_cli.run.compile_emit._Emitter.body`, whose
     ``records`` say which node each line computes, into which variable, by which
     expression) with each temporary that one later line reads, made by ``+``, ``-``, ``*``
     or negation, written into that line in parentheses: ``v_1 = (t * a) + (b * v)``, the

@@ -38,7 +38,9 @@ from ..core.ir import Graph, resolve_name
 from ..core.ir_control import Static
 from ..core.ops import CONST
 from ..passes.shapes import ShapeError
-from .compile import _Emitter, _with_callees, check_target
+from .compile import check_target
+from .compile_emit import _Emitter
+from .compile_names import _with_callees
 from .scan_steps import Block, Step, blocks, names
 
 #: How many different shapes a loop's carried values may take before they settle.

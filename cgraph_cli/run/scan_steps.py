@@ -19,7 +19,8 @@ import re
 from ..core.ir import Graph, GraphBuilder
 from ..core.ir_control import Static
 from ..core.ops import CONST, INPUT, OPS
-from .compile import _Emitter, input_variables
+from .compile_emit import _Emitter
+from .compile_names import input_variables
 
 
 class Block:

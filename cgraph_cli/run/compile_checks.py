@@ -1,0 +1,145 @@
+"""The compiled module's checks: the checked copy of ``forward`` and ``grad`` that stops at the
+first value that is not finite and names its node, the lines that find a result that is not
+finite, the guard that turns an error into a ``DomainError`` naming the program's line, and the
+helpers those call (copied into the module as text)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .compile_emit import Shape, _Emitter
+
+
+def checked_function(em: _Emitter, fn: str, again: list[str], body: list[str]) -> list[str]:
+    """``fn`` again, from a dict of its inputs, stopping at the first value that is not
+    finite, naming its node: what ``_finite`` runs when a result is not finite, to say
+    where, as the interpreter does (``grad: a result is not finite`` said only that)."""
+    lines = []
+    for line in body:
+        lines.append(line)
+        head, sep, where = line.partition("  # line ")
+        var, _, rest = head[4:].partition(" ")
+        if sep and rest[:2] in ("= ", "+=") and var.isidentifier():
+            lines.append(f"    _check({var}){sep}{where}")  # a call: no branch
+    return [
+        f"def _{fn}_checked(inputs):",
+        *again,
+        *em.bindings(body),
+        *_guarded(lines, em.target == "numpy", []),
+        "",
+        "",
+    ]
+
+
+def finite_lines(
+    em: _Emitter, fn: str, given: str, results: Mapping[str, tuple[str, Shape]]
+) -> list[str]:
+    """The lines that raise DomainError for a result that is not finite: ``_finite(given,
+    fn)``, which finds it. With every result's shape known, NumPy code first sums them
+    as written here, without ``_finite``'s loop, and calls it only if the sum is not
+    finite (one of them is not, or the sum overflowed). ``results``: by name, how
+    ``given`` holds each value and its shape (None: unknown)."""
+    call = f"_finite({given}, {fn})"
+    if em.target != "numpy" or any(shape is None for _, shape in results.values()):
+        return [f"    {call}"]
+    assert em.known is not None
+    if any(em.known.get(n) is None for n in em.variables):
+        return [f"    {call}"]
+    # An input that is not finite is found as the interpreter finds any value: an op
+    # that may hide it is watched, any other passes it on to a result or a statement
+    # the code checks. Those that no op reads join the sum; _finite then names them.
+    there = {expr for expr, _ in results.values()}  # (forward's values hold the inputs)
+    summed = {
+        **results,
+        **{
+            f" {n}": (v, em.known[n])
+            for n, v in em.variables.items()
+            if n in em.unread and v not in there
+        },
+    }
+    numbers, small, large = [], [], []
+    for key, (expr, shape) in summed.items():
+        v = expr if expr.isidentifier() else f"{'out' if fn == 'forward' else 'grads'}[{key!r}]"
+        if not shape:
+            numbers.append(v)
+        elif math.prod(shape) > _JOINED:  # summed alone: joining would copy much
+            large.append(f"np.add.reduce({v}, None)")
+        else:
+            small.append(f"{v}.ravel()" if len(shape) > 1 else v)
+    if len(small) > 1:
+        large.append(f"np.add.reduce(np.concatenate(({', '.join(small)})), None)")
+    elif small:
+        large.append(f"np.add.reduce({small[0]}, None)")
+    if not numbers and not large:  # nothing returned
+        return []
+    return [
+        f"    _total = {' + '.join(numbers + large)}",
+        "    if _total - _total != 0.0:  # a result is not finite, or their sum overflowed",
+        f"        {call}",
+    ]
+
+
+def _checked_source(checked: list[str], grad_body) -> list[str]:
+    """The checked functions as a string the module compiles only when a result is not
+    finite (compiled with the module, they doubled its compile time); none in rows mode."""
+    if not checked:
+        return []
+    names = ["'forward': _forward_checked"]
+    names += [] if grad_body is None else ["'grad': _grad_checked"]
+    text = [*checked, f"_CHECKED.update({{{', '.join(names)}}})", ""]
+    return [
+        "_CHECKED: dict = {}",
+        "_CHECKED_WHERE: dict = {}",
+        f"_CHECKED_SOURCE = {chr(10).join(text)!r}",
+    ]
+
+
+def _guarded(body: list[str], numpy: bool, after: list[str]) -> list[str]:
+    """``body`` in a try that turns an error into a DomainError naming the program's line,
+    then the lines ``after`` it; with NumPy, all inside ``errstate``: a non-finite result is
+    found at the end instead (by sums that may overflow: no warning)."""
+    pad = "    " if numpy else ""
+    body = body or ["    pass"]  # a program with no operation
+    lines = [
+        f"    {pad}try:",
+        *(f"    {pad}{line}" for line in body),
+        f"    {pad}except (ValueError, ArithmeticError) as e:",
+        f"    {pad}    raise _domain(e) from None",
+        *(f"{pad}{line}" for line in after),
+    ]
+    return ["    with np.errstate(all='ignore'):", *lines] if numpy else lines
+
+
+# Elementwise, the interpreter's float rule: a value that decides a comparison rounds as in eval.
+_EXACT = [
+    "def _exact(rule, *args):",
+    '    """rule (cgraph\'s on floats) on each element of args."""',
+    "    return np.asarray(np.frompyfunc(rule, len(args), 1)(*args), dtype=float)[()]",
+    "",
+    "",
+]
+_EXACT_ROWS = [
+    "def _exact(rule, *args):",
+    '    """rule (cgraph\'s on floats) on each element of args; nan where it raises (the row',
+    '    is flagged, and cgraph\'s interpreter says why)."""',
+    "",
+    "    def safe(*a):",
+    "        try:",
+    "            return rule(*a)",
+    "        except (ValueError, ArithmeticError):",
+    "            return math.nan",
+    "",
+    "    return np.asarray(np.frompyfunc(safe, len(args), 1)(*args), dtype=float)[()]",
+    "",
+    "",
+]
+# _arg's check of an input (as the interpreter refuses inf and nan), outside rows mode (where
+# cgraph flags such rows itself).
+_ARG_FINITE = [
+    "    if not np.isfinite(x).all():",
+    "        raise DomainError(f'an input is not finite ({x})')",
+]
+_JOINED = 1024  # results up to this size are joined into one array for one sum

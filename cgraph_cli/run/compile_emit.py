@@ -1,0 +1,417 @@
+"""The emitter of a compiled module's code: the lines of a graph's nodes for one target (``python``
+over ``math``, ``numpy`` over arrays), named after the program's names, each with a comment
+pointing back to its source line, watched where the interpreter would stop; see
+:mod:`cgraph_cli.run.compile` for the module it writes."""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Mapping
+
+from ..core.errors import UsageError, visible
+from ..core.interpret import Source
+from ..core.ir import Graph
+from ..core.ops import CONST, INPUT
+from ..core.walks import fresh, last_readers
+from .batch import (
+    absorbs,
+    decisive,
+    hidden,
+    into_work_array,
+    private_nodes,
+    unread,
+    unread_inputs,
+    watch_line,
+    work_arrays,
+)
+from .compile_names import _HELPERS, _RESERVED, _fresh, _identifier
+
+Shape = tuple[int, ...] | None  # known when compiling, or None
+SOURCE = Source()  # the op table's rules written as Python expressions
+_HELPER = re.compile(r"\brt\.(\w+)")
+_MATH = re.compile(r"\bmath\.(\w+)")  # bound to a local variable each: _math_sin
+_LOCAL = re.compile(r"\b_math_(\w+)")
+_MATH_NAMES = set(dir(math))
+
+
+class _Emitter:
+    """Writes the lines of a graph's nodes for one target."""
+
+    def __init__(self, target: str, text: str, known: dict | None = None, rows=False) -> None:
+        self.target = target
+        self.rows = rows  # watch the arguments of ops that absorb what is not finite
+        # Every op elementwise on numbers: rows of inputs broadcast through the code as they
+        # are (else a batch runs one row at a time).
+        self.vector = False
+        self.kinks = False  # forward also lists the kink quantities (rows mode)
+        self.work = False  # some value computed into a work array (rows of numbers)
+        self.names: list[str] | None = None  # the named values forward gives (None: all)
+        # Rows mode: per function, the results the engine checks (the others pass a value
+        # that is not finite on to one that is checked).
+        self.to_check: dict[str, list[str]] = {}
+        # The inputs' shapes when compiling for NumPy (None: no specialising).
+        self.known = known if target == "numpy" else None
+        self._shaped_graph: Graph | None = None
+        self._sigs: list = []
+        self.exact: set[str] = set()  # inputs whose gradient needs no reshaping
+        self.exact_rule = False  # some value computed by _exact (see exact_template)
+        # Per function, each value it returns: its shape when known, and whether an operation
+        # computes it (else an input, already converted, or a constant).
+        self.returns: dict[str, dict[str, tuple[Shape, bool]]] = {}
+        self.text = text  # the program's source, for the comments
+        self.helpers: set[str] = set()
+        # The lines of forward and grad for their checked copies, where they differ.
+        self.checked_forward: list[str] | None = None
+        self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
+        self.checked_grad: list[str] | None = None
+        self.variables: dict[str, str] = {}  # each input's variable: input_variables()
+        self.unread: set[str] = set()  # inputs that no op of a function's body reads
+        # Where each line starts, for a node's line number by bisection.
+        self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
+
+    def body(
+        self,
+        graph: Graph,
+        keep: set[int] | None = None,
+        returned: list[int] | None = None,
+        kinks: bool = False,
+        escapes: set[int] | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """The lines computing every operation node of ``graph``, and each node's variable
+        (inputs are the function's arguments; constants are written in place). A node the
+        program names gets its own variable (``v``, ``v_1``...); a temporary takes the
+        variable of one that is dead by then, unless it is in ``keep``. A node that no
+        ``returned`` node reads is watched too (the interpreter checks every value). Rows
+        of numbers, with ``escapes`` (the nodes the function gives back): the values no one
+        else sees are computed into work arrays kept for the next call (:func:`work_arrays`),
+        and a named one's variable, once dead, is taken again as a temporary's."""
+        dead = unread(graph, returned) if returned is not None else set()
+        if not self.rows:  # inputs summed with the results (see finite)
+            self.unread.update(_unwatched_inputs(graph, self.variables))
+        self.stopped: set[int] = set()  # nodes a line stops at already (watched)
+        conditions = _masks(graph)
+        exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
+        templates = {
+            i: self.node_template(graph, i, op, i in exact, i in conditions)
+            for i, op in enumerate(graph.ops)
+            if op is not INPUT and op is not CONST
+        }
+        last = _last_uses(graph)
+        work: set[int] = set()  # rows of numbers: values computed into kept work arrays
+        if escapes is not None and self.rows and self.vector and not kinks:
+            last, private = private_nodes(graph, escapes)
+            work = work_arrays(graph, templates, private)
+            self.work = self.work or bool(work)
+        names: list[str] = []
+        # The inputs' variables first: a temporary must never take one (an input `t` is read
+        # after the first temporary `t` is made).
+        variables = dict(self.variables)
+        taken = set(_RESERVED) | _HELPERS | set(variables.values())
+        counts: dict[str, int] = {}
+        self.taken, self.counts = taken, counts  # for more variables in the same function
+        for name in graph.inputs:
+            if name not in variables:
+                variables[name] = fresh(_identifier(name, taken), taken, counts=counts)
+        lines: list[str] = []
+        self.records: list[tuple[int, int, str, str]] = []  # node, line, variable, expression
+        if self.rows:  # an input no op reads: watched itself (else a value made of it is)
+            lines += [
+                watch_line(self.variables[n], self.vector)
+                for n in unread_inputs(graph, self.variables)
+            ]
+        free: list[str] = []  # variables of dead temporaries
+        temporary: set[str] = set()
+        for i, op in enumerate(graph.ops):
+            if op is INPUT:
+                names.append(variables[graph.labels[i] or ""])
+                continue
+            if op is CONST:
+                names.append(self.literal(graph.consts[i]))
+                continue
+            template = self.local(templates[i])
+            args = [names[a] for a in graph.args[i]]
+            params = [repr(p) for p in graph.params.get(i, ())]
+            params += ["None"] * (len(op.params) - len(params))  # an optional one not given
+            expr = template.format(*args, *params)
+            if "rt." in expr:
+                self.helpers.update(_HELPER.findall(expr))
+                expr = _HELPER.sub(r"\1", expr)
+            for a in set(graph.args[i]):  # arguments read for the last time: their variables
+                if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
+                    free.append(names[a])
+            if kinks and op.kink is not None:  # which smooth piece: for gradcheck's steps
+                where = op.kink(SOURCE, *(names[a] for a in graph.args[i]))
+                lines.append(
+                    f"    _kinks.append({where if isinstance(where, str) else float(where)})"
+                )
+            if not self.rows and absorbs(op):  # a value this op would hide: stop at its node
+                lines += self.watched(graph, i, names)
+            if self.rows and absorbs(op):  # before the line: its variable may be an argument's
+                lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
+            label = graph.labels[i]
+            if (label is None or i in work) and free and (keep is None or i not in keep):
+                var = free.pop()
+            else:
+                var = _fresh(label or "t", taken, counts)
+                if label is None or i in work:
+                    temporary.add(var)
+            names.append(var)
+            if i in work:  # into the work array of its variable (per row), or a new number
+                expr = into_work_array(graph, i, template, var, names)
+            self.records.append((i, len(lines), var, expr))
+            lines.append(f"    {var} = {expr}" + self.comment(graph, i))
+            if i in dead and self.rows:
+                lines.append(watch_line(var, self.vector))
+            elif i in dead:  # a statement no result reads: the interpreter checks it too
+                lines.append(self.stop(var, self.comment(graph, i)))
+        return lines, names
+
+    def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
+        """Node ``i``'s template: its op's, specialised where shapes are known, by the float
+        rule (``exact``), as a boolean ``mask`` (read by ``where`` only), or a square."""
+        template = self.template(op)
+        if self.known is not None:
+            template = self.specialised(graph, i, op, template)
+        if exact:
+            template = self.exact_template(op)
+        if self.target == "numpy" and mask:  # read by where only: a mask
+            template = f"({{0}} {_COMPARISONS[op.name]} {{1}})"
+        exponent = graph.consts.get(graph.args[i][-1])
+        if op.name == "pow" and exponent.__class__ is float and exponent == 2.0:
+            template = "{0} * {0}"  # a square: one multiplication, not a call of pow
+        return template
+
+    def local(self, expr: str) -> str:
+        """``expr`` with each ``math.f`` of the python target read from a local variable
+        (``_math_f``, bound once per call by :meth:`bindings`), not looked up every time."""
+        if self.target != "python" or "math." not in expr:
+            return expr
+        return _MATH.sub(r"_math_\1", expr)
+
+    def bindings(self, body: list[str]) -> list[str]:
+        """The lines binding the math functions ``body`` calls to local variables."""
+        if self.target != "python":
+            return []
+        called = {
+            f
+            for line in body
+            if "_math_" in line
+            for f in _LOCAL.findall(line.split("  # line ", 1)[0])
+        }
+        return [f"    _math_{f} = math.{f}" for f in sorted(called & _MATH_NAMES)]
+
+    def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
+        """Lines that stop at an argument of node ``i`` that is not finite, naming the
+        argument's node: ``i`` could turn it into a finite value (``where``, ``1 / inf``,
+        ``tanh``), where the interpreter stops at the node that made it."""
+        lines = []
+        args = graph.args[i]
+        exponent = graph.consts.get(args[-1]) if graph.ops[i].name == "pow" else None
+        for a in dict.fromkeys(args):
+            if graph.ops[a] is CONST or graph.ops[a] is INPUT or a in self.stopped:
+                continue
+            if graph.ops[a].name in _COMPARISONS:  # 0 or 1, whatever it compared
+                continue
+            self.stopped.add(a)  # checked once: its value does not change
+            if exponent.__class__ is float and exponent > 0.0 and a == args[0]:
+                continue  # inf ^ 2 is inf, nan ^ 2 nan: a positive power passes it on
+            lines.append(self.stop(names[a], self.comment(graph, a)))
+        return lines
+
+    def exact_template(self, op) -> str:
+        """A template that applies ``op``'s float rule (the interpreter's, on numbers) to each
+        element, through ``_exact``: the same rounding as ``eval``."""
+        self.exact_rule = True
+        a = [f"a{k}" for k in range(op.arity)]
+        rule = f"lambda {', '.join(a)}: {op.py.format(*a)}"
+        return f"_exact({rule}, {', '.join(f'{{{k}}}' for k in range(op.arity))})"
+
+    def stop(self, v: str, comment: str) -> str:
+        """The line that stops where variable ``v`` is not finite; ``comment`` says where."""
+        test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
+        return f"    if {test}: raise FloatingPointError('the value is not finite')" + comment
+
+    def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
+        """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
+        value's shape when known (never with rows of numbers: a value per row)."""
+        from ..passes.rewrite import only_shape
+
+        sigs = self.shapes(graph) if self.known is not None and not self.vector else None
+        self.returns[fn] = {
+            k: (
+                None if sigs is None else only_shape(sigs[i]),
+                graph.ops[i] is not INPUT and graph.ops[i] is not CONST,
+            )
+            for k, i in nodes.items()
+        }
+
+    def returned(self, fn: str, key: str, var: str) -> tuple[str, Shape]:
+        """How NumPy code returns the value ``key`` of ``fn`` (in variable ``var``), and its
+        shape when known: a number as a float, an array as it is (``_plain`` does either when
+        the shape is not known; with rows of numbers, a value per row)."""
+        if self.vector:
+            return f"_plain({var}, rows)", None
+        shape, operation = self.returns[fn][key]
+        if shape is None:
+            return f"_plain({var})", None
+        return (f"float({var})" if operation and not shape else var), shape
+
+    def gradient(self, key: str, var: str) -> tuple[str, Shape]:
+        """How NumPy code returns the gradient with respect to input ``key`` (in variable
+        ``var``): with the input's shape, and that shape when known."""
+        assert self.known is not None
+        if key in self.exact:
+            return var, self.known[key]
+        x = self.variables[key]
+        if self.vector:
+            return f"_like({var}, {x}, rows)", None
+        if self.known.get(key) == () and self.returns["grad"][key][0] == ():
+            return self.returned("grad", key, var)
+        return f"_like({var}, {x})", self.known.get(key)  # _like gives it the input's shape
+
+    def exact_shapes(self, derived: Graph, gradients: Mapping[str, str]) -> set[str]:
+        """The inputs whose gradient is known, when compiling, to be an array of the input's
+        own shape (no reshaping to do when called with such inputs)."""
+        if self.known is None:
+            return set()
+        from ..passes.rewrite import only_shape
+
+        sigs = self.shapes(derived)
+        return {
+            w
+            for w, h in gradients.items()
+            if self.known.get(w) and only_shape(sigs[derived.names[h]]) == self.known[w]
+        }
+
+    def shapes(self, graph: Graph) -> list:
+        """Every node's shape (see :mod:`.rewrite`), worked out once per graph."""
+        from ..passes.rewrite import shapes
+
+        if graph is not self._shaped_graph:
+            self._shaped_graph, self._sigs = graph, shapes(graph, self.known)
+        return self._sigs
+
+    def specialised(self, graph: Graph, i: int, op, template: str) -> str:
+        """A cheaper template where the argument's shape is known when compiling: a method
+        of the array instead of a general helper (``sum_to`` over the axes it will sum,
+        ``mean`` of a non-empty array, a transpose)."""
+        from ..passes.rewrite import only_shape
+
+        shape = only_shape(self.shapes(graph)[graph.args[i][0]]) if graph.args[i] else None
+        if not shape:  # unknown, or a number (no array methods)
+            return template
+        params = graph.params.get(i, ())
+        if op.name == "transpose" and not params:
+            return "{0}.T"
+        if op.name == "mean" and not params and all(shape):  # ndarray.mean, no wrapper
+            return f"(np.add.reduce({{0}}, None) / {math.prod(shape)})"
+        if op.name == "sum_to":
+            target = tuple(params[0])
+            if target == shape:
+                return "{0}"
+            lead = len(shape) - len(target)
+            axes = tuple(range(lead)) + tuple(
+                lead + k for k, n in enumerate(target) if n == 1 and shape[lead + k] != 1
+            )
+            summed = tuple(n for k, n in enumerate(shape) if k not in axes)
+            text = f"np.add.reduce({{0}}, {axes!r})"  # ndarray.sum, without its wrapper
+            return text if summed == target else f"np.reshape({text}, {target!r})"
+        return template
+
+    def template(self, op) -> str:
+        if self.target == "python":
+            if op.py is None:
+                raise UsageError(
+                    f"{op.symbol} works on tensors: compile this program with --target numpy"
+                )
+            return op.py
+        template = op.np or op.py
+        assert template is not None, op
+        return template
+
+    def literal(self, value) -> str:
+        if value.__class__ is float:
+            return repr(value)
+        if self.target == "python":
+            raise UsageError("an array constant needs --target numpy")
+        return f"np.array({value.tolist()!r})"
+
+    def comment(self, graph: Graph, i: int) -> str:
+        """``  # line N: text`` of node ``i``, made once per node (every function, and the
+        reverse pass, comment the same nodes)."""
+        key = (id(graph), i)
+        found = self._comments.get(key)
+        if found is None:
+            found = self._comments[key] = self._comment(graph, i)
+        return found
+
+    def _comment(self, graph: Graph, i: int) -> str:
+        start, end = graph.starts[i], graph.ends[i]
+        if end <= start or graph.source.text != self.text:
+            return ""
+        line = bisect_right(self.lines, start)
+        # A window of the text, not all of it: a node deep in a long expression spans most of
+        # it, and reading it whole for every node would be quadratic.
+        snippet = visible(" ".join(self.text[start : min(end, start + 400)].split()))
+        long = len(snippet) > 50 or end - start > 400
+        return f"  # line {line}: {snippet[:49] + '…' if long else snippet}"
+
+    def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
+        """One row's shape of each input: the known shape, else a number's."""
+        return {n: tuple(self.known.get(n, ())) if self.known else () for n in graph.inputs}
+
+    def _defaults(self, graph: Graph) -> str:
+        items = []
+        for name, value in graph.defaults.items():
+            if isinstance(value, float):
+                shown = repr(value)
+            elif self.target == "python":
+                raise UsageError(
+                    f"the default of '{name}' is a tensor: compile with --target numpy"
+                )
+            else:
+                shown = f"np.array({value.tolist()!r})"
+            items.append(f"{name!r}: {shown}")
+        return "{" + ", ".join(items) + "}"
+
+
+_COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def _unwatched_inputs(graph: Graph, variables) -> list[str]:
+    """The inputs whose value, were it not finite, no result or checked line of the code
+    would show: those that no op reads, and those that an op which may hide it reads (its
+    other arguments are watched; an input's could only be, at every call)."""
+    hiding = {a for i, op in enumerate(graph.ops) if absorbs(op) for a in graph.args[i]}
+    unread = unread_inputs(graph, variables)
+    return [n for n in variables if n in unread or graph.inputs.get(n) in hiding]
+
+
+def _masks(graph: Graph) -> set[int]:
+    """The comparisons read only as the condition of ``where``: NumPy takes their boolean
+    arrays as they are (no conversion to 0.0 and 1.0 and back). Not the named ones: a name
+    is a value the module returns."""
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for i, args in enumerate(graph.args):
+        for k, a in enumerate(args):
+            readers.setdefault(a, []).append((i, k))
+    named = set(graph.names.values()) | {graph.output}
+    return {
+        i
+        for i, op in enumerate(graph.ops)
+        if op.name in _COMPARISONS
+        and i not in named
+        and readers.get(i)
+        and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
+    }
+
+
+def _last_uses(graph: Graph) -> list[int]:
+    """For each node, the last node that reads it (the output and named nodes: the end)."""
+    end = len(graph.ops)
+    last = last_readers(graph)
+    for node in (graph.output, *graph.names.values(), *graph.inputs.values()):
+        last[node] = end
+    return last
