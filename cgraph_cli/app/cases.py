@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.errors import CgraphError, UsageError
 from ..core.ir import Graph
@@ -99,14 +100,13 @@ def parse_gradcheck(value: object) -> Gradcheck | None:
 
 
 def _range(value: object) -> tuple[float, float]:
-    ok = isinstance(value, list) and len(value) == 2
-    ok = ok and all(_finite(v) for v in value)  # type: ignore[union-attr]
-    if not ok or not value[0] < value[1]:  # type: ignore[index]
+    pair: list[Any] = value if isinstance(value, list) and len(value) == 2 else [None, None]
+    if not (_finite(pair[0]) and _finite(pair[1]) and pair[0] < pair[1]):
         text = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
         raise OptionError(
             "range", f"'range' must be two numbers LOW < HIGH, as [-1, 1], got {text}"
         )
-    return float(value[0]), float(value[1])  # type: ignore[index]
+    return float(pair[0]), float(pair[1])
 
 
 def _number(table: dict, key: str, default: float, positive: bool) -> float:

@@ -122,7 +122,18 @@ def _gradchecks(case: Case, graph: Graph) -> list[Result]:
         ok = c.status != "mismatch"
         tolerances = (spec.rtol, spec.atol)
         results.append(
-            Result(case.name, "gradcheck", c.label, found.output, numeric, analytic, ok, c, k, tolerances)
+            Result(
+                case.name,
+                "gradcheck",
+                c.label,
+                found.output,
+                numeric,
+                analytic,
+                ok,
+                c,
+                k,
+                tolerances,
+            )
         )
     return results
 

@@ -131,7 +131,8 @@ def check_command(
 
     A spec file holds [[case]] tables: name, file (relative to the spec, and inside its
     folder) or program, bindings, of, expect, expect_grad, expect_hessian (keys "x,y"),
-    rtol, atol (see docs/commands/check.md;
+    gradcheck (true, or { points = 20, range = [-1, 1] }: as cgraph gradcheck), rtol, atol
+    (see docs/commands/check.md;
     `cgraph samples checks.toml` prints the one that --spec sample:checks.toml runs, over
     the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
     is reported as an error of that case, and the exit code is 1.
