@@ -86,7 +86,11 @@ def test_check_spec_file(cli):
         "tensors: the softmax cross-entropy sample:\n  ok    p = [0.6874665437783251,"
         in result.stdout
     )
-    assert result.stdout.endswith("16 passed, 0 failed\n")
+    assert (
+        "logistic: gradients against finite differences at random points:\n  ok    ∂loss/∂w at point 1 = "
+        in result.stdout
+    )
+    assert result.stdout.endswith("36 passed, 0 failed\n")  # 16 expectations, 5 points x 4 inputs
 
 
 def write(tmp_path, text: str) -> str:
@@ -149,6 +153,125 @@ def test_check_usage_errors(cli):
     assert cli("check", SEED, "--spec", SPEC).exit_code == 2
     result = cli("check", SEED, "--expect", "gg=1")
     assert result.exit_code == 2 and "did you mean 'g'?" in result.stderr
+
+
+# --- gradcheck cases in a checks file -------------------------------------------------------------
+GRADCHECK_SPEC = """\
+[[case]]
+name = "at its bindings"
+program = "y = x * relu(x)"
+bindings = { x = 0 }
+gradcheck = true
+
+[[case]]
+name = "random"
+program = "y = sin(a) * b"
+bindings = { b = 3 }
+gradcheck = { points = 4, range = [-1, 1], seed = 7 }
+
+[[case]]
+name = "coarse"
+program = "y = exp(10 * x)"
+bindings = { x = 1 }
+expect = { y = 22026.465794806718 }
+gradcheck = { eps = 1e-2 }
+"""
+
+
+def test_gradcheck_cases_are_results_in_the_text_report(cli, tmp_path):
+    result = cli("check", "--spec", write(tmp_path, GRADCHECK_SPEC))
+    assert result.exit_code == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        "at its bindings:",
+        "  skip  ∂y/∂x at point 1: the steps cross a kink (relu, abs at 0; max, min at a tie)",
+        "random:",
+    ]
+    random = lines[3:11]
+    assert [line.split(" = ")[0] for line in random] == [
+        f"  ok    ∂y/∂{name} at point {k}" for k in range(1, 5) for name in "ab"
+    ]
+    # with b bound, every point's ∂y/∂b is sin(a) at a drawn from [-1, 1]
+    slopes = [float(line.split(" = ")[1].split()[0]) for line in random[1::2]]
+    assert all(abs(s) <= math.sin(1) for s in slopes) and len(set(slopes)) == 4
+    assert lines[11:13] == [
+        "coarse:",
+        "  ok    y = 22026.465794806718 (expected 22026.465794806718)",
+    ]
+    assert lines[13].startswith("  FAIL  ∂y/∂x at point 1 = 220264.65794806718 (numeric 220631.9")
+    assert "> tolerance 2.2063" in lines[13]
+    assert lines[-1] == "9 passed, 1 failed, 1 skipped"
+
+
+def test_gradcheck_cases_in_json_and_junit(cli, tmp_path):
+    from jsonschema import Draft202012Validator
+
+    from cgraph_cli import schemas
+
+    junit = tmp_path / "report.xml"
+    result = cli("check", "--spec", write(tmp_path, GRADCHECK_SPEC), "--format", "json",
+                 "--junit", str(junit))  # fmt: skip
+    report = json.loads(result.stdout)
+    assert list(Draft202012Validator(schemas.load("check")).iter_errors(report)) == []
+    assert (report["passed"], report["failed"], report["skipped"]) == (9, 1, 1)
+    kink, *_ = report["checks"]
+    assert (kink["kind"], kink["name"], kink["status"], kink["ok"]) == (
+        "gradcheck",
+        "x",
+        "kink",
+        True,
+    )
+    assert kink["bindings"] == {"x": 0.0} and kink["analytic"] == 0.0
+    failed = report["checks"][-1]
+    assert failed["status"] == "mismatch" and not failed["ok"]
+    assert failed["analytic"] == pytest.approx(10 * math.exp(10))
+    assert (
+        failed["difference"] > failed["tolerance"] == pytest.approx(1e-7 + 1e-5 * failed["numeric"])
+    )
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("11", "1", "1")
+    cases = suite.findall("testcase")
+    assert cases[0].get("name") == "∂y/∂x at point 1" and cases[0].find("skipped") is not None
+    message = cases[-1].find("failure").get("message")
+    assert message.startswith("∂y/∂x at point 1: analytic 220264.65794806718, numeric 220631.9")
+    assert "> tolerance 2.2063" in message and "(atol 1e-7 + rtol 1e-5 x the larger)" in message
+
+
+def test_a_gradcheck_case_undefined_at_its_bindings_cannot_run(cli, tmp_path):
+    spec = '[[case]]\nprogram = "y = log(x)"\nbindings = { x = -1 }\ngradcheck = true\n'
+    result = cli("check", "--spec", write(tmp_path, spec))
+    assert result.exit_code == 1
+    assert result.stdout.startswith("case 1:\n  ERROR  ")
+    # at random points, an undefined one is skipped instead
+    spec = '[[case]]\nprogram = "y = log(x)"\n[case.gradcheck]\npoints = 6\n'
+    result = cli("check", "--spec", write(tmp_path, spec))
+    assert result.exit_code == 0, result.stdout
+    passed, skipped = (int(w) for w in result.stdout.splitlines()[-1].split()[::2][::2])
+    assert passed + skipped == 6 and passed > 0 and skipped > 0
+
+
+@pytest.mark.parametrize(
+    "table, message, place",
+    [
+        ("gradcheck = { points = 20, rnage = [-1, 1] }", "unknown key 'rnage'", (3, 28)),
+        ("gradcheck = { range = [1] }", "'range' must be two numbers LOW < HIGH", (3, 15)),
+        ("gradcheck = { range = [1, -1] }", "'range' must be two numbers LOW < HIGH", (3, 15)),
+        ("gradcheck = { range = [0, 'a'] }", "'range' must be two numbers", (3, 15)),
+        ("gradcheck = { points = 0.5 }", "'points' must be a whole number from 0", (3, 15)),
+        ("gradcheck = { points = 100001 }", "from 0 to 100,000, got 100001", (3, 15)),
+        ("gradcheck = { eps = 0 }", "'eps' must be a finite, positive number", (3, 15)),
+        ("gradcheck = 3", "must be true, false or a table", (3, 1)),
+        ("[case.gradcheck]\npoints = 5\nrange = 2", "'range' must be two numbers", (5, 1)),
+    ],
+)
+def test_gradcheck_table_mistakes_exit_2_at_their_place(cli, tmp_path, table, message, place):
+    path = write(tmp_path, f'[[case]]\nprogram = "y = x"\n{table}\n')
+    result = cli("check", "--spec", path)
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith(f"{path}:{place[0]}:{place[1]}: error: 'gradcheck' in case 1")
+    assert message in result.stderr and "Traceback" not in result.stderr
+    if "rnage" in table:
+        assert "did you mean 'range'?" in result.stderr
 
 
 # --- gradcheck -----------------------------------------------------------------------------------

@@ -26,14 +26,15 @@ NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
 )
 
 
-def ci_recipe() -> list[str]:
+def ci_recipe(which: str = "in cgraph's repository") -> list[str]:
     """The `run:` commands of the GitHub Actions workflow under "Use it in CI" in
-    docs/commands/check.md."""
+    docs/commands/check.md whose first line (a comment) says ``which``."""
     page = (ROOT / "docs" / "commands" / "check.md").read_text(encoding="utf-8")
-    section = page.split("\n### Use it in CI\n", 1)[1]
-    block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
-    assert block, "docs/commands/check.md: no yaml block under 'Use it in CI'"
-    runs = re.findall(r"^\s*(?:- )?run:\s*(.*)$", block.group(1), re.MULTILINE)
+    section = page.split("\n### Use it in CI\n", 1)[1].split("\n### ", 1)[0]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    block = next((b for b in blocks if which in b.splitlines()[0]), None)
+    assert block, f"docs/commands/check.md: no yaml block {which} under 'Use it in CI'"
+    runs = re.findall(r"^\s*(?:- )?run:\s*(.*)$", block, re.MULTILINE)
     assert runs and all(r and r[0] not in "|>" for r in runs), runs  # one command a line
     return runs
 
@@ -67,6 +68,35 @@ def test_the_ci_recipe_runs_as_written(recipe):
         assert done.returncode == 0, f"{command}\n{done.stdout.decode()}{done.stderr.decode()}"
     report = (recipe["checkout"] / "cgraph-report.xml").read_text()
     assert "<testsuite" in report and 'failures="0"' in report
+
+
+# The files the other project's workflow names, at its top: a checks file and a model.
+PROJECT = {
+    "model.cg": (ROOT / "samples" / "logistic.cg").read_text(encoding="utf-8"),
+    "checks.toml": '[[case]]\nfile = "model.cg"\nexpect = { z = 0.5 }\n'
+    "gradcheck = { points = 5 }\n",
+}
+
+
+def test_the_workflow_for_another_project_runs_as_written(recipe, tmp_path):
+    """The workflow of "Use it in CI" for another project: its commands run in a folder holding
+    the files it names, the install from the git URL replaced by this checkout's."""
+    runs = ci_recipe("in your project")
+    assert runs[0] == 'pip install "cgraph-cli @ git+https://github.com/cgraph-dev/cgraph"'
+    for name, text in PROJECT.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    venv = recipe["venv"]
+    env = dict(os.environ, VIRTUAL_ENV=str(venv), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+    env.pop("PYTHONPATH", None)
+    for command in [f'pip install "{recipe["checkout"]}"', *runs[1:]]:
+        done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0, f"{command}\n{done.stdout.decode()}{done.stderr.decode()}"
+    reports = sorted(p.name for p in tmp_path.glob("*.xml"))  # what the upload step takes
+    assert reports == ["gradcheck.xml", "report.xml"]
+    for name, tests in (("report.xml", "21"), ("gradcheck.xml", "80")):  # 1 + 5 x 4; 20 x 4
+        suite = (tmp_path / name).read_text(encoding="utf-8")
+        assert f'tests="{tests}" failures="0"' in suite, suite[:300]
 
 
 def test_installed_version_is_the_package_version(venv, tmp_path):

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.errors import CgraphError, UsageError
 from ..core.ir import Graph
+from . import gradcheck as gc
 
 RTOL, ATOL = 1e-9, 1e-12
 
@@ -32,6 +34,96 @@ class Case:
     atol: float = ATOL
     error: CgraphError | None = None  # why the case cannot run, reported as its result
     expect_hessian: dict[str, float] = field(default_factory=dict)  # "x,y" -> ∂²out/∂x∂y
+    gradcheck: Gradcheck | None = None  # gradients against finite differences, too
+
+
+@dataclass(frozen=True)
+class Gradcheck:
+    """A case's ``gradcheck``: ``cgraph gradcheck``'s options, with its defaults; ``points``
+    0 checks at the case's bindings alone."""
+
+    points: int = 0
+    low: float = gc.RANGE[0]
+    high: float = gc.RANGE[1]
+    seed: int = 0
+    eps: float = gc.EPS
+    rtol: float = gc.RTOL
+    atol: float = gc.ATOL
+
+
+class OptionError(ValueError):
+    """A mistake in a ``gradcheck`` table, with the key it is at."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key, self.message = key, message
+
+
+GRADCHECK_KEYS = ("points", "range", "seed", "eps", "rtol", "atol")
+MAX_POINTS = gc.MAX_POINTS
+
+
+def parse_gradcheck(value: object) -> Gradcheck | None:
+    """A checks file's ``gradcheck = true`` (at the case's bindings) or ``gradcheck = { points
+    = 20, range = [-1, 1] }`` (keys: points, range, seed, eps, rtol, atol); ``false``: none.
+    An :class:`OptionError` names the key at fault.
+
+    >>> parse_gradcheck({"points": 20, "range": [-1, 1]})
+    Gradcheck(points=20, low=-1.0, high=1.0, seed=0, eps=1e-06, rtol=1e-05, atol=1e-07)
+    >>> parse_gradcheck({"range": [1]})
+    Traceback (most recent call last):
+    ...
+    cgraph_cli.app.cases.OptionError: 'range' must be two numbers LOW < HIGH, as [-1, 1], got [1]
+    """
+    if isinstance(value, bool):
+        return Gradcheck() if value else None
+    if not isinstance(value, dict):
+        raise OptionError("", f"must be true, false or a table of {', '.join(GRADCHECK_KEYS)}")
+    for key in value:
+        if key not in GRADCHECK_KEYS:
+            raise OptionError(key, f"unknown key '{key}' (known: {', '.join(GRADCHECK_KEYS)})")
+    found = Gradcheck()
+    points = value.get("points", found.points)
+    if isinstance(points, bool) or not isinstance(points, int) or not 0 <= points <= MAX_POINTS:
+        raise OptionError(
+            "points", f"'points' must be a whole number from 0 to {MAX_POINTS:,}, got {points!r}"
+        )
+    seed = value.get("seed", found.seed)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise OptionError("seed", f"'seed' must be a whole number, 0 or more, got {seed!r}")
+    low, high = _range(value.get("range", [found.low, found.high]))
+    eps, rtol, atol = (
+        _number(value, key, getattr(found, key), positive=key == "eps")
+        for key in ("eps", "rtol", "atol")
+    )
+    return Gradcheck(points, low, high, seed, eps, rtol, atol)
+
+
+def _range(value: object) -> tuple[float, float]:
+    pair: list[Any] = value if isinstance(value, list) and len(value) == 2 else [None, None]
+    if not (_finite(pair[0]) and _finite(pair[1]) and pair[0] < pair[1]):
+        text = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
+        raise OptionError(
+            "range", f"'range' must be two numbers LOW < HIGH, as [-1, 1], got {text}"
+        )
+    return float(pair[0]), float(pair[1])
+
+
+def _number(table: dict, key: str, default: float, positive: bool) -> float:
+    value = table.get(key, default)
+    if not _finite(value) or value < 0 or (positive and value == 0):
+        kind = "positive" if positive else "non-negative"
+        raise OptionError(key, f"'{key}' must be a finite, {kind} number, got {value!r}")
+    return float(value)
+
+
+def _finite(value: object) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # a TOML integer too large for a float
+        return False
 
 
 _LABEL = r"\s*([^\W\d]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*\])?\s*"

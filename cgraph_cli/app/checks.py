@@ -24,17 +24,32 @@ from ..core.ir import Graph, resolve_name, wrt_node
 from ..render.html import xml_text
 from .api import Evaluation, Gradients, evaluate, grad
 from .cases import ATOL, RTOL, Case, close, expected_value, parse_pair, value_shape
+from .gradcheck import SKIPPED, Check, mismatch
 
 
 @dataclass(frozen=True)
 class Result:
     case: str
-    kind: str  # "value", "gradient" or "hessian"
+    kind: str  # "value", "gradient", "hessian" or "gradcheck"
     name: str  # the named value, the input differentiated against, or a pair of them: "x,y"
     output: str  # the output differentiated
-    expected: Value  # a float, or a NumPy array for tensors
-    actual: Value
+    expected: Value  # a float, or a NumPy array for tensors; gradcheck: the numeric slope
+    actual: Value  # gradcheck: the analytic gradient (either NaN when the check was skipped)
     ok: bool
+    gradcheck: Check | None = None  # a gradcheck's check, its point and status
+    point: int = 0  # a gradcheck's point, from 1
+    tolerances: tuple[float, float] = (RTOL, ATOL)  # a gradcheck's rtol and atol
+
+    @property
+    def tolerance(self) -> float:
+        """A gradcheck's allowed difference: atol + rtol·max(|analytic|, |numeric|)."""
+        rtol, atol = self.tolerances
+        return atol + rtol * max(abs(float(self.actual)), abs(float(self.expected)))
+
+    @property
+    def skipped(self) -> bool:
+        """A gradcheck at a kink or where the program is undefined: neither passed nor failed."""
+        return self.gradcheck is not None and self.gradcheck.status in SKIPPED
 
     @property
     def shapes_differ(self) -> bool:
@@ -54,6 +69,8 @@ class Result:
 
     @property
     def label(self) -> str:
+        if self.gradcheck is not None:
+            return f"∂{self.output}/∂{self.name} at point {self.point}"
         if self.kind == "hessian":
             from .gradcheck import element_label
 
@@ -77,11 +94,51 @@ class CaseRun:
 
 
 def run_case(case: Case) -> list[Result]:
-    """Evaluate and differentiate the case's program once; one result per expectation."""
+    """Evaluate and differentiate the case's program once; one result per expectation, then
+    one per check of its ``gradcheck``."""
     if case.error is not None:
         raise case.error
-    graph = case.graph
-    assert graph is not None, "a case without a program has an error"
+    assert case.graph is not None, "a case without a program has an error"
+    expects = case.expect or case.expect_grad or case.expect_hessian
+    return (_expectations(case, case.graph) if expects else []) + _gradchecks(case, case.graph)
+
+
+def _gradchecks(case: Case, graph: Graph) -> list[Result]:
+    """The case's gradcheck, as ``cgraph gradcheck`` runs it: a result per input (element) and
+    point; at the case's own point an evaluation error is the case's error."""
+    from .gradcheck import check_gradients
+
+    spec = case.gradcheck
+    if spec is None:
+        return []
+    found = check_gradients(
+        graph, case.bindings, of=case.of, points=spec.points, seed=spec.seed, low=spec.low,
+        high=spec.high, eps=spec.eps, rtol=spec.rtol, atol=spec.atol,
+    )  # fmt: skip
+    results = []
+    for k, c in found.checks:
+        analytic = math.nan if c.analytic is None else c.analytic
+        numeric = math.nan if c.numeric is None else c.numeric
+        ok = c.status != "mismatch"
+        tolerances = (spec.rtol, spec.atol)
+        results.append(
+            Result(
+                case.name,
+                "gradcheck",
+                c.label,
+                found.output,
+                numeric,
+                analytic,
+                ok,
+                c,
+                k,
+                tolerances,
+            )
+        )
+    return results
+
+
+def _expectations(case: Case, graph: Graph) -> list[Result]:
     # Values alone need no reverse pass (and a tensor output has no gradient to take).
     result: Evaluation = (grad if case.expect_grad else evaluate)(graph, case.bindings, case.of)
     graph = result.graph  # the graph that ran, for a program with if/else or loops
@@ -223,8 +280,7 @@ class CheckReport:
         return [(run.case, run.error) for run in self.runs if run.error is not None]
 
     def _counts(self) -> str:
-        passed = sum(r.ok for r in self.results)
-        text = f"{passed} passed, {len(self.results) - passed} failed"
+        text = counts(self.results)
         errors = len(self._errors())
         return text + (f", {errors} could not run" if errors else "")
 
@@ -294,6 +350,27 @@ def check(
 
 
 # --- reports -------------------------------------------------------------------------------------
+def counts(results: list[Result]) -> str:
+    """``N passed, M failed``, and ``, K skipped`` when a gradcheck skipped some."""
+    skipped = sum(r.skipped for r in results)
+    passed = sum(r.ok for r in results) - skipped
+    text = f"{passed} passed, {len(results) - passed - skipped} failed"
+    return text + (f", {skipped} skipped" if skipped else "")
+
+
+def _entry(r: Result) -> dict[str, object]:
+    """One assertion of the JSON report; a gradcheck's check with its point and status."""
+    c = r.gradcheck
+    if c is None:
+        difference = None if math.isinf(r.difference) else r.difference
+        return {"case": r.case, "kind": r.kind, "name": r.name, "output": r.output,
+                "expected": r.expected, "actual": r.actual, "difference": difference, "ok": r.ok}  # fmt: skip
+    return {"case": r.case, "kind": r.kind, "name": r.name, "output": r.output, "point": r.point,
+            "bindings": c.point, "analytic": c.analytic, "numeric": c.numeric,
+            "difference": c.error, "tolerance": None if c.error is None else r.tolerance,
+            "status": c.status, "ok": r.ok}  # fmt: skip
+
+
 def report(runs: list[CaseRun]) -> dict:
     """The JSON report: counts and one entry per assertion, and one per case that could not run.
 
@@ -305,24 +382,14 @@ def report(runs: list[CaseRun]) -> dict:
     results = [r for run in runs for r in run.results]
     checks: list[dict[str, object]] = []
     for run in runs:
-        checks.extend(
-            {
-                "case": r.case,
-                "kind": r.kind,
-                "name": r.name,
-                "output": r.output,
-                "expected": r.expected,
-                "actual": r.actual,
-                "difference": None if math.isinf(r.difference) else r.difference,
-                "ok": r.ok,
-            }
-            for r in run.results
-        )
+        checks.extend(_entry(r) for r in run.results)
         if run.error is not None:
             checks.append({"case": run.case, "error": error_text(run.error)})
+    skipped = sum(r.skipped for r in results)
     return {
-        "passed": sum(r.ok for r in results),
+        "passed": sum(r.ok for r in results) - skipped,
         "failed": sum(not r.ok for r in results),
+        "skipped": skipped,
         "errors": sum(run.error is not None for run in runs),
         "checks": checks,
     }
@@ -336,7 +403,7 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
     >>> print(junit_xml([CaseRun("c", [], UsageError("no such file: a.cg"))]).decode())
     <?xml version='1.0' encoding='utf-8'?>
     <testsuites>
-      <testsuite name="cgraph" tests="1" failures="0" errors="1">
+      <testsuite name="cgraph" tests="1" failures="0" errors="1" skipped="0">
         <testcase classname="c" name="c">
           <error message="no such file: a.cg">error: no such file: a.cg</error>
         </testcase>
@@ -356,6 +423,7 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
         tests=str(len(results) + sum(run.error is not None for run in runs)),
         failures=str(sum(not r.ok for r in results)),
         errors=str(sum(run.error is not None for run in runs)),
+        skipped=str(sum(r.skipped for r in results)),
     )
     for run in runs:
         for r in run.results:
@@ -363,9 +431,11 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
                 node,
                 "testcase",
                 classname=xml_text(r.case or suite),
-                name=xml_text(f"{r.label} = {f(r.expected)}"),
+                name=xml_text(r.label if r.gradcheck else f"{r.label} = {f(r.expected)}"),
             )
-            if not r.ok:
+            if r.gradcheck is not None:
+                _gradcheck_outcome(case, r)
+            elif not r.ok:
                 ET.SubElement(
                     case,
                     "failure",
@@ -385,3 +455,17 @@ def junit_xml(runs: list[CaseRun], suite: str = "cgraph") -> bytes:
             error.text = xml_text(run.error.render())
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _gradcheck_outcome(case, r: Result) -> None:
+    """A gradcheck's mismatch is a failure with the two numbers and the tolerance; a check at a
+    kink or where the program is undefined is skipped."""
+    import xml.etree.ElementTree as ET
+
+    c = r.gradcheck
+    assert c is not None, "a gradcheck result holds its check"
+    if c.status == "mismatch":
+        message = f"{r.label}: {mismatch(c, *r.tolerances)}"
+        ET.SubElement(case, "failure", message=xml_text(message))
+    elif c.status in SKIPPED:
+        ET.SubElement(case, "skipped", message=SKIPPED[c.status])

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import BindingError, CgraphError, Source, Span, UsageError
-from .cases import ATOL, RTOL, Case
+from .cases import ATOL, GRADCHECK_KEYS, RTOL, Case, Gradcheck, OptionError, parse_gradcheck
 
 _CASE_KEYS = (
     "name",
@@ -32,6 +32,7 @@ _CASE_KEYS = (
     "expect",
     "expect_grad",
     "expect_hessian",
+    "gradcheck",
     "rtol",
     "atol",
 )
@@ -140,9 +141,11 @@ def _load_case(
     expect = where.values(table, "expect", k)
     expect_grad = where.values(table, "expect_grad", k)
     expect_hessian = where.second_derivatives(table, k)
-    if not expect and not expect_grad and not expect_hessian:
+    gradcheck = where.gradcheck(table, k)
+    if not expect and not expect_grad and not expect_hessian and gradcheck is None:
         raise where.error(
-            f"case {k + 1} expects nothing: give 'expect', 'expect_grad' or 'expect_hessian'",
+            f"case {k + 1} expects nothing: give 'expect', 'expect_grad', 'expect_hessian' "
+            "or 'gradcheck'",
             k,
             "name",
         )
@@ -156,6 +159,7 @@ def _load_case(
         where.tolerance(table, "rtol", k, rtol),
         where.tolerance(table, "atol", k, atol),
         expect_hessian=expect_hessian,
+        gradcheck=gradcheck,
     )
     try:  # the program's own errors are the case's result, not a mistake in the spec
         from ..data.sources import read_file
@@ -291,6 +295,41 @@ class _Locator:
             checked[name] = number
         return checked
 
+    def gradcheck(self, table: dict, case: int) -> Gradcheck | None:
+        """``gradcheck = true`` or ``{ points = 20, range = [-1, 1] }`` (an inline table, or a
+        ``[case.gradcheck]`` table); a mistake at the key it is in."""
+        try:
+            return parse_gradcheck(table.get("gradcheck", False))
+        except OptionError as e:
+            import difflib
+
+            hints = ["for example: gradcheck = { points = 20, range = [-1, 1] }"]
+            if e.message.startswith("unknown key"):
+                hints[:0] = [f"did you mean '{k}'?" for k in difflib.get_close_matches(
+                    e.key, GRADCHECK_KEYS, n=1)]  # fmt: skip
+            span = self.inner(case, e.key) or self.find(case, "gradcheck")
+            message = f"'gradcheck' in case {case + 1}: {e.message}"
+            raise UsageError(message, span, self.source, hints=hints) from None
+
+    def inner(self, case: int, key: str) -> Span | None:
+        """Where ``key =`` is written in a case's ``gradcheck = { ... }`` (on its line), or on a
+        line of its ``[case.gradcheck]`` table."""
+        headers = [n for n, line in enumerate(self.lines) if _CASE_HEADER.match(line)]
+        if not key or case >= len(headers):
+            return None
+        inline = re.compile(rf"\s*gradcheck\s*=.*?[{{,]\s*({re.escape(key)})\s*=")
+        own_line = re.compile(rf"\s*({re.escape(key)})\s*=")
+        in_table = False
+        for n in range(headers[case] + 1, (headers + [len(self.lines)])[case + 1]):
+            line = self.lines[n]
+            if line.lstrip().startswith("["):
+                in_table = bool(_SUBTABLE.match(line))
+                continue
+            m = (own_line if in_table else inline).match(line)
+            if m:
+                return Span(self.starts[n] + m.start(1), self.starts[n] + m.end(1))
+        return None
+
     def program_path(self, table: dict, case: int, folder: Path) -> str:
         """The case's ``file``, relative to the checks file: refused if it is absolute or
         leads (through ``..`` or a symbolic link) outside the checks file's folder."""
@@ -327,6 +366,7 @@ class _Locator:
 
 
 _CASE_HEADER = re.compile(r"\s*\[\[\s*case\s*\]\]")
+_SUBTABLE = re.compile(r"\s*\[\s*case\s*\.\s*gradcheck\s*\]")
 _STRING = r'"(?:\\.|[^"\\\n])*"|\'[^\'\n]*\''
 
 

@@ -31,6 +31,7 @@ from ..run.vjp import vjp
 
 EPS, RTOL, ATOL = 1e-6, 1e-5, 1e-7
 RANGE = (-2.0, 2.0)  # where --points draws each input
+MAX_POINTS = 100_000  # --points at most (cli/checks.py's option says so too)
 ELEMENTS = 64  # elements checked per tensor input at most
 
 
@@ -327,6 +328,25 @@ def _batched(graph: Graph, places: list[dict], of, eps, rtol, atol) -> list | No
     return found
 
 
+def mismatch(check: Check, rtol: float = RTOL, atol: float = ATOL) -> str:
+    """Why a check failed: the two numbers, their difference and the tolerance (JUnit's
+    failure message).
+
+    >>> from cgraph_cli import parse
+    >>> print(mismatch(gradcheck(parse("y = x^3"), {"x": 0}, eps=1)[0], rtol=0, atol=0.5))
+    analytic 0, numeric 1, difference 1 > tolerance 0.5 (atol 0.5 + rtol 0 x the larger)
+    """
+    from ..core.numfmt import plain_value as f
+
+    assert check.analytic is not None and check.numeric is not None, "a mismatch has both"
+    allowed = atol + rtol * max(abs(check.analytic), abs(check.numeric))
+    return (
+        f"analytic {f(check.analytic)}, numeric {f(check.numeric)}, difference "
+        f"{f(abs(check.analytic - check.numeric))} > tolerance {f(allowed)} "
+        f"(atol {f(atol)} + rtol {f(rtol)} x the larger)"
+    )
+
+
 def _status(analytic: float, numeric: float, kink: bool, rtol: float, atol: float) -> str:
     if not math.isfinite(numeric):
         return "undefined"
@@ -488,7 +508,6 @@ class GradcheckReport:
         """
         import xml.etree.ElementTree as ET
 
-        from ..core.numfmt import plain_value as f
         from ..render.html import xml_text
 
         root = ET.Element("testsuites")
@@ -505,13 +524,7 @@ class GradcheckReport:
             name = f"{d}{c.label} at point {k}"
             case = ET.SubElement(node, "testcase", classname=xml_text(suite), name=xml_text(name))
             if c.status == "mismatch":
-                assert c.analytic is not None and c.numeric is not None
-                allowed = atol + rtol * max(abs(c.analytic), abs(c.numeric))
-                message = (
-                    f"{name}: analytic {f(c.analytic)}, numeric {f(c.numeric)}, difference "
-                    f"{f(abs(c.analytic - c.numeric))} > tolerance {f(allowed)} "
-                    f"(atol {f(atol)} + rtol {f(rtol)} x the larger)"
-                )
+                message = f"{name}: {mismatch(c, rtol, atol)}"
                 ET.SubElement(case, "failure", message=xml_text(message))
             elif c.status in SKIPPED:
                 ET.SubElement(case, "skipped", message=SKIPPED[c.status])

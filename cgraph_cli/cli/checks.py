@@ -131,7 +131,8 @@ def check_command(
 
     A spec file holds [[case]] tables: name, file (relative to the spec, and inside its
     folder) or program, bindings, of, expect, expect_grad, expect_hessian (keys "x,y"),
-    rtol, atol (see docs/commands/check.md;
+    gradcheck (true, or { points = 20, range = [-1, 1] }: as cgraph gradcheck), rtol, atol
+    (see docs/commands/check.md;
     `cgraph samples checks.toml` prints the one that --spec sample:checks.toml runs, over
     the samples). Every case runs: one that cannot (a syntax error, a missing file, log(-1))
     is reported as an error of that case, and the exit code is 1.
@@ -251,6 +252,8 @@ def _spec_path(spec: str) -> str:
 
 
 def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) -> str:
+    from ..app.checks import counts
+    from ..app.gradcheck import SKIPPED
     from ..core.numfmt import SMALL, format_number, is_tensor, nested, summary
 
     def f(value) -> str:  # exact by default: a failed check is read digit by digit
@@ -271,7 +274,15 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
             detail = f"expected {f(r.expected)}" + (
                 "" if r.ok else f", difference {f(r.difference)}"
             )
-            if r.shapes_differ:
+            if r.gradcheck is not None:  # the analytic gradient against the numeric slope
+                detail = f"numeric {f(r.expected)}" + (
+                    "" if r.ok else f", difference {f(r.difference)} > tolerance {f(r.tolerance)}"
+                )
+                if r.skipped:
+                    sign, detail = mark("skip", fg="yellow"), SKIPPED[r.gradcheck.status]
+                    lines.append(f"{indent}{sign}  {r.label}: {detail}")
+                    continue
+            elif r.shapes_differ:
                 detail = f"expected {f(r.expected)}: the shapes differ"
             lines.append(f"{indent}{sign}  {r.label} = {f(r.actual)} ({detail})")
         if run.error is not None:
@@ -280,9 +291,7 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
                 f"{indent}{mark('ERROR', fg='red', bold=True)}  " + first.replace("error: ", "", 1)
             )
             lines.extend(f"{indent}       {line}" for line in rest)
-    results = [r for run in runs for r in run.results]
-    passed = sum(r.ok for r in results)
-    summary_line = f"{passed} passed, {len(results) - passed} failed"
+    summary_line = counts([r for run in runs for r in run.results])
     errors = sum(run.error is not None for run in runs)
     if errors:
         summary_line += f", {errors} case{'s' if errors > 1 else ''} could not run"
