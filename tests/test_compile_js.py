@@ -200,6 +200,8 @@ def test_every_op_gives_cgraphs_values_and_gradients(tmp_path):
 
 TIES = np.array([[[[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]]]])
 WEIGHTS = np.arange(1.0, 10.0).reshape(1, 1, 3, 3)
+_DRAWN = np.random.default_rng(5)
+IMAGE = {"x": _DRAWN.uniform(-2, 2, (1, 4, 5, 5)), "w": _DRAWN.uniform(-2, 2, (4, 2, 2, 2))}
 
 
 def test_special_values(tmp_path):
@@ -217,6 +219,11 @@ def test_special_values(tmp_path):
         # padding: z tells which element took it.
         ("y = sum(max_pool2d(x, [2, 2], [1, 1], [1, 1, 0, 0]) * z)", {"x": TIES, "z": WEIGHTS}),
         ("y = sum(max_pool2d(x, [3, 3], [1, 1], [1, 1, 1, 1]) * z)", {"x": TIES, "z": WEIGHTS}),
+        # The other axis of each image parameter than op_cases' PARAMETERS vary: strides and a
+        # left pad in the width, dilations in the height.
+        ("t = conv2d(x, w, [1, 2], [0, 1, 1, 0], [2, 1], 2)\ny = sum(t * t)", IMAGE),
+        ("t = max_pool2d(x, [2, 3], [1, 2], [0, 1, 1, 2])\ny = sum(t * t)", {"x": IMAGE["x"]}),
+        ("t = avg_pool2d(x, [2, 3], [1, 2], [0, 1, 1, 2], 0)\ny = sum(t * t)", {"x": IMAGE["x"]}),
     ]
     cases = [
         {"source": js_module(parse(p), bindings=b), "inputs": _listed(b), "grad": True}
@@ -319,11 +326,6 @@ def test_names_javascript_holds_dear(tmp_path):
     result, defaults = run_node(tmp_path, cases)
     check_against_cgraph(graph, bindings, result)
     assert defaults["values"][graph.names["hasOwnProperty"]] == pytest.approx(math.log(6.5))
-
-
-def test_the_image_ops_are_refused():
-    with pytest.raises(UsageError, match="does not take max_pool2d"):
-        js_module(parse("y = sum(max_pool2d(x, [2, 2]))"), bindings={"x": np.ones((1, 1, 2, 2))})
 
 
 def test_loops_are_refused():

@@ -87,7 +87,8 @@ class OpSpec:
     np: str | None
     # The value as a JavaScript expression: on numbers for an elementwise op ({0}, {1}...;
     # `cgraph compile --target js` maps it over tensors), else a call of a helper of
-    # cgraph_cli/run/js_runtime.js with the params after the arguments; None: no JS rule.
+    # cgraph_cli/run/js_runtime.js (js_images.js: the image ops') with the params after the
+    # arguments; None: no JS rule.
     js: str | None
     # Derivatives, written over an interpretation `e` (see the module docstring).
     partials: tuple[Callable | None, ...] | None
