@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
-from op_cases import arguments, example_cases, value_range
+from op_cases import arguments, cases, example_cases, parameters, value_range
 from strategies import INPUTS, points, programs
 
 from cgraph_cli import CgraphError, UsageError, parse
+from cgraph_cli.core.errors import Source
+from cgraph_cli.core.ir import GraphBuilder, validate
 from cgraph_cli.core.ops import INPUT, OPS
 from cgraph_cli.run.compile_js import js_module
 from cgraph_cli.run.evaluate import forward
@@ -129,25 +131,60 @@ def _flows(graph) -> list[bool]:
     return flows
 
 
+def _pairs(params: tuple) -> set[str]:
+    """Each two of ``params`` with their places (the whole setting where it has one)."""
+    found = {repr((i, params[i], j, params[j])) for j in range(len(params)) for i in range(j)}
+    return found or {repr(params)}
+
+
+def _settings(op) -> list:
+    """(Argument shapes, parameters) of ``op`` besides its example's: settings that give every
+    parameter one of ``PARAMETERS``' values (stride 2, padding, dilation, groups, windows,
+    count_pads...), chosen until each two parameters have met at each two values they take
+    together (all-pairs, greedily), each at the first shapes it fits."""
+    full = [p for p in parameters(op) if op.params and len(p) == len(op.params)]
+    fitting = [found[0] for p in full if (found := cases(op, [p]))]
+    chosen: list = []
+    seen: set[str] = set()
+    while fitting:
+        best = max(fitting, key=lambda case: len(_pairs(case[1]) - seen))
+        if not _pairs(best[1]) - seen:
+            break
+        chosen.append(best)
+        seen |= _pairs(best[1])
+    return chosen
+
+
+def _op_graph(op, params):
+    """``t = op(a0, a1...)`` with ``params``, then ``out = sum(t * t)``."""
+    b = GraphBuilder(Source("", f"<{op.name}>"))
+    node = b.add(op, tuple(b.input(f"a{k}", 0, 0) for k in range(op.arity)), 0, 0, params)
+    b.name(node, "t")
+    b.statement("=", "t", node)
+    out = b.add(OPS["sum"], (b.add(OPS["mul"], (node, node), 0, 0),), 0, 0)
+    b.name(out, "out")
+    b.statement("=", "out", out)
+    return validate(b.finish(out, "out"))
+
+
 def _op_programs():
-    """For every op of the table with a JS rule: its example, the sum of its square (a
-    gradient that is not all ones), at a few argument shapes and random points."""
+    """For every op of the table: its example, the sum of its square (a gradient that is not
+    all ones), at a few argument shapes and random points; and at other parameters."""
     rng = np.random.default_rng(29)
     found = []
     for op in OPS.values():
         if not op.arity:
             continue
-        if op.js is None:
-            continue  # the image ops: refused (test_the_image_ops_are_refused)
-        graph = parse(f"t = {op.example}\nout = sum(t * t)")
-        names = [n for n in graph.inputs]
         low, high = value_range(op)
-        for shapes, params in example_cases(op)[:3]:
+        example_graph = parse(f"t = {op.example}\nout = sum(t * t)")
+        tried = [(example_graph, shapes, params) for shapes, params in example_cases(op)[:3]]
+        tried += [(_op_graph(op, params), shapes, params) for shapes, params in _settings(op)]
+        for graph, shapes, params in tried:
             source = None
             for _ in range(3):
                 args = arguments(op, shapes, params, rng, low, high)
                 bindings = {n: (float(a) if np.ndim(a) == 0 else np.asarray(a, dtype=float))
-                            for n, a in zip(names, args)}  # fmt: skip
+                            for n, a in zip(graph.inputs, args)}  # fmt: skip
                 source = source or js_module(graph, bindings=bindings)  # the shapes': once
                 found.append((op.name, graph, bindings, source))
     return found
@@ -155,12 +192,16 @@ def _op_programs():
 
 def test_every_op_gives_cgraphs_values_and_gradients(tmp_path):
     found = _op_programs()
-    assert {name for name, _, _, _ in found} == {
-        op.name for op in OPS.values() if op.arity and op.js is not None
-    }
+    assert {name for name, _, _, _ in found} == {op.name for op in OPS.values() if op.arity}
     cases = [{"source": s, "inputs": _listed(b), "grad": True} for _, _, b, s in found]
     for (_, graph, bindings, _), result in zip(found, run_node(tmp_path, cases)):
         check_against_cgraph(graph, bindings, result)
+
+
+TIES = np.array([[[[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]]]])
+WEIGHTS = np.arange(1.0, 10.0).reshape(1, 1, 3, 3)
+_DRAWN = np.random.default_rng(5)
+IMAGE = {"x": _DRAWN.uniform(-2, 2, (1, 4, 5, 5)), "w": _DRAWN.uniform(-2, 2, (4, 2, 2, 2))}
 
 
 def test_special_values(tmp_path):
@@ -174,6 +215,15 @@ def test_special_values(tmp_path):
         ("y = erf(x) + erf(z)", {"x": -2.5, "z": 5.9}),
         ("y = sum(amax(x, 0)) + sum(x)", {"x": np.array([[1.0, 2.0], [1.0, 0.5]])}),
         ("y = max(x) * min(x)", {"x": np.array([3.0, 1.0, 3.0, 1.0])}),
+        # Ties in a max pool's windows (the first of equals takes the gradient), a window with
+        # padding: z tells which element took it.
+        ("y = sum(max_pool2d(x, [2, 2], [1, 1], [1, 1, 0, 0]) * z)", {"x": TIES, "z": WEIGHTS}),
+        ("y = sum(max_pool2d(x, [3, 3], [1, 1], [1, 1, 1, 1]) * z)", {"x": TIES, "z": WEIGHTS}),
+        # The other axis of each image parameter than op_cases' PARAMETERS vary: strides and a
+        # left pad in the width, dilations in the height.
+        ("t = conv2d(x, w, [1, 2], [0, 1, 1, 0], [2, 1], 2)\ny = sum(t * t)", IMAGE),
+        ("t = max_pool2d(x, [2, 3], [1, 2], [0, 1, 1, 2])\ny = sum(t * t)", {"x": IMAGE["x"]}),
+        ("t = avg_pool2d(x, [2, 3], [1, 2], [0, 1, 1, 2], 0)\ny = sum(t * t)", {"x": IMAGE["x"]}),
     ]
     cases = [
         {"source": js_module(parse(p), bindings=b), "inputs": _listed(b), "grad": True}
@@ -276,11 +326,6 @@ def test_names_javascript_holds_dear(tmp_path):
     result, defaults = run_node(tmp_path, cases)
     check_against_cgraph(graph, bindings, result)
     assert defaults["values"][graph.names["hasOwnProperty"]] == pytest.approx(math.log(6.5))
-
-
-def test_the_image_ops_are_refused():
-    with pytest.raises(UsageError, match="does not take max_pool2d"):
-        js_module(parse("y = sum(max_pool2d(x, [2, 2]))"), bindings={"x": np.ones((1, 1, 2, 2))})
 
 
 def test_loops_are_refused():

@@ -212,7 +212,8 @@ def compile_command(
     module.exports (Node's require) or else globalThis.cgraphProgram, an object with
     forward(inputs) (every node's value, by name) and grad(inputs) (the value, the
     gradients, and every node's value and adjoint); a value that is not finite throws the
-    error cgraph prints. It takes programs without loops or if/else, and no image ops.
+    error cgraph prints. It takes every op (the image ops too) but not programs with loops
+    or if/else.
 
     \b
     Examples:

@@ -87,7 +87,8 @@ class OpSpec:
     np: str | None
     # The value as a JavaScript expression: on numbers for an elementwise op ({0}, {1}...;
     # `cgraph compile --target js` maps it over tensors), else a call of a helper of
-    # cgraph_cli/run/js_runtime.js with the params after the arguments; None: no JS rule.
+    # cgraph_cli/run/js_runtime.js (js_images.js: the image ops') with the params after the
+    # arguments; None: no JS rule.
     js: str | None
     # Derivatives, written over an interpretation `e` (see the module docstring).
     partials: tuple[Callable | None, ...] | None
@@ -1134,6 +1135,7 @@ _TABLE = (
         arity=2,
         params=("strides", "pads", "dilations", "groups"),
         example="conv2d(x, w)",
+        js="_conv2d({0}, {1}, {2}, {3}, {4}, {5})",
     ),
     _tensor(
         "conv_transpose2d",
@@ -1145,6 +1147,7 @@ _TABLE = (
         params=("size", "strides", "pads", "dilations", "groups"),
         required=1,
         example="conv_transpose2d(y, w, [1, 2, 3, 3])",
+        js="_convTranspose2d({0}, {1}, {2}, {3}, {4}, {5}, {6})",
     ),
     _tensor(
         "conv2d_weights",
@@ -1156,6 +1159,7 @@ _TABLE = (
         params=("size", "strides", "pads", "dilations", "groups"),
         required=1,
         example="conv2d_weights(x, y, [3, 2, 2, 2])",
+        js="_conv2dWeights({0}, {1}, {2}, {3}, {4}, {5}, {6})",
     ),
     _tensor(
         "max_pool2d",
@@ -1166,6 +1170,7 @@ _TABLE = (
         params=("window", "strides", "pads"),
         required=1,
         example="max_pool2d(x, [2, 2])",
+        js="_maxPool2d({0}, {1}, {2}, {3})",
     ),
     _tensor(
         "max_unpool2d",
@@ -1177,6 +1182,7 @@ _TABLE = (
         params=("window", "strides", "pads"),
         required=1,
         example="max_unpool2d(g, x, [2, 2], [1, 1])",
+        js="_maxUnpool2d({0}, {1}, {2}, {3}, {4})",
     ),
     _tensor(
         "max_pool2d_at",
@@ -1188,6 +1194,7 @@ _TABLE = (
         params=("window", "strides", "pads"),
         required=1,
         example="max_pool2d_at(v, x, [2, 2])",
+        js="_maxPool2dAt({0}, {1}, {2}, {3}, {4})",
     ),
     _tensor(
         "avg_pool2d",
@@ -1198,6 +1205,7 @@ _TABLE = (
         params=("window", "strides", "pads", "count_pads"),
         required=1,
         example="avg_pool2d(x, [2, 2])",
+        js="_avgPool2d({0}, {1}, {2}, {3}, {4})",
     ),
     _tensor(
         "avg_unpool2d",
@@ -1209,6 +1217,7 @@ _TABLE = (
         params=("window", "strides", "pads", "count_pads"),
         required=1,
         example="avg_unpool2d(g, x, [2, 2], [1, 1])",
+        js="_avgUnpool2d({0}, {1}, {2}, {3}, {4}, {5})",
     ),
     _tensor(
         "concat",

@@ -19,7 +19,8 @@ graph builder of :mod:`cgraph_cli.passes.grad_graph`, as ``cgraph grad`` runs th
 written here. A value that is not finite throws a ``CgraphError`` whose ``message``,
 ``where`` and ``text`` are those the CLI prints for that program and bindings.
 
-Programs with loops or if/else, and the image ops (conv2d, the pools), are refused.
+Every op of the table has a ``js`` spelling, the image ops (conv2d, the pools and their
+gradients) with helpers of ``js_images.js``; programs with loops or if/else are refused.
 
 >>> from cgraph_cli import parse
 >>> text = js_module(parse("p = x + y; g = p * z"))
@@ -46,10 +47,11 @@ _ALWAYS = ("_T", "_size", "_tensor", "_bindex")
 
 
 def _runtime() -> dict[str, str]:
-    """Each helper of ``js_runtime.js`` (and ``js_module.js``) by name: its source."""
+    """Each helper of ``js_runtime.js`` (and ``js_images.js``, ``js_module.js``) by name: its
+    source."""
     text = "".join(
         resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-        for name in ("js_runtime.js", "js_module.js")
+        for name in ("js_runtime.js", "js_images.js", "js_module.js")
     )
     found = {}
     for m in _FUNCTION.finditer(text):
@@ -246,8 +248,7 @@ def js_module(
         if op.arity and op.js is None:
             raise graph.error(
                 UsageError,
-                f"--target js does not take {op.symbol} yet (the image ops: conv2d, "
-                "conv_transpose2d, conv2d_weights and the pools)",
+                f"--target js does not take {op.symbol} yet (the op table gives it no JS rule)",
                 i,
                 hints=["compile it with --target numpy or onnx"],
             )
