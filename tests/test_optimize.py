@@ -368,7 +368,7 @@ def test_render_compare_draws_before_and_after_side_by_side(cli):
     assert result.exit_code == 0, result.stderr
     dot = result.stdout
     assert "subgraph cluster_before" in dot and "subgraph cluster_after" in dot
-    assert "before: 22 nodes" in dot and "after optimize: 9 nodes" in dot
+    assert "before: 19 nodes" in dot and "after optimize: 9 nodes" in dot
     assert "logsumexp" in dot.split("cluster_after")[1]
     assert "rankdir=TB" in dot  # frames side by side, each graph top to bottom
 
