@@ -489,3 +489,15 @@ def test_a_csv_file_separated_by_semicolons_is_read_as_spreadsheets_write_it(cli
     commas = tmp_path / "commas.csv"  # a comma anywhere outside quotes: commas separate
     commas.write_text('x,"w;v"\n1,2\n')
     assert cli("eval", "y = x * 2", "--rows", str(commas)).stdout.splitlines()[1] == "2,"
+
+
+def test_a_kept_input_column_is_written_as_the_numbers_the_program_read(cli, tmp_path):
+    data = tmp_path / "k.csv"
+    data.write_text("x,w,id\n1,2,007\n3.5,4,b\n")
+    result = cli("eval", "y = x * w", "--rows", str(data), "--keep", "x,id", "--format", "json")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["x"], r["id"], r["y"]) for r in rows] == [(1.0, "007", 2.0), (3.5, "b", 14.0)]
+    empty = tmp_path / "empty.csv"  # a cell that is not a number: the column as read
+    empty.write_text("x,w\n1,2\n,4\n")
+    result = cli("eval", "y = x * w", "--rows", str(empty), "--keep", "x", "--format", "json")
+    assert [json.loads(line)["x"] for line in result.stdout.splitlines()] == ["1", None]

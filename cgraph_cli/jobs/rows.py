@@ -390,14 +390,25 @@ class _Plan:
         if not problems and not failures:  # no row failed: one tuple of None per length
             if len(self.no_errors) != n:
                 self.no_errors = (None,) * n
-            return self._table(raw, results, self.no_errors, good, n), good
+            return self._table(self._kept(raw, columns), results, self.no_errors, good, n), good
         errors: list[str | None] = [None] * n
         for r, why in problems.items():
             errors[r] = f"row {start + r + 1}: {why} ({path})"
         for r, e in failures.items():
             place = e.where()
             errors[r] = f"row {start + r + 1}: {e.message} ({path}{', ' + place if place else ''})"
-        return self._table(raw, results, errors, good, n), good
+        return self._table(self._kept(raw, columns), results, errors, good, n), good
+
+    def _kept(self, raw: Mapping, columns: dict) -> Mapping:
+        """The kept columns: an input's as the numbers the program read where every cell is
+        one (JSON writes numbers, not a CSV file's text), any other as read."""
+        numbers = {
+            c: columns[c].values
+            for c in self.keep
+            if c in columns and not columns[c].problems and not columns[c].odd
+            and columns[c].values.ndim == 1
+        }  # fmt: skip
+        return {**raw, **numbers} if numbers else raw
 
     def _table(self, raw, results, errors, good, n) -> dict:
         table: dict = {c: raw[c] for c in self.keep}
