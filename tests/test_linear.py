@@ -26,8 +26,8 @@ def test_the_derivative_program_of_a_name_given_again_computes_the_gradient(cli,
     # texts: `cos(0.5 * t - x)` read the last t, and the program's dt_dx was wrong.
     program = _rebinding(n)
     text = cli("diff", program).stdout
-    assert cli("eval", "-", input=text).stdout.strip() == (
-        f"dt_dx = {json.loads(cli('grad', program, '--format', 'json').stdout)['gradients']['x']}"
+    assert cli("eval", "-", "--format", "plain", input=text).stdout.strip() == (
+        f"dt_dx={json.loads(cli('grad', program, '--format', 'json').stdout)['gradients']['x']}"
     )
 
 

@@ -440,9 +440,18 @@ def test_check_values_of_a_tensor_output(cli):
     assert "gradients need a single number" in result.stderr
 
 
-def test_scalar_tables_stay_exact(cli):
+def test_numbers_and_tensor_elements_print_to_the_same_digits(cli):
+    """One rule: 4 significant digits for people, a number or a tensor's element alike;
+    --precision N everywhere; every digit for programs (plain, JSON)."""
     result = cli("eval", str(SAMPLES / "neuron.cg"), "--all")
-    assert " 6.881373587019543\n" in result.stdout  # b, exact as before tensors came
+    assert " 6.881\n" in result.stdout  # b
+    mixed = cli("grad", "y = sum(sin(x) * W @ v)", "x=1", "W=[[1,2],[3,4]]", "v=[0.3,0.7]")
+    assert "[3.366, 5.049]" in mixed.stdout and "y = 4.544" in mixed.stdout
+    precise = cli("grad", "y = sum(sin(x) * W @ v)", "x=1", "W=[[1,2],[3,4]]", "v=[0.3,0.7]",
+                  "--precision", "6")  # fmt: skip
+    assert "[3.36588, 5.04883]" in precise.stdout and "y = 4.54394" in precise.stdout
+    plain = cli("eval", str(SAMPLES / "neuron.cg"), "--all", "--format", "plain")
+    assert "b=6.881373587019543" in plain.stdout
 
 
 def test_tables_summarise_large_tensors_unless_full(cli):

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import UsageError, visible
+from ..core.numfmt import DIGITS
 from . import output
 from .options import (
     EXIT_CODES,
@@ -349,7 +350,7 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     "--atol", type=FiniteFloat(0), default=1e-7, show_default=True, help="Absolute tolerance."
 )
 @format_option(["text", "json"], "text", "Report format (JSON holds every check).")
-@precision_option("text output; default: 6")
+@precision_option("text output; default: 4")
 @click.option(
     "--all-rows",
     is_flag=True,
@@ -437,7 +438,9 @@ def gradcheck_command(
         from ..render.table import gradcheck_table
 
         shown = checks if all_rows or len(checks) <= ROWS else found.worst(ROWS)
-        parts: list[RenderableType] = [gradcheck_table(shown, found.output, precision or 6, order)]
+        parts: list[RenderableType] = [
+            gradcheck_table(shown, found.output, precision or DIGITS, order)
+        ]
         if len(shown) < len(checks):
             parts.append(
                 Text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..core.numfmt import DIGITS
 from . import output
 from .options import (
     EXIT_CODES,
@@ -27,7 +28,7 @@ OLD_NAMES = {"table": "text"}
 
 def report_options(command):
     command = full_option(command)
-    command = precision_option("text and plain output; default: exact")(command)
+    command = precision_option("default: 4 in text, every digit in plain")(command)
     return format_option(
         FORMATS, "text", "Report format: a table, JSON, or NAME=VALUE lines.", OLD_NAMES
     )(command)
@@ -112,8 +113,8 @@ def eval_command(
         from ..render.table import output_line, value_table
 
         if show_all:
-            return value_table(report, precision, full)
-        return output_line(report, precision, full)
+            return value_table(report, precision or DIGITS, full)
+        return output_line(report, precision or DIGITS, full)
 
     def plain():
         from ..render.text import eval_plain
@@ -123,7 +124,7 @@ def eval_command(
     def simple():
         from ..render.simple import output_text
 
-        return None if show_all else output_text(report, precision)
+        return None if show_all else output_text(report, precision or DIGITS)
 
     emit(fmt, report, text, plain, schema="eval", simple=None if full else simple)
 
@@ -206,7 +207,7 @@ def grad_command(
     def text():
         from ..render.table import gradient_table
 
-        return gradient_table(report, precision, full)
+        return gradient_table(report, precision or DIGITS, full)
 
     def plain():
         from ..render.text import grad_plain
@@ -216,7 +217,7 @@ def grad_command(
     def simple():
         from ..render.simple import gradient_text
 
-        return gradient_text(report, precision)
+        return gradient_text(report, precision or DIGITS)
 
     emit(fmt, report, text, plain, schema="grad", simple=None if full else simple)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..core.numfmt import DIGITS
 from . import output
 from .options import (
     EXIT_CODES,
@@ -211,7 +212,7 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
     help="The direction: a tangent for an input (repeatable; the others are 0).",
 )
 @format_option(["text", "json"], "text")
-@precision_option("default: exact")
+@precision_option("default: 4")
 @full_option
 @output_option
 @common_options
@@ -233,7 +234,7 @@ def jvp_command(args, expr, file_, binds, bindings_file, tangents, fmt, precisio
     def text():
         from ..render.matrices import tangents_table
 
-        return tangents_table(report, precision, full)
+        return tangents_table(report, precision or DIGITS, full)
 
     _emit(fmt, report, "jvp", text)
 

@@ -7,6 +7,7 @@ import os
 
 import click
 
+from ..core.numfmt import DIGITS
 from . import output
 from .options import FilePath, Whole, apply
 
@@ -243,5 +244,7 @@ def _report(result, how, bindings, graph, fmt, precision, full) -> None:
         from ..render.table import gradient_table
 
         output.write_rich(
-            gradient_table(dict(report, output=f"{how}({result.output})"), precision, full)
+            gradient_table(
+                dict(report, output=f"{how}({result.output})"), precision or DIGITS, full
+            )
         )

@@ -40,8 +40,11 @@ def format_number(x: float, precision: int | None = None) -> str:
 
 #: Tensors with at most this many elements are shown in full in tables; larger ones summarised.
 SMALL = 16
-#: Significant digits of tensor elements in tables, unless --precision says otherwise.
-TENSOR_DIGITS = 4
+#: Significant digits of every number shown to people (tables, trees, diagrams, pages,
+#: explanations; scalars and tensor elements alike), unless --precision says otherwise. Output
+#: for programs (JSON, --format plain, data files) keeps every digit.
+DIGITS = 4
+TENSOR_DIGITS = DIGITS  # (the name the table renderers knew it by)
 
 
 def is_tensor(value: object) -> TypeIs[numpy.ndarray]:
