@@ -126,25 +126,12 @@
   // each element coloured by its own sign (blue > 0, red < 0); a tensor shown by its shape
   // takes the colour of its one sign (none for ±); a partial sum is grey.
   const svgNS = document.getElementById("graph").namespaceURI;
-  const NUMBER = /-?(?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf|nan)/g;
   function paint(cell, adjoint, grad, sign) {
     const text = grad.text;
     const each = grad.complete && text.startsWith("[");
     cell.replaceChildren(adjoint + " = ");
-    if (each) {
-      let at = 0;
-      for (const m of text.matchAll(NUMBER)) {
-        cell.append(text.slice(at, m.index));
-        const span = document.createElementNS(svgNS, "tspan");
-        const x = parseFloat(m[0]);
-        if (x > 0) span.setAttribute("class", "pos");
-        else if (x < 0) span.setAttribute("class", "neg");
-        span.textContent = m[0];
-        cell.append(span);
-        at = m.index + m[0].length;
-      }
-      cell.append(text.slice(at));
-    } else cell.append(text + (grad.complete ? "" : " + …"));
+    if (each) cgraphSigned(cell, text);
+    else cell.append(text + (grad.complete ? "" : " + …"));
     cell.classList.toggle("partial", !grad.complete);
     cell.classList.toggle("pos", grad.complete && !each && sign > 0);
     cell.classList.toggle("neg", grad.complete && !each && sign < 0);

@@ -57,6 +57,32 @@ def theme_css(name: str, theme: Theme) -> str:
     return f':root[data-theme="{name}"] {{ {body} }}'
 
 
+def theme_options(theme: str) -> str:
+    """The theme menu's options, ``theme`` selected."""
+    return "".join(
+        f'<option value="{n}"{" selected" if n == theme else ""}>{n}</option>' for n in THEMES
+    )
+
+
+def document_head(name: str, title: str, theme: str, css: str) -> str:
+    """An offline page's head, up to its open ``<style>`` element: the Content-Security-Policy
+    that forbids every request (styles and scripts inline only, images as data: URLs), the
+    themes' colours, then ``css``."""
+    e = html.escape
+    themes = "\n".join(theme_css(n, t) for n, t in THEMES.items())
+    return f"""<!DOCTYPE html>
+<html lang="en" data-theme="{e(theme)}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>{e(name)}: {e(title)}</title>
+<style>
+body {{ font-family: {FONT}; }}
+{themes}
+{css}"""
+
+
 def graph_svg(data: dict[str, Any]) -> str:
     """The graph of ``data`` (with its layout) as the page draws it: every node a ``g`` with
     the node's id, its value's text ``ID-v`` and its gradient's ``ID-g``, each edge a ``g``
@@ -263,21 +289,9 @@ def page(
     payload = json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
     # No "<" at all inside the script element: neither "</script>" nor "<!--" can end it.
     payload = payload.replace("<", "\\u003c")
-    css = "\n".join(theme_css(n, t) for n, t in THEMES.items()) + "\n" + _asset("page.css")
     notes = "".join(f"<li>{e(n)}</li>" for n in data["notes"])
-    themes = "".join(
-        f'<option value="{n}"{" selected" if n == theme else ""}>{n}</option>' for n in THEMES
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en" data-theme="{e(theme)}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-<title>{e(name)}: {e(title)}</title>
-<style>
-body {{ font-family: {FONT}; }}
-{css}
+    themes = theme_options(theme)
+    return f"""{document_head(name, title, theme, _asset("page.css"))}
 {live["css"]}
 </style>
 </head>
@@ -333,6 +347,7 @@ body {{ font-family: {FONT}; }}
 </footer>
 <script type="application/json" id="cgraph-data">{payload}</script>
 <script>
+{_asset("signs.js")}
 {_asset("page.js")}
 </script>
 {live["scripts"]}

@@ -7,8 +7,6 @@
   const frames = data.frames;
   const $ = (id) => document.getElementById(id);
   const slider = $("frame");
-  const svgNS = $("graph").namespaceURI;
-  const NUMBER = /-?(?:\d+(?:\.\d*)?(?:e[+-]?\d+)?|inf|nan)/g;
   const s = data.scale;
   const inputs = new Map(data.nodes.filter((n) => n.kind === "input").map((n) => [n.name, n]));
 
@@ -17,20 +15,8 @@
   function paint(cell, adjoint, text, sign) {
     const each = text.startsWith("[");
     cell.replaceChildren(adjoint + " = ");
-    if (each) {
-      let at = 0;
-      for (const m of text.matchAll(NUMBER)) {
-        cell.append(text.slice(at, m.index));
-        const span = document.createElementNS(svgNS, "tspan");
-        const x = parseFloat(m[0]);
-        if (x > 0) span.setAttribute("class", "pos");
-        else if (x < 0) span.setAttribute("class", "neg");
-        span.textContent = m[0];
-        cell.append(span);
-        at = m.index + m[0].length;
-      }
-      cell.append(text.slice(at));
-    } else cell.append(text);
+    if (each) cgraphSigned(cell, text);
+    else cell.append(text);
     cell.classList.toggle("pos", !each && sign > 0);
     cell.classList.toggle("neg", !each && sign < 0);
   }

@@ -18,8 +18,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ..core.numfmt import format_number
-from .dot import THEMES
-from .page import FONT, _asset, graph_svg, theme_css
+from .page import _asset, document_head, graph_svg, theme_options
 
 #: The loss curve's size (pixels of its viewBox) and the plot area inside it.
 WIDTH, HEIGHT = 960, 160
@@ -123,22 +122,10 @@ def train_page(data: dict[str, Any], title: str, theme: str = "light") -> str:
     shown = {**data, "filename": name, "scale": scale(data["curve"])}
     payload = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     payload = payload.replace("<", "\\u003c")
-    css = "\n".join(theme_css(n, t) for n, t in THEMES.items())
-    css += "\n" + _asset("page.css") + "\n" + _asset("trainpage.css")
     last = len(data["frames"]) - 1
-    themes = "".join(
-        f'<option value="{n}"{" selected" if n == theme else ""}>{n}</option>' for n in THEMES
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en" data-theme="{e(theme)}">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-<title>{e(name)}: {e(title)}</title>
-<style>
-body {{ font-family: {FONT}; }}
-{css}
+    themes = theme_options(theme)
+    css = _asset("page.css") + "\n" + _asset("trainpage.css")
+    return f"""{document_head(name, title, theme, css)}
 </style>
 </head>
 <body class="film">
@@ -177,6 +164,7 @@ this step's largest). Hover a cell for its numbers.</p>
 </footer>
 <script type="application/json" id="cgraph-data">{payload}</script>
 <script>
+{_asset("signs.js")}
 {_asset("trainpage.js")}
 </script>
 </body>
