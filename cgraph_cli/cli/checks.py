@@ -19,6 +19,7 @@ from .options import (
     Whole,
     common_options,
     format_option,
+    junit_option,
     load,
     of_option,
     output_option,
@@ -79,13 +80,7 @@ ROWS = 20  # gradcheck's table without --all-rows
 )
 @format_option(["text", "json"], "text")
 @precision_option("text output; default: exact, to read a failure digit by digit")
-@click.option(
-    "--junit",
-    metavar="FILE",
-    type=FilePath("output", allow_dash=True),
-    help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
-    "report to standard error).",
-)
+@junit_option
 @check_rows_options
 @click.option(
     "--expect-column",
@@ -358,13 +353,7 @@ def _check_text(runs, grouped: bool, precision: int | None = None, stream=None) 
     "first, then the largest errors. (About 1.5 ms a row: for many thousands, "
     "--format json is quicker and holds every check.)",
 )
-@click.option(
-    "--junit",
-    metavar="FILE",
-    type=FilePath("output", allow_dash=True),
-    help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
-    "report to standard error).",
-)
+@junit_option
 @output_option
 @common_options
 def gradcheck_command(

@@ -89,6 +89,17 @@ def output_option(command):
     )(command)
 
 
+def junit_option(command):
+    """--junit FILE: a JUnit XML report besides the text one (check, gradcheck)."""
+    return click.option(
+        "--junit",
+        metavar="FILE",
+        type=FilePath("output", allow_dash=True),
+        help="Also write a JUnit XML report to FILE ('-': standard output, and the text "
+        "report to standard error).",
+    )(command)
+
+
 def source_options(command):
     """SOURCE and bindings, shared by every command that runs a program."""
     return apply(
