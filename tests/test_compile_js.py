@@ -41,7 +41,7 @@ const out = cases.map((c) => {
     const ids = (byKey) => p.nodes.map((n) => plain(byKey[n.key]));
     if (!c.grad) return { values: ids(p.forward(c.inputs)) };
     const r = p.grad(c.inputs);
-    const gradients = {};
+    const gradients = Object.create(null); // (an input may be named __proto__)
     for (const w of Object.keys(r.gradients)) gradients[w] = plain(r.gradients[w]);
     return { value: plain(r.value), values: ids(r.values), adjoints: ids(r.adjoints), gradients };
   } catch (e) {
@@ -326,6 +326,22 @@ def test_names_javascript_holds_dear(tmp_path):
     result, defaults = run_node(tmp_path, cases)
     check_against_cgraph(graph, bindings, result)
     assert defaults["values"][graph.names["hasOwnProperty"]] == pytest.approx(math.log(6.5))
+
+
+def test_an_input_named_proto_keeps_its_default_and_an_unknown_input_is_refused(tmp_path):
+    """The script's data is parsed JSON, not a literal (where "__proto__" would set the
+    prototype); a binding for no input is an error, as on the command line, not a default
+    used in silence."""
+    graph = parse("input __proto__ = 5, toString = 2\ny = __proto__ * toString")
+    source = js_module(graph)
+    cases = [{"source": source, "inputs": {}, "grad": True}]
+    cases.append({"source": source, "inputs": {"zzz": 1.0}, "grad": True})
+    defaults, unknown = run_node(tmp_path, cases)
+    check_against_cgraph(graph, {}, defaults)
+    assert unknown["text"] == (
+        "error: the program has no input named 'zzz'\n"
+        "help: the program's inputs: __proto__, toString"
+    )
 
 
 def test_loops_are_refused():

@@ -403,3 +403,25 @@ def test_a_line_that_show_prints_parses_when_pasted_back(cli, sample):
     assert statements
     for statement in statements:
         cg.parse(statement)  # raises a ParseError on a symbol the language refuses
+
+
+def test_a_file_option_refuses_standard_output_where_it_cannot_take_it(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a file named "-" would be written here
+    result = cli("train", "input w = 1\nloss = (w - 3)^2", "--wrt", "w", "--page", "-")
+    assert result.exit_code == 2
+    assert "'-' (standard output) cannot take this file" in result.stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_junit_report_that_cannot_be_written_is_refused_before_the_checks(cli, tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    result = cli("gradcheck", "sample:neuron", "--junit", str(folder))
+    assert result.exit_code == 2 and "it is a folder" in result.stderr
+    assert result.stdout == ""  # nothing ran
+
+
+def test_a_command_that_refuses_control_flow_points_at_it(cli):
+    result = cli("compile", "sample:huber", "--target", "js")
+    assert result.exit_code == 2
+    assert "huber.cg:4:21: error: --target js does not take programs with if/else" in result.stderr

@@ -141,6 +141,10 @@ def check_command(
             "--junit - and --format json would both write to standard output",
             hints=["write the JUnit report to a file: --junit report.xml"],
         )
+    if junit and junit != "-":  # a folder, say: refused before the checks run, not after
+        from ..data.outputs import check_writable
+
+        check_writable(junit)
     if rows_file is None:  # --chunk-rows, --strict, --rows-format alone: refused, not ignored
         refuse_without_rows(
             {"rows_format": rows_format, "strict": strict, "chunk_rows": chunk_rows}
@@ -397,6 +401,10 @@ def gradcheck_command(
             "--junit - and --format json would both write to standard output",
             hints=["write the JUnit report to a file: --junit report.xml"],
         )
+    if junit and junit != "-":  # a folder, say: refused before the checks run, not after
+        from ..data.outputs import check_writable
+
+        check_writable(junit)
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     low, high = range_
     # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.

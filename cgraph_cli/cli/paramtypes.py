@@ -144,6 +144,10 @@ class FilePath(click.Path):
         value = super().convert(value, param, ctx)
         if ctx is not None and ctx.resilient_parsing or not isinstance(value, str):
             return value
+        if value == "-" and self.role == "output" and not self.allow_dash:
+            self.fail(  # not a file named "-" written in silence
+                "'-' (standard output) cannot take this file: give it a name", param, ctx
+            )
         from ..data.outputs import claim
 
         option = (param.opts or [param.human_readable_name])[0] if param is not None else "FILE"

@@ -9,7 +9,7 @@ the second; every layer above reads them.
 
 from __future__ import annotations
 
-from .errors import UsageError
+from .errors import Span, UsageError
 from .ir import Graph
 
 #: Loop steps listed one by one in explanations at most; longer loops are summarised.
@@ -179,8 +179,14 @@ def middle_steps(graph: Graph, keep: int = SHOWN_STEPS // 2) -> tuple[set[int], 
 def refuse(graph: Graph, what: str) -> None:
     """Refuse ``what`` (a command's work) on a program with conditionals or loops, saying so."""
     if isinstance(graph.control, Static):
+        static = graph.control
+        places = [(lo, hi) for lo, hi in static.conds.values()]
+        places += [(loop.start, loop.end) for loop in static.loops]
+        first = min(places, default=None)  # the first condition or loop, for the caret
         raise UsageError(
             f"{what} does not take programs with if/else or loops yet",
+            Span(*first) if first is not None else None,
+            graph.source,
             hints=[
                 "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
                 "them, on the graph that runs for the bindings"

@@ -338,7 +338,8 @@ def _assemble(writer: _Writer, forward: list[str], backward: list[str], parts: d
             '"use strict";',
             "",
             *sources,
-            f"const _P = {_json(data)};",
+            # parsed, not a literal: a key "__proto__" (an input's name) stays a key
+            f"const _P = JSON.parse({_json(_json(data))});",
             *writer.constants,
             "",
             "function _forward(v) {",

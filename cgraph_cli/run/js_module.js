@@ -165,6 +165,14 @@ function _m_input(name, x, shape, record) {
 function _m_values(P, inputs) {
   const own = (o, k) => o !== null && typeof o === "object" && Object.prototype.hasOwnProperty.call(o, k);
   const given = inputs instanceof Map ? Object.fromEntries(inputs) : inputs || {};
+  const names = P.records.filter((r) => r.op === "input").map((r) => r.input);
+  const unknown = Object.keys(given).filter((k) => !names.includes(k));
+  if (unknown.length) { // a typo would silently leave the input at its default
+    const s = unknown.length > 1 ? "s" : "";
+    throw _m_error(null, "the program has no input" + s + " named " + unknown.map((k) => "'" + k + "'").join(", "), [
+      "the program's inputs: " + names.join(", "),
+    ]);
+  }
   const v = new Array(P.records.length);
   const missing = [];
   for (const r of P.records) {
