@@ -425,3 +425,17 @@ def test_a_command_that_refuses_control_flow_points_at_it(cli):
     result = cli("compile", "sample:huber", "--target", "js")
     assert result.exit_code == 2
     assert "huber.cg:4:21: error: --target js does not take programs with if/else" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "ranges, message",
+    [
+        (["--range", "e=5,10"], "--range e=5,10 leaves out e's value, 0.3"),
+        (["--range", "e=1,2", "--range", "e=-1,1"], "--range gives e two ranges: give one"),
+    ],
+)
+def test_a_slider_range_that_cannot_hold_its_input_is_refused(cli, tmp_path, ranges, message):
+    page = tmp_path / "huber.html"
+    result = cli("render", "sample:huber", "-o", str(page), "--live", *ranges)
+    assert result.exit_code == 2 and message in result.stderr
+    assert not page.exists()

@@ -59,6 +59,14 @@ def _controls(graph: Graph, values: Mapping[str, Any], ranges, data: list[str]) 
         )
         if np.ndim(value) == 0:
             lo, hi = _range(name, float(value), ranges)
+            if not lo <= float(value) <= hi:  # the slider would show another value than used
+                shown = format_number(float(value))
+                raise UsageError(
+                    f"--range {name}={format_number(lo)},{format_number(hi)} leaves out "
+                    f"{name}'s value, {shown}",
+                    hints=[f"bind {name} inside it ({name}={format_number((lo + hi) / 2)}), "
+                           "or widen the range"],
+                )  # fmt: skip
             shown = format_number(float(value))
             rows.append(
                 f'<div class="live-input"><label for="in-{e(name)}">{e(name)}</label>'

@@ -302,11 +302,17 @@ def render_command(
     if (live or ranges) and kind != "html":
         from ..core.errors import UsageError
 
-        raise UsageError(f"--live makes the page (-o P.html), not {kind.upper()}")
+        said = "--live" if live else "--range (a slider of the live page)"
+        raise UsageError(f"{said} makes the page (-o P.html), not {kind.upper()}")
     if ranges and not live:
         from ..core.errors import UsageError
 
         raise UsageError("--range sets a slider of the live page: add --live")
+    twice = sorted({n for n, _ in ranges if [m for m, _ in ranges].count(n) > 1})
+    if twice:
+        from ..core.errors import UsageError
+
+        raise UsageError(f"--range gives {twice[0]} two ranges: give one")
     if kind == "html":
         _page(
             args, expr, file_, binds, bindings_file, theme, rankdir, precision, of, force,
