@@ -135,10 +135,10 @@ def test_mp4_without_pyav_says_what_to_install(cli, tmp_path, monkeypatch):
     ("option", "target", "message"),
     [
         ("--mp4", "video.gif", "--mp4 writes a file of type MP4, not video.gif"),
-        ("--mp4", "-", "--mp4 writes a file of type MP4, not '-'"),
+        ("--mp4", "-", "'-' (standard output) cannot take this file: give it a name"),
         ("--mp4", "", "--mp4 writes a file of type MP4, not ''"),
         ("--gif", "x.bin", "--gif writes a file of type GIF, not x.bin"),
-        ("--gif", "-", "--gif writes a file of type GIF, not '-'"),
+        ("--gif", "-", "'-' (standard output) cannot take this file: give it a name"),
     ],
 )
 def test_an_animation_is_named_for_its_type(cli, tmp_path, option, target, message):
