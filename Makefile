@@ -20,11 +20,11 @@ $(DEMO): pyproject.toml | $(VENV)/bin/python
 	touch $(DEMO)
 
 $(TESTS): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[test,data,dask,plot,video,onnx]'
+	$(BIN)/python -m pip install --quiet -e '.[test,data,dask,plot,video,onnx,lsp]'
 	touch $(TESTS) $(DEMO)
 
 $(DEV): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[test,dev,docs,data,dask,plot,video,onnx]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,docs,data,dask,plot,video,onnx,lsp]'
 	touch $(DEV) $(TESTS) $(DEMO)
 
 dev: $(DEV)
