@@ -12,10 +12,9 @@ import pytest
 
 pytest.importorskip("pygls", reason="the lsp extra is not installed: pip install 'cgraph-cli[lsp]'")
 pytest_lsp = pytest.importorskip("pytest_lsp", reason="pytest-lsp is not installed (test extra)")
+from conftest import make_runner  # noqa: E402
 from lsprotocol import types as t  # noqa: E402  (after the skip: pygls brings it)
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
-
-from conftest import make_runner  # noqa: E402
 
 from cgraph_cli import parse  # noqa: E402
 
@@ -61,7 +60,9 @@ def _cli(*args: str):
 
 def _whole(text: str) -> t.Range:
     lines = text.split("\n")
-    return t.Range(start=t.Position(line=0, character=0), end=t.Position(line=len(lines), character=0))
+    return t.Range(
+        start=t.Position(line=0, character=0), end=t.Position(line=len(lines), character=0)
+    )
 
 
 BAD = [

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .options import EXIT_CODES
+from .options import EXIT_CODES, common_options
 
 
-@click.command("lsp", short_help="A language server for editors, on stdin/stdout.", epilog=EXIT_CODES)
+@click.command(
+    "lsp", short_help="A language server for editors, on stdin/stdout.", epilog=EXIT_CODES
+)
+@common_options
 def lsp_command():
     """A language server (LSP) for cgraph programs, for an editor to start: it talks on stdin
     and stdout. As you type, it shows the errors the commands would print, each statement's

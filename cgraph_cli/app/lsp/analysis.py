@@ -44,7 +44,10 @@ def problem(error: CgraphError, text: str) -> Problem:
     replaced = text[span.start : span.end]
     wanted = meant(replaced) if len(replaced) == 1 else None
     if wanted is not None:
-        fix = (f"replace '{replaced}' with '{wanted}'" if wanted else f"delete '{replaced}'", wanted)
+        fix = (
+            f"replace '{replaced}' with '{wanted}'" if wanted else f"delete '{replaced}'",
+            wanted,
+        )
     for hint in error.hints:
         found = _DID_YOU_MEAN.fullmatch(hint)
         if found and fix is None:

@@ -56,7 +56,9 @@ class Index:
         the first one (a function may be called above its ``def``)."""
         found = [s for s in self.defs if s.name == name]
         before = [s for s in found if s.start <= offset]
-        return (before or found or [None])[-1 if before else 0]
+        if before:
+            return before[-1]
+        return found[0] if found else None
 
     def references(self, name: str) -> list[Site]:
         """Every definition and read of ``name`` (parameters and counters are not its)."""

@@ -43,7 +43,9 @@ class Document:
 
     def range(self, span: Span) -> t.Range:
         (l0, c0), (l1, c1) = self.lines.position(span.start), self.lines.position(span.end)
-        return t.Range(start=t.Position(line=l0, character=c0), end=t.Position(line=l1, character=c1))
+        return t.Range(
+            start=t.Position(line=l0, character=c0), end=t.Position(line=l1, character=c1)
+        )
 
     def offset(self, position: t.Position) -> int:
         return self.lines.offset(position.line, position.character)
@@ -85,7 +87,9 @@ class CgraphServer(LanguageServer):
 
     def publish(self, doc: Document) -> None:
         diagnostics = [doc.diagnostic(p) for p in doc.problems()]
-        params = t.PublishDiagnosticsParams(uri=doc.uri, version=doc.version, diagnostics=diagnostics)
+        params = t.PublishDiagnosticsParams(
+            uri=doc.uri, version=doc.version, diagnostics=diagnostics
+        )
         self.text_document_publish_diagnostics(params)
 
     async def evaluate(self, doc: Document) -> None:
@@ -170,7 +174,9 @@ def _register_reading(server: CgraphServer) -> None:
         if doc is None:
             return []
         found = completions(doc.analysis, doc.offset(params.position))
-        return [t.CompletionItem(label=c.label, kind=_KINDS[c.kind], detail=c.detail) for c in found]
+        return [
+            t.CompletionItem(label=c.label, kind=_KINDS[c.kind], detail=c.detail) for c in found
+        ]
 
     @server.feature(t.TEXT_DOCUMENT_CODE_ACTION)
     def code_actions(ls: CgraphServer, params: t.CodeActionParams) -> list[t.CodeAction]:
