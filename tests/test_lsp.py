@@ -138,3 +138,89 @@ async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(clie
             assert numbers["value"] == pytest.approx(values["values"][name], rel=1e-5, abs=1e-12)
     defaults = {name for name, numbers in hinted.items() if "value" not in numbers}
     assert defaults == set(parse(text).inputs)  # an input's value is its text: no "= "
+
+
+def _at(uri: str, line: int, character: int) -> dict:
+    return {
+        "text_document": t.TextDocumentIdentifier(uri=uri),
+        "position": t.Position(line=line, character=character),
+    }
+
+
+PROGRAM = "input x = 2, y = 3\np = x * y\nq = sin(p) + p\n"
+
+
+async def test_hover_shows_a_value_its_shape_and_gradient_and_a_functions_signature(client):
+    uri = _open(client, PROGRAM)
+    on_p = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 14)))
+    assert on_p is not None and on_p.range.start == t.Position(line=2, character=13)
+    value = str(on_p.contents.value)
+    assert "**p** = 6" in value and "shape: ()" in value
+    grads = json.loads(_cli("grad", "-e", PROGRAM, "--wrt", "p", "--format", "json").stdout)
+    assert f"∂q/∂p = {grads['gradients']['p']:.6g}" in value
+    on_sin = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 5)))
+    assert "sin(x)" in str(on_sin.contents.value)
+
+
+async def test_completion_offers_functions_names_above_and_keywords(client):
+    uri = _open(client, PROGRAM + "r = ")
+    items = await client.text_document_completion_async(t.CompletionParams(**_at(uri, 3, 4)))
+    found = {item.label: item for item in items}
+    assert found["softmax"].detail == "softmax(x[, axis])"
+    assert found["softmax"].kind == t.CompletionItemKind.Function
+    assert {"x", "y", "p", "q"} <= set(found) and "r" not in found
+    assert found["input"].kind == t.CompletionItemKind.Keyword
+
+
+async def test_definition_and_references_of_a_name(client):
+    uri = _open(client, PROGRAM)
+    there = await client.text_document_definition_async(t.DefinitionParams(**_at(uri, 2, 8)))
+    assert there.range.start == t.Position(line=1, character=0)  # p = x * y
+    found = await client.text_document_references_async(
+        t.ReferenceParams(**_at(uri, 1, 0), context=t.ReferenceContext(include_declaration=True))
+    )
+    places = [(r.range.start.line, r.range.start.character) for r in found]
+    assert places == [(1, 0), (2, 8), (2, 13)]
+
+
+async def test_the_outline_lists_inputs_values_and_the_output(client):
+    uri = _open(client, "def f(a):\n    return a * 2\n" + PROGRAM)
+    found = await client.text_document_document_symbol_async(
+        t.DocumentSymbolParams(text_document=t.TextDocumentIdentifier(uri=uri))
+    )
+    assert [(s.name, s.detail) for s in found] == [
+        ("f", "function"),
+        ("x", "input"),
+        ("y", "input"),
+        ("p", "value"),
+        ("q", "output"),
+    ]
+    assert found[0].kind == t.SymbolKind.Function
+
+
+@pytest.mark.parametrize(
+    "program, title, fixed",
+    [
+        ("input x = 1\ny = x − 1", "replace '−' with '-'", "input x = 1\ny = x - 1"),
+        ("input x = 1\ny = sinn(x)", "did you mean 'sin'", "input x = 1\ny = sin(x)"),
+    ],
+)
+async def test_a_quick_fix_makes_the_program_parse(client, program, title, fixed):
+    uri = _open(client, program)
+    (found,) = await _diagnostics(client, uri)
+    actions = await client.text_document_code_action_async(
+        t.CodeActionParams(
+            text_document=t.TextDocumentIdentifier(uri=uri),
+            range=found.range,
+            context=t.CodeActionContext(diagnostics=[found]),
+        )
+    )
+    (action,) = actions
+    assert action.title == title
+    (edit,) = action.edit.changes[uri]
+    lines = program.split("\n")
+    row = lines[edit.range.start.line]
+    start, end = edit.range.start.character, edit.range.end.character
+    lines[edit.range.start.line] = row[:start] + edit.new_text + row[end:]
+    assert "\n".join(lines) == fixed
+    parse(fixed)  # and it parses

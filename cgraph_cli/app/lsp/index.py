@@ -15,6 +15,7 @@ counter.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from typing import NamedTuple
 
@@ -39,8 +40,8 @@ DEFINES = ("input", "value", "function")
 class Index:
     """Every name's occurrences in a program, in order."""
 
-    def __init__(self, sites: list[Site]) -> None:
-        self.sites = sites
+    def __init__(self, sites: list[Site], text: str) -> None:
+        self.sites, self.text = sites, text
         self.defs = [s for s in sites if s.kind in DEFINES]
         self._starts = [s.start for s in sites]
 
@@ -65,8 +66,13 @@ class Index:
         return [s for s in self.sites if s.name == name and s.kind not in ("param", "counter")]
 
     def names_before(self, offset: int) -> list[Site]:
-        """The definitions above ``offset``, each name once (its last)."""
-        seen = {s.name: s for s in self.defs if s.end <= offset}
+        """The definitions of the statements before the one at ``offset``, each name once.
+
+        >>> [s.name for s in index("a = 1\\nb = a; c = ").names_before(16)]
+        ['a', 'b']
+        """
+        ended = [s for s in self.defs if s.end_of <= offset]
+        seen = {s.name: s for s in ended if re.search("[\n\r;]", self.text[s.end_of : offset])}
         return list(seen.values())
 
 
@@ -118,7 +124,7 @@ def index(text: str) -> Index:
                 called = k + 1 < len(tokens) and tokens[k + 1][0] == "LPAR"
                 role = "call" if called else "param" if name in params else "read"
             sites.append(Site(name, role, start, stop, ends.get(k, end)))
-    return Index(sites)
+    return Index(sites, text)
 
 
 def _input_items(tokens: list) -> tuple[dict[int, str], dict[int, int]]:
