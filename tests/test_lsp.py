@@ -3,9 +3,11 @@ would, and checks what a user sees against what the commands print."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from lsprotocol import types as t  # noqa: E402  (after the skip: pygls brings i
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 
 from cgraph_cli import parse  # noqa: E402
+from cgraph_cli.app.lsp.analysis import Analysis  # noqa: E402
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -224,3 +227,25 @@ async def test_a_quick_fix_makes_the_program_parse(client, program, title, fixed
     lines[edit.range.start.line] = row[:start] + edit.new_text + row[end:]
     assert "\n".join(lines) == fixed
     parse(fixed)  # and it parses
+
+
+async def test_an_edit_during_a_long_evaluation_gets_its_diagnostics_at_once(client):
+    from cgraph_cli.app.lsp.server import DEBOUNCE
+
+    slow = "input x = 0.5\nh = x\nfor i in range(20000):\n    h = tanh(h * x + 0.1) + sin(h)\n"
+    uri = _open(client, slow)
+    await client.wait_for_notification(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)  # the parse's
+    await asyncio.sleep(DEBOUNCE + 0.2)  # the evaluation is under way in its thread
+    started = time.perf_counter()
+    client.text_document_did_change(
+        t.DidChangeTextDocumentParams(
+            text_document=t.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[t.TextDocumentContentChangeWholeDocument(text=slow + "y = (h +")],
+        )
+    )
+    (found,) = await _diagnostics(client, uri)
+    waited = time.perf_counter() - started
+    assert found.message == "expected an expression after '+'"
+    evaluation = time.perf_counter()
+    Analysis(slow).evaluate()  # what the edit did not wait for
+    assert waited < (time.perf_counter() - evaluation) / 2, waited

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as t
@@ -72,6 +73,12 @@ class CgraphServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("cgraph", __version__)
         self.documents: dict[str, Document] = {}
+        # One evaluation at a time: a thread cannot be stopped, so a stale one is skipped
+        # before it starts rather than run beside the current one.
+        self.evaluator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cgraph-eval")
+
+    def current(self, doc: Document) -> bool:
+        return self.documents.get(doc.uri) is doc
 
     def changed(self, uri: str) -> None:
         """Parse the new text, publish its diagnostics, schedule its evaluation."""
@@ -94,8 +101,9 @@ class CgraphServer(LanguageServer):
 
     async def evaluate(self, doc: Document) -> None:
         await asyncio.sleep(DEBOUNCE)
-        values = await asyncio.get_running_loop().run_in_executor(None, doc.analysis.evaluate)
-        if self.documents.get(doc.uri) is not doc:
+        job = lambda: doc.analysis.evaluate() if self.current(doc) else None  # noqa: E731
+        values = await asyncio.get_running_loop().run_in_executor(self.evaluator, job)
+        if values is None or not self.current(doc):
             return  # the text changed meanwhile
         doc.values = values
         self.publish(doc)
