@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from ...core.errors import CgraphError, EvalError, Source, Span
+from ...core.errors import CgraphError, EvalError, Span
 from ...core.ir import Graph
 from ...parse import parse
 from ...parse.lookalike import meant
@@ -176,7 +176,3 @@ def _last_version(named: dict[str, Any], name: str) -> str | None:
     """The last value of ``name`` a loop made (``h_3``), or ``name`` itself."""
     versions = [k for k in named if k == name or re.fullmatch(re.escape(name) + r"_\d+", k)]
     return versions[-1] if versions else None
-
-
-def source_of(text: str, filename: str) -> Source:
-    return Source(text, filename)

@@ -125,130 +125,138 @@ class CgraphServer(LanguageServer):
         return doc, doc.values
 
 
+def _did_open(ls: CgraphServer, params: t.DidOpenTextDocumentParams) -> None:
+    ls.changed(params.text_document.uri)
+
+
+def _did_change(ls: CgraphServer, params: t.DidChangeTextDocumentParams) -> None:
+    ls.changed(params.text_document.uri)
+
+
+def _did_close(ls: CgraphServer, params: t.DidCloseTextDocumentParams) -> None:
+    doc = ls.documents.pop(params.text_document.uri, None)
+    if doc is not None and doc.task is not None:
+        doc.task.cancel()
+
+
+async def _inlay_hints(ls: CgraphServer, params: t.InlayHintParams) -> list[t.InlayHint]:
+    doc, values = await ls.values(params.text_document.uri)
+    if doc is None or values is None:
+        return []
+    first, last = doc.offset(params.range.start), doc.offset(params.range.end)
+    return [
+        t.InlayHint(
+            position=doc.range(Span(site.end_of, site.end_of)).end,
+            label=text,
+            kind=t.InlayHintKind.Type,
+            padding_left=True,
+        )
+        for site, text in values.hints()
+        if first <= site.end_of <= last
+    ]
+
+
+async def _on_hover(ls: CgraphServer, params: t.HoverParams) -> t.Hover | None:
+    doc, values = await ls.values(params.text_document.uri)
+    site = doc.analysis.index.at(doc.offset(params.position)) if doc else None
+    shown = hover(doc.analysis, values, site) if doc and site else None
+    if doc is None or site is None or shown is None:
+        return None
+    contents = t.MarkupContent(kind=t.MarkupKind.Markdown, value=shown)
+    return t.Hover(contents=contents, range=doc.range(Span(site.start, site.end)))
+
+
+def _on_completion(ls: CgraphServer, params: t.CompletionParams) -> list[t.CompletionItem]:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return []
+    found = completions(doc.analysis, doc.offset(params.position))
+    return [t.CompletionItem(label=c.label, kind=_KINDS[c.kind], detail=c.detail) for c in found]
+
+
+def _code_actions(ls: CgraphServer, params: t.CodeActionParams) -> list[t.CodeAction]:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return []
+    first, last = doc.offset(params.range.start), doc.offset(params.range.end)
+    actions = []
+    for found in doc.problems():
+        if found.fix is None or found.span.end < first or found.span.start > last:
+            continue
+        title, new_text = found.fix
+        edit = t.TextEdit(range=doc.range(found.span), new_text=new_text)
+        actions.append(
+            t.CodeAction(
+                title=title,
+                kind=t.CodeActionKind.QuickFix,
+                diagnostics=[doc.diagnostic(found)],
+                edit=t.WorkspaceEdit(changes={doc.uri: [edit]}),
+                is_preferred=True,
+            )
+        )
+    return actions
+
+
+def _site_at(ls: CgraphServer, uri: str, position: t.Position) -> tuple[Any, Site | None]:
+    doc = ls.documents.get(uri)
+    return doc, doc.analysis.index.at(doc.offset(position)) if doc else None
+
+
+def _definition(ls: CgraphServer, params: t.DefinitionParams) -> t.Location | None:
+    doc, site = _site_at(ls, params.text_document.uri, params.position)
+    found = doc.analysis.index.definition(site.name, site.start) if site else None
+    return doc.location(found) if found is not None else None
+
+
+def _references(ls: CgraphServer, params: t.ReferenceParams) -> list[t.Location]:
+    doc, site = _site_at(ls, params.text_document.uri, params.position)
+    if site is None or site.kind in ("param", "counter"):
+        return []
+    declared = params.context.include_declaration
+    found = doc.analysis.index.references(site.name)
+    return [doc.location(s) for s in found if declared or s.kind in ("read", "call")]
+
+
+def _symbols(ls: CgraphServer, params: t.DocumentSymbolParams) -> list[t.DocumentSymbol]:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return []
+    graph = doc.analysis.graph
+    output = graph.output_label if graph is not None else None
+    defs = doc.analysis.index.defs
+    last = {s.name: s for s in defs}
+    return [
+        t.DocumentSymbol(
+            name=s.name,
+            detail="output" if s.name == output and last[s.name] is s else s.kind,
+            kind=t.SymbolKind.Function if s.kind == "function" else t.SymbolKind.Variable,
+            range=doc.range(Span(s.start, max(s.end, s.end_of))),
+            selection_range=doc.range(Span(s.start, s.end)),
+        )
+        for s in defs
+    ]
+
+
 def make_server() -> CgraphServer:
     """A server with every feature registered (a new one per call, for tests)."""
     server = CgraphServer()
-
-    @server.feature(t.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: CgraphServer, params: t.DidOpenTextDocumentParams) -> None:
-        ls.changed(params.text_document.uri)
-
-    @server.feature(t.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: CgraphServer, params: t.DidChangeTextDocumentParams) -> None:
-        ls.changed(params.text_document.uri)
-
-    @server.feature(t.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: CgraphServer, params: t.DidCloseTextDocumentParams) -> None:
-        doc = ls.documents.pop(params.text_document.uri, None)
-        if doc is not None and doc.task is not None:
-            doc.task.cancel()
-
-    _register_reading(server)
-    _register_navigation(server)
+    for method, handler in FEATURES.items():
+        server.feature(method)(handler)
     return server
 
 
-def _register_reading(server: CgraphServer) -> None:
-    @server.feature(t.TEXT_DOCUMENT_INLAY_HINT)
-    async def inlay_hints(ls: CgraphServer, params: t.InlayHintParams) -> list[t.InlayHint]:
-        doc, values = await ls.values(params.text_document.uri)
-        if doc is None or values is None:
-            return []
-        first, last = doc.offset(params.range.start), doc.offset(params.range.end)
-        return [
-            t.InlayHint(
-                position=doc.range(Span(site.end_of, site.end_of)).end,
-                label=text,
-                kind=t.InlayHintKind.Type,
-                padding_left=True,
-            )
-            for site, text in values.hints()
-            if first <= site.end_of <= last
-        ]
-
-    @server.feature(t.TEXT_DOCUMENT_HOVER)
-    async def on_hover(ls: CgraphServer, params: t.HoverParams) -> t.Hover | None:
-        doc, values = await ls.values(params.text_document.uri)
-        site = doc.analysis.index.at(doc.offset(params.position)) if doc else None
-        shown = hover(doc.analysis, values, site) if doc and site else None
-        if doc is None or site is None or shown is None:
-            return None
-        contents = t.MarkupContent(kind=t.MarkupKind.Markdown, value=shown)
-        return t.Hover(contents=contents, range=doc.range(Span(site.start, site.end)))
-
-    @server.feature(t.TEXT_DOCUMENT_COMPLETION)
-    def on_completion(ls: CgraphServer, params: t.CompletionParams) -> list[t.CompletionItem]:
-        doc = ls.documents.get(params.text_document.uri)
-        if doc is None:
-            return []
-        found = completions(doc.analysis, doc.offset(params.position))
-        return [
-            t.CompletionItem(label=c.label, kind=_KINDS[c.kind], detail=c.detail) for c in found
-        ]
-
-    @server.feature(t.TEXT_DOCUMENT_CODE_ACTION)
-    def code_actions(ls: CgraphServer, params: t.CodeActionParams) -> list[t.CodeAction]:
-        doc = ls.documents.get(params.text_document.uri)
-        if doc is None:
-            return []
-        first, last = doc.offset(params.range.start), doc.offset(params.range.end)
-        actions = []
-        for found in doc.problems():
-            if found.fix is None or found.span.end < first or found.span.start > last:
-                continue
-            title, new_text = found.fix
-            edit = t.TextEdit(range=doc.range(found.span), new_text=new_text)
-            actions.append(
-                t.CodeAction(
-                    title=title,
-                    kind=t.CodeActionKind.QuickFix,
-                    diagnostics=[doc.diagnostic(found)],
-                    edit=t.WorkspaceEdit(changes={doc.uri: [edit]}),
-                    is_preferred=True,
-                )
-            )
-        return actions
-
-
-def _register_navigation(server: CgraphServer) -> None:
-    def site_at(ls: CgraphServer, uri: str, position: t.Position) -> tuple[Any, Site | None]:
-        doc = ls.documents.get(uri)
-        return doc, doc.analysis.index.at(doc.offset(position)) if doc else None
-
-    @server.feature(t.TEXT_DOCUMENT_DEFINITION)
-    def definition(ls: CgraphServer, params: t.DefinitionParams) -> t.Location | None:
-        doc, site = site_at(ls, params.text_document.uri, params.position)
-        found = doc.analysis.index.definition(site.name, site.start) if site else None
-        return doc.location(found) if found is not None else None
-
-    @server.feature(t.TEXT_DOCUMENT_REFERENCES)
-    def references(ls: CgraphServer, params: t.ReferenceParams) -> list[t.Location]:
-        doc, site = site_at(ls, params.text_document.uri, params.position)
-        if site is None or site.kind in ("param", "counter"):
-            return []
-        declared = params.context.include_declaration
-        found = doc.analysis.index.references(site.name)
-        return [doc.location(s) for s in found if declared or s.kind in ("read", "call")]
-
-    @server.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def symbols(ls: CgraphServer, params: t.DocumentSymbolParams) -> list[t.DocumentSymbol]:
-        doc = ls.documents.get(params.text_document.uri)
-        if doc is None:
-            return []
-        graph = doc.analysis.graph
-        output = graph.output_label if graph is not None else None
-        defs = doc.analysis.index.defs
-        last = {s.name: s for s in defs}
-        return [
-            t.DocumentSymbol(
-                name=s.name,
-                detail="output" if s.name == output and last[s.name] is s else s.kind,
-                kind=t.SymbolKind.Function if s.kind == "function" else t.SymbolKind.Variable,
-                range=doc.range(Span(s.start, max(s.end, s.end_of))),
-                selection_range=doc.range(Span(s.start, s.end)),
-            )
-            for s in defs
-        ]
+FEATURES: dict[str, Any] = {
+    t.TEXT_DOCUMENT_DID_OPEN: _did_open,
+    t.TEXT_DOCUMENT_DID_CHANGE: _did_change,
+    t.TEXT_DOCUMENT_DID_CLOSE: _did_close,
+    t.TEXT_DOCUMENT_INLAY_HINT: _inlay_hints,
+    t.TEXT_DOCUMENT_HOVER: _on_hover,
+    t.TEXT_DOCUMENT_COMPLETION: _on_completion,
+    t.TEXT_DOCUMENT_CODE_ACTION: _code_actions,
+    t.TEXT_DOCUMENT_DEFINITION: _definition,
+    t.TEXT_DOCUMENT_REFERENCES: _references,
+    t.TEXT_DOCUMENT_DOCUMENT_SYMBOL: _symbols,
+}
 
 
 def serve() -> None:
