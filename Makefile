@@ -50,6 +50,7 @@ bench: $(TESTS)
 	$(BIN)/python bench/bench_tensors.py
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_frontend.py
+	$(BIN)/python bench/bench_lsp.py
 	$(BIN)/python bench/bench_hessian.py
 	$(BIN)/python bench/bench_compile.py
 	$(BIN)/python bench/bench_batch.py

@@ -162,7 +162,10 @@ async def test_hover_shows_a_value_its_shape_and_gradient_and_a_functions_signat
     grads = json.loads(_cli("grad", "-e", PROGRAM, "--wrt", "p", "--format", "json").stdout)
     assert f"∂q/∂p = {grads['gradients']['p']:.6g}" in value
     on_sin = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 5)))
-    assert "sin(x)" in str(on_sin.contents.value)
+    shown = str(on_sin.contents.value)
+    assert "sin(x)" in shown
+    sin_p = json.loads(_cli("eval", "-e", PROGRAM + "s = sin(p)", "--format", "json").stdout)
+    assert f"this call: {sin_p['value']:.6g}" in shown
 
 
 async def test_completion_offers_functions_names_above_and_keywords(client):

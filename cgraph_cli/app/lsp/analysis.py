@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ...core.errors import CgraphError, EvalError, Span
 from ...core.ir import Graph
+from ...core.ops import CALL
 from ...parse import parse
 from ...parse.lookalike import meant
 from .index import Index, Site, index
@@ -106,6 +107,7 @@ class Values:
         self.output = ""
         self.values: dict[Site, Any] = {}
         self.gradients: dict[Site, Any] = {}
+        self.calls: dict[int, Any] = {}  # an op's call, by where its name starts: its value
         self.problems: list[Problem] = []
         graph = analysis.graph
         if graph is None or not analysis.evaluable():
@@ -131,6 +133,8 @@ class Values:
             for site, node in sites:
                 self.values[site] = result.values[node]
                 self.gradients[site] = adjoints[node]
+            calls = (i for i, op in enumerate(graph.ops) if op.function and op.style == CALL)
+            self.calls = {graph.starts[i]: result.values[i] for i in calls}
             return
         named = result.named
         for site, _node in sites:

@@ -59,6 +59,8 @@ def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
             return None
         ops = FUNCTIONS.get(site.name, {})
         needs = [op.domain for op in ops.values() if op.domain]
+        if values is not None and site.start in values.calls:
+            needs.append(f"this call: {summary(values.calls[site.start])}")
         return "\n\n".join([f"```cgraph\n{form}\n```", *needs])
     definition = site if site.kind in ("input", "value") else None
     if definition is None and site.kind == "read":
