@@ -20,11 +20,11 @@ $(DEMO): pyproject.toml | $(VENV)/bin/python
 	touch $(DEMO)
 
 $(TESTS): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[test,data,dask,plot,video,onnx]'
+	$(BIN)/python -m pip install --quiet -e '.[test,data,dask,plot,video,onnx,lsp]'
 	touch $(TESTS) $(DEMO)
 
 $(DEV): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[test,dev,docs,data,dask,plot,video,onnx]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,docs,data,dask,plot,video,onnx,lsp]'
 	touch $(DEV) $(TESTS) $(DEMO)
 
 dev: $(DEV)
@@ -50,6 +50,7 @@ bench: $(TESTS)
 	$(BIN)/python bench/bench_tensors.py
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_frontend.py
+	$(BIN)/python bench/bench_lsp.py
 	$(BIN)/python bench/bench_hessian.py
 	$(BIN)/python bench/bench_compile.py
 	$(BIN)/python bench/bench_batch.py

@@ -1,6 +1,6 @@
 """Print pip constraints pinning every direct dependency of pyproject.toml to its floor.
 
-`python .ci/floors.py > floors.txt; pip install -c floors.txt -e '.[test,data,dask,plot,video,onnx]'` installs
+`python .ci/floors.py > floors.txt; pip install -c floors.txt -e '.[test,data,dask,plot,video,onnx,lsp]'` installs
 the lowest versions pyproject allows of what it names (the build backend, the dependencies, the
 extras the tests need), and the newest of everything else: pip cannot resolve "lowest" by itself. A floor that
 names a release that does not exist fails the install, as it should.
@@ -22,7 +22,8 @@ FLOOR = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*[^;]*?
 
 
 def requirements(
-    pyproject: dict, extras: tuple[str, ...] = ("test", "data", "dask", "plot", "video", "onnx")
+    pyproject: dict,
+    extras: tuple[str, ...] = ("test", "data", "dask", "plot", "video", "onnx", "lsp"),
 ) -> list[str]:
     """The requirement strings whose floors are pinned: build backend, dependencies, extras."""
     project = pyproject["project"]

@@ -163,6 +163,9 @@ def on_terminal(args: list[str], stream: str, env: dict | None = None, columns: 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_command_has_output_color_and_quiet(name):
     found = options(name)
+    if name == "lsp":  # standard output is the protocol's: no -o
+        assert {"--color", "-q", "--quiet"} <= set(found) and "-o" not in found
+        return
     assert {"-o", "--output", "--color", "-q", "--quiet"} <= set(found)
     assert list(found["--color"].type.choices) == ["auto", "always", "never"]
     assert found["-o"] is found["--output"]
@@ -206,7 +209,8 @@ def test_the_shared_options_say_the_same_in_every_command():
     assert len(helps["--of"]) == len(helps["--wrt"]) == 1
 
 
-@pytest.mark.parametrize("name", COMMANDS)
+# (cgraph lsp has no -o: its standard output is the protocol, tests/test_lsp.py)
+@pytest.mark.parametrize("name", [name for name in COMMANDS if name != "lsp"])
 def test_output_file_holds_what_standard_output_would(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if name == "train":  # -o is the weights file, as issue 15 asks (cgraph train --help says so)
@@ -524,6 +528,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
         "train",
         "worksheet",
         "imports",
+        "lsp",
     ]
     listed = [c for m in families for c in sys.modules[f"cgraph_cli.cli.{m}"].COMMANDS]
     assert loaded == {c.name: c for c in listed}

@@ -55,7 +55,15 @@ class FullDisk(io.RawIOBase):
 
 
 def test_every_command_is_listed():
-    assert sorted(SUCCEEDS) == sorted(main.commands)
+    # `cgraph lsp` serves an editor on standard input until told to exit: its help alone here
+    assert sorted([*SUCCEEDS, "lsp"]) == sorted(main.commands)
+
+
+def test_full_disk_on_standard_output_for_the_language_servers_help(monkeypatch, capsys):
+    full = io.TextIOWrapper(io.BufferedWriter(FullDisk()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", full)
+    assert main.main(["lsp", "--help"], standalone_mode=False) == 2
+    assert capsys.readouterr().err == FULL
 
 
 @pytest.mark.parametrize("command", sorted(SUCCEEDS))

@@ -265,6 +265,7 @@ LAZY_COMMANDS = {
     "schema": "schema:schema_command",
     "completion": "completion:completion_command",
     "help": "help:help_command",
+    "lsp": "lsp:lsp_command",
 }
 
 

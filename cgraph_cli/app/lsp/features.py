@@ -1,0 +1,102 @@
+"""The texts the server shows, from the op table and an analysis: a function's signature, a
+hover, the completion list. Nothing here knows LSP either.
+
+>>> signature("sin"), signature("sum")
+('sin(x)', 'sum(x[, axis])')
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...core.ops import FUNCTIONS, OpSpec
+from ...parse import tables
+from .analysis import Analysis, Values, summary
+from .index import Site
+
+KEYWORDS = tuple(word for word in tables.STRINGS if word.isalpha())
+_ARGS = "xyzw"
+
+
+def _form(name: str, op: OpSpec) -> str:
+    args = [_ARGS[k] if op.arity <= len(_ARGS) else f"x{k + 1}" for k in range(op.arity)]
+    args += op.params[: op.required]
+    optional = "".join(f"[, {p}]" for p in op.params[op.required :])
+    return f"{name}({', '.join(args)}{optional})"
+
+
+def signature(name: str, analysis: Analysis | None = None) -> str | None:
+    """``name``'s signature: an op's from the table (each arity it takes, ``; ``-separated),
+    or a function of the program's ``def``; None for neither.
+
+    >>> signature("max"), signature("nope")
+    ('max(x); max(x, y)', None)
+    """
+    graph = analysis.graph if analysis is not None else None
+    if graph is not None and name in graph.functions:
+        return f"def {name}({', '.join(graph.functions[name][0])})"
+    ops = FUNCTIONS.get(name)
+    if not ops:
+        return None
+    return "; ".join(_form(name, op) for _arity, op in sorted(ops.items()))
+
+
+def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
+    """Markdown for the name under the cursor: a function's signature (and what its value
+    needs); a name's value (whole for a small tensor), shape and gradient.
+
+    >>> a = Analysis("input x = 2\\ny = x * x")
+    >>> print(hover(a, a.evaluate(), a.index.sites[-1]))  # the x read last
+    **x** = 2
+    <BLANKLINE>
+    shape: () (a number)
+    <BLANKLINE>
+    ∂y/∂x = 4
+    """
+    if site.kind == "call" or site.kind == "function":
+        form = signature(site.name, analysis)
+        if form is None:
+            return None
+        ops = FUNCTIONS.get(site.name, {})
+        needs = [op.domain for op in ops.values() if op.domain]
+        if values is not None and site.start in values.calls:
+            needs.append(f"this call: {summary(values.calls[site.start])}")
+        return "\n\n".join([f"```cgraph\n{form}\n```", *needs])
+    definition = site if site.kind in ("input", "value") else None
+    if definition is None and site.kind == "read":
+        definition = analysis.index.definition(site.name, site.start)
+    known = values.of(definition) if values is not None else None
+    if values is None or known is None:
+        return f"**{site.name}** ({site.kind})"
+    value, gradient = known
+    shape = tuple(getattr(value, "shape", ()))
+    lines = [
+        f"**{site.name}** = {summary(value)}",
+        f"shape: {shape}" + (" (a number)" if not shape else ""),
+    ]
+    if gradient is not None:
+        lines.append(f"∂{values.output}/∂{site.name} = {summary(gradient)}")
+    return "\n\n".join(lines)
+
+
+class Completion(NamedTuple):
+    label: str
+    kind: str  # function, variable, keyword
+    detail: str
+
+
+def completions(analysis: Analysis, offset: int) -> list[Completion]:
+    """Functions with their signatures, the names defined above ``offset``, and keywords.
+
+    >>> items = completions(Analysis("input x = 1\\ny = x"), 12)
+    >>> [c for c in items if c.label in ("sin", "x", "input")]
+    [Completion(label='sin', kind='function', detail='sin(x)'), Completion(label='x', kind='variable', detail='input'), Completion(label='input', kind='keyword', detail='keyword')]
+    """
+    found = [Completion(name, "function", signature(name) or "") for name in sorted(FUNCTIONS)]
+    for site in analysis.index.names_before(offset):
+        if site.kind == "function":
+            found.append(Completion(site.name, "function", signature(site.name, analysis) or ""))
+        else:
+            found.append(Completion(site.name, "variable", site.kind))
+    found += [Completion(word, "keyword", "keyword") for word in KEYWORDS]
+    return found

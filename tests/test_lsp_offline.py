@@ -1,0 +1,46 @@
+"""The parts of `cgraph lsp` that need no editor: the message without the extra, and what the
+server computes before it speaks LSP (tests/test_lsp.py drives the server itself)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from cgraph_cli.app.lsp.analysis import Analysis
+from cgraph_cli.app.lsp.positions import Lines
+
+
+def test_without_the_extra_the_command_names_it_and_exits_2(cli, monkeypatch):
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pygls" else found(name, *a)
+    )
+    result = cli("lsp")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("cgraph: error: cgraph lsp needs pygls\n")
+    assert "help: pip install 'cgraph-cli[lsp]'" in result.stderr
+
+
+@pytest.mark.parametrize("text", ["a = 1\n𝑥 = a + 1\n", "p = 1\r\nq = p\rr = é + 𝔽"])
+def test_positions_count_utf16_units_and_every_line_ending(text):
+    lines = Lines(text)
+    inside_crlf = {k + 1 for k in range(len(text)) if text.startswith("\r\n", k)}
+    for offset in sorted(set(range(len(text) + 1)) - inside_crlf):
+        line, character = lines.position(offset)
+        assert lines.offset(line, character) == offset
+        before = text[:offset].replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        assert line == len(before) - 1
+        assert character == len(before[-1].encode("utf-16-le")) // 2
+
+
+def test_a_program_with_an_input_without_default_is_not_evaluated():
+    analysis = Analysis("input x = 1\ny = x * w")
+    assert analysis.graph is not None and not analysis.evaluable()
+    assert analysis.evaluate().hints() == []
+
+
+def test_a_tensor_output_has_values_but_no_gradients():
+    values = Analysis("input x = [1, 2, 3]\ny = x * 2").evaluate()
+    assert values.problems == []
+    assert [text for _site, text in values.hints()] == ["= [2, 4, 6]"]
