@@ -136,9 +136,13 @@ async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(clie
     hinted = _hinted(text, hints)
     assert list(hinted) == names
     for name, numbers in hinted.items():
-        assert numbers["grad"] == pytest.approx(grads["gradients"][name], rel=1e-5, abs=1e-12)
+        assert numbers["grad"] == pytest.approx(
+            grads["gradients"][name], rel=5e-4, abs=1e-12
+        )  # 4 digits shown
         if "value" in numbers:
-            assert numbers["value"] == pytest.approx(values["values"][name], rel=1e-5, abs=1e-12)
+            assert numbers["value"] == pytest.approx(
+                values["values"][name], rel=5e-4, abs=1e-12
+            )  # 4 digits shown
     defaults = {name for name, numbers in hinted.items() if "value" not in numbers}
     assert defaults == set(parse(text).inputs)  # an input's value is its text: no "= "
 
@@ -160,12 +164,12 @@ async def test_hover_shows_a_value_its_shape_and_gradient_and_a_functions_signat
     value = str(on_p.contents.value)
     assert "**p** = 6" in value and "shape: ()" in value
     grads = json.loads(_cli("grad", "-e", PROGRAM, "--wrt", "p", "--format", "json").stdout)
-    assert f"∂q/∂p = {grads['gradients']['p']:.6g}" in value
+    assert f"∂q/∂p = {grads['gradients']['p']:.4g}" in value
     on_sin = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 5)))
     shown = str(on_sin.contents.value)
     assert "sin(x)" in shown
     sin_p = json.loads(_cli("eval", "-e", PROGRAM + "s = sin(p)", "--format", "json").stdout)
-    assert f"this call: {sin_p['value']:.6g}" in shown
+    assert f"this call: {sin_p['value']:.4g}" in shown
 
 
 async def test_completion_offers_functions_names_above_and_keywords(client):

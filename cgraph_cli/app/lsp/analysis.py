@@ -57,20 +57,21 @@ def problem(error: CgraphError, text: str) -> Problem:
 
 
 def summary(value: Any) -> str:
-    """A value in a hint: a number to 6 digits, a small tensor whole, a larger one by its shape
-    and first elements.
+    """A value in a hint, as cgraph shows numbers to people (4 significant digits, a number
+    or a tensor's element alike): a small tensor whole, a larger one by its shape and first
+    elements.
 
     >>> import numpy as np
     >>> summary(2 / 3), summary(np.arange(3.0)), summary(np.ones((3, 4)))
-    ('0.666667', '[0, 1, 2]', '(3, 4) [1, 1, 1, …]')
+    ('0.6667', '[0, 1, 2]', '(3, 4) [1, 1, 1, …]')
     """
-    from ...core.numfmt import format_number, is_tensor, nested, shape_text
+    from ...core.numfmt import DIGITS, format_number, is_tensor, nested, shape_text
 
     if not is_tensor(value):
-        return format_number(float(value), 6)
+        return format_number(float(value), DIGITS)
     if value.size <= SHOWN:
-        return nested(value, 4)
-    first = ", ".join(format_number(float(v), 4) for v in value.flat[:3])
+        return nested(value, DIGITS)
+    first = ", ".join(format_number(float(v), DIGITS) for v in value.flat[:3])
     return f"{shape_text(value)} [{first}, …]"
 
 
