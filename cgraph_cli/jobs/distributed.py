@@ -184,15 +184,24 @@ def _client(scheduler: str | None):
 
     seconds = timeout()
     check_scheduler(scheduler, seconds)  # its form, and a Dask scheduler's handshake
+    failure = None
     try:
         client = Client(scheduler, timeout=f"{seconds}s")
     except (OSError, *TIMEOUTS) as e:
         why = str(e) or f"no answer within {seconds:g} s"
-        raise UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}") from None
+        failure = UsageError(f"cannot reach the Dask scheduler at {scheduler}: {why}")
     except Exception as e:  # noqa: BLE001 - the peer's doing: not Dask's messages, no TLS set up
-        raise UsageError(
+        failure = UsageError(
             f"cannot connect to the Dask scheduler at {scheduler}: {type(e).__name__}: {e}"
-        ) from None
+        )
+    if failure is not None:
+        # The half-made Client is closed now, by its finalizer: its close takes a lock that every
+        # Client's start shares, so run later by the garbage collector in the middle of another
+        # Client's start (the next command in the same process) it would wait for ever.
+        import gc
+
+        gc.collect()
+        raise failure
     try:  # with no worker, the job would wait for ever
         client.wait_for_workers(1, timeout=seconds)
     except TIMEOUTS:
