@@ -136,15 +136,7 @@ def check_command(
     from ..app.cases import parse_expectation, parse_hessian_expectation
     from ..app.checks import check
 
-    if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
-        raise UsageError(
-            "--junit - and --format json would both write to standard output",
-            hints=["write the JUnit report to a file: --junit report.xml"],
-        )
-    if junit and junit != "-":  # a folder, say: refused before the checks run, not after
-        from ..data.outputs import check_writable
-
-        check_writable(junit)
+    _junit_first(junit, fmt)
     if rows_file is None:  # --chunk-rows, --strict, --rows-format alone: refused, not ignored
         refuse_without_rows(
             {"rows_format": rows_format, "strict": strict, "chunk_rows": chunk_rows}
@@ -396,15 +388,7 @@ def gradcheck_command(
     """
     from ..app.gradcheck import check_gradients
 
-    if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
-        raise UsageError(
-            "--junit - and --format json would both write to standard output",
-            hints=["write the JUnit report to a file: --junit report.xml"],
-        )
-    if junit and junit != "-":  # a folder, say: refused before the checks run, not after
-        from ..data.outputs import check_writable
-
-        check_writable(junit)
+    _junit_first(junit, fmt)
     graph, bindings = load(args, expr, file_, binds, bindings_file)
     low, high = range_
     # At the user's own point, an evaluation error is the usual error (exit 4), not a skip.
@@ -454,6 +438,20 @@ def gradcheck_command(
         output.write_bytes(found.junit(suite, rtol=rtol, atol=atol), junit)
     if not found.ok:
         raise click.exceptions.Exit(1)
+
+
+def _junit_first(junit: str | None, fmt: str) -> None:
+    """Refuse, before anything runs, a JUnit report that cannot be written: on standard output
+    beside JSON, or where no file can go (a folder, say)."""
+    if junit == "-" and fmt == "json" and output.settings.output in (None, "-"):
+        raise UsageError(
+            "--junit - and --format json would both write to standard output",
+            hints=["write the JUnit report to a file: --junit report.xml"],
+        )
+    if junit and junit != "-":
+        from ..data.outputs import check_writable
+
+        check_writable(junit)
 
 
 COMMANDS = [check_command, gradcheck_command]
