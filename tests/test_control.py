@@ -318,9 +318,11 @@ def test_control_flow_errors_have_their_exit_codes(cli):
     assert bad.exit_code == 4 and "past the end" in bad.stderr and "Traceback" not in bad.stderr
     bad = cli("eval", "for t in range(3):\ny = 1")
     assert bad.exit_code == 3 and "indented block" in bad.stderr
-    for command in (["optimize"], ["compile"]):
-        refused = cli(*command, "sample:huber")
-        assert refused.exit_code == 2 and "if/else" in refused.stderr
+    refused = cli("optimize", "sample:huber")
+    assert refused.exit_code == 2 and "if/else" in refused.stderr
+    # compile takes if/else (tests/test_compile_conditionals.py), not yet inside a loop
+    refused = cli("compile", "h = 1\nfor t in range(3):\n    h = h * x if x > 0 else h")
+    assert refused.exit_code == 2 and "if/else" in refused.stderr
 
 
 # --- the two views, and the commands ----------------------------------------------------------------

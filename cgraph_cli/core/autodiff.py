@@ -32,13 +32,15 @@ def reverse(
     checked: bool = False,
     on_sum=None,
     before=None,
+    wrap=None,
 ) -> list:
     """Adjoints of ``out`` under interpretation ``e``: ``values[i]`` is node i's value there
     (an array, or a node of the graph being built), ``needs[i]`` whether node i wants a
     gradient. A node that gets none has ``None``. ``checked``: a zero gradient contributes
     nothing even where a local derivative is infinite. ``on_sum(i, a, total, g)`` is called
     after each addition to ``adj[a]`` (error checks); ``before(i)`` before node i passes its
-    gradient back."""
+    gradient back; ``wrap(i, c)``, given what node i passes back, what to add instead (a
+    compiled conditional's branch: only where it ran)."""
     adj: list = [None] * len(graph.ops)
     adj[out] = seed
     ops, all_args = graph.ops, graph.args
@@ -51,6 +53,8 @@ def reverse(
         for a, c in zip(all_args[i], pullback(e, graph, values, i, g, needs, checked)):
             if c is None:
                 continue
+            if wrap is not None:
+                c = wrap(i, c)
             adj[a] = c if adj[a] is None else e.add(adj[a], c)
             if on_sum is not None:
                 on_sum(i, a, adj[a], g)

@@ -78,6 +78,11 @@ def _cut(text: str, width: int = REPR_WIDTH) -> str:
 E = TypeVar("E", bound=CgraphError)
 
 
+#: The params of a compiled conditional's select (``a if c else b`` as ``where`` whose branch
+#: not taken is never computed): :mod:`cgraph_cli.passes.guards`.
+IF = ("if",)
+
+
 class Graph:
     """A program as a flat graph. Built by :func:`cgraph_cli.parse`; never mutated after.
     Node ``i``'s op is ``ops[i]``, its arguments ``args[i]``; ``inputs`` maps each input's name
@@ -521,7 +526,9 @@ def validate(graph: Graph) -> Graph:
         assert (op is CONST) == (i in graph.consts), f"node %{i}: constant value mismatch"
         assert graph.starts[i] <= graph.ends[i], f"node %{i}: reversed span"
         given = len(graph.params.get(i, ()))
-        assert op.required <= given <= len(op.params), f"node %{i}: {op.name} has {given} params"
+        assert op.required <= given <= len(op.params) or (
+            op.name == "where" and graph.params[i] == IF
+        ), f"node %{i}: {op.name} has {given} params"
         if op is INPUT:
             name = graph.labels[i]
             assert name is not None, f"node %{i}: an input without a name"

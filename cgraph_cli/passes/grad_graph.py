@@ -149,6 +149,7 @@ def grad_graph(
         1.0,
         [d and r for d, r in zip(depends, reach)],
         before=at,
+        wrap=_wrapper(graph, b, out),
     )
     names = [_identifier(n) for n in node_names(graph)]
     out_name = graph.output_label if graph.ops[out] is INPUT and out == graph.output else names[out]
@@ -176,6 +177,26 @@ def grad_graph(
             for _, name, node, _ in derived.statements()
         }
     return Derived(derived, graph.display_name(out), gradients)
+
+
+def _wrapper(graph: Graph, b: GraphBuilder, out: int):
+    """For a graph with compiled conditionals (marked selects), what node i passes back
+    wrapped in the guard under which ``out`` reads node i (where it does not, the graph that
+    runs has no path from node i to ``out``: :func:`~cgraph_cli.passes.guards.wrap`); else
+    None."""
+    from .guards import ALWAYS, has_selects, needs, wrap
+
+    if not has_selects(graph):
+        return None
+    guards = needs(graph, [out])
+
+    def wrapped(i: int, c):
+        guard = guards[i]
+        if guard is ALWAYS:
+            return c
+        return wrap(b, graph, guard, c if c.__class__ is int else b.const(float(c)))
+
+    return wrapped
 
 
 def derived_groups(graph: Graph, derived: Graph, marks: list[tuple[int, int]]):

@@ -91,11 +91,11 @@ def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
             c = b.fold(MUL, (x, inner), ())
             if c is not None and gathers(value(x), value(inner), value(c), overflow_is_error=False):
                 return b.apply(MUL, (c, rest))
-        if b.graph.ops[y] is WHERE and _selects_constants(b, y) and same(x):
+        if b.graph.ops[y] is WHERE and _selects_constants(b, y) and same(x) and _plain(b, y):
             # g * where(c, 1, 0) -> where(c, g, 0): the product goes into the branches
             c, p, q = b.graph.args[y]
             return b.apply(WHERE, (c, _times(b, x, p), _times(b, x, q)))
-        if b.graph.ops[x] is WHERE and _selects_constants(b, x) and same(y):
+        if b.graph.ops[x] is WHERE and _selects_constants(b, x) and same(y) and _plain(b, x):
             c, p, q = b.graph.args[x]  # where(c, 1, 0) * g -> where(c, g, 0)
             return b.apply(WHERE, (c, _times(b, y, p), _times(b, y, q)))
         if b.graph.ops[x] is NEG and b.graph.ops[y] is NEG:
@@ -221,3 +221,9 @@ def _selects_constants(b, node: int) -> bool:
             elif b.const_value(branch) is None:
                 return False
     return True
+
+
+def _plain(b, node: int) -> bool:
+    """Whether ``node`` is an unmarked ``where`` (a compiled conditional's select, marked,
+    computes only its branch taken: a product must not move into its branches)."""
+    return not b.graph.params.get(node)

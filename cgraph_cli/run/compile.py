@@ -25,8 +25,10 @@ from collections.abc import Mapping
 
 from ..core.errors import UsageError
 from ..core.ir import Graph, resolve_name
+from ..core.ir_control import Static
 from ..core.walks import fresh
 from ..passes.grad_graph import NotANumber
+from ..passes.guards import has_selects, marked
 from .batch import elementwise, uncovered
 from .compile_emit import _HELPER, _Emitter
 from .compile_names import _identifier, input_variables
@@ -82,7 +84,9 @@ def compile_module(
     from ..passes.derivatives import derivative_program
     from ..passes.optimize import optimize
 
-    refuse(graph, "compile")  # programs with loops: cgraph_cli.run.scan_code.compile_module
+    if not isinstance(graph.control, Static) or graph.control.loops or rows:
+        refuse(graph, "--rows" if rows else "compile")  # loops: run/scan_code.py
+    graph = marked(graph)  # if/else: each branch computed only where it is taken
 
     check_target(target)
     assert not rows or target == "numpy", "rows mode is NumPy's"
@@ -98,7 +102,8 @@ def compile_module(
     emitter.kinks = kinks
     emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
-    if target == "python" and gradient and not kinks:
+    emitter.statements = set(graph.names)
+    if target == "python" and gradient and not kinks and not has_selects(graph):
         from ..passes.derivatives import wrt_inputs
 
         plan = reverse_plan(graph, output, wrt_inputs(graph, wrt))

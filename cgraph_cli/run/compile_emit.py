@@ -15,6 +15,7 @@ from ..core.interpret import Source
 from ..core.ir import Graph
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
+from ..passes.guards import ALWAYS, IF, WHERE, needs, order, test_text
 from .batch import (
     absorbs,
     decisive,
@@ -67,6 +68,9 @@ class _Emitter:
         self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
         self.checked_grad: list[str] | None = None
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
+        # The program's statements by name (a derivative program names more): those run in
+        # any case, whatever the conditionals choose (None: every named value).
+        self.statements: set[str] | None = None
         self.unread: set[str] = set()  # inputs that no op of a function's body reads
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -123,13 +127,23 @@ class _Emitter:
             ]
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
-        for i, op in enumerate(graph.ops):
+        guards, laid, (selects, tested) = _conditionals(graph, returned, self.statements)
+        if guards is not None:
+            last = _last_uses(graph, laid)
+            # a statement a select reads (a branch) is not seen by a result where the select
+            # takes the other: checked where it is made, as one no result reads
+            dead |= {i for i in _statements(graph, self.statements) if i not in (returned or ())}
+        names = [""] * len(graph.ops)
+        spans: dict[int, tuple[int, int]] = {}  # each node's lines (conditionals)
+        for i in laid:
+            op = graph.ops[i]
             if op is INPUT:
-                names.append(variables[graph.labels[i] or ""])
+                names[i] = variables[graph.labels[i] or ""]
                 continue
             if op is CONST:
-                names.append(self.literal(graph.consts[i]))
+                names[i] = self.literal(graph.consts[i])
                 continue
+            first = len(lines)
             template = self.local(templates[i])
             args = [names[a] for a in graph.args[i]]
             params = [repr(p) for p in graph.params.get(i, ())]
@@ -146,8 +160,8 @@ class _Emitter:
                 lines.append(
                     f"    _kinks.append({where if isinstance(where, str) else float(where)})"
                 )
-            if not self.rows and absorbs(op):  # a value this op would hide: stop at its node
-                lines += self.watched(graph, i, names)
+            if not self.rows and absorbs(op) and i not in selects:  # a value it would hide
+                lines += self.watched(graph, i, names)  # stops at its node
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
                 lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
             label = graph.labels[i]
@@ -157,20 +171,28 @@ class _Emitter:
                 var = _fresh(label or "t", taken, counts)
                 if label is None or i in work:
                     temporary.add(var)
-            names.append(var)
+            names[i] = var
             if i in work:  # into the work array of its variable (per row), or a new number
                 expr = into_work_array(graph, i, template, var, names)
             self.records.append((i, len(lines), var, expr))
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:
                 lines.append(watch_line(var, self.vector))
-            elif i in dead:  # a statement no result reads: the interpreter checks it too
+            elif i in dead or (i in tested and i not in self.stopped):
+                # a statement no result reads, or a condition (the interpreter checks it
+                # before it takes a branch)
                 lines.append(self.stop(var, self.comment(graph, i)))
+                self.stopped.add(i)
+            spans[i] = (first, len(lines))
+        if guards is not None:
+            lines = _grouped(graph, lines, spans, laid, guards, names)
         return lines, names
 
     def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
         """Node ``i``'s template: its op's, specialised where shapes are known, by the float
         rule (``exact``), as a boolean ``mask`` (read by ``where`` only), or a square."""
+        if graph.params.get(i) == IF:  # a conditional: the branch taken alone computed
+            return "({1} if {0} else {2})"
         template = self.template(op)
         if self.known is not None:
             template = self.specialised(graph, i, op, template)
@@ -408,10 +430,70 @@ def _masks(graph: Graph) -> set[int]:
     }
 
 
-def _last_uses(graph: Graph) -> list[int]:
-    """For each node, the last node that reads it (the output and named nodes: the end)."""
+def _last_uses(graph: Graph, laid: list[int] | None = None) -> list[int]:
+    """For each node, the last node that reads it (the output and named nodes: the end),
+    in the order ``laid`` when given (else the nodes' own)."""
     end = len(graph.ops)
-    last = last_readers(graph)
+    if laid is None:
+        last = last_readers(graph)
+    else:
+        last = list(range(end))
+        for i in laid:
+            for a in graph.args[i]:
+                last[a] = i
     for node in (graph.output, *graph.names.values(), *graph.inputs.values()):
         last[node] = end
     return last
+
+
+def _conditionals(graph: Graph, returned: list[int] | None, statements: set[str] | None):
+    """For a graph with conditionals (marked selects): each node's guard, the order that
+    computes the conditions first (:mod:`cgraph_cli.passes.guards`), and each condition
+    that is not a comparison and each branch (checked where they are made: the interpreter
+    stops at a condition before it takes a branch, at a branch before a result hides it),
+    with the selects (which hide nothing: the branch not taken is not
+    computed). The values computed in any case: the output, ``returned`` and the
+    named ``statements`` (default: every named value). Else None, the nodes' own order and no nodes."""
+    selects = [i for i, p in graph.params.items() if p == IF and graph.ops[i] is WHERE]
+    if not selects:
+        return None, range(len(graph.ops)), (set(), set())
+    roots = {graph.output, *_statements(graph, statements), *(returned or ())}
+    guards = needs(graph, roots)
+    tested = {  # conditions, and branches (a result sees a branch only where it is taken)
+        a
+        for s in selects
+        for k, a in enumerate(graph.args[s])
+        if graph.ops[a].arity and (k or graph.ops[a].name not in _COMPARISONS)
+    }
+    return guards, order(graph, guards), (set(selects), tested)
+
+
+def _statements(graph: Graph, statements: set[str] | None) -> list[int]:
+    """The nodes of the program's ``statements`` (by name; None: every named value)."""
+    if statements is None:
+        return list(graph.names.values())
+    return [i for n, i in graph.names.items() if n in statements]
+
+
+def _grouped(graph, lines, spans, laid, guards, names) -> list[str]:
+    """The lines of ``laid`` nodes, those of a node that a guard holds in an ``if`` of it
+    (consecutive nodes under the same guard in one)."""
+    ends = [hi for _, hi in spans.values()]
+    out = lines[: min((lo for lo, _ in spans.values()), default=len(lines))]
+    current = None
+    for i in laid:
+        if i not in spans:
+            continue
+        lo, hi = spans[i]
+        guard = guards[i]
+        if guard == ALWAYS or not guard:
+            out += lines[lo:hi]
+            current = None
+            continue
+        test = test_text(graph, guard, names, "{0}", "not {0}")
+        if test != current:
+            out.append(f"    if {test}:")
+            current = test
+        out += ["    " + line for line in lines[lo:hi]]
+    out += lines[max(ends, default=len(lines)) :]
+    return out

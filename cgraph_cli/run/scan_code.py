@@ -69,7 +69,7 @@ def compile_module(graph: Graph, target: str = "python", **options) -> str:
         from .compile_js import js_module
 
         return js_module(graph, **options)
-    if isinstance(graph.control, Static):
+    if isinstance(graph.control, Static) and graph.control.loops:
         return loop_module(graph, target, **options)
     return straight(graph, target, **options)
 
