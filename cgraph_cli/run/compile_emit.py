@@ -15,7 +15,7 @@ from ..core.interpret import Source
 from ..core.ir import Graph
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
-from ..passes.guards import ALWAYS, IF, WHERE, needs, order, test_text
+from ..passes.guards import ALWAYS, IF, WHERE, needs, order, guard_text
 from .batch import (
     absorbs,
     decisive,
@@ -490,7 +490,7 @@ def _grouped(graph, lines, spans, laid, guards, names) -> list[str]:
             out += lines[lo:hi]
             current = None
             continue
-        test = test_text(graph, guard, names, "{0}", "not {0}")
+        test = guard_text(graph, guard, names, "{0}", "not {0}")
         if test != current:
             out.append(f"    if {test}:")
             current = test
