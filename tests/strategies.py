@@ -259,3 +259,50 @@ def tensor_expressions(max_leaves: int = 6, names=tuple(TENSOR_SHAPES)):
         )
 
     return st.recursive(leaves, grow, max_leaves=max_leaves)
+
+
+# --- programs with if/else -----------------------------------------------------------------
+#: Ops that fail outside their domain, so that a branch not taken must not be computed.
+PARTIAL = ["log", "sqrt"]
+BRANCH_INPUTS = ["x", "y", "z"]
+
+
+def _branching_expressions():
+    leaves = st.one_of(st.sampled_from(BRANCH_INPUTS), numbers)
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, st.sampled_from(["+", "-", "*", "/"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
+            st.tuples(st.sampled_from(["sin", "exp", "tanh", "relu", *PARTIAL]), inner).map(
+                lambda t: f"{t[0]}({t[1]})"
+            ),
+            st.tuples(inner, inner, st.sampled_from(["<", ">", "<=", "!="]), inner, inner).map(
+                lambda t: f"({t[0]} if {t[1]} {t[2]} {t[3]} else {t[4]})"
+            ),
+            st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=8)
+
+
+_BRANCHING = _branching_expressions()
+
+
+@st.composite
+def branching_programs(draw):
+    """Programs with `a if c else b` (nested, sharing values between branches), whose
+    branches hold ops that fail outside their domain (log, sqrt, 1/x)."""
+    lines, names = [], list(BRANCH_INPUTS)
+    for k in range(draw(st.integers(1, 3))):
+        expression = draw(_BRANCHING)
+        for n in names[3:]:  # later statements read earlier ones sometimes
+            if draw(st.booleans()):
+                expression = expression.replace("y", n, 1)
+        lines.append(f"t{k} = {expression}")
+        names.append(f"t{k}")
+    text = "\n".join(lines)
+    if " if " not in text:  # no conditional drawn: add one
+        text += f"\nout = t{len(lines) - 1} if x > 0 else log(y)"
+    return text

@@ -11,56 +11,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import numbers
+from strategies import BRANCH_INPUTS as NAMES
+from strategies import branching_programs
 
 import cgraph_cli as cg
 from cgraph_cli import CgraphError, parse
 from cgraph_cli.run.scan_code import compile_module
-
-#: Ops that fail outside their domain, so that a branch not taken must not be computed.
-PARTIAL = ["log", "sqrt"]
-NAMES = ["x", "y", "z"]
-
-
-def _expressions():
-    leaves = st.one_of(st.sampled_from(NAMES), numbers)
-
-    def extend(inner):
-        return st.one_of(
-            st.tuples(inner, st.sampled_from(["+", "-", "*", "/"]), inner).map(
-                lambda t: f"({t[0]} {t[1]} {t[2]})"
-            ),
-            st.tuples(st.sampled_from(["sin", "exp", "tanh", "relu", *PARTIAL]), inner).map(
-                lambda t: f"{t[0]}({t[1]})"
-            ),
-            st.tuples(inner, inner, st.sampled_from(["<", ">", "<=", "!="]), inner, inner).map(
-                lambda t: f"({t[0]} if {t[1]} {t[2]} {t[3]} else {t[4]})"
-            ),
-            st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
-        )
-
-    return st.recursive(leaves, extend, max_leaves=8)
-
-
-_EXPRESSIONS = _expressions()
-
-
-@st.composite
-def _programs(draw):
-    lines, names = [], list(NAMES)
-    for k in range(draw(st.integers(1, 3))):
-        expression = draw(_EXPRESSIONS)
-        for n in names[3:]:  # later statements read earlier ones sometimes
-            if draw(st.booleans()):
-                expression = expression.replace("y", n, 1)
-        lines.append(f"t{k} = {expression}")
-        names.append(f"t{k}")
-    text = "\n".join(lines)
-    graph = parse(text)
-    if not graph.control:  # no conditional drawn: add one
-        text += f"\nout = t{len(lines) - 1} if x > 0 else log(y)"
-    return text
-
 
 _point = st.sampled_from([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0])
 _points = st.lists(st.fixed_dictionaries({n: _point for n in NAMES}), min_size=1, max_size=4)
@@ -102,7 +58,7 @@ def _derivative_program_fails(graph, bindings) -> bool:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(_programs(), _points)
+@given(branching_programs(), _points)
 def test_a_compiled_conditional_gives_the_interpreters_values_gradients_and_errors(text, points):
     graph = parse(text)
     used = [n for n in NAMES if n in graph.inputs]

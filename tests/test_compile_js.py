@@ -15,9 +15,10 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from op_cases import arguments, cases, example_cases, parameters, value_range
-from strategies import INPUTS, points, programs
+from strategies import BRANCH_INPUTS, INPUTS, branching_programs, points, programs
 
 from cgraph_cli import CgraphError, UsageError, parse
+from cgraph_cli import grad as cgraph_grad
 from cgraph_cli.core.errors import Source
 from cgraph_cli.core.ir import GraphBuilder, validate
 from cgraph_cli.core.ops import INPUT, OPS
@@ -34,7 +35,8 @@ SAMPLES = Path(__file__).parent.parent / "samples"
 # Runs each case {module, inputs, grad}: the values and adjoints by node id, or the error.
 DRIVER = r"""
 const cases = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
-const plain = (x) => (typeof x === "number" ? x : { shape: x.shape, data: Array.from(x.data) });
+const plain = (x) =>
+  x === null || typeof x === "number" ? x : { shape: x.shape, data: Array.from(x.data) };
 const out = cases.map((c) => {
   const p = require(c.module);
   try {
@@ -248,7 +250,7 @@ def _sample_cases():
         try:
             source = js_module(graph)
         except UsageError:
-            continue  # loops, if/else
+            continue  # loops
         found.append((path.stem, graph, source))
     return found
 
@@ -258,8 +260,15 @@ def test_every_sample_the_target_takes(tmp_path):
     assert {"neuron", "mlp", "seed", "moons", "softmax_cross_entropy"} <= {
         name for name, _, _ in found
     }
+    assert "huber" in {name for name, _, _ in found}  # if/else
     cases = [{"source": s, "inputs": {}, "grad": True} for _, _, s in found]
     for (_, graph, _), result in zip(found, run_node(tmp_path, cases)):
+        if graph.control:  # the graph that runs is another: its value and gradients
+            expected = cgraph_grad(graph, {})
+            assert close(result["value"], expected.value)
+            for name, g in expected.gradients.items():
+                assert close(result["gradients"][name], g), name
+            continue
         check_against_cgraph(graph, {}, result)
 
 
@@ -276,6 +285,39 @@ def test_random_programs(tmp_path_factory, drawn):
     cases = [{"source": js_module(g), "inputs": b, "grad": True} for g, b in found]
     for (graph, bindings), result in zip(found, run_node(tmp_path_factory.mktemp("r"), cases)):
         check_against_cgraph(graph, bindings, result)
+
+
+_branch_point = st.sampled_from([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0])
+
+
+@settings(max_examples=3, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(st.lists(st.tuples(branching_programs(), st.tuples(*[_branch_point] * 3)), min_size=25))
+def test_random_programs_with_if_else(tmp_path_factory, drawn):
+    """The branch taken alone runs: the value and gradients of `cgraph grad`, or its error;
+    a node of the branch not taken has no value and no adjoint (null)."""
+    found = []
+    for program, point in drawn:
+        graph = parse(program)
+        bindings = {n: x for n, x in zip(BRANCH_INPUTS, point) if n in graph.inputs}
+        try:
+            source = js_module(graph)
+        except UsageError:  # (a value of one branch deciding another conditional)
+            continue
+        found.append((graph, bindings, source))
+    assert len(found) >= 20
+    cases = [{"source": s, "inputs": b, "grad": True} for _, b, s in found]
+    for (graph, bindings, _), result in zip(found, run_node(tmp_path_factory.mktemp("b"), cases)):
+        try:
+            expected = cgraph_grad(graph, bindings)
+        except CgraphError as e:
+            if "error" not in result:  # the reverse pass's: the script computes every partial
+                continue  # of the derivative program (as the compiled Python module does)
+            assert result["error"] == e.message, (graph.source.text, bindings, result, e.render())
+            continue
+        assert "error" not in result, (graph.source.text, bindings, result)
+        assert close(result["value"], expected.value), (graph.source.text, bindings)
+        for name, g in expected.gradients.items():
+            assert close(result["gradients"][name], g), (graph.source.text, bindings, name)
 
 
 ERRORS = [

@@ -8,7 +8,7 @@ page). It holds ``inputs`` (names), ``shapes`` and ``defaults`` (by name), ``nod
 record a node: ``id``, ``key``, ``name``, ``op``, ``where``), ``output`` (its key),
 ``forward(inputs)`` (every node's value by key) and ``grad(inputs)`` (``{value, gradients,
 values, adjoints}``: the output's value, each input's gradient by name, every node's value
-and adjoint by key). A node's key is the name the program gives it, else its display name
+and adjoint by key; null for a node of a branch not taken, which did not run). A node's key is the name the program gives it, else its display name
 (cgraph's diagrams' label), with `` #ID`` after it when an earlier node has that key.
 Numbers are JS numbers, tensors ``{shape, data}`` with ``data`` a row-major Float64Array;
 inputs may also be nested arrays.
@@ -20,7 +20,8 @@ written here. A value that is not finite throws a ``CgraphError`` whose ``messag
 ``where`` and ``text`` are those the CLI prints for that program and bindings.
 
 Every op of the table has a ``js`` spelling, the image ops (conv2d, the pools and their
-gradients) with helpers of ``js_images.js``; programs with loops or if/else are refused.
+gradients) with helpers of ``js_images.js``. ``a if c else b`` is a JavaScript ``if``: the
+branch not taken is never computed, forward or backward. Programs with loops are refused.
 
 >>> from cgraph_cli import parse
 >>> text = js_module(parse("p = x + y; g = p * z"))
@@ -36,8 +37,10 @@ from collections.abc import Mapping
 from importlib import resources
 
 from ..core.errors import UsageError, line_col, render_caret
-from ..core.ir import Graph, resolve_name
+from ..core.ir import IF, Graph, resolve_name
+from ..core.ir_control import Static
 from ..core.ops import CALL, CONST, INFIX, INPUT, POSTFIX
+from ..passes.guards import ALWAYS, guard_text, has_selects, marked, needs, order
 
 _FUNCTION = re.compile(r"^function (_\w+)\(", re.M)
 _CALL = re.compile(r"\b(_\w+)\(")
@@ -122,6 +125,8 @@ class _Writer:
                 f"--target js does not take {op.symbol or op.name} yet",
                 hints=["compile it with --target numpy or onnx"],
             )
+        if g.params.get(j) == IF:  # a conditional: the branch taken alone computed
+            return "({0} !== 0 ? {1} : {2})".format(*args)
         if op.elementwise:
             if not self.shapes[j]:
                 return op.js.format(*args)
@@ -149,20 +154,67 @@ class _Writer:
             out.append(_json(value))
         return out
 
-    def lines(self, nodes, checks: dict[int, str], keep_constants=()) -> list[str]:
+    def lines(self, nodes, checks: dict[int, str], keep_constants=(), guards=None) -> list[str]:
         """One line per operation node of ``nodes``, then ``checks[node]`` where given; one
-        per constant in ``keep_constants`` too (values the results list)."""
-        out = []
+        per constant in ``keep_constants`` too (values the results list). ``guards`` (a
+        program with if/else): a node's lines in an ``if`` of its guard, where it has one."""
+        out: list[str] = []
+        current = None  # the test of the open block
         for j in nodes:
             op = self.graph.ops[j]
+            lines = []
             if op is CONST and j in keep_constants:
-                out.append(f"  v[{j}] = {self.atom(j)};")
-            if op is INPUT or op is CONST:
+                lines.append(f"  v[{j}] = {self.atom(j)};")
+            if op is not INPUT and op is not CONST:
+                lines.append(f"  v[{j}] = {self.expression(j)};")
+                if j in checks:
+                    lines.append(checks[j])
+            if not lines:
                 continue
-            out.append(f"  v[{j}] = {self.expression(j)};")
-            if j in checks:
-                out.append(checks[j])
+            guard = guards[j] if guards is not None and op.arity else ALWAYS
+            test = None if guard == ALWAYS or not guard else self.test(guard)
+            if test != current and current is not None:
+                out.append("  }")
+            if test is not None and test != current:
+                out.append(f"  if ({test}) {{")
+            current = test
+            out += ["  " + line for line in lines] if test is not None else lines
+        if current is not None:
+            out.append("  }")
         return out
+
+    def test(self, guard) -> str:
+        """``guard`` as a JavaScript test (a condition holds where it is not 0; NaN holds,
+        as in cgraph's interpreter)."""
+        atoms = _Atoms(self)
+        return (
+            guard_text(self.graph, guard, atoms, "{0} !== 0", "{0} === 0")
+            .replace(" and ", " && ")
+            .replace(" or ", " || ")
+            .replace("False", "false")
+        )
+
+
+class _Atoms:
+    """The writer's atoms by node, as a list would give them (for a guard's text)."""
+
+    def __init__(self, writer: _Writer) -> None:
+        self.writer = writer
+
+    def __getitem__(self, j: int) -> str:
+        return self.writer.atom(j)
+
+
+def _guards(graph: Graph, derived: Graph, adjoints: list):
+    """Each node's guard (a program with if/else) and the order that computes the
+    conditions first, over the forward program and the backward pass built after it; no
+    guards and the nodes' order else. Computed in any case: the output, the statements and
+    every adjoint (the results list them)."""
+    if not has_selects(graph):
+        return None, range(len(derived.ops))
+    roots = [graph.output, *graph.names.values(), *(a for a in adjoints if a.__class__ is int)]
+    guards = needs(derived, roots)
+    return guards, order(derived, guards)
 
 
 def _keys(graph: Graph) -> list[str]:
@@ -233,9 +285,18 @@ def js_module(
     from ..core.ir_control import refuse
     from ..data.bindings import check_bindings
     from ..passes.derivatives import wrt_inputs
-    from ..passes.grad_graph import NotANumber, Recorder, _copy, _require_number, input_shapes
+    from ..passes.grad_graph import (
+        NotANumber,
+        Recorder,
+        _copy,
+        _require_number,
+        _wrapper,
+        input_shapes,
+    )
 
-    refuse(graph, "--target js")
+    if not isinstance(graph.control, Static) or graph.control.loops:
+        refuse(graph, "--target js")
+    graph = marked(graph)  # if/else: each branch computed only where it is taken
     out = graph.output if of is None else resolve_name(graph, of)
     wrt = wrt_inputs(graph, wrt)
     for w in wrt:
@@ -277,16 +338,19 @@ def js_module(
             [d and r for d, r in zip(depends, reach)],
             checked=True,
             on_sum=summed,
+            wrap=_wrapper(graph, b, out),
         )
     node_shapes = b.shapes or []  # kept: the builder was given the inputs' shapes
     writer = _Writer(b.graph, node_shapes)
     scalar = [not s for s in node_shapes]
     checks = {j: _check(j, scalar[j], f"_fail(v, {j})") for j in range(n)}
-    forward = writer.lines(range(n), checks, keep_constants=range(n))
+    guards, laid = _guards(graph, b.graph, adjoints)
+    forward = writer.lines([j for j in laid if j < n], checks, range(n), guards)
     backward = writer.lines(
-        range(n, len(b.graph.ops)),
+        [j for j in laid if j >= n],
         {j: _check(j, scalar[j], f"_slope(v, {i}, {j})") for j, i in watched.items()},
-        keep_constants={a for a in adjoints if a.__class__ is int},  # an adjoint that is one
+        {a for a in adjoints if a.__class__ is int},  # an adjoint that is one
+        guards,
     )
     keys = _keys(graph)
     parts = {

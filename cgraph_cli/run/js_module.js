@@ -217,6 +217,7 @@ function _m_program(P, forward, backward) {
     return v;
   };
   const adjoint = (v, i) => {
+    if (v[i] === undefined) return null; // a node of a branch not taken: it did not run
     const a = P.adjoints[i];
     if (a === null) return _m_zeros(v[i]);
     const g = typeof a === "number" ? a : v[a.node];
@@ -231,7 +232,7 @@ function _m_program(P, forward, backward) {
     output: P.records[P.output].key,
     forward(given) {
       const v = run(given);
-      return _m_keyed(P, (i) => v[i]);
+      return _m_keyed(P, (i) => (v[i] === undefined ? null : v[i]));
     },
     grad(given) {
       if (P.noGradient !== null) {
@@ -247,7 +248,7 @@ function _m_program(P, forward, backward) {
       return {
         value: v[P.output],
         gradients: gradients,
-        values: _m_keyed(P, (i) => v[i]),
+        values: _m_keyed(P, (i) => (v[i] === undefined ? null : v[i])),
         adjoints: _m_keyed(P, (i) => adjoint(v, i)),
       };
     },
