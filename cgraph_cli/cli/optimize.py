@@ -206,14 +206,15 @@ def compile_command(
     their defaults.
 
     Tensor programs are compiled for their inputs' shapes (from the bindings or the
-    defaults), with --target numpy.
+    defaults), with --target numpy. `a if c else b` becomes an `if`: the branch not taken is
+    never computed, forward or backward; `for` loops (one level deep, no if/else in the
+    program) become Python `for` loops over their bodies' step functions.
 
     --target js writes a script with no library for Node and web pages: it sets
     module.exports (Node's require) or else globalThis.cgraphProgram, an object with
     forward(inputs) (every node's value, by name) and grad(inputs) (the value, the
     gradients, and every node's value and adjoint); a value that is not finite throws the
-    error cgraph prints. It takes every op (the image ops too) but not programs with loops
-    or if/else.
+    error cgraph prints. It takes every op (the image ops too) and if/else, not loops.
 
     \b
     Examples:
@@ -221,6 +222,7 @@ def compile_command(
       python -c 'import neuron; print(neuron.grad(**neuron.DEFAULTS))'
       cgraph compile sample:mlp --target numpy -o mlp_grad.py
       cgraph compile sample:neuron -o neuron.js
+      cgraph compile sample:huber -o huber.py
       cgraph compile 'f = x^2 * y' --wrt x
       cgraph compile sample:mlp --target onnx --grad -o mlp_grad.onnx
       cgraph compile sample:neuron --target onnx --jvp -o neuron_jvp.onnx

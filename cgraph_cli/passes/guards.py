@@ -149,7 +149,7 @@ def order(graph: Graph, guards: list[Guard]) -> list[int]:
     return laid
 
 
-def guard_text(graph: Graph, guard: Guard, names: list, true: str, false: str) -> str:
+def guard_text(graph: Graph, guard: Guard, names, true: str, false: str) -> str:
     """The test of ``guard`` as code: each path's choices joined by ``and`` (from the
     outside in, so that a condition is read only where its select is computed), the paths
     by ``or``; a condition tested twice in a path once, a path that needs it both true and

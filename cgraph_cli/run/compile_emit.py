@@ -15,7 +15,7 @@ from ..core.interpret import Source
 from ..core.ir import Graph
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
-from ..passes.guards import ALWAYS, IF, WHERE, needs, order, guard_text
+from ..passes.guards import ALWAYS, IF, WHERE, guard_text, needs, order
 from .batch import (
     absorbs,
     decisive,

@@ -126,7 +126,7 @@ class _Writer:
                 hints=["compile it with --target numpy or onnx"],
             )
         if g.params.get(j) == IF:  # a conditional: the branch taken alone computed
-            return "({0} !== 0 ? {1} : {2})".format(*args)
+            return f"({args[0]} !== 0 ? {args[1]} : {args[2]})"
         if op.elementwise:
             if not self.shapes[j]:
                 return op.js.format(*args)
