@@ -320,9 +320,10 @@ def test_control_flow_errors_have_their_exit_codes(cli):
     assert bad.exit_code == 3 and "indented block" in bad.stderr
     refused = cli("optimize", "sample:huber")
     assert refused.exit_code == 2 and "if/else" in refused.stderr
-    # compile takes if/else (tests/test_compile_conditionals.py), not yet inside a loop
-    refused = cli("compile", "h = 1\nfor t in range(3):\n    h = h * x if x > 0 else h")
-    assert refused.exit_code == 2 and "if/else" in refused.stderr
+    # compile takes if/else (tests/test_compile_conditionals.py) and loops, not nested ones
+    nested = "h = 0\nfor i in range(2):\n    for j in range(2):\n        h = h + x"
+    refused = cli("compile", nested)
+    assert refused.exit_code == 2 and "one level deep" in refused.stderr
 
 
 # --- the two views, and the commands ----------------------------------------------------------------

@@ -207,8 +207,8 @@ def compile_command(
 
     Tensor programs are compiled for their inputs' shapes (from the bindings or the
     defaults), with --target numpy. `a if c else b` becomes an `if`: the branch not taken is
-    never computed, forward or backward; `for` loops (one level deep, no if/else in the
-    program) become Python `for` loops over their bodies' step functions.
+    never computed, forward or backward; `for` loops (one level deep) become Python `for`
+    loops over their bodies' step functions.
 
     --target js writes a script with no library for Node and web pages: it sets
     module.exports (Node's require) or else globalThis.cgraphProgram, an object with

@@ -41,8 +41,9 @@ MAX_PATHS = 32
 
 
 def marked(graph: Graph) -> Graph:
-    """``graph`` (a static graph with conditionals and no loops) as a straight-line graph
-    whose selects are marked :data:`IF`; the graph itself when it has no conditional."""
+    """``graph`` (a static graph with conditionals) with its selects marked :data:`IF`: a
+    straight-line graph where it has no loop (else its loops kept); the graph itself when it
+    has no conditional."""
     control = graph.control
     if not isinstance(control, Static) or not control.conds:
         return graph
@@ -50,7 +51,7 @@ def marked(graph: Graph) -> Graph:
     out.params = dict(graph.params)
     for node in control.conds:
         out.params[node] = IF
-    out.control = None
+    out.control = control if control.loops else None
     out.memo = {}
     return out
 

@@ -71,6 +71,8 @@ class _Emitter:
         # The program's statements by name (a derivative program names more): those run in
         # any case, whatever the conditionals choose (None: every named value).
         self.statements: set[str] | None = None
+        # Values returned but computed only where their guard holds (None elsewhere).
+        self.optional: set[int] = set()
         self.unread: set[str] = set()  # inputs that no op of a function's body reads
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
@@ -127,7 +129,8 @@ class _Emitter:
             ]
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
-        guards, laid, (selects, tested) = _conditionals(graph, returned, self.statements)
+        needed = [r for r in returned or () if r not in self.optional]
+        guards, laid, (selects, tested) = _conditionals(graph, needed, self.statements)
         if guards is not None:
             last = _last_uses(graph, laid)
             # a statement a select reads (a branch) is not seen by a result where the select
@@ -185,7 +188,7 @@ class _Emitter:
                 self.stopped.add(i)
             spans[i] = (first, len(lines))
         if guards is not None:
-            lines = _grouped(graph, lines, spans, laid, guards, names)
+            lines = _grouped(graph, lines, spans, laid, guards, names, self.optional)
         return lines, names
 
     def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
@@ -475,9 +478,10 @@ def _statements(graph: Graph, statements: set[str] | None) -> list[int]:
     return [i for n, i in graph.names.items() if n in statements]
 
 
-def _grouped(graph, lines, spans, laid, guards, names) -> list[str]:
+def _grouped(graph, lines, spans, laid, guards, names, optional) -> list[str]:
     """The lines of ``laid`` nodes, those of a node that a guard holds in an ``if`` of it
-    (consecutive nodes under the same guard in one)."""
+    (consecutive nodes under the same guard in one); a node of ``optional`` set to None
+    before its ``if`` (returned where it is not computed)."""
     ends = [hi for _, hi in spans.values()]
     out = lines[: min((lo for lo, _ in spans.values()), default=len(lines))]
     current = None
@@ -491,6 +495,9 @@ def _grouped(graph, lines, spans, laid, guards, names) -> list[str]:
             current = None
             continue
         test = guard_text(graph, guard, names, "{0}", "not {0}")
+        if i in optional:
+            out.append(f"    {names[i]} = None")
+            current = None
         if test != current:
             out.append(f"    if {test}:")
             current = test

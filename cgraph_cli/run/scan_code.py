@@ -88,15 +88,17 @@ def loop_module(
     defaults) give the inputs: ``forward(**inputs)`` returns the output's value by its name,
     ``grad(**inputs)`` the value and the gradient with respect to each of ``wrt`` (default:
     every input). A program this does not take is a :class:`UsageError` saying why."""
+    from ..passes.guards import marked
     from ..passes.optimize import known_shapes
 
+    graph = marked(graph)  # if/else: each branch computed only where it is taken
     out = graph.output if of is None else resolve_name(graph, of)
     cut = blocks(graph, out)
     check_target(target)
     if cut is None:
         raise UsageError(
             "compile does not take this program yet: it takes `for` loops one level deep, "
-            "with no if/else, whose body reads each value it carries by one name",
+            "whose body reads each value it carries by one name",
             hints=[
                 "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
                 "it, on the graph that runs for the bindings"

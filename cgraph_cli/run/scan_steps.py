@@ -47,7 +47,7 @@ def blocks(graph: Graph, out: int) -> list[Block] | None:
     straight-line code, conditionals, nested loops, a body that reads a value the static graph
     cannot tell from the one it carries, a body whose ``xs[t]`` indexes its own values."""
     control = graph.control
-    if not isinstance(control, Static) or control.conds or not control.loops:
+    if not isinstance(control, Static) or not control.loops:
         return None
     key = f"scan {out}"
     if key in graph.memo:
@@ -174,7 +174,9 @@ class Step:
                 _backward(plan, saved, len(outs), sizes, tensor, self.helpers) for plan in plans
             ]
             self.backward, self.last = made[0], made[-1]
-        lines, names, helpers = _emit(step, known, tensor, [*outs, *saved], watch=outs)
+        lines, names, helpers = _emit(
+            step, known, tensor, [*outs, *saved], watch=outs, optional=set(saved)
+        )
         self.helpers |= helpers
         returned = "".join(f"{names[o]}, " for o in [*outs, *saved])
         params = ["_w", *input_variables(step.inputs).values()]
@@ -323,14 +325,16 @@ def _step_graph(block: Block, graph: Graph, known: dict, cotangents: list | None
     return b.finish(last, ""), outs, b.shapes
 
 
-def _emit(graph: Graph, known: dict, tensor: bool, returned: list[int], watch=()):
+def _emit(graph: Graph, known: dict, tensor: bool, returned: list[int], watch=(), optional=()):
     """The lines computing every operation of ``graph`` (the interpreter runs every
     statement), each node's variable, and the helpers they call. A value that could hide one
     not finite (``tanh(inf)`` is 1), that no ``returned`` node reads, or in ``watch`` (the
     step's results, which the next step reads as inputs), is handed to ``_w`` (NumPy: checked
-    once a block) or stops the step (numbers)."""
+    once a block) or stops the step (numbers). ``optional``: returned values of a branch,
+    computed only where it is taken (else None: what the backward pass reads of it there)."""
     em = _Emitter("numpy" if tensor else "python", graph.source.text, known if tensor else None)
     em.variables = input_variables(graph.inputs)
+    em.optional = set(optional)
     lines, names = em.body(graph, keep=set(returned), returned=returned)
     for o in dict.fromkeys(watch):
         if graph.ops[o].arity:  # an operation's: inputs were checked where they were made
