@@ -1,11 +1,12 @@
 """Loops run as scans, in process: a program with ``for`` loops, forward and backward,
 without unrolling it. The module :mod:`cgraph_cli.run.scan_code` writes for the bindings'
 shapes (the loops as Python ``for`` loops over step functions compiled from their bodies, run
-back over the saved steps for gradients) is executed once and kept on the graph.
+back over the saved steps for gradients; ``a if c else b`` in them an ``if``, the branch not
+taken never run) is executed once and kept on the graph.
 
 Everything else gives None, and the caller runs the graph that runs
-(:func:`cgraph_cli.run.control.run_graph`), which answers with today's messages: conditionals,
-nested loops, a value not finite on the way, a domain left, an index past the end, an output
+(:func:`cgraph_cli.run.control.run_graph`), which answers with today's messages: nested
+loops, a value not finite on the way, a domain left, an index past the end, an output
 named in a loop's body that the loop does not carry (``h_1``, ``h_2``... in the graph that
 runs).
 

@@ -44,7 +44,7 @@ class Block:
 
 def blocks(graph: Graph, out: int) -> list[Block] | None:
     """The program cut into blocks (see the module's text), or None where it is not a scan's:
-    straight-line code, conditionals, nested loops, a body that reads a value the static graph
+    straight-line code, nested loops, a body that reads a value the static graph
     cannot tell from the one it carries, a body whose ``xs[t]`` indexes its own values."""
     control = graph.control
     if not isinstance(control, Static) or not control.loops:
