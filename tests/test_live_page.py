@@ -132,14 +132,45 @@ def test_a_domain_error_is_shown_at_its_node_and_no_number_is_drawn(browser, tmp
     assert tab.problems == []
 
 
-def test_a_branch_that_changes_is_said_and_nothing_stale_is_shown(browser, tmp_path):  # noqa: F811
+def test_a_branch_that_changes_is_drawn_again_and_said(browser, cli, tmp_path):  # noqa: F811
     target = tmp_path / "huber.html"
     target.write_text(live_page(open("samples/huber.cg").read()), encoding="utf-8")
     tab = _open(browser, target)
-    _set(tab, "e", "field", 2.5)
+    inside = {n.get_attribute("data-node") for n in tab.query_selector_all("[data-node]")}
+    for e, branch in ((2.5, "else"), (0.5, "if"), (-4.0, "else"), (0.3, "if")):
+        _set(tab, "e", "field", e)
+        g = json.loads(cli("grad", "samples/huber.cg", f"e={e}", "--format", "json").stdout)
+        assert _shown(tab, "loss") == pytest.approx(g["value"], rel=1e-12)
+        for x in "ed":  # (d read by the condition alone: no gradient drawn, 0)
+            shown = _shown(tab, x, "grad")
+            assert (0.0 if shown is None else shown) == pytest.approx(g["gradients"][x], rel=1e-12)
+        drawn = {n.get_attribute("data-node") for n in tab.query_selector_all("[data-node]")}
+        note = tab.text_content("#live-note")
+        assert tab.get_attribute("#live-error", "hidden") is not None  # no error shown
+        if branch == "else":  # the else branch drawn: d * (abs(e) - 0.5 * d), no e^2
+            assert drawn != inside and "abs(e) <= d is false" in note, (drawn, note)
+            assert "`else` branch runs: d * (abs(e) - 0.5 * d)" in note
+        else:
+            assert drawn == inside and "abs(e) <= d is true" in note, (drawn, note)
+        # the drawing's numbers are the new ones: the output's node, and the steps' captions
+        shown = tab.text_content('[data-node="loss"] .val').removeprefix("= ")
+        assert float(shown) == pytest.approx(g["value"], rel=1e-3)
+        tab.click("#first")
+        tab.click("#next")
+        assert "Inputs: e = " + str(e).rstrip("0").rstrip(".") in tab.text_content("#caption")
+        tab.click("#last")
+    assert tab.problems == [] and tab.requests == [target.as_uri()]
+
+
+def test_a_branch_the_page_does_not_hold_is_said_and_nothing_stale_is_shown(browser, tmp_path):  # noqa: F811
+    # x > 1e9 is out of every input tried: the page holds one graph and says how to draw the other
+    target = tmp_path / "far.html"
+    target.write_text(live_page("input x = 2\ny = x * 2 if x < 1e9 else log(x)"), encoding="utf-8")
+    tab = _open(browser, target)
+    _set(tab, "x", "field", 2e9)
     error = tab.text_content("#live-error")
-    assert "abs(e) <= d is now false" in error and "`else` branch" in error
-    assert tab.get_attribute('[data-node="loss"]', "data-value") == ""
-    _set(tab, "e", "field", 0.5)
-    assert _shown(tab, "loss") == pytest.approx(0.125)
+    assert "x < 1e9 is now false" in error and "`else` branch" in error
+    assert tab.get_attribute('[data-node="y"]', "data-value") == ""
+    _set(tab, "x", "field", 0.5)
+    assert _shown(tab, "y") == pytest.approx(1.0)
     assert tab.problems == []

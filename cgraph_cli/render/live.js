@@ -6,273 +6,339 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const live = JSON.parse($("cgraph-live").textContent);
-  const program = globalThis.cgraphProgram;
   const guards = globalThis.cgraphGuards || null;
-  const page = globalThis.cgraphPage;
-  const data = page.data;
-  const digits = live.precision;
-  const keyOf = new Map(program.nodes.map((n) => [n.id, n.key]));
-  const nodeOf = new Map(data.nodes.map((n) => [n.id, n]));
-  const idOf = (node) => Number(node.id.slice(1));
-
-  // A number as the page writes one: at most `digits` significant digits, as Python's %g.
-  function fmt(x) {
-    if (x !== x) return "nan";
-    if (!isFinite(x)) return x > 0 ? "inf" : "-inf";
-    if (x === 0) return "0";
-    const e = Math.floor(Math.log10(Math.abs(Number(x.toPrecision(digits)))));
-    if (e < -4 || e >= digits) {
-      const [m, p] = x.toExponential(digits - 1).split("e");
-      return m.replace(/\.?0+$/, "") + "e" + Number(p);
-    }
-    return x.toFixed(Math.max(0, digits - 1 - e)).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
-  }
-  const isTensor = (v) => typeof v !== "number";
-  function nest(flat, shape, each) {
-    if (!shape.length) return each(flat[0]);
-    let items = Array.from(flat, each);
-    for (let k = shape.length - 1; k > 0; k--) {
-      const out = [];
-      for (let i = 0; i < items.length; i += shape[k]) out.push(items.slice(i, i + shape[k]));
-      items = out;
-    }
-    return items;
-  }
-  const shapeText = (s) => "(" + s.join(", ") + (s.length === 1 ? ",)" : ")");
-  const written = (v) => JSON.stringify(nest(v.data, v.shape, fmt)).replace(/"/g, "").replace(/,/g, ", ");
-  function short(v) {
-    if (!isTensor(v)) return fmt(v);
-    return v.data.length <= 6 && v.shape.length <= 2 ? written(v) : shapeText(v.shape) + " tensor";
-  }
-  function mark(v) {
-    let pos = false, neg = false;
-    for (const x of v.data) { if (x > 0) pos = true; else if (x < 0) neg = true; }
-    return pos && neg ? "±" : pos ? "+" : neg ? "−" : "0";
-  }
-  function gradText(g) {
-    const text = short(g);
-    if (!isTensor(g) || !text.endsWith("tensor") || !g.data.length) return text;
-    const m = mark(g);
-    return m === "0" ? text + ", all 0" : m + " " + text;
-  }
-  function sign(g) {
-    if (!isTensor(g)) return g > 0 ? 1 : g < 0 ? -1 : 0;
-    const m = mark(g);
-    return m === "+" ? 1 : m === "−" ? -1 : 0;
-  }
-  const full = (v) => (isTensor(v) ? JSON.stringify(nest(v.data, v.shape, (x) => x)) : String(v));
-  const fullText = (v) => (isTensor(v) ? shapeText(v.shape) + " " + written(v) : fmt(v));
-
-  // The inputs now, from the values the page was made with.
-  let now = {};
-  function reset() {
-    now = {};
-    for (const [name, v] of Object.entries(live.inputs)) {
-      now[name] = typeof v === "number" ? v : { shape: live.shapes[name], data: Float64Array.from(v) };
-    }
-  }
-  const bindings = () => {
-    const out = {};
-    for (const [name, v] of Object.entries(now)) out[name] = isTensor(v) ? { shape: v.shape, data: Float64Array.from(v.data) } : v;
-    return out;
-  };
-
-  // The texts the Python side wrote with numbers in them, kept without their numbers.
-  const upTo = (text) => text.split(" = ")[0];
-  const bare = (text) => text.replace(/ = [-()\d.e+·\s]+$/, "");
-  const prefix = data.events.map((ev) => upTo(ev.caption));
-  let unchanged = true;
-
-  // No number the page did not compute stays in view: values and gradients become "?".
-  function forget(message) {
-    for (const node of data.nodes) {
-      const g = $(node.id);
-      const given = node.kind === "input" ? now[node.name] : undefined;
-      g.classList.toggle("stale", node.kind !== "const");
-      g.dataset.value = given === undefined ? "" : full(given);
-      g.dataset.grad = "";
-      const v = $(node.id + "-v");
-      if (v && node.kind !== "const") v.textContent = "= " + (given === undefined ? "?" : short(given));
-      const cell = $(node.id + "-g");
-      if (cell) {
-        cell.replaceChildren(node.adjoint + " = ?");
-        cell.classList.remove("pos", "neg");
-      }
-      // What the details panel shows of a node chosen later: no number either.
-      if (node.kind !== "const") {
-        node.value = given === undefined ? "?" : short(given);
-        node.value_full = given === undefined ? "?" : fullText(given);
-      }
-      if (node.grad_full !== null) node.grad_full = node.grad = "?";
-      node.locals = node.locals.map(bare);
-      node.chain = node.chain.map(bare);
-    }
-    const panel = $("details"); // the node chosen now: its numbers are gone too
-    if (panel && panel.childElementCount) {
-      const note = document.createElement("p");
-      note.textContent = "No values: see the message above the graph";
-      panel.replaceChildren(note);
-    }
-    for (const edge of data.edges) {
-      const label = $(edge.id + "-l");
-      if (label && edge.local) label.textContent = upTo(edge.local);
-    }
-    document.querySelector("h1 .result").textContent = data.output + " = ?";
-    $("caption").textContent = "No values: see the message above the graph";
-    $("live-error").textContent = message;
-    $("live-error").hidden = false;
+  // A program with if/else: the graphs the page holds (one per combination of branches), the
+  // program of each, and the static program, which says which branches inputs take.
+  const variants = live.variants || null;
+  const programs = globalThis.cgraphVariantPrograms || [];
+  const statics = globalThis.cgraphStatic || null;
+  const staticKey = statics ? new Map(statics.nodes.map((n) => [n.id, n.key])) : null;
+  let drawn = 0; // the graph drawn now, of `variants`
+  let now = null; // the inputs now (kept when another graph is drawn)
+  let controller = null;
+  function boot(swapped) {
+    if (controller) controller.abort();
+    controller = new AbortController();
+    start(controller.signal, swapped);
   }
 
-  function branchChanged(given) {
-    if (!guards) return null;
-    const values = guards.forward(given);
-    const gkey = new Map(guards.nodes.map((n) => [n.id, n.key]));
-    for (const g of live.guards) {
-      const holds = values[gkey.get(g.node)] !== 0;
-      if (holds !== g.holds) return g;
-    }
-    return null;
-  }
-
-  let last = null; // the last results: the gradient step moves the inputs by them
-  function update() {
-    document.querySelectorAll("#graph .node.failed").forEach((g) => g.classList.remove("failed"));
-    $("live-error").hidden = true;
-    last = null;
-    let r;
+  // The branches the inputs take, as Python wrote each graph's (JSON): null where the
+  // static program stops (the drawn graph's program then says where).
+  function branchesOf(given) {
+    let values;
     try {
-      const changed = branchChanged(bindings());
-      if (changed) {
-        const names = Object.keys(now).filter((n) => !isTensor(now[n])).map((n) => n + "=" + now[n]);
-        forget(changed.text + " is now " + (changed.holds ? "false" : "true") + ": " + changed.other +
-          " would run, another graph than this one (drawn for the inputs the page was made with).\n" +
-          "Draw that one: cgraph render " + live.source + " " + names.join(" ") + " -o page.html --live");
-        return;
-      }
-      r = program.grad(bindings());
+      values = statics.forward(given);
     } catch (e) {
       if (e.name !== "CgraphError") throw e;
-      const node = data.nodes.find((n) => keyOf.get(idOf(n)) === e.node);
-      forget((e.where ? e.where + ": " : "") + e.message + (e.hints && e.hints.length ? "\n  hint: " + e.hints.join("\n  hint: ") : ""));
-      if (node) $(node.id).classList.add("failed");
-      return;
+      return null;
     }
-    last = r;
-    const values = new Map(), grads = new Map();
-    for (const node of data.nodes) {
-      const key = keyOf.get(idOf(node));
-      const v = r.values[key], g = r.adjoints[key];
-      values.set(node.id, v);
-      const el = $(node.id);
-      el.classList.remove("stale");
-      el.dataset.value = full(v);
-      node.value = short(v);
-      node.value_full = fullText(v);
-      const cell = $(node.id + "-v");
-      if (cell) cell.textContent = "= " + node.value;
-      if (node.grad === null) { el.dataset.grad = ""; continue; }
-      grads.set(node.id, g);
-      el.dataset.grad = full(g);
-      node.grad = gradText(g);
-      node.grad_full = fullText(g);
-      node.sign = sign(g);
-      if (unchanged) continue;
-      node.locals = node.locals.map(bare);
-      node.chain = node.chain.map(bare);
-    }
-    if (!unchanged) captions(values);
-    document.querySelector("h1 .result").textContent = data.output + " = " + nodeOf.get(data.nodes.find((n) => n.output).id).value;
-    page.refresh();
-  }
-
-  // The captions of the steps with the numbers now: a value's formula and its value, an
-  // edge's term of the chain rule and, where a gradient is complete, its sum.
-  function captions(values) {
-    const inputs = data.nodes.filter((n) => n.kind === "input");
-    data.events.forEach((ev, k) => {
-      if (k === 0 && inputs.length) ev.caption = "Inputs: " + inputs.map((n) => n.name + " = " + n.value).join(", ");
-      else if (ev.phase === "forward" && ev.values.length === 1) {
-        const node = nodeOf.get(ev.values[0]);
-        if (node.formula) ev.caption = node.formula + " = " + node.value;
-      } else if (ev.phase === "backward" && ev.edges.length) {
-        const [id, g] = Object.entries(ev.grads)[0];
-        const node = nodeOf.get(id);
-        g.text = g.complete ? node.grad : "…";
-        ev.caption = prefix[k] + (g.complete ? ";  " + node.adjoint + " = " + node.grad : "");
-      } else if (ev.phase === "done") {
-        const shown = inputs.filter((n) => n.grad !== null).map((n) => n.adjoint + " = " + n.grad);
-        if (shown.length) ev.caption = "Gradients: " + shown.join(", ");
-      }
-    });
-    for (const edge of data.edges) {
-      const label = $(edge.id + "-l");
-      if (label && edge.local) label.textContent = upTo(edge.local);
-    }
-  }
-
-  // The controls.
-  const sliders = [...document.querySelectorAll("[data-slider]")];
-  const fields = [...document.querySelectorAll("input[data-input]")];
-  function showInputs() {
-    for (const f of fields) {
-      const v = now[f.dataset.input];
-      const x = f.dataset.index === undefined ? v : v.data[Number(f.dataset.index)];
-      if (document.activeElement !== f) f.value = String(Number(x.toPrecision(12)));
-    }
-    for (const s of sliders) {
-      const x = now[s.dataset.slider];
-      if (x < Number(s.min)) s.min = String(x);
-      if (x > Number(s.max)) s.max = String(x);
-      s.value = String(x);
-    }
-  }
-  function changed(apply) {
-    const t0 = performance.now();
-    apply();
-    unchanged = false;
-    update();
-    requestAnimationFrame(() => setTimeout(() => {
-      const ms = performance.now() - t0;
-      document.body.dataset.repaintMs = String(ms);
-      $("live-time").textContent = "recomputed and drawn in " + ms.toFixed(1) + " ms";
-    }, 0));
-  }
-  for (const s of sliders) {
-    s.addEventListener("input", () => changed(() => {
-      now[s.dataset.slider] = Number(s.value);
-      showInputs();
+    return JSON.stringify(live.conds.map((id) => {
+      const v = values[staticKey.get(id)];
+      return v === null ? null : v !== 0;
     }));
   }
-  for (const f of fields) {
-    f.addEventListener("input", () => {
-      const x = f.valueAsNumber; // the browser reads the number: no text is evaluated
-      f.setCustomValidity(Number.isFinite(x) ? "" : "a number");
-      if (!Number.isFinite(x)) return;
+
+  // Draw graph k of `variants`: its main part, its footer and its data, then the page and
+  // this script read them again (the inputs stay).
+  function swap(k) {
+    const v = variants[k];
+    document.querySelector("main").innerHTML = v.main;
+    document.querySelector("footer").innerHTML = v.footer;
+    $("cgraph-data").textContent = JSON.stringify(v.data);
+    $("step").max = String(v.data.events.length);
+    globalThis.cgraphProgram = programs[k];
+    drawn = k;
+    globalThis.cgraphPage.restart();
+    boot(true);
+    $("live-note").textContent = "Drawn again: " + v.note;
+    $("live-note").hidden = false;
+  }
+
+  function start(signal, swapped) {
+    const on = (el, type, fn) => el.addEventListener(type, fn, { signal });
+    const program = globalThis.cgraphProgram;
+    const page = globalThis.cgraphPage;
+    const data = page.data;
+    const digits = live.precision;
+    const keyOf = new Map(program.nodes.map((n) => [n.id, n.key]));
+    const nodeOf = new Map(data.nodes.map((n) => [n.id, n]));
+    const idOf = (node) => Number(node.id.slice(1));
+
+    // A number as the page writes one: at most `digits` significant digits, as Python's %g.
+    function fmt(x) {
+      if (x !== x) return "nan";
+      if (!isFinite(x)) return x > 0 ? "inf" : "-inf";
+      if (x === 0) return "0";
+      const e = Math.floor(Math.log10(Math.abs(Number(x.toPrecision(digits)))));
+      if (e < -4 || e >= digits) {
+        const [m, p] = x.toExponential(digits - 1).split("e");
+        return m.replace(/\.?0+$/, "") + "e" + Number(p);
+      }
+      return x.toFixed(Math.max(0, digits - 1 - e)).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+    }
+    const isTensor = (v) => typeof v !== "number";
+    function nest(flat, shape, each) {
+      if (!shape.length) return each(flat[0]);
+      let items = Array.from(flat, each);
+      for (let k = shape.length - 1; k > 0; k--) {
+        const out = [];
+        for (let i = 0; i < items.length; i += shape[k]) out.push(items.slice(i, i + shape[k]));
+        items = out;
+      }
+      return items;
+    }
+    const shapeText = (s) => "(" + s.join(", ") + (s.length === 1 ? ",)" : ")");
+    const written = (v) => JSON.stringify(nest(v.data, v.shape, fmt)).replace(/"/g, "").replace(/,/g, ", ");
+    function short(v) {
+      if (!isTensor(v)) return fmt(v);
+      return v.data.length <= 6 && v.shape.length <= 2 ? written(v) : shapeText(v.shape) + " tensor";
+    }
+    function mark(v) {
+      let pos = false, neg = false;
+      for (const x of v.data) { if (x > 0) pos = true; else if (x < 0) neg = true; }
+      return pos && neg ? "±" : pos ? "+" : neg ? "−" : "0";
+    }
+    function gradText(g) {
+      const text = short(g);
+      if (!isTensor(g) || !text.endsWith("tensor") || !g.data.length) return text;
+      const m = mark(g);
+      return m === "0" ? text + ", all 0" : m + " " + text;
+    }
+    function sign(g) {
+      if (!isTensor(g)) return g > 0 ? 1 : g < 0 ? -1 : 0;
+      const m = mark(g);
+      return m === "+" ? 1 : m === "−" ? -1 : 0;
+    }
+    const full = (v) => (isTensor(v) ? JSON.stringify(nest(v.data, v.shape, (x) => x)) : String(v));
+    const fullText = (v) => (isTensor(v) ? shapeText(v.shape) + " " + written(v) : fmt(v));
+
+    // The inputs now, from the values the page was made with.
+    function reset() {
+      now = {};
+      for (const [name, v] of Object.entries(live.inputs)) {
+        now[name] = typeof v === "number" ? v : { shape: live.shapes[name], data: Float64Array.from(v) };
+      }
+    }
+    const bindings = () => {
+      const out = {};
+      for (const [name, v] of Object.entries(now)) out[name] = isTensor(v) ? { shape: v.shape, data: Float64Array.from(v.data) } : v;
+      return out;
+    };
+
+    // The texts the Python side wrote with numbers in them, kept without their numbers.
+    const upTo = (text) => text.split(" = ")[0];
+    const bare = (text) => text.replace(/ = [-()\d.e+·\s]+$/, "");
+    const prefix = data.events.map((ev) => upTo(ev.caption));
+    let unchanged = !swapped; // the captions as Python wrote them (another graph's: not)
+
+    // No number the page did not compute stays in view: values and gradients become "?".
+    function forget(message) {
+      for (const node of data.nodes) {
+        const g = $(node.id);
+        const given = node.kind === "input" ? now[node.name] : undefined;
+        g.classList.toggle("stale", node.kind !== "const");
+        g.dataset.value = given === undefined ? "" : full(given);
+        g.dataset.grad = "";
+        const v = $(node.id + "-v");
+        if (v && node.kind !== "const") v.textContent = "= " + (given === undefined ? "?" : short(given));
+        const cell = $(node.id + "-g");
+        if (cell) {
+          cell.replaceChildren(node.adjoint + " = ?");
+          cell.classList.remove("pos", "neg");
+        }
+        // What the details panel shows of a node chosen later: no number either.
+        if (node.kind !== "const") {
+          node.value = given === undefined ? "?" : short(given);
+          node.value_full = given === undefined ? "?" : fullText(given);
+        }
+        if (node.grad_full !== null) node.grad_full = node.grad = "?";
+        node.locals = node.locals.map(bare);
+        node.chain = node.chain.map(bare);
+      }
+      const panel = $("details"); // the node chosen now: its numbers are gone too
+      if (panel && panel.childElementCount) {
+        const note = document.createElement("p");
+        note.textContent = "No values: see the message above the graph";
+        panel.replaceChildren(note);
+      }
+      for (const edge of data.edges) {
+        const label = $(edge.id + "-l");
+        if (label && edge.local) label.textContent = upTo(edge.local);
+      }
+      document.querySelector("h1 .result").textContent = data.output + " = ?";
+      $("caption").textContent = "No values: see the message above the graph";
+      $("live-error").textContent = message;
+      $("live-error").hidden = false;
+    }
+
+    function branchChanged(given) {
+      if (!guards) return null;
+      const values = guards.forward(given);
+      const gkey = new Map(guards.nodes.map((n) => [n.id, n.key]));
+      for (const g of live.guards) {
+        const holds = values[gkey.get(g.node)] !== 0;
+        if (holds !== g.holds) return g;
+      }
+      return null;
+    }
+
+    let last = null; // the last results: the gradient step moves the inputs by them
+    function update() {
+      document.querySelectorAll("#graph .node.failed").forEach((g) => g.classList.remove("failed"));
+      $("live-error").hidden = true;
+      last = null;
+      let r;
+      if (variants) {
+        const key = branchesOf(bindings());
+        const k = key === null ? drawn : variants.findIndex((v) => v.key === key);
+        if (k !== drawn && k >= 0) {
+          swap(k);
+          return;
+        }
+        if (k < 0) {
+          forget("These inputs take another combination of branches than the graphs this page holds " +
+            "(drawn for inputs near the sliders' ranges).\nDraw that one: cgraph render " + live.source + " " +
+            Object.keys(now).filter((n) => !isTensor(now[n])).map((n) => n + "=" + now[n]).join(" ") +
+            " -o page.html --live");
+          return;
+        }
+      }
+      try {
+        const changed = branchChanged(bindings());
+        if (changed) {
+          const names = Object.keys(now).filter((n) => !isTensor(now[n])).map((n) => n + "=" + now[n]);
+          forget(changed.text + " is now " + (changed.holds ? "false" : "true") + ": " + changed.other +
+            " would run, another graph than this one (drawn for the inputs the page was made with).\n" +
+            "Draw that one: cgraph render " + live.source + " " + names.join(" ") + " -o page.html --live");
+          return;
+        }
+        r = program.grad(bindings());
+      } catch (e) {
+        if (e.name !== "CgraphError") throw e;
+        const node = data.nodes.find((n) => keyOf.get(idOf(n)) === e.node);
+        forget((e.where ? e.where + ": " : "") + e.message + (e.hints && e.hints.length ? "\n  hint: " + e.hints.join("\n  hint: ") : ""));
+        if (node) $(node.id).classList.add("failed");
+        return;
+      }
+      last = r;
+      const values = new Map(), grads = new Map();
+      for (const node of data.nodes) {
+        const key = keyOf.get(idOf(node));
+        const v = r.values[key], g = r.adjoints[key];
+        values.set(node.id, v);
+        const el = $(node.id);
+        el.classList.remove("stale");
+        el.dataset.value = full(v);
+        node.value = short(v);
+        node.value_full = fullText(v);
+        const cell = $(node.id + "-v");
+        if (cell) cell.textContent = "= " + node.value;
+        if (node.grad === null) { el.dataset.grad = ""; continue; }
+        grads.set(node.id, g);
+        el.dataset.grad = full(g);
+        node.grad = gradText(g);
+        node.grad_full = fullText(g);
+        node.sign = sign(g);
+        if (unchanged) continue;
+        node.locals = node.locals.map(bare);
+        node.chain = node.chain.map(bare);
+      }
+      if (!unchanged) captions(values);
+      document.querySelector("h1 .result").textContent = data.output + " = " + nodeOf.get(data.nodes.find((n) => n.output).id).value;
+      page.refresh();
+    }
+
+    // The captions of the steps with the numbers now: a value's formula and its value, an
+    // edge's term of the chain rule and, where a gradient is complete, its sum.
+    function captions(values) {
+      const inputs = data.nodes.filter((n) => n.kind === "input");
+      data.events.forEach((ev, k) => {
+        if (k === 0 && inputs.length) ev.caption = "Inputs: " + inputs.map((n) => n.name + " = " + n.value).join(", ");
+        else if (ev.phase === "forward" && ev.values.length === 1) {
+          const node = nodeOf.get(ev.values[0]);
+          if (node.formula) ev.caption = node.formula + " = " + node.value;
+        } else if (ev.phase === "backward" && ev.edges.length) {
+          const [id, g] = Object.entries(ev.grads)[0];
+          const node = nodeOf.get(id);
+          g.text = g.complete ? node.grad : "…";
+          ev.caption = prefix[k] + (g.complete ? ";  " + node.adjoint + " = " + node.grad : "");
+        } else if (ev.phase === "done") {
+          const shown = inputs.filter((n) => n.grad !== null).map((n) => n.adjoint + " = " + n.grad);
+          if (shown.length) ev.caption = "Gradients: " + shown.join(", ");
+        }
+      });
+      for (const edge of data.edges) {
+        const label = $(edge.id + "-l");
+        if (label && edge.local) label.textContent = upTo(edge.local);
+      }
+    }
+
+    // The controls.
+    const sliders = [...document.querySelectorAll("[data-slider]")];
+    const fields = [...document.querySelectorAll("input[data-input]")];
+    function showInputs() {
+      for (const f of fields) {
+        const v = now[f.dataset.input];
+        const x = f.dataset.index === undefined ? v : v.data[Number(f.dataset.index)];
+        if (document.activeElement !== f) f.value = String(Number(x.toPrecision(12)));
+      }
+      for (const s of sliders) {
+        const x = now[s.dataset.slider];
+        if (x < Number(s.min)) s.min = String(x);
+        if (x > Number(s.max)) s.max = String(x);
+        s.value = String(x);
+      }
+    }
+    function changed(apply) {
+      const t0 = performance.now();
+      apply();
+      unchanged = false;
+      update();
+      requestAnimationFrame(() => setTimeout(() => {
+        const ms = performance.now() - t0;
+        document.body.dataset.repaintMs = String(ms);
+        $("live-time").textContent = "recomputed and drawn in " + ms.toFixed(1) + " ms";
+      }, 0));
+    }
+    for (const s of sliders) {
+      on(s, "input", () => changed(() => {
+        now[s.dataset.slider] = Number(s.value);
+        showInputs();
+      }));
+    }
+    for (const f of fields) {
+      on(f, "input", () => {
+        const x = f.valueAsNumber; // the browser reads the number: no text is evaluated
+        f.setCustomValidity(Number.isFinite(x) ? "" : "a number");
+        if (!Number.isFinite(x)) return;
+        changed(() => {
+          const name = f.dataset.input;
+          if (f.dataset.index === undefined) now[name] = x;
+          else now[name].data[Number(f.dataset.index)] = x;
+          showInputs();
+        });
+      });
+    }
+    const rate = () => Math.pow(10, Number($("live-lr").value));
+    on($("live-lr"), "input", () => { $("live-lr-text").textContent = fmt(rate()); });
+    on($("live-step"), "click", () => {
+      if (!last) return;
+      const freeze = $("live-freeze").checked;
+      const data_ = new Set([...document.querySelectorAll("[data-data]")].filter((c) => c.checked).map((c) => c.dataset.data));
       changed(() => {
-        const name = f.dataset.input;
-        if (f.dataset.index === undefined) now[name] = x;
-        else now[name].data[Number(f.dataset.index)] = x;
+        for (const [name, g] of Object.entries(last.gradients)) {
+          if (!(name in now) || (freeze && data_.has(name))) continue;
+          if (isTensor(now[name])) now[name].data.forEach((x, k, a) => { a[k] = x - rate() * g.data[k]; });
+          else now[name] = now[name] - rate() * g;
+        }
         showInputs();
       });
     });
+    on($("live-reset"), "click", () => changed(() => { reset(); showInputs(); }));
+    if (now === null) reset();
+    update();
+    page.end();
   }
-  const rate = () => Math.pow(10, Number($("live-lr").value));
-  $("live-lr").addEventListener("input", () => { $("live-lr-text").textContent = fmt(rate()); });
-  $("live-step").addEventListener("click", () => {
-    if (!last) return;
-    const freeze = $("live-freeze").checked;
-    const data_ = new Set([...document.querySelectorAll("[data-data]")].filter((c) => c.checked).map((c) => c.dataset.data));
-    changed(() => {
-      for (const [name, g] of Object.entries(last.gradients)) {
-        if (!(name in now) || (freeze && data_.has(name))) continue;
-        if (isTensor(now[name])) now[name].data.forEach((x, k, a) => { a[k] = x - rate() * g.data[k]; });
-        else now[name] = now[name] - rate() * g;
-      }
-      showInputs();
-    });
-  });
-  $("live-reset").addEventListener("click", () => changed(() => { reset(); showInputs(); }));
-  reset();
-  update();
-  page.end();
+
+  boot(false);
 })();

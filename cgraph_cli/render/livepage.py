@@ -21,10 +21,14 @@ def _script(text: str) -> str:
     return f"<script>\n{text}\n</script>"
 
 
-def live_parts(controls: str, payload: str, program: str, guards: str = "") -> dict[str, str]:
+def live_parts(
+    controls: str, payload: str, program: str, guards: str = "", variants: str = ""
+) -> dict[str, str]:
     """The panel (``controls``: each input's fields) and the scripts: ``guards`` (the traced
-    program, its conditions' values), ``program`` (the graph that ran) and the page's
-    ``payload`` (JSON: the inputs as bound, their shapes, the conditions)."""
+    program, its conditions' values), ``variants`` (script elements: the static program and
+    the program of each graph the page holds, for a program with if/else), ``program`` (the
+    graph that ran) and the page's ``payload`` (JSON: the inputs as bound, their shapes, the
+    conditions, the graphs it holds)."""
     panel = f"""<section class="live" aria-label="Inputs">
 <div class="live-inputs">{controls}</div>
 <div class="live-buttons">
@@ -37,11 +41,13 @@ aria-label="learning rate (log scale)"> <output id="live-lr-text">0.1</output></
 <output id="live-time" class="muted"></output>
 </div>
 <p id="live-error" class="live-error" role="alert" hidden></p>
+<p id="live-note" class="live-note" role="status" hidden></p>
 </section>"""
     scripts = "\n".join(
         [
             f'<script type="application/json" id="cgraph-live">{payload}</script>',
             _script(guards) if guards else "",
+            variants,
             _script(program),
             _script(_asset("live.js")),
         ]

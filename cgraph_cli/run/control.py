@@ -335,3 +335,62 @@ def ran_graph(graph: Graph, bindings: Mapping | None) -> Graph:
             "is not built yet)",
             hints=[*e.hints, "give every input a value, e.g. cgraph diff samples/huber.cg e=3"],
         ) from None
+
+
+def branches(graph: Graph, bindings: Mapping | None) -> list[bool | None] | None:
+    """Which way each ``a if c else b`` of ``graph`` (a static graph with no loop) goes for
+    ``bindings``, in the program's order: True (the branch before ``if``), False, or None
+    where the conditional is in a branch not taken (its condition is never computed); None
+    where a value on the way cannot be computed. The compiled program's choices
+    (:mod:`cgraph_cli.passes.guards`, ``cgraph compile``), made here by the interpreter's
+    rules, one node at a time.
+
+    >>> from cgraph_cli import parse
+    >>> g = parse("y = (sqrt(x) if x > 1 else 0) if x > 0 else log(-x)")
+    >>> branches(g, {"x": 2}), branches(g, {"x": -2})
+    ([True, True], [None, False])
+    """
+    from ..passes.guards import ALWAYS, is_select, marked, needs, order
+    from .evaluate import apply_arrays
+
+    static = marked(graph)
+    try:
+        values: dict[int, object] = dict(enumerate(_inputs_and_constants(static, bindings)))
+    except BindingError:
+        return None
+    values = {i: v for i, v in values.items() if v is not None}
+    guards = needs(static, [static.output, *static.names.values()])
+
+    def holds(guard) -> bool:
+        return any(
+            all((values.get(static.args[s][0], 0.0) != 0.0) == side for s, side in path)
+            for path in guard
+        )
+
+    for i in order(static, guards):
+        if not static.ops[i].arity or (guards[i] != ALWAYS and not holds(guards[i])):
+            continue
+        if is_select(static, i):
+            c, a, b = static.args[i]
+            values[i] = values[a] if values[c] != 0.0 else values[b]
+            continue
+        try:
+            apply_arrays(static, values, [i])
+        except EvalError:
+            return None
+    selects = sorted(i for i in range(len(static.ops)) if is_select(static, i))
+    conds = [static.args[s][0] for s in selects]
+    return [bool(values[c] != 0.0) if c in values else None for c in conds]
+
+
+def _inputs_and_constants(graph: Graph, bindings: Mapping | None) -> list:
+    """Each node's value where it is an input (bound, else its default) or a constant."""
+    given = input_values(graph, bindings or {})[0]
+    out: list = [None] * len(graph.ops)
+    for name, node in graph.inputs.items():
+        if name not in given:
+            raise BindingError(f"no value for input '{name}'")
+        out[node] = given[name]
+    for node, value in graph.consts.items():
+        out[node] = value
+    return out
