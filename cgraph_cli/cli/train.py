@@ -218,6 +218,7 @@ def train_command(ctx, **options):
     if page:
         from ..app.film import Film
 
+        _check_page(page)
         check_writable(page)
         film = Film(names(wrt))
     log = _Log(log_file) if log_file else None
@@ -303,6 +304,21 @@ def train_command(ctx, **options):
     ):
         if path and path != "-":
             output.note(f"wrote {path} ({what})")
+
+
+def _check_page(page: str) -> None:
+    """--page writes HTML: a page named as another type (``p.png``) is refused before any step,
+    as --gif and --mp4 refuse a file not named for what they write."""
+    from pathlib import PurePath
+
+    from ..core.errors import UsageError
+
+    if PurePath(page).suffix.lower() not in (".html", ".htm") or PurePath(page).stem == "":
+        shown = repr(page) if page in ("", "-") else page
+        raise UsageError(
+            f"--page writes an HTML page, not {shown}",
+            hints=["name it NAME.html: --page training.html"],
+        )
 
 
 def _film(page, film, graph, bindings, result, options, title) -> None:
