@@ -272,7 +272,13 @@ def test_a_page_named_htm_or_in_capitals_is_written(cli, tmp_path):
     for name in ("film.htm", "FILM.HTML"):
         out = cli(*base, "--epochs", "2", "--page", str(tmp_path / name))
         assert out.exit_code == 0, out.stderr
-        assert (tmp_path / name).read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+        assert (
+            (tmp_path / name)
+            .read_text(encoding="utf-8")
+            .lstrip()
+            .lower()
+            .startswith("<!doctype html")
+        )
 
 
 def test_a_program_with_a_branch_trains_on_the_graph_each_step_runs():
