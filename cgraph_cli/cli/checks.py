@@ -110,6 +110,7 @@ def check_command(
     junit,
     rows_file,
     rows_format,
+    delimiter,
     strict,
     chunk_rows,
     expect_column,
@@ -139,12 +140,13 @@ def check_command(
     _junit_first(junit, fmt)
     if rows_file is None:  # --chunk-rows, --strict, --rows-format alone: refused, not ignored
         refuse_without_rows(
-            {"rows_format": rows_format, "strict": strict, "chunk_rows": chunk_rows}
-        )
+            {"rows_format": rows_format, "delimiter": delimiter, "strict": strict,
+             "chunk_rows": chunk_rows}
+        )  # fmt: skip
     if rows_file is not None or expect_column:
         found = _check_rows(
             args, expr, file_, binds, bindings_file, of, rtol, atol, rows_file, rows_format,
-            strict, chunk_rows, expect_column, bool(spec or expect or expect_grad or expect_hessian),
+            delimiter, strict, chunk_rows, expect_column, bool(spec or expect or expect_grad or expect_hessian),
         )  # fmt: skip
     elif spec:
         if args or expr or file_ or expect or expect_grad or expect_hessian:
@@ -191,8 +193,8 @@ def check_command(
 
 
 def _check_rows(
-    args, expr, file_, binds, bindings_file, of, rtol, atol, rows_file, rows_format, strict,
-    chunk_rows, expect_column, more,
+    args, expr, file_, binds, bindings_file, of, rtol, atol, rows_file, rows_format, delimiter,
+    strict, chunk_rows, expect_column, more,
 ):  # fmt: skip
     """check --rows FILE --expect-column NAME[=COLUMN]: every row a case."""
     from ..app.rowchecks import check_rows
@@ -211,10 +213,10 @@ def _check_rows(
     paths = expand(rows_file)
     fmt = data_format(rows_file, rows_format)
     check_files(  # every file's columns, before any row runs
-        graph, paths, fmt, bindings=bindings, of=of, show_all=True, strict=strict,
+        graph, paths, fmt, delimiter, bindings=bindings, of=of, show_all=True, strict=strict,
         expected=list(dict.fromkeys(expect.values())),
     )  # fmt: skip
-    chunks = read_chunks(paths, fmt, chunk_rows or CHUNK_ROWS)
+    chunks = read_chunks(paths, fmt, chunk_rows or CHUNK_ROWS, delimiter=delimiter)
     return check_rows(
         graph, chunks, expect=expect, bindings=bindings, of=of, rtol=rtol, atol=atol,
         strict=strict, note=output.note,

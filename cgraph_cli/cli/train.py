@@ -46,6 +46,7 @@ CLIP = FiniteFloat(0, min_open=True, why="0 stops training, below 0 it climbs th
     help="Train on the rows of a data file (CSV, TSV, JSON Lines, Parquet, .npz; sample:NAME), in mini-batches.",
 )
 @ROWS_OPTIONS["rows_format"]
+@ROWS_OPTIONS["delimiter"]
 @click.option(
     "--val-rows",
     metavar="FILE",
@@ -238,6 +239,7 @@ def train_command(ctx, **options):
                 of=of,
                 rows=rows_file,
                 rows_format=options["rows_format"],
+                delimiter=options["delimiter"],
                 val_rows=options["val_rows"],
                 optimizer=options["optimizer"],
                 lr=options["lr"],
@@ -329,7 +331,8 @@ def _film(page, film, graph, bindings, result, options, title) -> None:
     what = ", ".join(film.wrt)
     text = film_page(
         graph, bindings, film, result, of=options["of"], rows_file=options["rows_file"],
-        rows_format=options["rows_format"], reduce=options["reduce"],
+        rows_format=options["rows_format"], delimiter=options["delimiter"],
+        reduce=options["reduce"],
         title=f"{title.replace('Training loss', 'Training ' + what)}",
     )  # fmt: skip
     write_file(page, text.encode())
