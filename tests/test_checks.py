@@ -257,6 +257,12 @@ def test_a_gradcheck_case_undefined_at_its_bindings_cannot_run(cli, tmp_path):
         ("gradcheck = { range = [1] }", "'range' must be two numbers LOW < HIGH", (3, 15)),
         ("gradcheck = { range = [1, -1] }", "'range' must be two numbers LOW < HIGH", (3, 15)),
         ("gradcheck = { range = [0, 'a'] }", "'range' must be two numbers", (3, 15)),
+        # the user's values shown as TOML writes them, not as Python does
+        ("gradcheck = { range = [true, 'b'] }", 'as [-1, 1], got [true, "b"]', (3, 15)),
+        ("gradcheck = { points = true }", "whole number from 0 to 100,000, got true", (3, 15)),
+        ("gradcheck = { seed = [1, false] }", "0 or more, got [1, false]", (3, 15)),
+        ("gradcheck = { eps = 'small' }", 'positive number, got "small"', (3, 15)),
+        ("gradcheck = { rtol = { a = 1 } }", "non-negative number, got { a = 1 }", (3, 15)),
         ("gradcheck = { points = 0.5 }", "'points' must be a whole number from 0", (3, 15)),
         ("gradcheck = { points = 100001 }", "from 0 to 100,000, got 100001", (3, 15)),
         ("gradcheck = { eps = 0 }", "'eps' must be a finite, positive number", (3, 15)),
