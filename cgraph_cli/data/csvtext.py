@@ -23,11 +23,11 @@ DELIMITERS = {",": ",", ";": ";", "|": "|", "\t": "\t", "\\t": "\t", "tab": "\t"
 
 
 def delimiter_char(text: str) -> str:
-    """The delimiter ``--delimiter TEXT`` names: ``,``, ``;``, ``|``, or a tab (``tab``,
-    ``\\t`` or the character); anything else is a :class:`UsageError`.
+    r"""The delimiter ``--delimiter TEXT`` names: ``,``, ``;``, ``|``, or a tab (``tab``,
+    ``\t`` or the character); anything else is a :class:`UsageError`.
 
-    >>> delimiter_char(";"), delimiter_char("tab"), delimiter_char("\\t")
-    (';', '\t', '\t')
+    >>> delimiter_char(";"), delimiter_char("tab"), delimiter_char("\\t") == delimiter_char("\t")
+    (';', '\t', True)
     >>> delimiter_char(":")
     Traceback (most recent call last):
     cgraph_cli.core.errors.UsageError: error: --delimiter ':' is not one cgraph reads
