@@ -23,7 +23,7 @@ from ..core.errors import CgraphError, UsageError
 from ..core.ir import Graph, resolve_name, wrt_node
 from ..render.html import xml_text
 from .api import Evaluation, Gradients, evaluate, grad
-from .cases import ATOL, RTOL, Case, close, expected_value, parse_pair, value_shape
+from .cases import ATOL, RTOL, Case, Gradcheck, close, expected_value, parse_pair, value_shape
 from .gradcheck import SKIPPED, Check, mismatch
 
 
@@ -308,6 +308,7 @@ def check(
     rtol: float = RTOL,
     atol: float = ATOL,
     spec: str | Path | None = None,
+    gradcheck: bool | Mapping[str, object] = False,
 ) -> CheckReport:
     """Assertions on a program's values (``expect``), gradients (``expect_grad``, by input)
     and second derivatives (``expect_hessian``, by pair: ``"x,y"`` or ``("x", "y")``;
@@ -315,20 +316,30 @@ def check(
     |actual - expected| <= atol + rtol·|expected|. Or, with ``spec``, every case of a TOML
     checks file (a case that cannot run is reported as such, not raised).
 
+    ``gradcheck``, as a checks file's key: ``True`` checks the gradients against finite
+    differences at the bindings, as ``cgraph gradcheck`` does; a dict also at random points
+    (keys ``points``, ``range``, ``seed``, ``eps``, ``rtol``, ``atol``); each input (element)
+    and point is a result.
+
     >>> check("y = x^3", {"x": 2}, expect={"y": 8}, expect_hessian={"x,x": 12}).ok
     True
+    >>> found = check("y = x^3", {"x": 2}, gradcheck={"points": 3, "range": (-1, 1)})
+    >>> found.ok, len(found.results)
+    (True, 3)
     """
     if spec is not None:
-        if program is not None or expect or expect_grad or expect_hessian:
+        if program is not None or expect or expect_grad or expect_hessian or gradcheck:
             raise UsageError("a spec file holds its own programs and expectations: give no more")
         from .checks_spec import load_spec
 
         return CheckReport(run_cases(load_spec(str(spec))))
     if program is None:
         raise UsageError("nothing to check: give a program, or a spec file")
-    if not expect and not expect_grad and not expect_hessian:
+    points = _gradcheck(gradcheck)
+    if not expect and not expect_grad and not expect_hessian and points is None:
         raise UsageError(
-            "nothing to check", hints=["give expect=, expect_grad= or expect_hessian= (a dict)"]
+            "nothing to check",
+            hints=["give expect=, expect_grad= or expect_hessian= (a dict), or gradcheck="],
         )
     from ..parse import parse
 
@@ -345,8 +356,24 @@ def check(
             pair if isinstance(pair, str) else ",".join(pair): value
             for pair, value in (expect_hessian or {}).items()
         },
+        gradcheck=points,
     )
     return CheckReport([CaseRun("", run_case(case))])
+
+
+def _gradcheck(given: object) -> Gradcheck | None:
+    """``check``'s ``gradcheck=``, read as a checks file's (a tuple as a list)."""
+    from .cases import OptionError, parse_gradcheck
+
+    if isinstance(given, Mapping):
+        given = {k: list(v) if isinstance(v, tuple) else v for k, v in given.items()}
+    try:
+        return parse_gradcheck(given)
+    except OptionError as e:
+        raise UsageError(
+            f"gradcheck: {e.message}",
+            hints=["for example: gradcheck=True, or gradcheck={'points': 20, 'range': (-1, 1)}"],
+        ) from None
 
 
 # --- reports -------------------------------------------------------------------------------------
