@@ -520,6 +520,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
         "optimize",
         "draw",
         "checks",
+        "gradcheck",
         "explain",
         "samples",
         "schema",

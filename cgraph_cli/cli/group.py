@@ -257,7 +257,7 @@ LAZY_COMMANDS = {
     "dot": "draw:dot_command",
     "show": "draw:show_command",
     "check": "checks:check_command",
-    "gradcheck": "checks:gradcheck_command",
+    "gradcheck": "gradcheck:gradcheck_command",
     "explain": "explain:explain_command",
     "train": "train:train_command",
     "worksheet": "worksheet:worksheet_command",
