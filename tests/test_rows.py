@@ -554,6 +554,12 @@ def test_check_and_train_read_rows_with_a_delimiter(cli, tmp_path):
     assert json.loads(trained.stdout)["loss"] < 1e-12  # y = 2x + 1 learned from the three rows
     learned = np.load(tmp_path / "w.npz")
     assert learned["w"] == pytest.approx(2, abs=1e-6) and learned["b"] == pytest.approx(1, abs=1e-6)
+    config = tmp_path / "train.toml"
+    config.write_text("[train]\ndelimiter = 3\n")
+    refused = cli(*args, "--rows", str(data), "--config", str(config))
+    assert (
+        refused.exit_code == 2 and "[train] delimiter: 3 is not one cgraph reads" in refused.stderr
+    )
 
 
 def test_a_kept_input_column_is_written_as_the_numbers_the_program_read(cli, tmp_path):
