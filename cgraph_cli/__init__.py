@@ -51,7 +51,7 @@ _LAZY = {
     "hessian": "app.api",
     "jacobian": "app.api",
     "tangent_program": "app.api",
-    "CheckReport": "app.checks",
+    "CheckReport": "app.checks_report",
     "check": "app.checks",
     "Diagram": "app.diagrams",
     "diagram": "app.diagrams",
@@ -101,7 +101,8 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
         jacobian,
         tangent_program,
     )
-    from .app.checks import CheckReport, check
+    from .app.checks import check
+    from .app.checks_report import CheckReport
     from .app.diagrams import Diagram, diagram, page, slides
     from .app.gradcheck import GradcheckReport
     from .core.arrays import Value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -237,6 +238,42 @@ def test_gradcheck_cases_in_json_and_junit(cli, tmp_path):
     assert "> tolerance 2.2063" in message and "(atol 1e-7 + rtol 1e-5 x the larger)" in message
 
 
+def test_the_librarys_gradcheck_gives_the_checks_files_results(tmp_path):
+    from cgraph_cli import check
+
+    spec = check(spec=write(tmp_path, GRADCHECK_SPEC)).to_dict()["checks"]
+    runs = [
+        check("y = x * relu(x)", {"x": 0}, gradcheck=True),
+        check("y = sin(a) * b", {"b": 3}, gradcheck={"points": 4, "range": (-1, 1), "seed": 7}),
+        check(
+            "y = exp(10 * x)", {"x": 1}, expect={"y": 22026.465794806718}, gradcheck={"eps": 1e-2}
+        ),  # fmt: skip
+    ]
+    library = [{**c, "case": ""} for r in runs for c in r.to_dict()["checks"]]
+    assert library == [{**c, "case": ""} for c in spec]
+    assert [r.ok for r in runs] == [True, True, False]
+    assert "∂y/∂x at point 1" in repr(runs[2]) and "1 failed" in repr(runs[2])
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"points": -1}, "gradcheck: 'points' must be a whole number from 0 to 100,000"),
+        ({"range": (1, -1)}, "gradcheck: 'range' must be two numbers LOW < HIGH"),
+        ({"pionts": 3}, "gradcheck: unknown key 'pionts'"),
+        ("yes", "gradcheck: must be true, false or a table"),
+    ],
+)
+def test_the_librarys_gradcheck_mistakes_are_usage_errors(given, message):
+    from cgraph_cli import check
+    from cgraph_cli.core.errors import UsageError
+
+    with pytest.raises(UsageError, match=re.escape(message)):
+        check("y = x^2", {"x": 1}, gradcheck=given)
+    with pytest.raises(UsageError, match="nothing to check"):
+        check("y = x^2", {"x": 1}, gradcheck=False)
+
+
 def test_a_gradcheck_case_undefined_at_its_bindings_cannot_run(cli, tmp_path):
     spec = '[[case]]\nprogram = "y = log(x)"\nbindings = { x = -1 }\ngradcheck = true\n'
     result = cli("check", "--spec", write(tmp_path, spec))
@@ -257,6 +294,12 @@ def test_a_gradcheck_case_undefined_at_its_bindings_cannot_run(cli, tmp_path):
         ("gradcheck = { range = [1] }", "'range' must be two numbers LOW < HIGH", (3, 15)),
         ("gradcheck = { range = [1, -1] }", "'range' must be two numbers LOW < HIGH", (3, 15)),
         ("gradcheck = { range = [0, 'a'] }", "'range' must be two numbers", (3, 15)),
+        # the user's values shown as TOML writes them, not as Python does
+        ("gradcheck = { range = [true, 'b'] }", 'as [-1, 1], got [true, "b"]', (3, 15)),
+        ("gradcheck = { points = true }", "whole number from 0 to 100,000, got true", (3, 15)),
+        ("gradcheck = { seed = [1, false] }", "0 or more, got [1, false]", (3, 15)),
+        ("gradcheck = { eps = 'small' }", 'positive number, got "small"', (3, 15)),
+        ("gradcheck = { rtol = { a = 1 } }", "non-negative number, got { a = 1 }", (3, 15)),
         ("gradcheck = { points = 0.5 }", "'points' must be a whole number from 0", (3, 15)),
         ("gradcheck = { points = 100001 }", "from 0 to 100,000, got 100001", (3, 15)),
         ("gradcheck = { eps = 0 }", "'eps' must be a finite, positive number", (3, 15)),

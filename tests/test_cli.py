@@ -65,7 +65,7 @@ def test_eval_json(cli):
 def test_plain_formats_are_name_value_lines(cli):
     assert cli("eval", PROGRAM, *BIND, "--format", "plain").stdout == "g=-12\n"
     assert cli("eval", SEED, "--all", "--format", "plain").stdout == "x=1\ny=3\nz=-3\np=4\ng=-12\n"
-    assert cli("grad", PROGRAM, *BIND, "--format", "plain").stdout == "x=-3\ny=-3\nz=4\n"
+    assert cli("grad", PROGRAM, *BIND, "--format", "plain").stdout == "x=-3\ny=-3\nz=4\ng=-12\n"
 
 
 def test_numbers_print_in_shortest_exact_form(cli):
@@ -280,8 +280,19 @@ def test_precision_rounds_table_and_plain_not_json(cli):
     neuron = str(ROOT / "samples" / "neuron.cg")
     assert (
         cli("grad", neuron, "--wrt", "x1", "--precision", "3", "--format", "plain").stdout
-        == "x1=-1.5\n"
+        == "x1=-1.5\no=0.707\n"
     )
     assert " 0.7071\n" in cli("eval", neuron, "--all", "--precision", "4").stdout
     exact = json.loads(cli("grad", neuron, "--precision", "3", "--format", "json").stdout)
     assert exact["gradients"]["x1"] == -1.4999999999999993
+
+
+def test_grad_plain_ends_with_the_output_value_as_the_table_does(cli):
+    neuron = str(ROOT / "samples" / "neuron.cg")
+    report = json.loads(cli("grad", neuron, "--format", "json").stdout)
+    lines = cli("grad", neuron, "--format", "plain").stdout.splitlines()
+    pairs = [line.split("=", 1) for line in lines]
+    assert pairs[-1] == ["o", repr(report["value"])]
+    assert {k: float(v) for k, v in pairs[:-1]} == report["gradients"]
+    table = cli("grad", neuron).stdout
+    assert table.rstrip().splitlines()[-1].strip().startswith("o = ")  # the value last there too

@@ -47,8 +47,8 @@ FORMATS = {
     "gradcheck": ["text", "json"],
     "explain": ["text", "markdown", "json"],
     "diff": ["text", "json"],
-    "hessian": ["text", "json"],
-    "jvp": ["text", "json"],
+    "hessian": ["text", "json", "plain"],
+    "jvp": ["text", "json", "plain"],
     "jacobian": ["text", "json"],
     "optimize": ["text", "json"],
     "train": ["text", "json"],
@@ -229,7 +229,7 @@ def test_dash_is_standard_input_for_bindings_and_standard_output_for_junit():
     result = run(
         "grad", "y = a * b", "--bindings", "-", "--format", "plain", input='{"a": 2, "b": 5}'
     )
-    assert result.stdout == "a=5\nb=2\n"
+    assert result.stdout == "a=5\nb=2\ny=10\n"
     junit = run("check", "sample:seed", "--expect", "g=-12", "--junit", "-")
     assert junit.stdout.startswith("<?xml") and "1 passed, 0 failed" in junit.stderr
 
@@ -520,6 +520,7 @@ def test_the_lazy_tables_name_every_command_and_public_name():
         "optimize",
         "draw",
         "checks",
+        "gradcheck",
         "explain",
         "samples",
         "schema",

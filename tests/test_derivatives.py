@@ -917,3 +917,53 @@ def test_a_transpose_of_a_transpose_is_one_of_the_composed_axes(program):
     got = _round_trip(graph, bindings, {n: np.shape(v) for n, v in bindings.items()})
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12)
+
+
+def _plain(text: str) -> dict:
+    """``name=value`` lines as a script reads them: split at the first ``=``, values as JSON."""
+    return {k: json.loads(v) for k, v in (line.split("=", 1) for line in text.splitlines())}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sample:neuron", "-t", "x1=1"],
+        ["y = W @ x", "W=[[1,2],[3,4]]", "x=[1,1]", "-t", "x=[1,0]"],
+    ],
+)
+def test_jvp_plain_gives_the_directional_derivative_and_the_value_to_every_digit(cli, args):
+    report = json.loads(cli("jvp", *args, "--format", "json").stdout)
+    plain = cli("jvp", *args, "--format", "plain")
+    assert plain.exit_code == 0 and plain.stderr == ""
+    assert _plain(plain.stdout) == {"jvp": report["jvp"], report["output"]: report["value"]}
+    assert list(_plain(plain.stdout)) == ["jvp", report["output"]]  # the value last, as grad's
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["f = x^2 * y + sin(y)", "x=1", "y=2"],
+        ["f = sum(W @ x) * c", "W=[[1,2],[3,4]]", "x=[1,2]", "c=2", "--wrt", "x,c"],
+        ["sample:mlp", "--wrt", "b2", "--vector", "b2=[1, 0]"],
+    ],
+)
+def test_hessian_plain_gives_a_row_per_line_and_the_value(cli, args):
+    report = json.loads(cli("hessian", *args, "--format", "json").stdout)
+    lines = _plain(cli("hessian", *args, "--format", "plain").stdout)
+    value = lines.pop(report["output"])
+    assert value == report["value"]
+    if "hvp" in report:
+        assert lines == report["hvp"]
+    else:  # the columns in the order of the lines
+        assert list(lines) == report["labels"] and list(lines.values()) == report["hessian"]
+
+
+def test_plain_rounds_to_precision_when_asked(cli):
+    lines = _plain(
+        cli("jvp", "sample:neuron", "-t", "x1=1", "--format", "plain", "--precision", "3").stdout
+    )
+    assert lines == {"jvp": -1.5, "o": 0.707}
+    hessian = cli(
+        "hessian", "f = x^2 * y + sin(y)", "x=1", "y=2", "--format", "plain", "--precision", "2"
+    )
+    assert hessian.stdout == "x=[4,2]\ny=[2,-0.91]\nf=2.9\n"

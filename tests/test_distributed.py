@@ -66,6 +66,18 @@ def test_reduce_on_the_cluster_equals_the_local_engine(cli, scheduler, parts):
     assert np.isclose(remote["value"], local["value"], rtol=1e-12)
 
 
+def test_the_workers_read_the_files_with_the_delimiter_given(cli, scheduler, parts, tmp_path):
+    for k in range(3):  # the same rows, split by '|'
+        text = (tmp_path / f"part-{k}.csv").read_text().replace(",", "|")
+        (tmp_path / f"bar-{k}.csv").write_text(text)
+    args = ["grad", "sample:logistic", "--keep", "id", "--allow-errors", "--format", "json"]
+    local = cli(*args, "--rows", parts)
+    remote = cli(*args, "--rows", str(tmp_path / "bar-*.csv"), "--delimiter", "|",
+                 "--engine", "dask", "--scheduler", scheduler)  # fmt: skip
+    assert remote.exit_code == 0, remote.stderr
+    assert remote.stdout == local.stdout.replace("part-", "bar-")
+
+
 def test_the_local_dask_scheduler_and_its_errors(cli, parts, tmp_path):
     result = cli(
         "eval", "sample:logistic", "--rows", parts, "--engine", "dask", "--allow-errors", "-q"

@@ -68,7 +68,7 @@ def test_a_case_file_under_the_checks_folder_is_read(cli, tmp_path):
         'expect = { y = 6 }\n[[case]]\nfile = "/etc/hostname"\nexpect = { y = 6 }\n',
     )
     result = cli("check", "--spec", path)
-    assert_exit_2_at(result, path, 10, "'file' in case 3 is an absolute path: '/etc/hostname'")
+    assert_exit_2_at(result, path, 10, "'file' in case 3 is an absolute path: \"/etc/hostname\"")
     Path(path).write_text(Path(path).read_text().rsplit("[[case]]", 1)[0])
     result = cli("check", "--spec", path)
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -110,12 +110,12 @@ def test_a_case_file_under_the_checks_folder_is_read(cli, tmp_path):
         (
             '[[case]]\nfile = "prog.cg"\nbindings = { x = true }\nexpect = { y = 4 }\n',
             3,
-            "'bindings' in case 1 must be a table of name = number or array ('x' is True)",
+            "'bindings' in case 1 must be a table of name = number or array ('x' is true)",
         ),
         (
             '[[case]]\nfile = "prog.cg"\nbindings = { x = "3" }\nexpect = { y = 4 }\n',
             3,
-            "'bindings' in case 1 must be a table of name = number or array ('x' is '3')",
+            "'bindings' in case 1 must be a table of name = number or array ('x' is \"3\")",
         ),
         (
             '[[case]]\nfile = "prog.cg"\nexpect = { y = nan }\n',
@@ -164,7 +164,7 @@ def test_a_case_file_under_the_checks_folder_is_read(cli, tmp_path):
         (
             'case = [{ file = "prog.cg", expect = { y = "four" } }]\n',
             1,
-            "'expect' in case 1 must be a table of name = number or array ('y' is 'four')",
+            "'expect' in case 1 must be a table of name = number or array ('y' is \"four\")",
         ),
     ],
     ids=lambda v: v[:40] if isinstance(v, str) else None,
@@ -434,3 +434,21 @@ def test_json_output_has_no_infinity_or_nan(cli):
     assert result.exit_code == 0, result.stderr
     assert "Infinity" not in result.stdout and "NaN" not in result.stdout
     json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+
+
+@pytest.mark.parametrize(
+    "line, shown",
+    [
+        ("bindings = { x = false }", "('x' is false)"),
+        ("bindings = { x = 'say \"hi\"' }", """('x' is "say \\"hi\\"")"""),
+        ("bindings = { x = 1979-05-27 }", "('x' is 1979-05-27)"),
+        ("expect = { y = { z = true } }", "('y' is { z = true })"),
+    ],
+)
+def test_a_checks_files_values_are_shown_in_toml_spelling(cli, tmp_path, line, shown):
+    spec = tmp_path / "checks.toml"
+    expect = "" if line.startswith("expect") else "\nexpect = { y = 1 }"
+    spec.write_text(f'[[case]]\nprogram = "y = x"\n{line}{expect}\n')
+    result = cli("check", "--spec", str(spec))
+    assert result.exit_code == 2 and shown in result.stderr, result.stderr
+    assert "True" not in result.stderr and "False" not in result.stderr

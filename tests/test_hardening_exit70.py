@@ -93,6 +93,46 @@ def test_full_disk_under_rows_images_and_large_outputs(args, monkeypatch, capsys
     assert capsys.readouterr().err.endswith(FULL)
 
 
+@pytest.mark.parametrize("command", sorted(SUCCEEDS))
+def test_a_full_disk_leaves_no_buffer_to_fail_again_at_exit(command, monkeypatch, capsys):
+    """What the failed write left buffered is dropped: Python, flushing the stream at exit or
+    collecting it, would fail again and print an "Exception ignored" traceback (Python 3.13
+    prints it for every stream collected, so the suite printed dozens)."""
+    full = io.TextIOWrapper(io.BufferedWriter(FullDisk()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", full)
+    assert main.main([command, *SUCCEEDS[command]], standalone_mode=False) == 2
+    if not full.closed:  # as the interpreter does at exit: nothing left to fail
+        full.flush()
+    full.close()  # as collecting it does
+    assert capsys.readouterr().err.endswith(FULL)
+
+
+EMBEDDED = """
+import errno, io, sys
+from cgraph_cli.cli import main
+
+class FullDisk(io.RawIOBase):
+    def writable(self):
+        return True
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+sys.stdout = io.TextIOWrapper(io.BufferedWriter(FullDisk()), encoding="utf-8")
+sys.exit(main.main(sys.argv[1:], standalone_mode=False))
+"""
+
+
+@pytest.mark.parametrize(
+    "args", [["eval", "sample:seed"], ["grad", "sample:mlp", "--format", "json"]]
+)
+def test_a_program_calling_main_on_a_full_disk_exits_without_a_python_complaint(args):
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", EMBEDDED, *args], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr) == (2, FULL)
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_full_disk_for_real():
     """The device itself: no Python complaint at exit, exit 2 and one line."""

@@ -491,6 +491,77 @@ def test_a_csv_file_separated_by_semicolons_is_read_as_spreadsheets_write_it(cli
     assert cli("eval", "y = x * 2", "--rows", str(commas)).stdout.splitlines()[1] == "2,"
 
 
+@pytest.mark.parametrize("mark, given", [("|", "|"), ("\t", "tab"), ("\t", "\\t"), (";", ";")])
+def test_delimiter_reads_cells_split_by_that_mark_as_a_comma_file(cli, tmp_path, mark, given):
+    rows = [("x", "w", "name"), ("1", "2", "a"), ("3.5", "4", "b")]
+    commas, other = tmp_path / "commas.csv", tmp_path / "other.csv"
+    commas.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    other.write_text("\n".join(mark.join(r) for r in rows) + "\n")
+    args = ["grad", "y = x * w", "--keep", "name", "--format", "json"]
+    expected = cli(*args, "--rows", str(commas))
+    got = cli(*args, "--rows", str(other), "--delimiter", given)
+    assert got.exit_code == 0, got.stderr
+    assert got.stdout == expected.stdout and '"name": "b"' in got.stdout
+    piped = cli(*args, "--rows", "-", "--delimiter", given, input=other.read_text())
+    assert piped.stdout == expected.stdout  # standard input too
+
+
+def test_delimiter_overrides_the_semicolon_guess_and_a_lone_column_hints_at_it(cli, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x;w\n1;2\n")
+    told = cli("eval", "y = x * w", "--rows", str(data), "--delimiter", ",")
+    assert told.exit_code == 2 and "no column of" in told.stderr
+    assert "its one column holds ';': if that splits the columns, say --delimiter ';'" in (
+        told.stderr
+    )
+    pipes = tmp_path / "p.csv"
+    pipes.write_text("x|w\n1|2\n")
+    hinted = cli("eval", "y = x * w", "--rows", str(pipes))
+    assert hinted.exit_code == 2 and "say --delimiter '|'" in hinted.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--delimiter", ":"], "':' is not one cgraph reads: give , ; | or tab"),
+        (["--delimiter", ",,"], "',,' is not one cgraph reads"),
+        (["--rows-format", "jsonl", "--delimiter", ";"], "--delimiter is for CSV and TSV rows"),
+    ],
+)
+def test_delimiter_mistakes_are_usage_errors(cli, args, message):
+    result = cli("eval", "y = x * w", "--rows", "sample:train.csv", *args)
+    assert result.exit_code == 2 and message in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_delimiter_without_rows_is_refused_in_every_command(cli):
+    for command in (["eval"], ["grad"], ["check", "--expect", "y=2"], ["train", "--wrt", "x"]):
+        result = cli(*command, "y = x * 2", "x=1", "--delimiter", ";")
+        assert result.exit_code == 2, command
+        assert "--delimiter is for" in result.stderr and "give --rows FILE" in result.stderr
+
+
+def test_check_and_train_read_rows_with_a_delimiter(cli, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x|y\n0|1\n1|3\n2|5\n")
+    checked = cli("check", "y = 2 * x + 1", "--rows", str(data), "--delimiter", "|",
+                  "--expect-column", "y")  # fmt: skip
+    assert checked.exit_code == 0 and "3 passed, 0 failed" in checked.stdout
+    program = "input w = 0, b = 0; loss = mean((w * x + b - y)^2)"
+    args = ["train", program, "--wrt", "w,b", "--lr", "0.1", "--epochs", "300", "--format", "json"]
+    trained = cli(*args, "--rows", str(data), "--delimiter", "|", "-o", str(tmp_path / "w.npz"))
+    assert trained.exit_code == 0, trained.stderr
+    assert json.loads(trained.stdout)["loss"] < 1e-12  # y = 2x + 1 learned from the three rows
+    learned = np.load(tmp_path / "w.npz")
+    assert learned["w"] == pytest.approx(2, abs=1e-6) and learned["b"] == pytest.approx(1, abs=1e-6)
+    config = tmp_path / "train.toml"
+    config.write_text("[train]\ndelimiter = 3\n")
+    refused = cli(*args, "--rows", str(data), "--config", str(config))
+    assert (
+        refused.exit_code == 2 and "[train] delimiter: 3 is not one cgraph reads" in refused.stderr
+    )
+
+
 def test_a_kept_input_column_is_written_as_the_numbers_the_program_read(cli, tmp_path):
     data = tmp_path / "k.csv"
     data.write_text("x,w,id\n1,2,007\n3.5,4,b\n")

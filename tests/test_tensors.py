@@ -391,6 +391,7 @@ def test_bindings_from_json_npz_and_npy(cli, tmp_path):
         "x=[-16,-24]",
         "b=[-4,-4]",
         "t=[4,4]",
+        "loss=8",  # the output's value, last, as the table has it
     ]
 
 

@@ -256,6 +256,31 @@ def test_files_that_cannot_be_written_are_refused_before_any_step(cli, tmp_path)
     assert out.exit_code == 2 and "does not exist" in out.stderr
 
 
+@pytest.mark.parametrize("name", ["film.png", "film", "film.html.txt"])
+def test_a_page_not_named_html_is_refused_before_any_step(cli, tmp_path, name):
+    base = ["train", "sample:linear", "--rows", "sample:linear.csv", "--wrt", "w,b"]
+    page = tmp_path / name
+    out = cli(*base, "--epochs", "100000", "--page", str(page))
+    assert out.exit_code == 2
+    assert f"--page writes an HTML page, not {page}" in out.stderr
+    assert "name it NAME.html" in out.stderr and "Traceback" not in out.stderr
+    assert not page.exists() and out.stdout == ""
+
+
+def test_a_page_named_htm_or_in_capitals_is_written(cli, tmp_path):
+    base = ["train", "sample:linear", "--rows", "sample:linear.csv", "--wrt", "w,b"]
+    for name in ("film.htm", "FILM.HTML"):
+        out = cli(*base, "--epochs", "2", "--page", str(tmp_path / name))
+        assert out.exit_code == 0, out.stderr
+        assert (
+            (tmp_path / name)
+            .read_text(encoding="utf-8")
+            .lstrip()
+            .lower()
+            .startswith("<!doctype html")
+        )
+
+
 def test_a_program_with_a_branch_trains_on_the_graph_each_step_runs():
     program = "input x = 3\nloss = (x - 1)^2 if x > 2 else 0.5 * (x - 1)^2 + 0.5"
     result = train(program, wrt=["x"], lr=0.1, steps=100)

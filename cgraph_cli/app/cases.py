@@ -21,6 +21,41 @@ from . import gradcheck as gc
 RTOL, ATOL = 1e-9, 1e-12
 
 
+def toml_text(value: object, limit: int = 60) -> str:
+    """A checks file's value as TOML spells it, for messages about it (cut to ``limit``
+    characters): ``true``, ``"a"``, ``[1, "b"]``, ``{ x = 1 }``, not Python's ``True``,
+    ``'a'``.
+
+    >>> toml_text([True, "a", 2.5, float("inf")]), toml_text({"x": 1, "a b": False})
+    ('[true, "a", 2.5, inf]', '{ x = 1, "a b" = false }')
+    """
+    import datetime
+    import json
+
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    elif isinstance(value, (int, float)):
+        text = repr(value)
+    elif isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)  # TOML's basic string escapes as JSON's
+    elif isinstance(value, (datetime.date, datetime.time)):
+        text = value.isoformat()
+    elif isinstance(value, list):
+        text = "[" + ", ".join(toml_text(v, limit) for v in value) + "]"
+    elif isinstance(value, dict):
+        items = [f"{_toml_key(k)} = {toml_text(v, limit)}" for k, v in value.items()]
+        text = "{ " + ", ".join(items) + " }" if items else "{}"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else toml_text(key)
+
+
 @dataclass
 class Case:
     name: str
@@ -86,11 +121,14 @@ def parse_gradcheck(value: object) -> Gradcheck | None:
     points = value.get("points", found.points)
     if isinstance(points, bool) or not isinstance(points, int) or not 0 <= points <= MAX_POINTS:
         raise OptionError(
-            "points", f"'points' must be a whole number from 0 to {MAX_POINTS:,}, got {points!r}"
+            "points",
+            f"'points' must be a whole number from 0 to {MAX_POINTS:,}, got {toml_text(points)}",
         )
     seed = value.get("seed", found.seed)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise OptionError("seed", f"'seed' must be a whole number, 0 or more, got {seed!r}")
+        raise OptionError(
+            "seed", f"'seed' must be a whole number, 0 or more, got {toml_text(seed)}"
+        )
     low, high = _range(value.get("range", [found.low, found.high]))
     eps, rtol, atol = (
         _number(value, key, getattr(found, key), positive=key == "eps")
@@ -102,7 +140,7 @@ def parse_gradcheck(value: object) -> Gradcheck | None:
 def _range(value: object) -> tuple[float, float]:
     pair: list[Any] = value if isinstance(value, list) and len(value) == 2 else [None, None]
     if not (_finite(pair[0]) and _finite(pair[1]) and pair[0] < pair[1]):
-        text = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
+        text = toml_text(value, 40)
         raise OptionError(
             "range", f"'range' must be two numbers LOW < HIGH, as [-1, 1], got {text}"
         )
@@ -113,7 +151,7 @@ def _number(table: dict, key: str, default: float, positive: bool) -> float:
     value = table.get(key, default)
     if not _finite(value) or value < 0 or (positive and value == 0):
         kind = "positive" if positive else "non-negative"
-        raise OptionError(key, f"'{key}' must be a finite, {kind} number, got {value!r}")
+        raise OptionError(key, f"'{key}' must be a finite, {kind} number, got {toml_text(value)}")
     return float(value)
 
 

@@ -21,7 +21,16 @@ import sys
 from pathlib import Path
 
 from ..core.errors import BindingError, CgraphError, Source, Span, UsageError
-from .cases import ATOL, GRADCHECK_KEYS, RTOL, Case, Gradcheck, OptionError, parse_gradcheck
+from .cases import (
+    ATOL,
+    GRADCHECK_KEYS,
+    RTOL,
+    Case,
+    Gradcheck,
+    OptionError,
+    parse_gradcheck,
+    toml_text,
+)
 
 _CASE_KEYS = (
     "name",
@@ -349,7 +358,7 @@ class _Locator:
                 why = "leads outside the checks file's folder"
         if why:
             raise self.error(
-                f"'file' in case {case + 1} {why}: {text!r}",
+                f"'file' in case {case + 1} {why}: {toml_text(text)}",
                 case,
                 "file",
                 value=True,
@@ -392,5 +401,4 @@ def _finite(value) -> bool:
 def _short(value) -> str:
     if isinstance(value, int) and not _finite(value):
         return f"a whole number of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) < 60 else text[:57] + "..."
+    return toml_text(value)

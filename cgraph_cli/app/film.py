@@ -147,6 +147,7 @@ def film_page(
     of: str | None = None,
     rows_file: str | None = None,
     rows_format: str | None = None,
+    delimiter: str | None = None,
     reduce: str = "mean",
     title: str = "",
     theme: str = "light",
@@ -157,6 +158,6 @@ def film_page(
     from ..jobs.training import load_rows
     from ..render.trainpage import train_page
 
-    rows = load_rows(rows_file, rows_format, graph, film.wrt)[0] if rows_file else None
+    rows = load_rows(rows_file, rows_format, graph, film.wrt, delimiter)[0] if rows_file else None
     data = film_frames(graph, bindings, film, result, of=of, rows=rows, reduce=reduce)
     return train_page(data, title or f"training {', '.join(film.wrt)}", theme)

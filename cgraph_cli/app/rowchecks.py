@@ -39,7 +39,7 @@ def check_rows(
     <CheckReport: 1 passed, 1 failed; FAIL y = 4 (expected 5)>
     """
     from .cases import close
-    from .checks import CaseRun, CheckReport, Result
+    from .checks_report import CaseRun, CheckReport, Result
 
     columns = list(dict.fromkeys(expect.values()))
     program_names = graph.named_nodes()

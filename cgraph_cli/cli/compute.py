@@ -163,6 +163,7 @@ def grad_command(
       cgraph grad sample:mlp --format json
       cgraph grad sample:neuron --rows sample:neuron_inputs.csv --wrt w1,w2 -o grads.parquet
       cgraph grad sample:logistic --rows sample:train.csv --reduce mean   # one step's gradient
+      cgraph grad sample:logistic --rows sample:train.csv --delimiter , --reduce sum
       cgraph grad sample:huber e=3                      # the branch taken: the linear tail
       cgraph grad sample:rnn --per-step                 # ∂loss/∂h_t for every step t
     """

@@ -21,6 +21,8 @@ from .options import (
     wrt_option,
 )
 
+PLAIN_HELP = "Report format: a table, JSON, or NAME=VALUE lines."
+
 
 def _directions(texts: tuple[str, ...], graph) -> dict:
     """``NAME=VALUE`` directions (numbers or JSON arrays), checked as bindings are."""
@@ -50,11 +52,13 @@ def _optimized(graph, bindings, skip: bool):
     return done
 
 
-def _emit(fmt: str, report: dict, schema: str, text) -> None:
+def _emit(fmt: str, report: dict, schema: str, text, plain=None) -> None:
     if fmt == "json":
         from ..app.report import to_json_text
 
         output.write_text(to_json_text(report, schema=schema))
+    elif fmt == "plain" and plain is not None:
+        output.write_text(plain())
     else:
         output.write_rich(text())
 
@@ -161,8 +165,8 @@ def diff_command(args, expr, file_, binds, bindings_file, of, wrt, order, mode, 
     help="Only the Hessian-vector product along this direction (repeatable, one "
     "per input; the others 0): one pass, for large inputs.",
 )
-@format_option(["text", "json"], "text")
-@precision_option("default: 4")
+@format_option(["text", "json", "plain"], "text", PLAIN_HELP)
+@precision_option("default: 4 in text, every digit in plain")
 @full_option
 @output_option
 @common_options
@@ -176,6 +180,7 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
       cgraph hessian 'f = x^2 * y + sin(y)' x=1 y=2
       cgraph hessian sample:rosenbrock --format json
       cgraph hessian sample:mlp --wrt b2 --vector b2='[1, 0]'
+      cgraph hessian 'f = x^2 * y' x=1 y=2 --format plain   # x=[4,2] y=[2,0] f=2
     """
     from ..run.higher import hessian
 
@@ -196,7 +201,12 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
 
         return hessian_table(report, precision, full)
 
-    _emit(fmt, report, "hessian", text)
+    def plain():
+        from ..render.text import hessian_plain
+
+        return hessian_plain(report, precision)
+
+    _emit(fmt, report, "hessian", text, plain)
 
 
 @click.command(
@@ -211,8 +221,8 @@ def hessian_command(args, expr, file_, binds, bindings_file, of, wrt, vector, fm
     metavar="NAME=VALUE",
     help="The direction: a tangent for an input (repeatable; the others are 0).",
 )
-@format_option(["text", "json"], "text")
-@precision_option("default: 4")
+@format_option(["text", "json", "plain"], "text", PLAIN_HELP)
+@precision_option("default: 4 in text, every digit in plain")
 @full_option
 @output_option
 @common_options
@@ -225,6 +235,7 @@ def jvp_command(args, expr, file_, binds, bindings_file, tangents, fmt, precisio
     Examples:
       cgraph jvp sample:neuron --tangent x1=1            # ∂o/∂x1, by forward mode
       cgraph jvp 'y = W @ x' W='[[1,2],[3,4]]' x='[1,1]' -t x='[1,0]'
+      cgraph jvp sample:neuron -t x1=1 --format plain    # jvp=-1.4999999999999993 o=0.70...
     """
     from ..run.higher import tangents_report
 
@@ -236,7 +247,12 @@ def jvp_command(args, expr, file_, binds, bindings_file, tangents, fmt, precisio
 
         return tangents_table(report, precision or DIGITS, full)
 
-    _emit(fmt, report, "jvp", text)
+    def plain():
+        from ..render.text import jvp_plain
+
+        return jvp_plain(report, precision)
+
+    _emit(fmt, report, "jvp", text, plain)
 
 
 @click.command("jacobian", short_help="Print the Jacobian of a tensor output.", epilog=EXIT_CODES)

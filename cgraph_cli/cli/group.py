@@ -178,10 +178,18 @@ _WRITE_ERRORS = {
 
 def _detach_stdout() -> None:
     """Standard output to the null device: what is still buffered for the device that failed
-    (or the reader that left) is dropped rather than complained about at exit."""
+    (or the reader that left) is dropped rather than complained about at exit. A stream with
+    no file descriptor (a program calling ``main`` with its own ``sys.stdout``) is closed
+    instead: its buffer would fail again when Python flushes it at exit or collects it, and
+    Python would print that as an "Exception ignored" traceback."""
     try:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        return
+    except (OSError, ValueError, AttributeError):  # not a real file
+        pass
+    try:
+        sys.stdout.close()  # flushes once more, fails, and is closed all the same
+    except (OSError, ValueError, AttributeError):
         pass
 
 
@@ -257,7 +265,7 @@ LAZY_COMMANDS = {
     "dot": "draw:dot_command",
     "show": "draw:show_command",
     "check": "checks:check_command",
-    "gradcheck": "checks:gradcheck_command",
+    "gradcheck": "gradcheck:gradcheck_command",
     "explain": "explain:explain_command",
     "train": "train:train_command",
     "worksheet": "worksheet:worksheet_command",

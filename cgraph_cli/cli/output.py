@@ -188,3 +188,19 @@ def progress(total: int | None, what: str, noted: bool = False):
             )
         else:
             yield lambda n=1, note="": bar.advance(task, n)
+
+
+def junit_first(junit: str | None, fmt: str) -> None:
+    """Refuse, before anything runs, a JUnit report that cannot be written: on standard output
+    beside JSON, or where no file can go (a folder, say)."""
+    from ..core.errors import UsageError
+
+    if junit == "-" and fmt == "json" and settings.output in (None, "-"):
+        raise UsageError(
+            "--junit - and --format json would both write to standard output",
+            hints=["write the JUnit report to a file: --junit report.xml"],
+        )
+    if junit and junit != "-":
+        from ..data.outputs import check_writable
+
+        check_writable(junit)

@@ -18,6 +18,22 @@ ROWS_HELP = (
 )
 
 
+class Delimiter(click.ParamType):
+    """``--delimiter CHAR``: ``,`` ``;`` ``|`` or a tab (``tab``, ``\\t``), refused cleanly
+    otherwise."""
+
+    name = "delimiter"
+
+    def convert(self, value, param, ctx):
+        from ..core.errors import UsageError
+        from ..data.csvtext import delimiter_char
+
+        try:
+            return delimiter_char(value if isinstance(value, str) else "")
+        except UsageError:
+            self.fail(f"{value!r} is not one cgraph reads: give , ; | or tab", param, ctx)
+
+
 #: The options of a run over rows, by parameter name.
 OPTIONS = {
     "rows_file": click.option(
@@ -31,6 +47,13 @@ OPTIONS = {
         "--rows-format",
         type=click.Choice(["csv", "tsv", "jsonl", "parquet", "npz"]),
         help="The format of --rows FILE (default: from its extension).",
+    ),
+    "delimiter": click.option(
+        "--delimiter",
+        metavar="CHAR",
+        type=Delimiter(),
+        help="The character between the cells of a CSV or TSV file: , ; | or tab (default: "
+        "tab for TSV; for CSV a comma, or ';' where the header has semicolons and no comma).",
     ),
     "keep": click.option(
         "--keep",
@@ -81,7 +104,8 @@ def check_rows_options(command):
     """The options of a run over rows that check takes (its rows are cases: nothing is kept,
     and a row that fails is a case's error)."""
     return apply(
-        command, [OPTIONS[k] for k in ("rows_file", "rows_format", "strict", "chunk_rows")]
+        command,
+        [OPTIONS[k] for k in ("rows_file", "rows_format", "delimiter", "strict", "chunk_rows")],
     )
 
 
@@ -95,6 +119,7 @@ def refuse_without_rows(options: dict) -> None:
         flag
         for key, flag in [
             ("rows_format", "--rows-format"),
+            ("delimiter", "--delimiter"),
             ("keep", "--keep"),
             ("strict", "--strict"),
             ("chunk_rows", "--chunk-rows"),
@@ -121,6 +146,9 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
     path = options["rows_file"]
     paths = expand(path)
     in_format = data_format(path, options.get("rows_format"))
+    delimiter = options.get("delimiter")
+    if delimiter is not None and in_format not in ("csv", "tsv"):
+        raise UsageError(f"--delimiter is for CSV and TSV rows, not {in_format.upper()}")
     reduce = options.get("reduce")
     if reduce is None and fmt == "plain":
         raise UsageError(
@@ -168,7 +196,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
         note=output.note,
     )
     try:
-        check_files(graph, paths, in_format, **{k: common[k] for k in _HEADER_CHECKS})
+        check_files(graph, paths, in_format, delimiter, **{k: common[k] for k in _HEADER_CHECKS})
         result = _run(graph, paths, in_format, options, target if folder else None, common)
     except BaseException:
         if writer is not None:
@@ -202,10 +230,11 @@ def _run(graph, paths, in_format, options, folder, common):
 
         return run_dask(
             graph, paths, in_format, scheduler=options.get("scheduler"), target=folder,
-            chunk_rows=chunk_rows, **common,
+            chunk_rows=chunk_rows, delimiter=options.get("delimiter"), **common,
         )  # fmt: skip
+    chunks = read_chunks(paths, in_format, chunk_rows, delimiter=options.get("delimiter"))
     with output.progress(count_rows(paths, in_format), "rows") as tick:
-        return run_rows(graph, read_chunks(paths, in_format, chunk_rows), tick=tick, **common)
+        return run_rows(graph, chunks, tick=tick, **common)
 
 
 _HEADER_CHECKS = ("mode", "bindings", "of", "wrt", "keep", "reduce", "show_all", "strict")

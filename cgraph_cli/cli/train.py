@@ -46,6 +46,7 @@ CLIP = FiniteFloat(0, min_open=True, why="0 stops training, below 0 it climbs th
     help="Train on the rows of a data file (CSV, TSV, JSON Lines, Parquet, .npz; sample:NAME), in mini-batches.",
 )
 @ROWS_OPTIONS["rows_format"]
+@ROWS_OPTIONS["delimiter"]
 @click.option(
     "--val-rows",
     metavar="FILE",
@@ -218,6 +219,7 @@ def train_command(ctx, **options):
     if page:
         from ..app.film import Film
 
+        _check_page(page)
         check_writable(page)
         film = Film(names(wrt))
     log = _Log(log_file) if log_file else None
@@ -237,6 +239,7 @@ def train_command(ctx, **options):
                 of=of,
                 rows=rows_file,
                 rows_format=options["rows_format"],
+                delimiter=options["delimiter"],
                 val_rows=options["val_rows"],
                 optimizer=options["optimizer"],
                 lr=options["lr"],
@@ -305,6 +308,21 @@ def train_command(ctx, **options):
             output.note(f"wrote {path} ({what})")
 
 
+def _check_page(page: str) -> None:
+    """--page writes HTML: a page named as another type (``p.png``) is refused before any step,
+    as --gif and --mp4 refuse a file not named for what they write."""
+    from pathlib import PurePath
+
+    from ..core.errors import UsageError
+
+    if PurePath(page).suffix.lower() not in (".html", ".htm") or PurePath(page).stem == "":
+        shown = repr(page) if page in ("", "-") else page
+        raise UsageError(
+            f"--page writes an HTML page, not {shown}",
+            hints=["name it NAME.html: --page training.html"],
+        )
+
+
 def _film(page, film, graph, bindings, result, options, title) -> None:
     """--page: the steps kept, drawn on the graph."""
     from ..app.film import film_page
@@ -313,7 +331,8 @@ def _film(page, film, graph, bindings, result, options, title) -> None:
     what = ", ".join(film.wrt)
     text = film_page(
         graph, bindings, film, result, of=options["of"], rows_file=options["rows_file"],
-        rows_format=options["rows_format"], reduce=options["reduce"],
+        rows_format=options["rows_format"], delimiter=options["delimiter"],
+        reduce=options["reduce"],
         title=f"{title.replace('Training loss', 'Training ' + what)}",
     )  # fmt: skip
     write_file(page, text.encode())

@@ -46,3 +46,28 @@ def node_names(graph: Graph) -> list[str]:
                 counter += 1
             names.append(f"t{counter}")
     return names
+
+
+def program_names(graph: Graph) -> list[str]:
+    """:func:`node_names` as a program can write them, for text a reader may paste back: a
+    reassigned name's subscript becomes ``_N`` (``c₂``: ``c_2``; ``c_2_`` if the program has a
+    ``c_2`` of its own).
+
+    >>> from cgraph_cli import parse
+    >>> program_names(parse("c = a * 2; c = c + 1; c_2 = 3; g = (c - a) * c_2"))
+    ['a', '2', 'c', '1', 'c_2_', 'c_2', 't1', 'g']
+    """
+    names = node_names(graph)
+    taken = set(graph.inputs) | set(graph.names) | set(filter(None, graph.labels)) | set(names)
+    for i, label in enumerate(graph.labels):
+        if label is None or names[i] == label:
+            continue
+        plain = f"{label}_{names[i][len(label) :].translate(_PLAIN)}"
+        while plain in taken:
+            plain += "_"
+        taken.add(plain)
+        names[i] = plain
+    return names
+
+
+_PLAIN = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")

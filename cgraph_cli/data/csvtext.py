@@ -18,6 +18,30 @@ from ..core.errors import UsageError, named
 #: Bytes the CSV reader takes at once, at least; a line must fit in one block.
 BLOCK = 1 << 20
 
+#: The delimiters ``--delimiter`` takes, by the names it takes them by.
+DELIMITERS = {",": ",", ";": ";", "|": "|", "\t": "\t", "\\t": "\t", "tab": "\t"}
+
+
+def delimiter_char(text: str) -> str:
+    r"""The delimiter ``--delimiter TEXT`` names: ``,``, ``;``, ``|``, or a tab (``tab``,
+    ``\t`` or the character); anything else is a :class:`UsageError`.
+
+    >>> delimiter_char(";"), delimiter_char("tab"), delimiter_char("\\t") == delimiter_char("\t")
+    (';', '\t', True)
+    >>> delimiter_char(":")
+    Traceback (most recent call last):
+    cgraph_cli.core.errors.UsageError: error: --delimiter ':' is not one cgraph reads
+    help: give one of , ; | or tab (\t)
+    """
+    found = DELIMITERS.get(text.lower() if text.isalpha() else text)
+    if found is None:
+        shown = repr(text) if len(text) < 20 else repr(text[:17]) + "..."
+        raise UsageError(
+            f"--delimiter {shown} is not one cgraph reads",
+            hints=["give one of , ; | or tab (\\t)"],
+        )
+    return found
+
 
 def header_names(header: bytes, delimiter: str, path: str) -> list[str]:
     """The column names of a header line (a file of no bytes: none); a long name is read

@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from ..core.arrays import np
 from ..core.errors import UsageError, named
-from .csvtext import BadRow, block_size, csv_problem, header_names
+from .csvtext import BadRow, block_size, csv_problem, delimiter_char, header_names
 from .outputs import remember
 from .sources import standard_input
 
@@ -249,24 +249,32 @@ def _cell_by_cell(name: str, cells: list) -> Column:
 
 
 # --- reading ---------------------------------------------------------------------------------
-def read_chunks(paths: list[str], fmt: str, chunk_rows: int) -> Iterator[tuple[str, int, dict]]:
+def read_chunks(
+    paths: list[str], fmt: str, chunk_rows: int, *, delimiter: str | None = None
+) -> Iterator[tuple[str, int, dict]]:
     """The rows of the files in turn, in chunks of at most ``chunk_rows`` rows: ``(file, index
     of the chunk's first row in the file, columns)``, columns as pyarrow or NumPy arrays.
+    ``delimiter``: a CSV or TSV file's (``,``, ``;``, ``|``, ``tab``); by default a CSV file's
+    is ``,``, or ``;`` where the header has semicolons and no comma.
 
     >>> chunks = list(read_chunks(expand("sample:train.csv"), "csv", 32))
     >>> [(start, len(columns["x"])) for _, start, columns in chunks]
     [(0, 32), (32, 8)]
     """
+    if delimiter is not None:
+        delimiter = delimiter_char(delimiter)
+        if fmt not in ("csv", "tsv"):
+            raise UsageError(f"--delimiter is for CSV and TSV rows, not {fmt.upper()}")
     for path in paths:
         start = 0
-        for chunk in _rechunk(_batches(path, fmt, chunk_rows), chunk_rows):
+        for chunk in _rechunk(_batches(path, fmt, chunk_rows, delimiter), chunk_rows):
             yield path, start, chunk
             start += _length(chunk)
 
 
-def column_names(path: str, fmt: str) -> list[str]:
+def column_names(path: str, fmt: str, delimiter: str | None = None) -> list[str]:
     """A data file's columns, from its header or its first row (an .npz file is read)."""
-    for _, _, chunk in read_chunks([path], fmt, 1):
+    for _, _, chunk in read_chunks([path], fmt, 1, delimiter=delimiter):
         return list(chunk)
     return []
 
@@ -284,7 +292,7 @@ def count_rows(paths: list[str], fmt: str) -> int | None:
         return None  # said when the file is read
 
 
-def _batches(path: str, fmt: str, chunk_rows: int) -> Iterator[dict]:
+def _batches(path: str, fmt: str, chunk_rows: int, delimiter: str | None) -> Iterator[dict]:
     if path == "-" and fmt in ("parquet", "npz"):
         raise UsageError(f"standard input holds CSV, TSV or JSON Lines rows, not {fmt}")
     if fmt == "npz":
@@ -314,22 +322,24 @@ def _batches(path: str, fmt: str, chunk_rows: int) -> Iterator[dict]:
             for batch in parquet.iter_batches(batch_size=chunk_rows):
                 yield _columns(batch)
             return
-        yield from _csv(pa, path, fmt)
+        yield from _csv(pa, path, fmt, delimiter)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         raise UsageError(f"cannot read {path} as {fmt.upper()}: {_arrow_message(e)}") from None
 
 
-def _csv(pa, path: str, fmt: str) -> Iterator[dict]:
+def _csv(pa, path: str, fmt: str, given: str | None) -> Iterator[dict]:
     """A CSV or TSV file's rows, every column read as text (empty cells: null), so that a
-    column of numbers with a word further down fails that row only, not the file."""
+    column of numbers with a word further down fails that row only, not the file; split at
+    ``given``, else as the format and the header say."""
 
     import pyarrow.csv as pc
 
-    delimiter = "\t" if fmt == "tsv" else ","
+    delimiter = given or ("\t" if fmt == "tsv" else ",")
     stream = standard_input() if path == "-" else _open(path)
     with stream if path != "-" else nullcontext():
         header = _header(stream, path)
-        if fmt == "csv" and b"," not in _unquoted(header) and b";" in _unquoted(header):
+        unquoted = _unquoted(header)
+        if given is None and fmt == "csv" and b"," not in unquoted and b";" in unquoted:
             delimiter = ";"  # as spreadsheets write CSV where the decimal mark is a comma
         names = header_names(header, delimiter, path)
         if not names:

@@ -54,12 +54,14 @@ def run_dask(
     write: Callable[[dict], None] | None = None,
     chunk_rows: int,
     note: Callable[[str], None] | None = None,
+    delimiter: str | None = None,
     **options: Any,
 ) -> RowsResult:
     """Run ``graph`` over the rows of ``paths`` on Dask (``options`` as
     :func:`cgraph_cli.jobs.rows.run_rows` takes them). Rows go, in order, to ``write`` (from the
     client) or, with ``target`` a folder, to Parquet files written by the workers
-    (``part.0.parquet``...); with ``reduce``, the result holds the sum or mean.
+    (``part.0.parquet``...); with ``reduce``, the result holds the sum or mean. ``delimiter``:
+    the CSV files', as :func:`cgraph_cli.data.datafiles.read_chunks` takes it.
 
     >>> from cgraph_cli import parse
     >>> from cgraph_cli.data.datafiles import expand
@@ -81,8 +83,8 @@ def run_dask(
         client = _client(scheduler)
         # Object columns stay objects (a tensor cell is a list, not its text).
         with dask.config.set({"dataframe.convert-string": False}):
-            result = _run(dask, dd, pd, graph, paths, fmt, target, write, chunk_rows, note,
-                          _workers(client), options)  # fmt: skip
+            result = _run(dask, dd, pd, graph, paths, (fmt, delimiter), target, write,
+                          chunk_rows, note, _workers(client), options)  # fmt: skip
     finally:
         if client is not None:
             client.close()
@@ -95,8 +97,8 @@ def run_dask(
     return result
 
 
-def _run(dask, dd, pd, graph, paths, fmt, target, write, chunk_rows, note, workers, options):
-    job, first = _job(graph, paths, fmt, chunk_rows, note, options)
+def _run(dask, dd, pd, graph, paths, read, target, write, chunk_rows, note, workers, options):
+    job, first = _job(graph, paths, read, chunk_rows, note, options)
     reduce = options.get("reduce")
     meta = _frame(pd, first.tables[0]) if reduce is None else _sums(pd, first)
     job["columns"] = list(meta.columns)
@@ -221,12 +223,14 @@ def _workers(client) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def _job(graph: Graph, paths, fmt, chunk_rows, note, options) -> tuple[dict, RowsResult]:
+def _job(graph: Graph, paths, read, chunk_rows, note, options) -> tuple[dict, RowsResult]:
     """What every worker needs, as plain data, from a run of the first row on the client
-    (which also says, here, whatever is wrong with the columns or the bindings)."""
+    (which also says, here, whatever is wrong with the columns or the bindings); ``read``:
+    the files' format and delimiter."""
     from ..data.datafiles import read_chunks
 
-    head = next(read_chunks(paths[:1], fmt, 1), None)
+    fmt, delimiter = read
+    head = next(read_chunks(paths[:1], fmt, 1, delimiter=delimiter), None)
     if head is None:
         raise UsageError(f"{paths[0]} has no rows")
     first = run_rows(graph, [head], note=note, **options)
@@ -238,6 +242,7 @@ def _job(graph: Graph, paths, fmt, chunk_rows, note, options) -> tuple[dict, Row
         "filename": graph.source.filename,
         "source": source,
         "format": fmt,
+        "delimiter": delimiter,
         "chunk_rows": chunk_rows,
         # Each file's sums, however the client combines them (a mean is over every row).
         "options": {
@@ -269,7 +274,7 @@ def _evaluate_file(path: str, job: Mapping):
     from ..data.datafiles import read_chunks
 
     graph, engine = _prepared(job)
-    chunks = read_chunks([path], job["format"], job["chunk_rows"])
+    chunks = read_chunks([path], job["format"], job["chunk_rows"], delimiter=job["delimiter"])
     result = run_rows(graph, chunks, engine=engine, **job["options"])
     if job["options"].get("reduce") is not None:
         return _sums(pd, result)

@@ -170,13 +170,16 @@ def check_headers(
         plan.start_file(path, columns, wrt, strict, None)
 
 
-def check_files(graph: Graph, paths: list[str], fmt: str, **options: Any) -> None:
+def check_files(
+    graph: Graph, paths: list[str], fmt: str, delimiter: str | None = None, **options: Any
+) -> None:
     """:func:`check_headers` of the files ``paths`` names (their column names read from
     each), when there are several: one file is checked by its first chunk."""
     if len(paths) > 1:
         from ..data.datafiles import column_names
 
-        check_headers(graph, [(p, column_names(p, fmt)) for p in paths], **options)
+        headers = [(p, column_names(p, fmt, delimiter)) for p in paths]
+        check_headers(graph, headers, **options)
 
 
 #: Error messages a result keeps as examples (--reduce shows them).
@@ -257,10 +260,13 @@ class _Plan:
 
     def _bind(self, path: str) -> None:
         if not self.per_row:
-            raise UsageError(
-                f"no column of {path} is an input of the program",
-                hints=[f"inputs: {', '.join(self.graph.inputs)}"],
-            )
+            hints = [f"inputs: {', '.join(self.graph.inputs)}"]
+            split = [c for c in ";|\t," if len(self.ignored) == 1 and c in self.ignored[0]]
+            if split:  # one column named "x;w": the file's cells are split by another mark
+                mark = "tab" if split[0] == "\t" else split[0]
+                hints.append(f"its one column holds '{mark}': if that splits the columns, "
+                             f"say --delimiter '{mark}'")  # fmt: skip
+            raise UsageError(f"no column of {path} is an input of the program", hints=hints)
         twice = [c for c in self.per_row if c in self.bindings]
         if twice:
             raise UsageError(

@@ -140,7 +140,9 @@ def reduced(graph: Graph, output: int, how: str) -> tuple[Graph, str]:
 
 
 # --- data ---------------------------------------------------------------------------------------
-def load_rows(path: str, fmt: str | None, graph: Graph, wrt: list[str]) -> tuple[dict, int]:
+def load_rows(
+    path: str, fmt: str | None, graph: Graph, wrt: list[str], delimiter: str | None = None
+) -> tuple[dict, int]:
     """Every row of the data files ``path`` names, as one array per column input (rows along
     the first axis), and the number of rows. Columns that are not inputs are left out; a
     column that is a parameter, a cell that is not a value, rows of different shapes are
@@ -150,7 +152,7 @@ def load_rows(path: str, fmt: str | None, graph: Graph, wrt: list[str]) -> tuple
     paths = expand(path)
     kind = data_format(paths[0], fmt)
     parts: dict[str, list] = {}
-    for file, start, chunk in read_chunks(paths, kind, 1 << 20):
+    for file, start, chunk in read_chunks(paths, kind, 1 << 20, delimiter=delimiter):
         for name, cells in chunk.items():
             if name not in graph.inputs:
                 continue
@@ -219,6 +221,7 @@ def train(
     of: str | None = None,
     rows: str | None = None,
     rows_format: str | None = None,
+    delimiter: str | None = None,
     val_rows: str | None = None,
     optimizer: str = "sgd",
     lr: float = 0.01,
@@ -249,7 +252,8 @@ def train(
     """Gradient descent on ``wrt`` (see the module's docstring). Without ``rows``: ``steps``
     steps (default 100). With ``rows`` (a data file, as ``--rows`` takes it): ``epochs``
     passes (default 1) in mini-batches of ``batch_size`` rows (default: all), in a new order
-    each epoch with ``shuffle`` (from ``seed``), or ``steps`` steps. ``tol``: stop when the loss
+    each epoch with ``shuffle`` (from ``seed``), or ``steps`` steps; ``rows_format`` and
+    ``delimiter`` as ``--rows-format`` and ``--delimiter`` take them. ``tol``: stop when the loss
     changes by less. ``save``: the weights file, written at the end and every ``save_every``
     steps; ``resume``: a weights file to start from (its parameters and optimizer state):
     ``steps``/``epochs`` more. ``on_step`` is called with each step's record; ``watch``
@@ -293,9 +297,12 @@ def train(
     if rows is not None:
         if graph.control is not None:
             raise UsageError("--rows does not take programs with if/else or loops yet")
-        data, n = load_rows(rows, rows_format, graph, wrt)
+        data, n = load_rows(rows, rows_format, graph, wrt, delimiter)
     else:
-        _refuse_without_rows(epochs=epochs, batch_size=batch_size, shuffle=shuffle)
+        _refuse_without_rows(
+            epochs=epochs, batch_size=batch_size, shuffle=shuffle,
+            delimiter=delimiter if val_rows is None else None,
+        )  # fmt: skip
     if save_every is not None and save is None:
         raise UsageError("--save-every writes the weights file: name it with -o FILE.npz")
     params: dict[str, Any] = {}
@@ -344,7 +351,9 @@ def train(
     if total > 2**53:  # a count a weights file keeps exactly (and more than a run can take)
         raise UsageError(f"{total} steps in all is more than 2**53: give fewer --steps or --epochs")
     objective = Objective(graph, of, wrt, reduce)
-    vdata = load_rows(val_rows, rows_format, graph, wrt)[0] if val_rows is not None else None
+    vdata = (
+        load_rows(val_rows, rows_format, graph, wrt, delimiter)[0] if val_rows is not None else None
+    )
     val: list[tuple[int, float]] = []
     history: list[dict] = []
     started = time.perf_counter()

@@ -29,7 +29,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..core.ir import Graph
-from ..core.names import node_names
+from ..core.names import program_names
 from ..core.numfmt import format_number, format_value, is_tensor
 from ..core.ops import CONST, INPUT, PREC_ATOM
 from ..parse.unparse import combine
@@ -51,7 +51,7 @@ def graph_tree(
 ) -> Tree:
     """The tree of ``output`` (default: the graph's), ``depth`` levels deep at the most."""
     out = graph.output if output is None else output
-    names = node_names(graph)
+    names = program_names(graph)  # c_2, not c₂: a line pasted back parses
     who = names[out] if names[out].isidentifier() else "out"
 
     def fmt(x) -> str:
