@@ -411,3 +411,45 @@ def test_check_and_explain_frames_use_the_graph_that_ran(cli, tmp_path):
 def test_show_draws_the_static_tree(cli):
     shown = cli("show", "sample:rnn", "--view", "static")
     assert shown.exit_code == 0 and "xs[t]" in shown.stdout and "static graph" not in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("program", "bindings", "value", "guards"),
+    [
+        # the inner condition, log(x) > 0, is in the branch not taken at x = -1: never computed
+        ("y = (x if log(x) > 0 else 1) if x > 0 else 2", {"x": -1.0}, 2.0, ["x > 0 was false"]),
+        (
+            "y = (x if log(x) > 0 else 1) if x > 0 else 2",
+            {"x": 0.5},
+            1.0,
+            ["x > 0 was true", "log(x) > 0 was false"],
+        ),
+        # a chain: the second condition is read only where the first is false
+        (
+            "y = 0 if x < 0 else (sqrt(x) if sqrt(x) < 1 else log(x))",
+            {"x": -4.0},
+            0.0,
+            ["x < 0 was true"],
+        ),
+        # in a function's argument and in a loop's body
+        (
+            "def f(a):\n    return a * 2\ny = f(1 if x < 0 else (2 if log(x) > 0 else 3))",
+            {"x": -1.0},
+            2.0,
+            ["x < 0 was true"],
+        ),
+        (
+            "h = x\nfor t in range(2):\n    h = h if h < 0 else (h * 2 if log(h) > 0 else h)",
+            {"x": -1.0},
+            -1.0,
+            ["h < 0 was true", "h < 0 was true"],
+        ),
+    ],
+)
+def test_a_condition_in_a_branch_not_taken_is_never_computed(program, bindings, value, guards):
+    from cgraph_cli.run.program import differentiated
+
+    ran, values, _, out = differentiated(parse(program), bindings)
+    assert values[out] == value
+    assert [str(g) for g in ran.control.guards] == guards
+    assert all(ran.ops[i].name != "log" for i in range(len(ran.ops)))

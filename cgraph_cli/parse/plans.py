@@ -27,13 +27,14 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
             f"    if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
             f"    else: s{k} = {t}[2]; e{k} = {t}[3]",
         ]
-    if func is Reader.assign:  # NAME = expr, outside functions, loops' runs and after a bare
+    if func is Reader.assign:  # NAME = expr, outside functions, loops' runs, conditionals of
+        # the run not yet decided and after a bare
         tok, _, e = children  # expression: the reader's statement bookkeeping, inlined
         names["ASSIGNMENT"] = ASSIGNMENT
         return f"r{k}", [
             f"    x{k} = {tok}[1]; n{k} = {part(e, 0)}; r{k} = None",
             f"    if not x{k}.isascii() or R.bare_span is not None or R.functions or R.frames "
-            "or R.suffix:",
+            "or R.suffix or R.pending:",
             f"        c{a}([{', '.join(map(whole, children))}])",
             "    else:",
             f"        R.scope[x{k}] = n{k}",

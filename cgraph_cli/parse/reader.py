@@ -123,6 +123,9 @@ class Reader:
         self.loop_numbers: dict[int, int] = {}  # a loop header's start -> for#N's N
         self.defining: Function | None = None  # a header just read, for the driver
         self.run_body: Any = None  # the driver's: run statements lo to hi
+        # The run: each `a if c else b` read and not yet decided (its select node -> the
+        # spans and the loop steps now), decided from the statement's top (_decided).
+        self.pending: dict[int, tuple] = {}
 
     def _error(self, message: str, start: int, end: int, **kw) -> ParseError:
         return ParseError(message, Span(start, end), self.b.graph.source, **kw)
@@ -246,11 +249,52 @@ class Reader:
             node = self.b.add(OPS["where"], (c[0], a[0], b[0]), start, end)
             self._flow().conds[node] = (c[1], c[2])
             return node, start, end
+        # Decided when the statement is read whole, from its top (a condition inside a
+        # branch not taken is never computed): a select node until then.
         at = ", ".join(f"{var} = {step}" for var, step, *_ in self.loops)
-        holds = self.tracer.condition(
-            self.b.graph, c[0], (c[1], c[2]), ((a[1], a[2]), (b[1], b[2])), at
-        )
-        return (a[0] if holds else b[0]), start, end
+        node = self.b.add(OPS["where"], (c[0], a[0], b[0]), start, end)
+        self.pending[node] = ((c[1], c[2]), ((a[1], a[2]), (b[1], b[2])), at)
+        return node, start, end
+
+    def _decided(self, root: int) -> int:
+        """The run: ``root`` (a statement's node) with each conditional under it decided from
+        the top, outermost first, its condition computed before either branch, and only the
+        branch taken read on (so a condition inside a branch not taken is never computed); a
+        node above a decided one is made again over it. Without recursion: a stack."""
+        if not self.pending or self.frames:
+            return root
+        g, pending = self.b.graph, self.pending
+        lo = min(pending)
+        made: dict[int, int] = {}
+        stack = [(root, 0)]
+        while stack:
+            n, state = stack.pop()
+            if n in made and state == 0:
+                continue
+            if n < lo:
+                made[n] = n
+            elif n in pending:
+                c, a, b = g.args[n]
+                if state == 0:
+                    stack += [(n, 1), (c, 0)]
+                elif state == 1:
+                    span, branches, at = pending[n]
+                    holds = self.tracer.condition(g, made[c], span, branches, at)
+                    stack += [(n, 2 if holds else 3), (a if holds else b, 0)]
+                else:
+                    made[n] = made[a if state == 2 else b]
+            elif state == 0:
+                stack.append((n, 1))
+                stack += [(x, 0) for x in reversed(g.args[n]) if x not in made]
+            else:
+                args = tuple(made[x] for x in g.args[n])
+                made[n] = (
+                    n
+                    if args == g.args[n]
+                    else self.b.add(g.ops[n], args, g.starts[n], g.ends[n], g.params.get(n, ()))
+                )
+        self.pending = {}
+        return made[root]
 
     def _flow(self):
         if self.flow is None:
@@ -454,7 +498,7 @@ class Reader:
         name = tok[1]
         if not name.isascii():
             name = self._name(tok)
-        node = e[0]
+        node = self._decided(e[0]) if self.pending else e[0]
         if self.functions and name in self.functions:
             raise self._error(
                 f"'{name}' names a function of the program: a value needs another name",
@@ -482,7 +526,8 @@ class Reader:
         self._statement()
         name = self._name(tok)
         left = self._read(name, tok[START], tok[END])
-        node = self.b.add(_AUGMENTED[op[TEXT]], (left, e[0]), tok[START], e[2])
+        right = self._decided(e[0]) if self.pending else e[0]
+        node = self.b.add(_AUGMENTED[op[TEXT]], (left, right), tok[START], e[2])
         self.scope[name] = node
         if self.frames:
             return
@@ -496,6 +541,8 @@ class Reader:
     def bare(self, children):
         e = children[0]
         self._statement()
+        if self.pending and not self.frames:
+            e = (self._decided(e[0]), e[1], e[2])
         if self.frames:
             raise self._error(
                 "this value is computed and then lost: a function's body assigns names and "
