@@ -422,9 +422,9 @@ def test_a_junit_report_that_cannot_be_written_is_refused_before_the_checks(cli,
 
 
 def test_a_command_that_refuses_control_flow_points_at_it(cli):
-    result = cli("compile", "sample:huber", "--target", "js")
+    result = cli("compile", "sample:rnn", "--target", "js")
     assert result.exit_code == 2
-    assert "huber.cg:4:21: error: --target js does not take programs with if/else" in result.stderr
+    assert "rnn.cg:7:1: error: --target js does not take programs with loops" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -176,15 +176,17 @@ def middle_steps(graph: Graph, keep: int = SHOWN_STEPS // 2) -> tuple[set[int], 
     return hidden, f"{shown} (of {name}) are left out below: the same statements, other numbers"
 
 
-def refuse(graph: Graph, what: str) -> None:
-    """Refuse ``what`` (a command's work) on a program with conditionals or loops, saying so."""
-    if isinstance(graph.control, Static):
+def refuse(graph: Graph, what: str, loops: bool = False) -> None:
+    """Refuse ``what`` (a command's work) on a program with conditionals or loops (``loops``:
+    with loops; it takes if/else), saying so."""
+    if isinstance(graph.control, Static) and (graph.control.loops or not loops):
         static = graph.control
-        places = [(lo, hi) for lo, hi in static.conds.values()]
+        places = [] if loops else [(lo, hi) for lo, hi in static.conds.values()]
         places += [(loop.start, loop.end) for loop in static.loops]
         first = min(places, default=None)  # the first condition or loop, for the caret
+        kinds = "loops" if loops else "if/else or loops"
         raise UsageError(
-            f"{what} does not take programs with if/else or loops yet",
+            f"{what} does not take programs with {kinds} yet",
             Span(*first) if first is not None else None,
             graph.source,
             hints=[

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 
 from ..core.errors import UsageError
 from ..core.ir import Graph, resolve_name
-from ..core.ir_control import Static
 from ..core.walks import fresh
 from ..passes.grad_graph import NotANumber
 from ..passes.guards import has_selects, marked
@@ -84,8 +83,7 @@ def compile_module(
     from ..passes.derivatives import derivative_program
     from ..passes.optimize import optimize
 
-    if not isinstance(graph.control, Static) or graph.control.loops or rows:
-        refuse(graph, "--rows" if rows else "compile")  # loops: run/scan_code.py
+    refuse(graph, "--rows" if rows else "compile", loops=not rows)  # loops: run/scan_code.py
     graph = marked(graph)  # if/else: each branch computed only where it is taken
 
     check_target(target)

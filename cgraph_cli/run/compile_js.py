@@ -38,7 +38,6 @@ from importlib import resources
 
 from ..core.errors import UsageError, line_col, render_caret
 from ..core.ir import IF, Graph, resolve_name
-from ..core.ir_control import Static
 from ..core.ops import CALL, CONST, INFIX, INPUT, POSTFIX
 from ..passes.guards import ALWAYS, guard_text, has_selects, marked, needs, order
 
@@ -294,8 +293,7 @@ def js_module(
         input_shapes,
     )
 
-    if not isinstance(graph.control, Static) or graph.control.loops:
-        refuse(graph, "--target js")
+    refuse(graph, "--target js", loops=True)
     graph = marked(graph)  # if/else: each branch computed only where it is taken
     out = graph.output if of is None else resolve_name(graph, of)
     wrt = wrt_inputs(graph, wrt)
