@@ -174,3 +174,23 @@ def test_a_branch_the_page_does_not_hold_is_said_and_nothing_stale_is_shown(brow
     _set(tab, "x", "field", 0.5)
     assert _shown(tab, "y") == pytest.approx(1.0)
     assert tab.problems == []
+
+
+def test_the_local_derivatives_keep_their_numbers_after_a_change(browser, tmp_path):  # noqa: F811
+    # g = (x + y) * z: the edge p -> g carries ∂g/∂p = z, the edge z -> g ∂g/∂z = p
+    target = tmp_path / "seed.html"
+    target.write_text(live_page(open("samples/seed.cg").read()), encoding="utf-8")
+    tab = _open(browser, target)
+    _set(tab, "z", "field", 1.25)
+    _set(tab, "x", "field", 2.5)  # p = 2.5 + 3 = 5.5
+    labels = [
+        t.strip()
+        for t in tab.eval_on_selector_all(".edge text", "els => els.map(e => e.textContent)")
+    ]
+    assert "∂g/∂p = 1.25" in labels and "∂g/∂z = 5.5" in labels, labels
+    tab.click('[data-node="g"]')
+    details = tab.text_content("#details")
+    assert "∂g/∂p = z = 1.25" in details and "∂g/∂z = p = 5.5" in details, details
+    captions = tab.evaluate("() => cgraphPage.data.events.map((e) => e.caption)")
+    assert any("= 1 · 1.25 = 1.25" in c for c in captions), captions  # p̄ += ḡ · ∂g/∂p
+    assert tab.problems == []

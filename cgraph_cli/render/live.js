@@ -129,6 +129,23 @@
     const upTo = (text) => text.split(" = ")[0];
     const bare = (text) => text.replace(/ = [-()\d.e+·\s]+$/, "");
     const prefix = data.events.map((ev) => upTo(ev.caption));
+    // Each edge's local partial ∂to/∂from now (numbers only: the compiled program's), and the
+    // edges into each node from a value that is not a constant, in argument order (its
+    // details list a local derivative for each).
+    const edgeOf = new Map(data.edges.map((e) => [e.id, e]));
+    const into = new Map();
+    for (const e of [...data.edges].sort((a, b) => a.arg - b.arg)) {
+      if (nodeOf.get(e.from).kind === "const") continue;
+      if (!into.has(e.to)) into.set(e.to, []);
+      into.get(e.to).push(e);
+    }
+    function partialOf(edge, r) {
+      if (!edge || !r.partials) return null;
+      const parts = r.partials[keyOf.get(idOf({ id: edge.to }))];
+      return parts ? parts[edge.arg] : null;
+    }
+    const par = (x) => { const t = fmt(x); return t.startsWith("-") ? "(" + t + ")" : t; };
+    const withNumber = (text, p) => (typeof p === "number" ? bare(text) + " = " + fmt(p) : bare(text));
     let unchanged = !swapped; // the captions as Python wrote them (another graph's: not)
 
     // No number the page did not compute stays in view: values and gradients become "?".
@@ -240,17 +257,17 @@
         node.grad_full = fullText(g);
         node.sign = sign(g);
         if (unchanged) continue;
-        node.locals = node.locals.map(bare);
+        node.locals = node.locals.map((line, j) => withNumber(line, partialOf(into.get(node.id)?.[j], r)));
         node.chain = node.chain.map(bare);
       }
-      if (!unchanged) captions(values);
+      if (!unchanged) captions(r);
       document.querySelector("h1 .result").textContent = data.output + " = " + nodeOf.get(data.nodes.find((n) => n.output).id).value;
       page.refresh();
     }
 
     // The captions of the steps with the numbers now: a value's formula and its value, an
     // edge's term of the chain rule and, where a gradient is complete, its sum.
-    function captions(values) {
+    function captions(r) {
       const inputs = data.nodes.filter((n) => n.kind === "input");
       data.events.forEach((ev, k) => {
         if (k === 0 && inputs.length) ev.caption = "Inputs: " + inputs.map((n) => n.name + " = " + n.value).join(", ");
@@ -261,7 +278,12 @@
           const [id, g] = Object.entries(ev.grads)[0];
           const node = nodeOf.get(id);
           g.text = g.complete ? node.grad : "…";
-          ev.caption = prefix[k] + (g.complete ? ";  " + node.adjoint + " = " + node.grad : "");
+          // the term this edge adds, with its numbers: ā += ḡ · ∂g/∂a = (-3) · (1) = -3
+          const edge = edgeOf.get(ev.edges[0]);
+          const p = partialOf(edge, r), above = r.adjoints[keyOf.get(idOf({ id: edge.to }))];
+          const term = typeof p === "number" && typeof above === "number"
+            ? " = " + par(above) + " · " + par(p) + " = " + fmt(above * p) : "";
+          ev.caption = prefix[k] + term + (g.complete ? ";  " + node.adjoint + " = " + node.grad : "");
         } else if (ev.phase === "done") {
           const shown = inputs.filter((n) => n.grad !== null).map((n) => n.adjoint + " = " + n.grad);
           if (shown.length) ev.caption = "Gradients: " + shown.join(", ");
@@ -269,7 +291,7 @@
       });
       for (const edge of data.edges) {
         const label = $(edge.id + "-l");
-        if (label && edge.local) label.textContent = upTo(edge.local);
+        if (label && edge.local) label.textContent = withNumber(upTo(edge.local), partialOf(edge, r));
       }
     }
 

@@ -7,9 +7,11 @@ The script defines one object, ``cgraphProgram``: ``module.exports`` where a Com
 page). It holds ``inputs`` (names), ``shapes`` and ``defaults`` (by name), ``nodes`` (one
 record a node: ``id``, ``key``, ``name``, ``op``, ``where``), ``output`` (its key),
 ``forward(inputs)`` (every node's value by key) and ``grad(inputs)`` (``{value, gradients,
-values, adjoints}``: the output's value, each input's gradient by name, every node's value
-and adjoint by key; null for a node of a branch not taken, which did not run). A node's key is the name the program gives it, else its display name
-(cgraph's diagrams' label), with `` #ID`` after it when an earlier node has that key.
+values, adjoints, partials}``: the output's value, each input's gradient by name, every node's
+value and adjoint by key, null for a node of a branch not taken, which did not run; each
+operation of numbers' local partials, by key). A node's key is the name the program gives
+it, else its display name (cgraph's diagrams' label), with `` #ID`` after it when an earlier
+node has that key.
 Numbers are JS numbers, tensors ``{shape, data}`` with ``data`` a row-major Float64Array;
 inputs may also be nested arrays.
 
@@ -313,6 +315,7 @@ def js_module(
             )
     no_gradient = None
     adjoints: list = [None] * n
+    partials: dict[int, list] = {}  # each op's local partials (numbers only), for the page
     watched: dict[int, int] = {}  # an adjoint's node -> the node that passed it back
     try:
         _require_number(graph, b, out)
@@ -338,6 +341,8 @@ def js_module(
             on_sum=summed,
             wrap=_wrapper(graph, b, out),
         )
+        if not has_selects(graph):
+            partials = _partials(graph, b, reach)
     node_shapes = b.shapes or []  # kept: the builder was given the inputs' shapes
     writer = _Writer(b.graph, node_shapes)
     scalar = [not s for s in node_shapes]
@@ -361,12 +366,38 @@ def js_module(
             for w, value in graph.defaults.items()
         },
         "adjoints": [_adjoint(a, n) for a in adjoints],
+        "partials": {str(i): [_adjoint(p, n) for p in ps] for i, ps in partials.items()},
         "wrt": wrt,
         "output": out,
         "noGradient": no_gradient,
         "name": name,
     }
     return _assemble(writer, forward, backward, parts)
+
+
+def _partials(graph: Graph, b, reach: list[bool]) -> dict[int, list]:
+    """Each operation's local partials (∂node/∂argument, by argument; None for a constant or
+    an argument without one), made in the derivative program ``b`` by the op table's rules
+    with an adjoint of 1: for the operations of numbers the output reads, which a page
+    labels its edges with."""
+    from ..core.autodiff import pullback
+    from ..passes.grad_graph import Recorder
+
+    shapes, ops, args = b.shapes or [], graph.ops, graph.args
+    ids = list(range(len(ops)))
+    needs = [op is not CONST for op in ops]
+    found: dict[int, list] = {}
+    for i, op in enumerate(ops):
+        if not (op.arity and reach[i] and op.differentiable) or shapes[i]:
+            continue
+        if any(shapes[a] for a in args[i]):
+            continue
+        parts = pullback(Recorder(b), graph, ids, i, 1.0, needs)
+        found[i] = [
+            float(b.graph.consts[p]) if p.__class__ is int and b.graph.ops[p] is CONST else p
+            for p in parts
+        ]
+    return found
 
 
 def _adjoint(a, n: int):

@@ -201,6 +201,15 @@ function _m_keyed(P, get) {
   return out;
 }
 
+// Each operation's local partials by its key (numbers only): ∂node/∂argument, by argument.
+function _m_partials(P, v) {
+  const out = Object.create(null);
+  for (const [i, parts] of Object.entries(P.partials)) {
+    out[P.records[i].key] = parts.map((p) => (p === null ? null : typeof p === "number" ? p : v[p.node]));
+  }
+  return out;
+}
+
 function _m_zeros(like) {
   return typeof like === "number" ? 0 : _T(like.shape.slice(), new Float64Array(like.data.length));
 }
@@ -250,6 +259,7 @@ function _m_program(P, forward, backward) {
         gradients: gradients,
         values: _m_keyed(P, (i) => (v[i] === undefined ? null : v[i])),
         adjoints: _m_keyed(P, (i) => adjoint(v, i)),
+        partials: _m_partials(P, v),
       };
     },
   });
