@@ -194,3 +194,23 @@ def test_the_local_derivatives_keep_their_numbers_after_a_change(browser, tmp_pa
     captions = tab.evaluate("() => cgraphPage.data.events.map((e) => e.caption)")
     assert any("= 1 · 1.25 = 1.25" in c for c in captions), captions  # p̄ += ḡ · ∂g/∂p
     assert tab.problems == []
+
+
+def test_a_loop_whose_number_of_steps_changes_is_drawn_again(browser, cli, tmp_path):  # noqa: F811
+    program = tmp_path / "power.cg"
+    program.write_text("input n = 3, x = 1.5\nh = 1\nfor t in range(n):\n    h = h * x\n")
+    target = tmp_path / "power.html"
+    r = cli("render", str(program), "-o", str(target), "--live")
+    assert r.exit_code == 0, r.stderr
+    tab = _open(browser, target)
+    for n, last in ((5, "h_5"), (2, "h_2"), (3, "h_3")):
+        _set(tab, "n", "field", n)
+        names = {e.get_attribute("data-node") for e in tab.query_selector_all("[data-node]")}
+        assert last in names and f"h_{n + 1}" not in names, names
+        g = json.loads(cli("grad", str(program), f"n={n}", "--format", "json").stdout)
+        assert _shown(tab, last) == pytest.approx(g["value"], rel=1e-12)
+        assert _shown(tab, "x", "grad") == pytest.approx(g["gradients"]["x"], rel=1e-12)
+        assert f"n is {n}, so the loop runs {n} steps" in tab.text_content("#live-note") or n == 3
+    _set(tab, "n", "field", 40)  # past the slider's range: another graph, said
+    assert "Draw that one: cgraph render power.cg" in tab.text_content("#live-error")
+    assert tab.problems == []

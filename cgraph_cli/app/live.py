@@ -4,13 +4,12 @@ up to :data:`GRID` elements) that recomputes, in the browser, every value and gr
 program compiled to JavaScript (``cgraph compile --target js``: the same numbers as ``cgraph
 grad``), and buttons for one gradient step, a reset and freezing the inputs that are data.
 
-A program with if/else (and no loop) is drawn as it ran for the bindings given (one branch),
-and drawn again, with the branch that runs, when new inputs take another: the page holds the
-graph of each combination of branches that inputs near the sliders' ranges (and far out on
-either side) take, at most :data:`MAX_VARIANTS`, and says which branch ran. For another one,
-or a program with loops whose inputs would take another branch, the page says which and how to
-draw that one, and shows no number it did not compute. Loops run as many steps as they ran (a
-tensor's length is fixed on the page).
+A program whose graph that runs changes with its inputs (an if/else, or a loop whose number
+of steps is an input) is drawn as it ran for the bindings given, and drawn again when new
+inputs take another graph that the page holds (:mod:`cgraph_cli.app.livegraphs`); for one it
+does not hold, or a program with both if/else and loops whose inputs would take another branch,
+the page says which and how to draw that one, and shows no number it did not compute. A
+tensor's length is fixed on the page.
 
 >>> html = live_page("g = (x + y) * z", {"x": 1, "y": 3, "z": -3}, ranges={"x": (-5, 5)})
 >>> 'data-input="x"' in html, 'min="-5"' in html, "cgraphProgram" in html
@@ -30,11 +29,8 @@ from ..core.arrays import np
 from ..core.errors import UsageError
 from ..core.ir import Graph
 from ..core.numfmt import format_number
+from .livegraphs import held_graphs, slider_range
 
-#: The most graphs a live page holds for a program with if/else (one per combination of
-#: branches its inputs take), and how many bindings are tried to find them.
-MAX_VARIANTS = 8
-MAX_TRIED = 400
 #: A tensor input with at most this many elements gets a grid of number fields.
 GRID = 16
 #: Inputs with these names are data (the checkbox "freeze the data" keeps them as they are).
@@ -44,13 +40,6 @@ DATA_NAMES = re.compile(r"(x|xs|X|y|ys|Y|t|T|target|targets|label|labels|data)\d
 def _plain(value: Any) -> float | list[float]:
     """A value as JSON holds it: a number, or a tensor's elements in order."""
     return float(value) if np.ndim(value) == 0 else np.ravel(value).astype(float).tolist()
-
-
-def _range(name: str, value: float, ranges: Mapping[str, tuple[float, float]]):
-    if name in ranges:
-        return ranges[name]
-    reach = 2 * abs(value) or 1.0
-    return -reach, reach
 
 
 def _controls(graph: Graph, values: Mapping[str, Any], ranges, data: list[str]) -> str:
@@ -65,7 +54,7 @@ def _controls(graph: Graph, values: Mapping[str, Any], ranges, data: list[str]) 
             f"{' checked' if name in data else ''}> data</label>"
         )
         if np.ndim(value) == 0:
-            lo, hi = _range(name, float(value), ranges)
+            lo, hi = slider_range(name, float(value), ranges)
             if not lo <= float(value) <= hi:  # the slider would show another value than used
                 shown = format_number(float(value))
                 raise UsageError(
@@ -174,7 +163,7 @@ def live_page(
             raise UsageError(f"--range {name}: {name} is a tensor; its fields take any number")
     script = js_module(ran, of=of, bindings=checked)
     drawing = dict(theme=theme, rankdir=rankdir, precision=precision, renderer=renderer)
-    found = _variants(graph, checked, values, ranges, of, force, drawing)
+    found = held_graphs(graph, checked, values, ranges, of, force, drawing)
     guards_script, guards = ("", []) if found else _guards(graph, checked)
     data_inputs = [n for n in values if DATA_NAMES.fullmatch(n)]
     live = {
@@ -191,101 +180,3 @@ def live_page(
 
     parts = live_parts(controls, payload, script, guards_script, found["scripts"] if found else "")
     return write_page(data, theme=theme, live=parts)
-
-
-def _variants(graph: Graph, checked: Mapping, values: Mapping, ranges, of, force, drawing):
-    """For a program with if/else and no loop: the page's payload (each graph it holds: the
-    branches it takes as JSON, its ``<main>`` and ``<footer>``, its data, which branches ran;
-    the conditions' nodes in the static program) and the scripts (the static program, which
-    says which branches new inputs take, and each graph's program). None for other programs,
-    and where the inputs tried take one combination of branches only."""
-    from ..core.errors import CgraphError
-    from ..core.ir_control import Static
-    from ..passes.guards import is_select, marked
-    from ..render.livepage import _script
-    from ..run.compile_js import js_module
-    from ..run.control import branches, ran_graph
-
-    control = graph.control
-    if not isinstance(control, Static) or control.loops or not control.conds:
-        return None
-    first = branches(graph, checked)
-    if first is None:
-        return None
-    found = {_key(first): dict(checked)}
-    for tried in _tries(values, ranges):
-        taken = branches(graph, {**checked, **tried})
-        if taken is not None and _key(taken) not in found:
-            found[_key(taken)] = {**checked, **tried}
-            if len(found) == MAX_VARIANTS:
-                break
-    if len(found) == 1:
-        return None
-    held, programs = [], []
-    for key, bindings in found.items():
-        try:
-            drawn = _drawn(graph, bindings, of, force, drawing, key)
-            ran = ran_graph(graph, bindings)
-            program = js_module(ran, of=of, bindings={**ran.defaults, **bindings})
-        except CgraphError:  # (the graph that runs refuses these inputs: not held)
-            continue
-        held.append(drawn)
-        programs.append(program)
-    if len(held) < 2 or held[0]["key"] != _key(first):
-        return None
-    static = marked(graph)
-    conds = [static.args[s][0] for s in range(len(static.ops)) if is_select(static, s)]
-    scripts = [_script(js_module(graph) + "\nglobalThis.cgraphStatic = globalThis.cgraphProgram;")]
-    scripts += [
-        _script(p + "\n(globalThis.cgraphVariantPrograms ||= []).push(globalThis.cgraphProgram);")
-        for p in programs
-    ]
-    return {"payload": {"variants": held, "conds": conds}, "scripts": "\n".join(scripts)}
-
-
-def _key(branches: list) -> str:
-    """Branches taken as the page's script writes them (``JSON.stringify``)."""
-    return json.dumps(branches, separators=(",", ":"))
-
-
-def _tries(values: Mapping, ranges) -> list[dict]:
-    """Bindings to try for other branches: each number input alone across its slider's range
-    and far out on either side (0, ±0.01 to ±1,000 times its size), then pairs of them."""
-    numbers = {n: float(v) for n, v in values.items() if np.ndim(v) == 0}
-    spread: dict[str, list[float]] = {}
-    for name, value in numbers.items():
-        lo, hi = _range(name, value, ranges)
-        size = max(abs(value), 1.0)
-        far = [s * f * size for f in (0.01, 0.1, 0.5, 1, 2, 10, 100, 1000) for s in (1, -1)]
-        spread[name] = [lo + (hi - lo) * k / 8 for k in range(9)] + [0.0] + far
-    tries = [{n: x} for n, xs in spread.items() for x in xs]
-    names = list(spread)
-    for a in range(len(names)):
-        for b in range(a + 1, len(names)):
-            tries += [
-                {names[a]: x, names[b]: y}
-                for x in spread[names[a]][::3]
-                for y in spread[names[b]][::3]
-            ]
-    return tries[:MAX_TRIED]
-
-
-def _drawn(graph: Graph, bindings: Mapping, of, force, drawing: dict, key: str) -> dict:
-    """One graph the page holds: its branches (``key``), the page's ``<main>`` and
-    ``<footer>`` for it, its data and what ran (the guards' sentences)."""
-    from ..render.page import page as write_page
-    from ..run.control import ran_graph
-    from .walkthrough import walkthrough
-
-    theme = drawing["theme"]
-    options = {k: v for k, v in drawing.items() if k != "theme"}
-    data = walkthrough(graph, bindings, of=of, force=force, **options)
-    markup = write_page(data, theme=theme)
-    main = markup[markup.index("<main>") + 6 : markup.index("</main>")]
-    footer = markup[markup.index("<footer>") + 8 : markup.index("</footer>")]
-    said = []  # which branch ran, without the numbers of these bindings (the page's differ)
-    for guard in ran_graph(graph, bindings).control.guards:
-        which = "the branch before `if`" if guard.value else "the `else` branch"
-        holds = "true" if guard.value else "false"
-        said.append(f"{guard.text} is {holds}, so {which} runs: {guard.branch}")
-    return {"key": key, "main": main, "footer": footer, "data": data, "note": "; ".join(said)}

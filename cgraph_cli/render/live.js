@@ -22,9 +22,11 @@
     start(controller.signal, swapped);
   }
 
-  // The branches the inputs take, as Python wrote each graph's (JSON): null where the
-  // static program stops (the drawn graph's program then says where).
+  // The graph the inputs take, as Python wrote each one's key (JSON): the numbers of steps
+  // of the loops (the inputs that are one), or the branches each if/else takes; null where
+  // the static program stops (the drawn graph's program then says where).
   function branchesOf(given) {
+    if (live.steps) return JSON.stringify(live.steps.map((n) => now[n]));
     let values;
     try {
       values = statics.forward(given);
@@ -213,8 +215,8 @@
           return;
         }
         if (k < 0) {
-          forget("These inputs take another combination of branches than the graphs this page holds " +
-            "(drawn for inputs near the sliders' ranges).\nDraw that one: cgraph render " + live.source + " " +
+          forget("These inputs take another graph than those this page holds (drawn for inputs " +
+            "near the sliders' ranges).\nDraw that one: cgraph render " + live.source + " " +
             Object.keys(now).filter((n) => !isTensor(now[n])).map((n) => n + "=" + now[n]).join(" ") +
             " -o page.html --live");
           return;
