@@ -15,7 +15,7 @@ from ..core.interpret import Source
 from ..core.ir import Graph
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
-from ..passes.guards import ALWAYS, IF, WHERE, guard_text, needs, order
+from ..passes.guards import IF
 from .batch import (
     absorbs,
     decisive,
@@ -27,6 +27,8 @@ from .batch import (
     watch_line,
     work_arrays,
 )
+from .compile_ifs import COMPARISONS as _COMPARISONS
+from .compile_ifs import conditionals, grouped, statement_nodes
 from .compile_names import _HELPERS, _RESERVED, _fresh, _identifier
 
 Shape = tuple[int, ...] | None  # known when compiling, or None
@@ -130,12 +132,14 @@ class _Emitter:
         free: list[str] = []  # variables of dead temporaries
         temporary: set[str] = set()
         needed = [r for r in returned or () if r not in self.optional]
-        guards, laid, (selects, tested) = _conditionals(graph, needed, self.statements)
+        guards, laid, (selects, tested) = conditionals(graph, needed, self.statements)
         if guards is not None:
             last = _last_uses(graph, laid)
             # a statement a select reads (a branch) is not seen by a result where the select
             # takes the other: checked where it is made, as one no result reads
-            dead |= {i for i in _statements(graph, self.statements) if i not in (returned or ())}
+            dead |= {
+                i for i in statement_nodes(graph, self.statements) if i not in (returned or ())
+            }
         names = [""] * len(graph.ops)
         spans: dict[int, tuple[int, int]] = {}  # each node's lines (conditionals)
         for i in laid:
@@ -188,7 +192,7 @@ class _Emitter:
                 self.stopped.add(i)
             spans[i] = (first, len(lines))
         if guards is not None:
-            lines = _grouped(graph, lines, spans, laid, guards, names, self.optional)
+            lines = grouped(graph, lines, spans, laid, guards, names, self.optional)
         return lines, names
 
     def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
@@ -402,9 +406,6 @@ class _Emitter:
         return "{" + ", ".join(items) + "}"
 
 
-_COMPARISONS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
-
-
 def _unwatched_inputs(graph: Graph, variables) -> list[str]:
     """The inputs whose value, were it not finite, no result or checked line of the code
     would show: those that no op reads, and those that an op which may hide it reads (its
@@ -447,60 +448,3 @@ def _last_uses(graph: Graph, laid: list[int] | None = None) -> list[int]:
     for node in (graph.output, *graph.names.values(), *graph.inputs.values()):
         last[node] = end
     return last
-
-
-def _conditionals(graph: Graph, returned: list[int] | None, statements: set[str] | None):
-    """For a graph with conditionals (marked selects): each node's guard, the order that
-    computes the conditions first (:mod:`cgraph_cli.passes.guards`), and each condition
-    that is not a comparison and each branch (checked where they are made: the interpreter
-    stops at a condition before it takes a branch, at a branch before a result hides it),
-    with the selects (which hide nothing: the branch not taken is not
-    computed). The values computed in any case: the output, ``returned`` and the
-    named ``statements`` (default: every named value). Else None, the nodes' own order and no nodes."""
-    selects = [i for i, p in graph.params.items() if p == IF and graph.ops[i] is WHERE]
-    if not selects:
-        return None, range(len(graph.ops)), (set(), set())
-    roots = {graph.output, *_statements(graph, statements), *(returned or ())}
-    guards = needs(graph, roots)
-    tested = {  # conditions, and branches (a result sees a branch only where it is taken)
-        a
-        for s in selects
-        for k, a in enumerate(graph.args[s])
-        if graph.ops[a].arity and (k or graph.ops[a].name not in _COMPARISONS)
-    }
-    return guards, order(graph, guards), (set(selects), tested)
-
-
-def _statements(graph: Graph, statements: set[str] | None) -> list[int]:
-    """The nodes of the program's ``statements`` (by name; None: every named value)."""
-    if statements is None:
-        return list(graph.names.values())
-    return [i for n, i in graph.names.items() if n in statements]
-
-
-def _grouped(graph, lines, spans, laid, guards, names, optional) -> list[str]:
-    """The lines of ``laid`` nodes, those of a node that a guard holds in an ``if`` of it
-    (consecutive nodes under the same guard in one); a node of ``optional`` set to None
-    before its ``if`` (returned where it is not computed)."""
-    ends = [hi for _, hi in spans.values()]
-    out = lines[: min((lo for lo, _ in spans.values()), default=len(lines))]
-    current = None
-    for i in laid:
-        if i not in spans:
-            continue
-        lo, hi = spans[i]
-        guard = guards[i]
-        if guard == ALWAYS or not guard:
-            out += lines[lo:hi]
-            current = None
-            continue
-        test = guard_text(graph, guard, names, "{0}", "not {0}")
-        if i in optional:
-            out.append(f"    {names[i]} = None")
-            current = None
-        if test != current:
-            out.append(f"    if {test}:")
-            current = test
-        out += ["    " + line for line in lines[lo:hi]]
-    out += lines[max(ends, default=len(lines)) :]
-    return out
