@@ -71,12 +71,12 @@ tables: $(TESTS)
 man: $(DEMO)
 	$(BIN)/python -m cgraph_cli.cli.manpages docs/man
 
-# The documentation site (mkdocs.yml, docs/) into site/: first the generated pages (docs/api.md
-# from the public API's docstrings, docs/json.md's tables from the JSON Schemas), then
+# The documentation site (mkdocs.yml, docs/) into site/: first the generated tables of
+# docs/json.md from the JSON Schemas (the API's page is read from the docstrings by
+# mkdocstrings as the site is built), then
 # `mkdocs build --strict`, where a broken link or anchor, or a page missing from the nav, fails.
-# Installs the `docs` extra (MkDocs, Material) into .venv. CI runs this.
+# Installs the `docs` extra (MkDocs, Material, mkdocstrings) into .venv. CI runs this.
 docs: $(DEV)
-	$(BIN)/python docs/gen_api.py
 	$(BIN)/python docs/gen_json.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 

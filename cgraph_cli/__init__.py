@@ -118,6 +118,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .core.ir import Graph, Node, validate
     from .data.datafiles import read_chunks
     from .data.datawriter import RowWriter
+    from .imports.onnx import load_onnx
     from .jobs.rows import RowsResult, run_rows
     from .jobs.training import TrainResult, train
     from .parse.unparse import to_source
