@@ -256,3 +256,131 @@ async def test_an_edit_during_a_long_evaluation_gets_its_diagnostics_at_once(cli
     evaluation = time.perf_counter()
     Analysis(slow).evaluate()  # what the edit did not wait for
     assert waited < (time.perf_counter() - evaluation) / 2, waited
+
+
+def _apply(text: str, edits: list[t.TextEdit]) -> str:
+    """``text`` with LSP edits made (ASCII text: characters are UTF-16 units), last first."""
+    lines = text.split("\n")
+    starts = [sum(len(ln) + 1 for ln in lines[:k]) for k in range(len(lines) + 1)]
+
+    def at(p: t.Position) -> int:
+        return starts[p.line] + p.character if p.line < len(lines) else len(text)
+
+    for edit in sorted(edits, key=lambda e: at(e.range.start), reverse=True):
+        text = text[: at(edit.range.start)] + edit.new_text + text[at(edit.range.end) :]
+    return text
+
+
+RENAMED = "def f(p):\n    return p * 2\ninput x = 2, p = 3\nq = f(x) + p\np = p * q\n"
+
+
+async def test_rename_changes_a_name_where_it_is_defined_and_read(client):
+    uri = _open(client, RENAMED)
+    ready = await client.text_document_prepare_rename_async(
+        t.PrepareRenameParams(**_at(uri, 3, 11))
+    )
+    assert ready.placeholder == "p" and ready.range.start == t.Position(line=3, character=11)
+    edit = await client.text_document_rename_async(t.RenameParams(**_at(uri, 3, 11), new_name="b"))
+    renamed = _apply(RENAMED, edit.changes[uri])
+    # the parameter p of f is another name: it stays
+    assert renamed == "def f(p):\n    return p * 2\ninput x = 2, b = 3\nq = f(x) + b\nb = b * q\n"
+    before = json.loads(_cli("eval", "-e", RENAMED, "--format", "json").stdout)
+    after = json.loads(_cli("eval", "-e", renamed, "--format", "json").stdout)
+    assert after["value"] == before["value"]
+
+
+@pytest.mark.parametrize(
+    "new, says",
+    [
+        ("q", "'q' is already a name of this program"),
+        ("sin", "'sin' is a function of cgraph's op table"),
+        ("for", "'for' is a keyword"),
+        ("2p", "'2p' is not a name"),
+        ("a b", "'a b' is not a name"),
+    ],
+)
+async def test_rename_refuses_a_name_that_would_change_the_program(client, new, says):
+    from pygls.exceptions import JsonRpcException
+
+    uri = _open(client, RENAMED)
+    with pytest.raises(JsonRpcException) as refused:
+        await client.text_document_rename_async(t.RenameParams(**_at(uri, 4, 0), new_name=new))
+    assert refused.value.message.startswith(says)
+
+
+async def test_rename_refuses_an_op_tables_function(client):
+    from pygls.exceptions import JsonRpcException
+
+    uri = _open(client, PROGRAM)
+    with pytest.raises(JsonRpcException) as refused:
+        await client.text_document_prepare_rename_async(t.PrepareRenameParams(**_at(uri, 2, 5)))
+    assert "'sin' is a function of cgraph's op table" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("y = max(x, ", ("max(x, y)", 1, "y")),  # the second form: the cursor is in argument 2
+        ("y = max(", ("max(x)", 0, "x")),
+        ("y = sum(x * [1, 2], ", ("sum(x[, axis])", 1, "axis")),  # a comma inside [] is not one
+        ("y = sum(sin(x), ", ("sum(x[, axis])", 1, "axis")),  # nor one inside an inner call
+        ("y = sum(sin(", ("sin(x)", 0, "x")),
+        ("y = f(x, ", ("f(a, b)", 1, "b")),  # a def of the program
+    ],
+)
+async def test_signature_help_shows_the_call_and_its_active_parameter(client, line, expected):
+    text = "def f(a, b):\n    return a * b\ninput x = 2\n" + line
+    uri = _open(client, text)
+    found = await client.text_document_signature_help_async(
+        t.SignatureHelpParams(**_at(uri, 3, len(line)))
+    )
+    form = found.signatures[found.active_signature]
+    start, end = form.parameters[found.active_parameter].label
+    assert (form.label, found.active_parameter, form.label[start:end]) == expected
+
+
+async def test_no_signature_help_outside_a_call(client):
+    uri = _open(client, "input x = 2\ny = (x + 1) * sin(x)")
+    found = await client.text_document_signature_help_async(
+        t.SignatureHelpParams(**_at(uri, 1, 10))
+    )
+    assert found is None
+
+
+async def _format(client: LanguageClient, text: str) -> list[t.TextEdit] | None:
+    uri = _open(client, text)
+    return await client.text_document_formatting_async(
+        t.DocumentFormattingParams(
+            text_document=t.TextDocumentIdentifier(uri=uri),
+            options=t.FormattingOptions(tab_size=4, insert_spaces=True),
+        )
+    )
+
+
+async def test_formatting_writes_statements_as_to_source_and_keeps_comments(client):
+    text = "# a model\ninput x=2,w = [1,2.50]  # weights\ny = (x)*w**2\ny+=1\n"
+    edits = await _format(client, text)
+    done = _apply(text, edits)
+    assert done == "# a model\ninput x = 2, w = [1, 2.5]  # weights\ny = x * w ^ 2\ny += 1\n"
+    assert parse(done).ops == parse(text).ops
+    assert list(await _format(client, done)) == []  # formatted text stays as it is
+
+
+@pytest.mark.parametrize("sample", sorted(p.stem for p in SAMPLES.glob("*.cg")))
+async def test_formatting_a_sample_keeps_its_comments_and_its_graph(client, sample):
+    from cgraph_cli.app.lsp.edits import comments
+    from cgraph_cli.parse.unparse import to_source
+
+    text = (SAMPLES / f"{sample}.cg").read_text()
+    done = _apply(text, await _format(client, text) or [])
+    assert comments(done) == comments(text)
+    assert to_source(parse(done)) == to_source(parse(text))
+
+
+async def test_formatting_a_program_that_does_not_parse_says_why(client):
+    shown = len(client.messages)
+    assert await _format(client, "y = (x +") is None
+    if len(client.messages) == shown:  # sent before the answer: it is usually here already
+        await asyncio.wait_for(client.wait_for_notification(t.WINDOW_SHOW_MESSAGE), 10)
+    assert client.messages[-1].message == "not formatted: the program does not parse"
+    assert client.messages[-1].type == t.MessageType.Warning

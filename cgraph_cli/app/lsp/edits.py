@@ -207,7 +207,9 @@ def _check(analysis: Analysis, result: str) -> None:
     try:
         again = parse(result)
     except CgraphError as error:
-        raise Refused(f"not formatted: the formatted program does not parse ({error.message})")
+        raise Refused(
+            f"not formatted: the formatted program does not parse ({error.message})"
+        ) from None
     graph = analysis.graph
     assert graph is not None
     if lost or (again.ops, again.args, again.params) != (graph.ops, graph.args, graph.params):

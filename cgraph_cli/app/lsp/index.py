@@ -49,7 +49,9 @@ class Index:
         for k, site in enumerate(sites):
             if site.kind == "function" and site.name not in self.functions:
                 j = k + 1
-                while j < len(sites) and sites[j].kind == "param" and sites[j].end_of == site.end_of:
+                while (
+                    j < len(sites) and sites[j].kind == "param" and sites[j].end_of == site.end_of
+                ):
                     j += 1
                 self.functions[site.name] = tuple(s.name for s in sites[k + 1 : j])
 

@@ -15,12 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from ... import __version__
 from ...core.errors import Span
 from .analysis import Analysis, Problem, Values
-from .features import completions, hover
+from .edits import Refused, call_at, formatted, rename_target, renamed
+from .features import completions, hover, signatures
 from .index import Site
 from .positions import Lines
 
@@ -237,11 +239,78 @@ def _symbols(ls: CgraphServer, params: t.DocumentSymbolParams) -> list[t.Documen
     ]
 
 
+def _refused(refused: Refused) -> JsonRpcException:
+    """The error response an editor shows for an edit the server will not make."""
+    return JsonRpcException(refused.message, code=t.LSPErrorCodes.RequestFailed)
+
+
+def _prepare_rename(
+    ls: CgraphServer, params: t.PrepareRenameParams
+) -> t.PrepareRenamePlaceholder | None:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return None
+    try:
+        site = rename_target(doc.analysis, doc.offset(params.position))
+    except Refused as refused:
+        raise _refused(refused) from None
+    return t.PrepareRenamePlaceholder(
+        range=doc.range(Span(site.start, site.end)), placeholder=site.name
+    )
+
+
+def _rename(ls: CgraphServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return None
+    try:
+        sites = renamed(doc.analysis, doc.offset(params.position), params.new_name)
+    except Refused as refused:
+        raise _refused(refused) from None
+    edits = [
+        t.TextEdit(range=doc.range(Span(s.start, s.end)), new_text=params.new_name) for s in sites
+    ]
+    return t.WorkspaceEdit(changes={doc.uri: edits})
+
+
+def _signature_help(ls: CgraphServer, params: t.SignatureHelpParams) -> t.SignatureHelp | None:
+    doc = ls.documents.get(params.text_document.uri)
+    found = call_at(doc.analysis.text, doc.offset(params.position)) if doc else None
+    forms = signatures(found[0], doc.analysis) if doc and found else []
+    if not forms or found is None:
+        return None
+    active = found[2]
+    chosen = next((k for k, f in enumerate(forms) if len(f.params) > active), len(forms) - 1)
+    shown = [
+        t.SignatureInformation(
+            label=form.label, parameters=[t.ParameterInformation(label=p) for p in form.params]
+        )
+        for form in forms
+    ]
+    return t.SignatureHelp(signatures=shown, active_signature=chosen, active_parameter=active)
+
+
+def _formatting(ls: CgraphServer, params: t.DocumentFormattingParams) -> list[t.TextEdit] | None:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return None
+    text = doc.analysis.text
+    try:
+        new = formatted(doc.analysis)
+    except Refused as refused:
+        message = t.ShowMessageParams(type=t.MessageType.Warning, message=refused.message)
+        ls.window_show_message(message)
+        return None
+    if new == text:
+        return []
+    return [t.TextEdit(range=doc.range(Span(0, len(text))), new_text=new)]
+
+
 def make_server() -> CgraphServer:
     """A server with every feature registered (a new one per call, for tests)."""
     server = CgraphServer()
     for method, handler in FEATURES.items():
-        server.feature(method)(handler)
+        server.feature(method, OPTIONS.get(method))(handler)
     return server
 
 
@@ -256,6 +325,15 @@ FEATURES: dict[str, Any] = {
     t.TEXT_DOCUMENT_DEFINITION: _definition,
     t.TEXT_DOCUMENT_REFERENCES: _references,
     t.TEXT_DOCUMENT_DOCUMENT_SYMBOL: _symbols,
+    t.TEXT_DOCUMENT_PREPARE_RENAME: _prepare_rename,
+    t.TEXT_DOCUMENT_RENAME: _rename,
+    t.TEXT_DOCUMENT_SIGNATURE_HELP: _signature_help,
+    t.TEXT_DOCUMENT_FORMATTING: _formatting,
+}
+OPTIONS: dict[str, Any] = {
+    t.TEXT_DOCUMENT_SIGNATURE_HELP: t.SignatureHelpOptions(
+        trigger_characters=["(", ","], retrigger_characters=[")"]
+    ),
 }
 
 
