@@ -9,6 +9,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,32 +108,37 @@ async def test_a_fix_clears_the_diagnostics(client):
     assert list(client.diagnostics[uri]) == []
 
 
-def _hinted(text: str, hints: list[t.InlayHint]) -> dict[str, dict[str, float]]:
+_NUMBER = r"(\[[^\]]*\]|[^\s\[]+)"  # a number, or a vector written whole
+
+
+def _hinted(text: str, hints: list[t.InlayHint]) -> dict[str, dict[str, Any]]:
     """Each hint's name (the one its statement or input item defines) and numbers, by kind:
-    ``value`` after ``= ``, ``grad`` after ``∂out/∂name = ``."""
+    ``value`` after ``= ``, ``grad`` after ``∂out/∂name = `` (a vector: a list)."""
     found = {}
     for hint in hints:
         before = text.split("\n")[hint.position.line][: hint.position.character]
         name = re.findall(r"(\w+)\s*=[^=]*$", before)[-1]
         label = str(hint.label)
-        numbers = {"grad": float(re.search(rf"∂\w+/∂{name} = (\S+)", label)[1])}
+        numbers = {"grad": json.loads(re.search(rf"∂\w+/∂{name} = {_NUMBER}", label)[1])}
         if label.startswith("= "):
-            numbers["value"] = float(label.split()[1])
+            numbers["value"] = json.loads(re.match(f"= {_NUMBER}", label)[1])
         found[name] = numbers
     return found
 
 
-@pytest.mark.parametrize("sample", ["seed", "neuron"])
-async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(client, sample):
-    text = (SAMPLES / f"{sample}.cg").read_text()
-    uri = _open(client, text)
-    hints = await client.text_document_inlay_hint_async(
+async def _hints(client: LanguageClient, uri: str, text: str) -> list[t.InlayHint]:
+    return await client.text_document_inlay_hint_async(
         t.InlayHintParams(text_document=t.TextDocumentIdentifier(uri=uri), range=_whole(text))
     )
-    values = json.loads(_cli("eval", f"sample:{sample}", "--all", "--format", "json").stdout)
+
+
+def _same_as_the_commands(text: str, hints: list[t.InlayHint], *program: str) -> dict:
+    """Check the hints' numbers against ``cgraph eval --all`` and ``cgraph grad`` of
+    ``program`` (the command's source and options); the hints by name."""
+    values = json.loads(_cli("eval", *program, "--all", "--format", "json").stdout)
     names = list(values["values"])
     wrt = ",".join(names)
-    grads = json.loads(_cli("grad", f"sample:{sample}", "--format", "json", "--wrt", wrt).stdout)
+    grads = json.loads(_cli("grad", *program, "--format", "json", "--wrt", wrt).stdout)
     hinted = _hinted(text, hints)
     assert list(hinted) == names
     for name, numbers in hinted.items():
@@ -143,8 +149,71 @@ async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(clie
             assert numbers["value"] == pytest.approx(
                 values["values"][name], rel=5e-4, abs=1e-12
             )  # 4 digits shown
+    return hinted
+
+
+@pytest.mark.parametrize("sample", ["seed", "neuron"])
+async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(client, sample):
+    text = (SAMPLES / f"{sample}.cg").read_text()
+    uri = _open(client, text)
+    hinted = _same_as_the_commands(text, await _hints(client, uri, text), f"sample:{sample}")
     defaults = {name for name, numbers in hinted.items() if "value" not in numbers}
     assert defaults == set(parse(text).inputs)  # an input's value is its text: no "= "
+
+
+def _open_file(client: LanguageClient, path: Path) -> str:
+    uri = path.as_uri()
+    item = t.TextDocumentItem(uri=uri, language_id="cgraph", version=1, text=path.read_text())
+    client.text_document_did_open(t.DidOpenTextDocumentParams(text_document=item))
+    return uri
+
+
+async def test_a_bindings_file_beside_the_program_gives_the_hints_values(client, tmp_path):
+    program = tmp_path / "neuron.cg"
+    program.write_text((SAMPLES / "neuron.cg").read_text())
+    bindings = tmp_path / "neuron.bindings.json"
+    bindings.write_text(json.dumps({"x1": 1.5, "w2": -0.5, "b": 1}))
+    text = program.read_text()
+    uri = _open_file(client, program)
+    hints = await _hints(client, uri, text)
+    hinted = _same_as_the_commands(text, hints, str(program), "--bindings", str(bindings))
+    assert hinted["x1"]["value"] == 1.5 and "value" not in hinted["x2"]  # bound: shown
+    bindings.write_text(json.dumps({"x1": -2}))  # changed: the editor says so
+    client.workspace_did_change_watched_files(
+        t.DidChangeWatchedFilesParams(
+            changes=[t.FileEvent(uri=bindings.as_uri(), type=t.FileChangeType.Changed)]
+        )
+    )
+    hints = await _hints(client, uri, text)
+    _same_as_the_commands(text, hints, str(program), "--bindings", str(bindings))
+    assert _hinted(text, hints)["x1"]["value"] == -2
+
+
+async def test_a_first_line_comment_names_the_bindings_file(client, tmp_path):
+    np = pytest.importorskip("numpy")
+    (tmp_path / "runs").mkdir()
+    arrays = tmp_path / "runs" / "one.npz"
+    np.savez(arrays, w=np.array([0.5, -1.0]), b=np.array(0.25))
+    program = tmp_path / "fit.cg"
+    program.write_text(
+        "# bindings: runs/one.npz\ninput x = [1, 2], w = [0, 0], b = 0\np = sum(w * x) + b\n"
+        "loss = p ^ 2\n"
+    )
+    (tmp_path / "fit.bindings.json").write_text('{"b": 9}')  # the comment wins
+    text = program.read_text()
+    uri = _open_file(client, program)
+    hints = await _hints(client, uri, text)
+    _same_as_the_commands(text, hints, str(program), "--bindings", str(arrays))
+    assert _hinted(text, hints)["b"]["value"] == 0.25
+
+
+async def test_a_bindings_file_that_cannot_be_read_is_a_diagnostic_at_its_name(client, tmp_path):
+    program = tmp_path / "gone.cg"
+    program.write_text("# bindings: nowhere.json\ninput x = 1\ny = x * 2\n")
+    uri = _open_file(client, program)
+    (found,) = await _diagnostics(client, uri)
+    assert found.message == f"cannot read {tmp_path / 'nowhere.json'}: no such file"
+    assert (found.range.start.character, found.range.end.character) == (12, 24)
 
 
 def _at(uri: str, line: int, character: int) -> dict:

@@ -17,6 +17,7 @@ from ...core.ir import Graph
 from ...core.ops import CALL
 from ...parse import parse
 from ...parse.lookalike import meant
+from .bindfile import BindingsFile, bindings_file, load
 from .index import Index, Site, index
 
 SHOWN = 6  # a tensor with at most this many elements is shown whole
@@ -77,22 +78,26 @@ def summary(value: Any) -> str:
 
 class Analysis:
     """One version of a document: ``graph`` (None when it does not parse), ``problems`` (the
-    parse error's), ``index`` (its names)."""
+    parse error's), ``index`` (its names), ``bindings`` (its bindings file, if it has one:
+    ``path``, the document's file, finds it)."""
 
-    def __init__(self, text: str, filename: str = "<expr>") -> None:
+    def __init__(self, text: str, filename: str = "<expr>", path: str | None = None) -> None:
         self.text = text
         self.index: Index = index(text)
         self.graph: Graph | None = None
         self.problems: list[Problem] = []
+        self.bindings: BindingsFile | None = bindings_file(text, path)
         try:
             self.graph = parse(text, filename)
         except CgraphError as error:
             self.problems.append(problem(error, text))
 
     def evaluable(self) -> bool:
-        """Whether the program parsed and every input has a default."""
+        """Whether the program parsed and has a bindings file or a default for every input."""
         graph = self.graph
-        return graph is not None and all(name in graph.defaults for name in graph.inputs)
+        if graph is None:
+            return False
+        return self.bindings is not None or all(name in graph.defaults for name in graph.inputs)
 
     def evaluate(self) -> Values:
         """Values and gradients with the inputs' defaults (slow: the server runs it in a
@@ -110,25 +115,31 @@ class Values:
         self.gradients: dict[Site, Any] = {}
         self.calls: dict[int, Any] = {}  # an op's call, by where its name starts: its value
         self.problems: list[Problem] = []
+        self.bound: dict[str, Any] = {}  # the bindings file's values
         graph = analysis.graph
         if graph is None or not analysis.evaluable():
             return
         self.output = graph.output_label
         try:
-            self._run(graph)
+            if analysis.bindings is not None:
+                self.bound = load(analysis.bindings)
+            if all(name in graph.defaults or name in self.bound for name in graph.inputs):
+                self._run(graph)
         except CgraphError as error:
+            if error.span is None and analysis.bindings is not None:
+                error.span = analysis.bindings.span  # the file's values are wrong
             self.problems.append(problem(error, analysis.text))
 
     def _run(self, graph: Graph) -> None:
         from .. import api
 
         try:
-            result: Any = api.grad(graph)
+            result: Any = api.grad(graph, self.bound)
             adjoints = result.adjoints if graph.control is None else None
         except EvalError as error:
             if "gradients need a single number" not in error.message:
                 raise
-            result, adjoints = api.evaluate(graph), None
+            result, adjoints = api.evaluate(graph, self.bound), None
         sites = self._sites(graph)
         if adjoints is not None:  # straight-line: each statement's own node
             for site, node in sites:
@@ -160,10 +171,11 @@ class Values:
 
     def hints(self) -> list[tuple[Site, str]]:
         """``(site, text)`` for each statement: ``= value   ∂out/∂name = gradient`` (an input's
-        value is in its text: only its gradient)."""
+        value is in its text, unless a bindings file gives it: only its gradient)."""
         shown = []
         for site, value in self.values.items():
-            parts = [] if site.kind == "input" else [f"= {summary(value)}"]
+            typed = site.kind == "input" and site.name not in self.bound
+            parts = [] if typed else [f"= {summary(value)}"]
             if site in self.gradients:
                 parts.append(f"∂{self.output}/∂{site.name} = {summary(self.gradients[site])}")
             if parts:

@@ -15,12 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as t
+from pygls import uris
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from ... import __version__
 from ...core.errors import Span
 from .analysis import Analysis, Problem, Values
+from .bindfile import KINDS
 from .edits import Refused, call_at, formatted, rename_target, renamed
 from .features import completions, hover, signatures
 from .index import Site
@@ -37,9 +39,9 @@ _KINDS = {
 class Document:
     """One version of an open document: its analysis and, once evaluated, its values."""
 
-    def __init__(self, uri: str, version: int | None, text: str, filename: str) -> None:
+    def __init__(self, uri: str, version: int | None, text: str, path: str | None) -> None:
         self.uri, self.version = uri, version
-        self.analysis = Analysis(text, filename)
+        self.analysis = Analysis(text, path or uri, path)
         self.lines = Lines(text)
         self.values: Values | None = None
         self.task: asyncio.Task | None = None
@@ -88,7 +90,8 @@ class CgraphServer(LanguageServer):
         old = self.documents.get(uri)
         if old is not None and old.task is not None:
             old.task.cancel()
-        doc = Document(uri, text.version, text.source, text.path or uri)
+        path = text.path if uri.startswith("file:") else None
+        doc = Document(uri, text.version, text.source, path)
         self.documents[uri] = doc
         self.publish(doc)
         if doc.analysis.evaluable():
@@ -133,6 +136,39 @@ def _did_open(ls: CgraphServer, params: t.DidOpenTextDocumentParams) -> None:
 
 def _did_change(ls: CgraphServer, params: t.DidChangeTextDocumentParams) -> None:
     ls.changed(params.text_document.uri)
+
+
+def _initialized(ls: CgraphServer, params: t.InitializedParams) -> None:
+    """Ask to hear of changes to bindings files (.json, .npz), where the client lets a server
+    ask; VS Code's client, Neovim's and others do."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watchers = [t.FileSystemWatcher(glob_pattern=f"**/*{kind}") for kind in KINDS]
+    options = t.DidChangeWatchedFilesRegistrationOptions(watchers=watchers)
+    method = t.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    ls.client_register_capability(
+        t.RegistrationParams(
+            registrations=[
+                t.Registration(id="cgraph-bindings", method=method, register_options=options)
+            ]
+        )
+    )
+
+
+def _watched_files(ls: CgraphServer, params: t.DidChangeWatchedFilesParams) -> None:
+    """A bindings file changed (or appeared, or went): analyse again each open program that
+    names it or lies in its folder (a few documents: each is cheap to read again)."""
+    changed = {os.path.normpath(uris.to_fs_path(c.uri) or "") for c in params.changes}
+    folders = {os.path.dirname(path) for path in changed}
+    for uri, doc in list(ls.documents.items()):
+        path = uris.to_fs_path(uri) if uri.startswith("file:") else None
+        named = doc.analysis.bindings
+        if named is not None and os.path.normpath(named.path) in changed:
+            ls.changed(uri)
+        elif path is not None and os.path.dirname(os.path.normpath(path)) in folders:
+            ls.changed(uri)
 
 
 def _did_close(ls: CgraphServer, params: t.DidCloseTextDocumentParams) -> None:
@@ -318,6 +354,8 @@ FEATURES: dict[str, Any] = {
     t.TEXT_DOCUMENT_DID_OPEN: _did_open,
     t.TEXT_DOCUMENT_DID_CHANGE: _did_change,
     t.TEXT_DOCUMENT_DID_CLOSE: _did_close,
+    t.INITIALIZED: _initialized,
+    t.WORKSPACE_DID_CHANGE_WATCHED_FILES: _watched_files,
     t.TEXT_DOCUMENT_INLAY_HINT: _inlay_hints,
     t.TEXT_DOCUMENT_HOVER: _on_hover,
     t.TEXT_DOCUMENT_COMPLETION: _on_completion,
