@@ -241,6 +241,35 @@ async def test_hover_shows_a_value_its_shape_and_gradient_and_a_functions_signat
     assert f"this call: {sin_p['value']:.4g}" in shown
 
 
+def _explained(program: str, op: str) -> str:
+    """The line ``cgraph explain`` prints for the backward step through ``op``."""
+    printed = _cli("explain", "-e", program).stdout
+    return re.search(rf"^ +\d+\. (Through {re.escape(op)}:.*)$", printed, re.M)[1]
+
+
+async def test_hover_shows_the_local_derivatives_as_explain_prints_them(client):
+    uri = _open(client, PROGRAM)
+    on_p = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 14)))  # a read
+    assert _explained(PROGRAM, "*") in str(on_p.contents.value)
+    on_sin = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 5)))
+    assert _explained(PROGRAM, "sin") in str(on_sin.contents.value)
+    on_x = await client.text_document_hover_async(t.HoverParams(**_at(uri, 0, 6)))
+    assert "Through" not in str(on_x.contents.value)  # an input: no op made it
+
+
+async def test_hover_on_a_call_of_a_def_shows_its_signature_and_value(client):
+    text = (SAMPLES / "layers.cg").read_text()
+    uri = _open(client, text)
+    row = next(k for k, line in enumerate(text.split("\n")) if line.startswith("y = layer("))
+    shown = await client.text_document_hover_async(t.HoverParams(**_at(uri, row, 5)))
+    value = json.loads(_cli("eval", "sample:layers", "--all", "--format", "json").stdout)
+    (y,) = value["values"]["y"]
+    assert str(shown.contents.value).split("\n\n") == [
+        "```cgraph\ndef layer(x, W, b)\n```",
+        f"this call: [{y:.4g}]",
+    ]
+
+
 async def test_completion_offers_functions_names_above_and_keywords(client):
     uri = _open(client, PROGRAM + "r = ")
     items = await client.text_document_completion_async(t.CompletionParams(**_at(uri, 3, 4)))

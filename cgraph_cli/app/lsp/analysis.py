@@ -116,6 +116,9 @@ class Values:
         self.calls: dict[int, Any] = {}  # an op's call, by where its name starts: its value
         self.problems: list[Problem] = []
         self.bound: dict[str, Any] = {}  # the bindings file's values
+        self.nodes: dict[Site | int, int] = {}  # a statement's node; an op call's, by start
+        self._result: Any = None  # a straight-line program's passes, for explaining them
+        self._rules: dict[int, str] | None = None
         graph = analysis.graph
         if graph is None or not analysis.evaluable():
             return
@@ -142,11 +145,18 @@ class Values:
             result, adjoints = api.evaluate(graph, self.bound), None
         sites = self._sites(graph)
         if adjoints is not None:  # straight-line: each statement's own node
+            self._result = result
             for site, node in sites:
                 self.values[site] = result.values[node]
                 self.gradients[site] = adjoints[node]
-            calls = (i for i, op in enumerate(graph.ops) if op.function and op.style == CALL)
-            self.calls = {graph.starts[i]: result.values[i] for i in calls}
+                self.nodes[site] = node
+            for i, op in enumerate(graph.ops):
+                if op.function and op.style == CALL:
+                    self.calls[graph.starts[i]] = result.values[i]
+                    self.nodes[graph.starts[i]] = i
+            for grp in graph.groups:  # a def's call (not one inside a def): what it returns
+                if grp.kind == "call" and grp.parent < 0:
+                    self.calls[grp.start] = result.values[grp.output]
             return
         named = result.named
         for site, _node in sites:
@@ -181,6 +191,40 @@ class Values:
             if parts:
                 shown.append((site, "   ".join(parts)))
         return shown
+
+    def rule(self, at: Site | int) -> str | None:
+        """The backward step through the node a statement (a site) or an op's call (where its
+        name starts) made, as ``cgraph explain`` prints it: its local derivatives; None where
+        there is none (an input, a program with loops or a tensor output).
+
+        >>> a = Analysis("input x = 2, y = 3\\np = x * y\\nq = sin(p)")
+        >>> v = a.evaluate()
+        >>> v.rule(a.index.defs[2]), v.rule(a.index.at(33).start)
+        ('Through *: ∂p/∂x = y = 3, ∂p/∂y = x = 2', 'Through sin: ∂q/∂p = cos(p) = 0.9602')
+        """
+        if self._rules is None:
+            self._rules = self._explained()
+        node = self.nodes.get(at)
+        return None if node is None else self._rules.get(node)
+
+    def _explained(self) -> dict[int, str]:
+        """Each backward step's text, by node (explaining the whole program once)."""
+        from ...core.names import node_names
+        from ...core.numfmt import DIGITS
+        from ...render.prose import scalar_lines, tensor_lines
+        from ..explain import explain
+
+        result = self._result
+        if result is None:
+            return {}
+        try:
+            steps = explain(result.graph, result.values, result.adjoints, result.output)
+        except CgraphError:
+            return {}
+        lines = (tensor_lines if steps["tensors"] else scalar_lines)(steps, DIGITS)[1]
+        node = {name: i for i, name in enumerate(node_names(result.graph))}
+        through = steps["backward"]["through"]
+        return {node[step["node"]]: line for step, line in zip(through, lines[1:])}
 
     def of(self, site: Site | None) -> tuple[Any, Any] | None:
         """The value and gradient (or None) of a definition site, if known."""

@@ -68,15 +68,21 @@ def signature(name: str, analysis: Analysis | None = None) -> str | None:
 
 def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
     """Markdown for the name under the cursor: a function's signature (and what its value
-    needs); a name's value (whole for a small tensor), shape and gradient.
+    needs), a call's value and its op's local derivatives; a name's value (whole for a small
+    tensor), shape, gradient, and the local derivatives of the op that made it, as ``cgraph
+    explain`` prints them.
 
     >>> a = Analysis("input x = 2\\ny = x * x")
-    >>> print(hover(a, a.evaluate(), a.index.sites[-1]))  # the x read last
-    **x** = 2
+    >>> print(hover(a, a.evaluate(), a.index.sites[1]))  # y
+    **y** = 4
     <BLANKLINE>
     shape: () (a number)
     <BLANKLINE>
-    ∂y/∂x = 4
+    ∂y/∂y = 1
+    <BLANKLINE>
+    ```text
+    Through *: ∂y/∂(operand 1) = x = 2, ∂y/∂(operand 2) = x = 2
+    ```
     """
     if site.kind == "call" or site.kind == "function":
         form = signature(site.name, analysis)
@@ -86,6 +92,8 @@ def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
         needs = [op.domain for op in ops.values() if op.domain]
         if values is not None and site.start in values.calls:
             needs.append(f"this call: {summary(values.calls[site.start])}")
+        rule = values.rule(site.start) if values is not None else None
+        needs += [f"```text\n{rule}\n```"] if rule else []
         return "\n\n".join([f"```cgraph\n{form}\n```", *needs])
     definition = site if site.kind in ("input", "value") else None
     if definition is None and site.kind == "read":
@@ -101,6 +109,8 @@ def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
     ]
     if gradient is not None:
         lines.append(f"∂{values.output}/∂{site.name} = {summary(gradient)}")
+    rule = values.rule(definition) if definition is not None else None
+    lines += [f"```text\n{rule}\n```"] if rule else []
     return "\n\n".join(lines)
 
 

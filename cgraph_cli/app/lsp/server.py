@@ -197,8 +197,12 @@ async def _inlay_hints(ls: CgraphServer, params: t.InlayHintParams) -> list[t.In
 async def _on_hover(ls: CgraphServer, params: t.HoverParams) -> t.Hover | None:
     doc, values = await ls.values(params.text_document.uri)
     site = doc.analysis.index.at(doc.offset(params.position)) if doc else None
-    shown = hover(doc.analysis, values, site) if doc and site else None
-    if doc is None or site is None or shown is None:
+    if doc is None or site is None:
+        return None
+    # in the evaluation's thread: the first hover explains the whole program
+    loop = asyncio.get_running_loop()
+    shown = await loop.run_in_executor(ls.evaluator, hover, doc.analysis, values, site)
+    if shown is None:
         return None
     contents = t.MarkupContent(kind=t.MarkupKind.Markdown, value=shown)
     return t.Hover(contents=contents, range=doc.range(Span(site.start, site.end)))
