@@ -173,7 +173,9 @@ EXPECTED = [  # (line, text, the token's innermost scope)
 def test_keywords_functions_numbers_comments_and_operators_get_their_scopes(engine):
     (lines,) = tokenise(engine, [SMALL])
     rows = SMALL.split("\n")
-    found = {(k, rows[k][s:e], scopes[-1]) for k, tokens in enumerate(lines) for s, e, scopes in tokens}
+    found = {
+        (k, rows[k][s:e], scopes[-1]) for k, tokens in enumerate(lines) for s, e, scopes in tokens
+    }
     assert [e for e in EXPECTED if e not in found] == []
 
 

@@ -129,8 +129,9 @@ class Values:
             if all(name in graph.defaults or name in self.bound for name in graph.inputs):
                 self._run(graph)
         except CgraphError as error:
-            if error.span is None and analysis.bindings is not None:
-                error.span = analysis.bindings.span  # the file's values are wrong
+            if error.span is None and analysis.bindings is not None:  # the file's values
+                error.span = analysis.bindings.span
+                error.hints += (f"the values come from {analysis.bindings.path}",)
             self.problems.append(problem(error, analysis.text))
 
     def _run(self, graph: Graph) -> None:
