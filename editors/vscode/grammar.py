@@ -80,7 +80,7 @@ def grammar() -> dict:
             {"include": "#for"},
             *({"match": _words(words), "name": scope} for scope, words in WORDS.items()),
             {
-                "match": rf"\b(?:len|shape)(?=\s*\()",
+                "match": r"\b(?:len|shape)(?=\s*\()",
                 "name": "support.function.builtin.cgraph",
             },
             {
