@@ -437,6 +437,12 @@ async def test_signature_help_shows_the_call_and_its_active_parameter(client, li
     assert (form.label, found.active_parameter, form.label[start:end]) == expected
 
 
+async def test_signature_help_says_what_the_functions_argument_needs(client):
+    uri = _open(client, "input x = 2\ny = log(")
+    found = await client.text_document_signature_help_async(t.SignatureHelpParams(**_at(uri, 1, 8)))
+    assert found.signatures[0].documentation == "log needs a positive argument"
+
+
 async def test_no_signature_help_outside_a_call(client):
     uri = _open(client, "input x = 2\ny = (x + 1) * sin(x)")
     found = await client.text_document_signature_help_async(
@@ -456,10 +462,11 @@ async def _format(client: LanguageClient, text: str) -> list[t.TextEdit] | None:
 
 
 async def test_formatting_writes_statements_as_to_source_and_keeps_comments(client):
-    text = "# a model\ninput x=2,w = [1,2.50]  # weights\ny = (x)*w**2\ny+=1\n"
+    head = "def f(a):  # twice\n    return a*2\n\n# a model\n"
+    text = head + "input x=2,w = [1,2.50]  # weights\ny = (x)*w**2\ny+=f( y )\n"
     edits = await _format(client, text)
     done = _apply(text, edits)
-    assert done == "# a model\ninput x = 2, w = [1, 2.5]  # weights\ny = x * w ^ 2\ny += 1\n"
+    assert done == head + "input x = 2, w = [1, 2.5]  # weights\ny = x * w ^ 2\ny += f(y)\n"
     assert parse(done).ops == parse(text).ops
     assert list(await _format(client, done)) == []  # formatted text stays as it is
 

@@ -125,7 +125,7 @@ def formatted(analysis: Analysis) -> str:
     """The program with each statement written as :func:`to_source` writes it, and its
     comments, blank lines, ``def`` and ``for`` blocks as they are; :class:`Refused` when it
     does not parse. A statement written over several lines or around a comment, or one that
-    calls a ``def`` or says ``a if c else b`` (to_source writes ``where``), is kept as it is.
+    says ``a if c else b`` (to_source writes ``where``), is kept as it is.
 
     >>> print(formatted(Analysis("# squares\\ninput x=1, w = [ 1,2.50]\\ny = (x)*x   # x²\\nx+=y*(2)")))
     # squares
@@ -136,10 +136,12 @@ def formatted(analysis: Analysis) -> str:
     graph, text = analysis.graph, analysis.text
     if graph is None:
         raise Refused("not formatted: the program does not parse")
+    # a statement that calls a def is written with the defs above it, as it is parsed
+    defs = "".join(text[start:end] + "\n" for _params, start, end in graph.functions.values())
     out, pos = [], 0
     for tokens, indent in statements(text):
         start, end = tokens[0][2], tokens[-1][3]
-        new = _statement(tokens, text[start:end]) if indent == 0 else None
+        new = _statement(tokens, text[start:end], defs) if indent == 0 else None
         if new is not None:
             out += [text[pos:start], new]
             pos = end
@@ -148,21 +150,21 @@ def formatted(analysis: Analysis) -> str:
     return result
 
 
-def _statement(tokens: list, source: str) -> str | None:
+def _statement(tokens: list, source: str, defs: str) -> str | None:
     """One top-level statement's text as to_source writes it (None: kept as it is)."""
     head = tokens[0][0]
     if "#" in source or "\n" in source or "\r" in source or head in ("DEF", "FOR", "RETURN"):
         return None
     if head == "INPUT":
-        items = _items(tokens, source)
+        items = _items(tokens, source, defs)
         return None if items is None else f"input {', '.join(items)}"
     if head == "NAME" and len(tokens) > 2 and tokens[1][0] in ("EQUAL", "AUGOP"):
-        value = _expression(source[tokens[2][2] - tokens[0][2] :])
+        value = _expression(source[tokens[2][2] - tokens[0][2] :], defs)
         return None if value is None else f"{tokens[0][1]} {tokens[1][1]} {value}"
-    return _expression(source)
+    return _expression(source, defs)
 
 
-def _items(tokens: list, source: str) -> list[str] | None:
+def _items(tokens: list, source: str, defs: str) -> list[str] | None:
     """``input`` items as written: ``name`` or ``name = value``, each value formatted."""
     base, items, depth, first = tokens[0][2], [], 0, 1
     for k in range(1, len(tokens) + 1):
@@ -172,7 +174,7 @@ def _items(tokens: list, source: str) -> list[str] | None:
             continue
         part = source[tokens[first][2] - base : tokens[k - 1][3] - base]
         name, equal, value = part.partition("=")
-        shown = _expression(value) if equal else ""
+        shown = _expression(value, defs) if equal else ""
         if shown is None:
             return None
         items.append(f"{name.strip()} = {shown}" if equal else name.strip())
@@ -183,19 +185,22 @@ def _items(tokens: list, source: str) -> list[str] | None:
 _SLOT = "__formatted__"
 
 
-def _expression(source: str) -> str | None:
-    """An expression as to_source writes it; None when that is not one line of the same
-    meaning (it calls a ``def``, holds ``if``/``else``, or does not parse alone)."""
+def _expression(source: str, defs: str = "") -> str | None:
+    """An expression as to_source writes it (after the program's ``defs``, which it may call);
+    None when that is not one line of the same meaning (it holds ``if``/``else``, or does not
+    parse alone)."""
     if _SLOT in source:
         return None
     try:
-        graph = parse(f"{_SLOT} = {source}")
+        graph = parse(f"{defs}{_SLOT} = {source}")
     except CgraphError:
         return None
     if graph.control is not None:
         return None
-    written = to_source(graph).rstrip("\n")
-    if "\n" in written or not written.startswith(f"{_SLOT} = "):
+    above, _, written = to_source(graph).rstrip("\n").rpartition("\n")
+    if [ln for ln in above.split("\n") if ln] != [ln for ln in defs.split("\n") if ln]:
+        return None  # the defs, written as they are, and the one line
+    if not written.startswith(f"{_SLOT} = "):
         return None
     return written[len(_SLOT) + 3 :]
 

@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 
 from ... import __version__
 from ...core.errors import Span
+from ...core.ops import FUNCTIONS
 from .analysis import Analysis, Problem, Values
 from .bindfile import KINDS
 from .edits import Refused, call_at, formatted, rename_target, renamed
@@ -321,9 +322,12 @@ def _signature_help(ls: CgraphServer, params: t.SignatureHelpParams) -> t.Signat
         return None
     active = found[2]
     chosen = next((k for k, f in enumerate(forms) if len(f.params) > active), len(forms) - 1)
+    needs = [op.domain for op in FUNCTIONS.get(found[0], {}).values() if op.domain]
     shown = [
         t.SignatureInformation(
-            label=form.label, parameters=[t.ParameterInformation(label=p) for p in form.params]
+            label=form.label,
+            parameters=[t.ParameterInformation(label=p) for p in form.params],
+            documentation="\n\n".join(needs) or None,
         )
         for form in forms
     ]
