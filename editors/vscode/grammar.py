@@ -98,49 +98,54 @@ def grammar() -> dict:
             },
             {"match": r"\S", "name": "invalid.illegal.character.cgraph"},
         ],
-        "repository": {
-            "comment": {
-                "patterns": [
-                    {  # the server's bindings file: '# bindings: FILE' on the first line
-                        "match": r"\A(#)[ \t]*(bindings)(:)[ \t]*(\S(?:.*\S)?)?.*$",
-                        "name": "comment.line.number-sign.cgraph",
-                        "captures": {
-                            "1": {"name": "punctuation.definition.comment.cgraph"},
-                            "2": {"name": "keyword.other.bindings.cgraph"},
-                            "4": {"name": "string.unquoted.path.cgraph"},
-                        },
+        "repository": _repository(),
+    }
+
+
+def _repository() -> dict:
+    """The rules the top level includes: comments, a def's header, a for's header."""
+    return {
+        "comment": {
+            "patterns": [
+                {  # the server's bindings file: '# bindings: FILE' on the first line
+                    "match": r"\A(#)[ \t]*(bindings)(:)[ \t]*(\S(?:.*\S)?)?.*$",
+                    "name": "comment.line.number-sign.cgraph",
+                    "captures": {
+                        "1": {"name": "punctuation.definition.comment.cgraph"},
+                        "2": {"name": "keyword.other.bindings.cgraph"},
+                        "4": {"name": "string.unquoted.path.cgraph"},
                     },
-                    {
-                        "match": r"(#).*$",
-                        "name": "comment.line.number-sign.cgraph",
-                        "captures": {"1": {"name": "punctuation.definition.comment.cgraph"}},
-                    },
-                ]
-            },
-            "def": {
-                "begin": rf"\b(def)\s+({NAME})\s*(\()",
-                "beginCaptures": {
-                    "1": {"name": "keyword.control.cgraph"},
-                    "2": {"name": "entity.name.function.cgraph"},
-                    "3": {"name": PUNCTUATION["("]},
                 },
-                "end": r"\)",
-                "endCaptures": {"0": {"name": PUNCTUATION[")"]}},
-                "name": "meta.function.parameters.cgraph",
-                "patterns": [
-                    {"match": NAME, "name": "variable.parameter.cgraph"},
-                    {"match": ",", "name": PUNCTUATION[","]},
-                    {"include": "#comment"},
-                    {"match": r"\S", "name": "invalid.illegal.character.cgraph"},
-                ],
-            },
-            "for": {
-                "match": rf"\b(for)\s+({NAME})\s+(in)\b",
-                "captures": {
-                    "1": {"name": "keyword.control.cgraph"},
-                    "2": {"name": "variable.other.counter.cgraph"},
-                    "3": {"name": "keyword.control.cgraph"},
+                {
+                    "match": r"(#).*$",
+                    "name": "comment.line.number-sign.cgraph",
+                    "captures": {"1": {"name": "punctuation.definition.comment.cgraph"}},
                 },
+            ]
+        },
+        "def": {
+            "begin": rf"\b(def)\s+({NAME})\s*(\()",
+            "beginCaptures": {
+                "1": {"name": "keyword.control.cgraph"},
+                "2": {"name": "entity.name.function.cgraph"},
+                "3": {"name": PUNCTUATION["("]},
+            },
+            "end": r"\)",
+            "endCaptures": {"0": {"name": PUNCTUATION[")"]}},
+            "name": "meta.function.parameters.cgraph",
+            "patterns": [
+                {"match": NAME, "name": "variable.parameter.cgraph"},
+                {"match": ",", "name": PUNCTUATION[","]},
+                {"include": "#comment"},
+                {"match": r"\S", "name": "invalid.illegal.character.cgraph"},
+            ],
+        },
+        "for": {
+            "match": rf"\b(for)\s+({NAME})\s+(in)\b",
+            "captures": {
+                "1": {"name": "keyword.control.cgraph"},
+                "2": {"name": "variable.other.counter.cgraph"},
+                "3": {"name": "keyword.control.cgraph"},
             },
         },
     }
