@@ -189,6 +189,43 @@ async def test_a_bindings_file_beside_the_program_gives_the_hints_values(client,
     assert _hinted(text, hints)["x1"]["value"] == -2
 
 
+WATCHES = t.ClientCapabilities(
+    workspace=t.WorkspaceClientCapabilities(
+        did_change_watched_files=t.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=True
+        )
+    )
+)
+registered: list[t.RegistrationParams] = []
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "cgraph_cli", "lsp"]),
+)
+async def watching(lsp_client: LanguageClient):
+    """A client that lets the server ask to hear of changed files, as VS Code's does."""
+
+    @lsp_client.feature(t.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params: t.RegistrationParams) -> None:
+        registered.append(params)
+
+    await lsp_client.initialize_session(t.InitializeParams(capabilities=WATCHES))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_server_asks_to_hear_of_changed_bindings_files(watching):
+    for _ in range(100):
+        if registered:
+            break
+        await asyncio.sleep(0.05)
+    ((registration,),) = [r.registrations for r in registered]
+    assert registration.method == t.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    globs = [w["globPattern"] for w in registration.register_options["watchers"]]  # as sent
+    assert globs == ["**/*.json", "**/*.npz"]
+
+
 async def test_a_first_line_comment_names_the_bindings_file(client, tmp_path):
     np = pytest.importorskip("numpy")
     (tmp_path / "runs").mkdir()
