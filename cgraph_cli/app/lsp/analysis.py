@@ -208,6 +208,11 @@ class Values:
         node = self.nodes.get(at)
         return None if node is None else self._rules.get(node)
 
+    def explained(self) -> bool:
+        """Whether :meth:`rule` answers at once (the program is explained, or has nothing to
+        explain)."""
+        return self._rules is not None or self._result is None
+
     def _explained(self) -> dict[int, str]:
         """Each backward step's text, by node (explaining the whole program once)."""
         from ...core.names import node_names

@@ -200,9 +200,11 @@ async def _on_hover(ls: CgraphServer, params: t.HoverParams) -> t.Hover | None:
     site = doc.analysis.index.at(doc.offset(params.position)) if doc else None
     if doc is None or site is None:
         return None
-    # in the evaluation's thread: the first hover explains the whole program
-    loop = asyncio.get_running_loop()
-    shown = await loop.run_in_executor(ls.evaluator, hover, doc.analysis, values, site)
+    if values is None or values.explained():
+        shown = hover(doc.analysis, values, site)
+    else:  # the first hover explains the whole program: in the evaluation's thread
+        loop = asyncio.get_running_loop()
+        shown = await loop.run_in_executor(ls.evaluator, hover, doc.analysis, values, site)
     if shown is None:
         return None
     contents = t.MarkupContent(kind=t.MarkupKind.Markdown, value=shown)
