@@ -278,9 +278,9 @@ async def test_hover_shows_a_value_its_shape_and_gradient_and_a_functions_signat
     assert f"this call: {sin_p['value']:.4g}" in shown
 
 
-def _explained(program: str, op: str) -> str:
-    """The line ``cgraph explain`` prints for the backward step through ``op``."""
-    printed = _cli("explain", "-e", program).stdout
+def _explained(program: str, op: str, *source: str) -> str:
+    """The (first) line ``cgraph explain`` prints for the backward step through ``op``."""
+    printed = _cli("explain", *(source or ("-e", program))).stdout
     return re.search(rf"^ +\d+\. (Through {re.escape(op)}:.*)$", printed, re.M)[1]
 
 
@@ -292,6 +292,15 @@ async def test_hover_shows_the_local_derivatives_as_explain_prints_them(client):
     assert _explained(PROGRAM, "sin") in str(on_sin.contents.value)
     on_x = await client.text_document_hover_async(t.HoverParams(**_at(uri, 0, 6)))
     assert "Through" not in str(on_x.contents.value)  # an input: no op made it
+
+
+async def test_hover_in_a_loop_shows_the_last_steps_local_derivatives(client):
+    text = (SAMPLES / "rnn.cg").read_text()
+    uri = _open(client, text)
+    row = next(k for k, line in enumerate(text.split("\n")) if line.startswith("    h = tanh("))
+    shown = await client.text_document_hover_async(t.HoverParams(**_at(uri, row, 4)))
+    last = _explained(text, "tanh", "sample:rnn")  # the backward pass meets the last step first
+    assert f"```text\n{last}\n" in str(shown.contents.value)
 
 
 async def test_hover_on_a_call_of_a_def_shows_its_signature_and_value(client):

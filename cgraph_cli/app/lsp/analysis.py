@@ -160,12 +160,18 @@ class Values:
                     self.calls[grp.start] = result.values[grp.output]
             return
         named = result.named
+        gradients = isinstance(result, api.Gradients)
+        if gradients:  # the graph that ran: its nodes, for the local derivatives
+            self._result = result
+            ran = result.graph.named_nodes()
         for site, _node in sites:
             last = _last_version(named, site.name)
             if last is not None:
                 self.values[site] = named[last]
-                if isinstance(result, api.Gradients):
+                if gradients:
                     self.gradients[site] = result.wrt(last)
+                    if last in ran:
+                        self.nodes[site] = ran[last]
 
     def _sites(self, graph: Graph) -> list[tuple[Site, int]]:
         """Each top-level statement's definition site and node, matched by name in order."""
@@ -196,7 +202,7 @@ class Values:
     def rule(self, at: Site | int) -> str | None:
         """The backward step through the node a statement (a site) or an op's call (where its
         name starts) made, as ``cgraph explain`` prints it: its local derivatives; None where
-        there is none (an input, a program with loops or a tensor output).
+        there is none (an input, a tensor output); in a loop, its last step's.
 
         >>> a = Analysis("input x = 2, y = 3\\np = x * y\\nq = sin(p)")
         >>> v = a.evaluate()
