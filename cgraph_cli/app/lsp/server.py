@@ -27,7 +27,7 @@ from .bindfile import KINDS
 from .edits import Refused, call_at, formatted, rename_target, renamed
 from .features import completions, hover, signatures
 from .index import Site
-from .positions import Lines
+from .positions import Lines, units
 
 DEBOUNCE = 0.25  # seconds of no typing before evaluating
 _KINDS = {
@@ -328,7 +328,10 @@ def _signature_help(ls: CgraphServer, params: t.SignatureHelpParams) -> t.Signat
     shown = [
         t.SignatureInformation(
             label=form.label,
-            parameters=[t.ParameterInformation(label=p) for p in form.params],
+            parameters=[  # its place in UTF-16 units, as LSP counts
+                t.ParameterInformation(label=(units(form.label[:a]), units(form.label[:b])))
+                for a, b in form.params
+            ],
             documentation="\n\n".join(needs) or None,
         )
         for form in forms
