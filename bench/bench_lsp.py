@@ -7,7 +7,9 @@ In one process: the analysis the server makes on every change (parse, names, the
 error's diagnostic), for a valid program and for one with a syntax error at its end. Over
 stdio, as an editor sees it: `cgraph lsp` in a subprocess, a whole-text change sent, the time
 until its diagnostics are published; and, after the idle pause (DEBOUNCE), until the inlay
-hints (every value and gradient) are answered. Medians and ranges; asserts nothing.
+hints (every value and gradient) are answered. In process too: formatting, rename and
+signature help on the whole text, and the first hover's explanation of the program. Medians
+and ranges; asserts nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +48,35 @@ def in_process(text: str, rounds: int) -> None:
             times.append(time.perf_counter() - start)
         assert (analysis.problems == []) == (label == "valid")
         print(f"  analysis, {label:<24} {shown(times)}")
+
+
+def edits(text: str, rounds: int) -> None:
+    """The requests that work on the text alone (formatting, rename, signature help), and the
+    first hover's explanation of the whole program (later hovers reuse it)."""
+    from cgraph_cli.app.lsp.analysis import Analysis
+    from cgraph_cli.app.lsp.edits import call_at, formatted, renamed
+
+    analysis = Analysis(text)
+    end = len(text) - 2
+    jobs = {
+        "formatting": lambda: formatted(analysis),
+        "rename of v1": lambda: renamed(analysis, text.index("v1"), "first"),
+        "signature help at the end": lambda: call_at(text, end),
+    }
+    for label, job in jobs.items():
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            job()
+            times.append(time.perf_counter() - start)
+        print(f"  {label:<34} {shown(times)}")
+    times = []
+    for _ in range(max(1, rounds // 5)):
+        values = analysis.evaluate()
+        start = time.perf_counter()
+        values.rule(analysis.index.defs[-1])
+        times.append(time.perf_counter() - start)
+    print(f"  {'first hover: explaining it all':<34} {shown(times)}")
 
 
 async def over_stdio(text: str, rounds: int) -> None:
@@ -102,6 +133,7 @@ def main() -> None:
     text = program(args.statements)
     print(f"cgraph lsp, a {args.statements:,}-statement program ({len(text):,} characters)")
     in_process(text, args.rounds)
+    edits(text, args.rounds)
     asyncio.run(over_stdio(text, args.rounds))
 
 

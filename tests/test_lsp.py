@@ -9,6 +9,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,32 +108,37 @@ async def test_a_fix_clears_the_diagnostics(client):
     assert list(client.diagnostics[uri]) == []
 
 
-def _hinted(text: str, hints: list[t.InlayHint]) -> dict[str, dict[str, float]]:
+_NUMBER = r"(\[[^\]]*\]|[^\s\[]+)"  # a number, or a vector written whole
+
+
+def _hinted(text: str, hints: list[t.InlayHint]) -> dict[str, dict[str, Any]]:
     """Each hint's name (the one its statement or input item defines) and numbers, by kind:
-    ``value`` after ``= ``, ``grad`` after ``∂out/∂name = ``."""
+    ``value`` after ``= ``, ``grad`` after ``∂out/∂name = `` (a vector: a list)."""
     found = {}
     for hint in hints:
         before = text.split("\n")[hint.position.line][: hint.position.character]
         name = re.findall(r"(\w+)\s*=[^=]*$", before)[-1]
         label = str(hint.label)
-        numbers = {"grad": float(re.search(rf"∂\w+/∂{name} = (\S+)", label)[1])}
+        numbers = {"grad": json.loads(re.search(rf"∂\w+/∂{name} = {_NUMBER}", label)[1])}
         if label.startswith("= "):
-            numbers["value"] = float(label.split()[1])
+            numbers["value"] = json.loads(re.match(f"= {_NUMBER}", label)[1])
         found[name] = numbers
     return found
 
 
-@pytest.mark.parametrize("sample", ["seed", "neuron"])
-async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(client, sample):
-    text = (SAMPLES / f"{sample}.cg").read_text()
-    uri = _open(client, text)
-    hints = await client.text_document_inlay_hint_async(
+async def _hints(client: LanguageClient, uri: str, text: str) -> list[t.InlayHint]:
+    return await client.text_document_inlay_hint_async(
         t.InlayHintParams(text_document=t.TextDocumentIdentifier(uri=uri), range=_whole(text))
     )
-    values = json.loads(_cli("eval", f"sample:{sample}", "--all", "--format", "json").stdout)
+
+
+def _same_as_the_commands(text: str, hints: list[t.InlayHint], *program: str) -> dict:
+    """Check the hints' numbers against ``cgraph eval --all`` and ``cgraph grad`` of
+    ``program`` (the command's source and options); the hints by name."""
+    values = json.loads(_cli("eval", *program, "--all", "--format", "json").stdout)
     names = list(values["values"])
     wrt = ",".join(names)
-    grads = json.loads(_cli("grad", f"sample:{sample}", "--format", "json", "--wrt", wrt).stdout)
+    grads = json.loads(_cli("grad", *program, "--format", "json", "--wrt", wrt).stdout)
     hinted = _hinted(text, hints)
     assert list(hinted) == names
     for name, numbers in hinted.items():
@@ -143,8 +149,108 @@ async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(clie
             assert numbers["value"] == pytest.approx(
                 values["values"][name], rel=5e-4, abs=1e-12
             )  # 4 digits shown
+    return hinted
+
+
+@pytest.mark.parametrize("sample", ["seed", "neuron"])
+async def test_inlay_hints_are_the_values_and_gradients_eval_and_grad_print(client, sample):
+    text = (SAMPLES / f"{sample}.cg").read_text()
+    uri = _open(client, text)
+    hinted = _same_as_the_commands(text, await _hints(client, uri, text), f"sample:{sample}")
     defaults = {name for name, numbers in hinted.items() if "value" not in numbers}
     assert defaults == set(parse(text).inputs)  # an input's value is its text: no "= "
+
+
+def _open_file(client: LanguageClient, path: Path) -> str:
+    uri = path.as_uri()
+    item = t.TextDocumentItem(uri=uri, language_id="cgraph", version=1, text=path.read_text())
+    client.text_document_did_open(t.DidOpenTextDocumentParams(text_document=item))
+    return uri
+
+
+async def test_a_bindings_file_beside_the_program_gives_the_hints_values(client, tmp_path):
+    program = tmp_path / "neuron.cg"
+    program.write_text((SAMPLES / "neuron.cg").read_text())
+    bindings = tmp_path / "neuron.bindings.json"
+    bindings.write_text(json.dumps({"x1": 1.5, "w2": -0.5, "b": 1}))
+    text = program.read_text()
+    uri = _open_file(client, program)
+    hints = await _hints(client, uri, text)
+    hinted = _same_as_the_commands(text, hints, str(program), "--bindings", str(bindings))
+    assert hinted["x1"]["value"] == 1.5 and "value" not in hinted["x2"]  # bound: shown
+    bindings.write_text(json.dumps({"x1": -2}))  # changed: the editor says so
+    client.workspace_did_change_watched_files(
+        t.DidChangeWatchedFilesParams(
+            changes=[t.FileEvent(uri=bindings.as_uri(), type=t.FileChangeType.Changed)]
+        )
+    )
+    hints = await _hints(client, uri, text)
+    _same_as_the_commands(text, hints, str(program), "--bindings", str(bindings))
+    assert _hinted(text, hints)["x1"]["value"] == -2
+
+
+WATCHES = t.ClientCapabilities(
+    workspace=t.WorkspaceClientCapabilities(
+        did_change_watched_files=t.DidChangeWatchedFilesClientCapabilities(
+            dynamic_registration=True
+        )
+    )
+)
+registered: list[t.RegistrationParams] = []
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "cgraph_cli", "lsp"]),
+)
+async def watching(lsp_client: LanguageClient):
+    """A client that lets the server ask to hear of changed files, as VS Code's does."""
+
+    @lsp_client.feature(t.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params: t.RegistrationParams) -> None:
+        registered.append(params)
+
+    await lsp_client.initialize_session(t.InitializeParams(capabilities=WATCHES))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_server_asks_to_hear_of_changed_bindings_files(watching):
+    for _ in range(100):
+        if registered:
+            break
+        await asyncio.sleep(0.05)
+    ((registration,),) = [r.registrations for r in registered]
+    assert registration.method == t.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    globs = [w["globPattern"] for w in registration.register_options["watchers"]]  # as sent
+    assert globs == ["**/*.json", "**/*.npz"]
+
+
+async def test_a_first_line_comment_names_the_bindings_file(client, tmp_path):
+    np = pytest.importorskip("numpy")
+    (tmp_path / "runs").mkdir()
+    arrays = tmp_path / "runs" / "one.npz"
+    np.savez(arrays, w=np.array([0.5, -1.0]), b=np.array(0.25))
+    program = tmp_path / "fit.cg"
+    program.write_text(
+        "# bindings: runs/one.npz\ninput x = [1, 2], w = [0, 0], b = 0\np = sum(w * x) + b\n"
+        "loss = p ^ 2\n"
+    )
+    (tmp_path / "fit.bindings.json").write_text('{"b": 9}')  # the comment wins
+    text = program.read_text()
+    uri = _open_file(client, program)
+    hints = await _hints(client, uri, text)
+    _same_as_the_commands(text, hints, str(program), "--bindings", str(arrays))
+    assert _hinted(text, hints)["b"]["value"] == 0.25
+
+
+async def test_a_bindings_file_that_cannot_be_read_is_a_diagnostic_at_its_name(client, tmp_path):
+    program = tmp_path / "gone.cg"
+    program.write_text("# bindings: nowhere.json\ninput x = 1\ny = x * 2\n")
+    uri = _open_file(client, program)
+    (found,) = await _diagnostics(client, uri)
+    assert found.message == f"cannot read {tmp_path / 'nowhere.json'}: no such file"
+    assert (found.range.start.character, found.range.end.character) == (12, 24)
 
 
 def _at(uri: str, line: int, character: int) -> dict:
@@ -170,6 +276,44 @@ async def test_hover_shows_a_value_its_shape_and_gradient_and_a_functions_signat
     assert "sin(x)" in shown
     sin_p = json.loads(_cli("eval", "-e", PROGRAM + "s = sin(p)", "--format", "json").stdout)
     assert f"this call: {sin_p['value']:.4g}" in shown
+
+
+def _explained(program: str, op: str, *source: str) -> str:
+    """The (first) line ``cgraph explain`` prints for the backward step through ``op``."""
+    printed = _cli("explain", *(source or ("-e", program))).stdout
+    return re.search(rf"^ +\d+\. (Through {re.escape(op)}:.*)$", printed, re.M)[1]
+
+
+async def test_hover_shows_the_local_derivatives_as_explain_prints_them(client):
+    uri = _open(client, PROGRAM)
+    on_p = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 14)))  # a read
+    assert _explained(PROGRAM, "*") in str(on_p.contents.value)
+    on_sin = await client.text_document_hover_async(t.HoverParams(**_at(uri, 2, 5)))
+    assert _explained(PROGRAM, "sin") in str(on_sin.contents.value)
+    on_x = await client.text_document_hover_async(t.HoverParams(**_at(uri, 0, 6)))
+    assert "Through" not in str(on_x.contents.value)  # an input: no op made it
+
+
+async def test_hover_in_a_loop_shows_the_last_steps_local_derivatives(client):
+    text = (SAMPLES / "rnn.cg").read_text()
+    uri = _open(client, text)
+    row = next(k for k, line in enumerate(text.split("\n")) if line.startswith("    h = tanh("))
+    shown = await client.text_document_hover_async(t.HoverParams(**_at(uri, row, 4)))
+    last = _explained(text, "tanh", "sample:rnn")  # the backward pass meets the last step first
+    assert f"```text\n{last}\n" in str(shown.contents.value)
+
+
+async def test_hover_on_a_call_of_a_def_shows_its_signature_and_value(client):
+    text = (SAMPLES / "layers.cg").read_text()
+    uri = _open(client, text)
+    row = next(k for k, line in enumerate(text.split("\n")) if line.startswith("y = layer("))
+    shown = await client.text_document_hover_async(t.HoverParams(**_at(uri, row, 5)))
+    value = json.loads(_cli("eval", "sample:layers", "--all", "--format", "json").stdout)
+    (y,) = value["values"]["y"]
+    assert str(shown.contents.value).split("\n\n") == [
+        "```cgraph\ndef layer(x, W, b)\n```",
+        f"this call: [{y:.4g}]",
+    ]
 
 
 async def test_completion_offers_functions_names_above_and_keywords(client):
@@ -256,3 +400,138 @@ async def test_an_edit_during_a_long_evaluation_gets_its_diagnostics_at_once(cli
     evaluation = time.perf_counter()
     Analysis(slow).evaluate()  # what the edit did not wait for
     assert waited < (time.perf_counter() - evaluation) / 2, waited
+
+
+def _apply(text: str, edits: list[t.TextEdit]) -> str:
+    """``text`` with LSP edits made (ASCII text: characters are UTF-16 units), last first."""
+    lines = text.split("\n")
+    starts = [sum(len(ln) + 1 for ln in lines[:k]) for k in range(len(lines) + 1)]
+
+    def at(p: t.Position) -> int:
+        return starts[p.line] + p.character if p.line < len(lines) else len(text)
+
+    for edit in sorted(edits, key=lambda e: at(e.range.start), reverse=True):
+        text = text[: at(edit.range.start)] + edit.new_text + text[at(edit.range.end) :]
+    return text
+
+
+RENAMED = "def f(p):\n    return p * 2\ninput x = 2, p = 3\nq = f(x) + p\np = p * q\n"
+
+
+async def test_rename_changes_a_name_where_it_is_defined_and_read(client):
+    uri = _open(client, RENAMED)
+    ready = await client.text_document_prepare_rename_async(
+        t.PrepareRenameParams(**_at(uri, 3, 11))
+    )
+    assert ready.placeholder == "p" and ready.range.start == t.Position(line=3, character=11)
+    edit = await client.text_document_rename_async(t.RenameParams(**_at(uri, 3, 11), new_name="b"))
+    renamed = _apply(RENAMED, edit.changes[uri])
+    # the parameter p of f is another name: it stays
+    assert renamed == "def f(p):\n    return p * 2\ninput x = 2, b = 3\nq = f(x) + b\nb = b * q\n"
+    before = json.loads(_cli("eval", "-e", RENAMED, "--format", "json").stdout)
+    after = json.loads(_cli("eval", "-e", renamed, "--format", "json").stdout)
+    assert after["value"] == before["value"]
+
+
+@pytest.mark.parametrize(
+    "new, says",
+    [
+        ("q", "'q' is already a name of this program"),
+        ("sin", "'sin' is a function of cgraph's op table"),
+        ("for", "'for' is a keyword"),
+        ("2p", "'2p' is not a name"),
+        ("a b", "'a b' is not a name"),
+    ],
+)
+async def test_rename_refuses_a_name_that_would_change_the_program(client, new, says):
+    from pygls.exceptions import JsonRpcException
+
+    uri = _open(client, RENAMED)
+    with pytest.raises(JsonRpcException) as refused:
+        await client.text_document_rename_async(t.RenameParams(**_at(uri, 4, 0), new_name=new))
+    assert refused.value.message.startswith(says)
+
+
+async def test_rename_refuses_an_op_tables_function(client):
+    from pygls.exceptions import JsonRpcException
+
+    uri = _open(client, PROGRAM)
+    with pytest.raises(JsonRpcException) as refused:
+        await client.text_document_prepare_rename_async(t.PrepareRenameParams(**_at(uri, 2, 5)))
+    assert "'sin' is a function of cgraph's op table" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("y = max(x, ", ("max(x, y)", 1, "y")),  # the second form: the cursor is in argument 2
+        ("y = max(", ("max(x)", 0, "x")),
+        ("y = sum(x * [1, 2], ", ("sum(x[, axis])", 1, "axis")),  # a comma inside [] is not one
+        ("y = sum(sin(x), ", ("sum(x[, axis])", 1, "axis")),  # nor one inside an inner call
+        ("y = sum(sin(", ("sin(x)", 0, "x")),
+        ("y = f(x, ", ("f(a, b)", 1, "b")),  # a def of the program
+    ],
+)
+async def test_signature_help_shows_the_call_and_its_active_parameter(client, line, expected):
+    text = "def f(a, b):\n    return a * b\ninput x = 2\n" + line
+    uri = _open(client, text)
+    found = await client.text_document_signature_help_async(
+        t.SignatureHelpParams(**_at(uri, 3, len(line)))
+    )
+    form = found.signatures[found.active_signature]
+    start, end = form.parameters[found.active_parameter].label
+    assert (form.label, found.active_parameter, form.label[start:end]) == expected
+
+
+async def test_signature_help_says_what_the_functions_argument_needs(client):
+    uri = _open(client, "input x = 2\ny = log(")
+    found = await client.text_document_signature_help_async(t.SignatureHelpParams(**_at(uri, 1, 8)))
+    assert found.signatures[0].documentation == "log needs a positive argument"
+
+
+async def test_no_signature_help_outside_a_call(client):
+    uri = _open(client, "input x = 2\ny = (x + 1) * sin(x)")
+    found = await client.text_document_signature_help_async(
+        t.SignatureHelpParams(**_at(uri, 1, 10))
+    )
+    assert found is None
+
+
+async def _format(client: LanguageClient, text: str) -> list[t.TextEdit] | None:
+    uri = _open(client, text)
+    return await client.text_document_formatting_async(
+        t.DocumentFormattingParams(
+            text_document=t.TextDocumentIdentifier(uri=uri),
+            options=t.FormattingOptions(tab_size=4, insert_spaces=True),
+        )
+    )
+
+
+async def test_formatting_writes_statements_as_to_source_and_keeps_comments(client):
+    head = "def f(a):  # twice\n    return a*2\n\n# a model\n"
+    text = head + "input x=2,w = [1,2.50]  # weights\ny = (x)*w**2\ny+=f( y )\n"
+    edits = await _format(client, text)
+    done = _apply(text, edits)
+    assert done == head + "input x = 2, w = [1, 2.5]  # weights\ny = x * w ^ 2\ny += f(y)\n"
+    assert parse(done).ops == parse(text).ops
+    assert list(await _format(client, done)) == []  # formatted text stays as it is
+
+
+@pytest.mark.parametrize("sample", sorted(p.stem for p in SAMPLES.glob("*.cg")))
+async def test_formatting_a_sample_keeps_its_comments_and_its_graph(client, sample):
+    from cgraph_cli.app.lsp.edits import comments
+    from cgraph_cli.parse.unparse import to_source
+
+    text = (SAMPLES / f"{sample}.cg").read_text()
+    done = _apply(text, await _format(client, text) or [])
+    assert comments(done) == comments(text)
+    assert to_source(parse(done)) == to_source(parse(text))
+
+
+async def test_formatting_a_program_that_does_not_parse_says_why(client):
+    shown = len(client.messages)
+    assert await _format(client, "y = (x +") is None
+    if len(client.messages) == shown:  # sent before the answer: it is usually here already
+        await asyncio.wait_for(client.wait_for_notification(t.WINDOW_SHOW_MESSAGE), 10)
+    assert client.messages[-1].message == "not formatted: the program does not parse"
+    assert client.messages[-1].type == t.MessageType.Warning

@@ -44,3 +44,26 @@ def test_a_tensor_output_has_values_but_no_gradients():
     values = Analysis("input x = [1, 2, 3]\ny = x * 2").evaluate()
     assert values.problems == []
     assert [text for _site, text in values.hints()] == ["= [2, 4, 6]"]
+
+
+def test_formatting_keeps_a_conditional_and_a_loop_as_written():
+    from cgraph_cli.app.lsp.edits import formatted
+
+    text = "input x = 1\ny = x if x > 0 else -x\nfor k in range(2):\n    y = (y)*2\nz = (y)*2\n"
+    assert formatted(Analysis(text)) == text.replace("z = (y)*2", "z = y * 2")
+
+
+@pytest.mark.parametrize(
+    "text, offset, says",
+    [
+        ("def f(a):\n    return a * 2\ny = f(1)", 6, "'a' is a function's parameter"),
+        ("h = 0\nfor t in range(2):\n    h = h + t", 10, "'t' is a loop's counter"),
+        ("y = 1 + 2", 5, "no name here to rename"),
+    ],
+)
+def test_rename_refuses_a_parameter_a_counter_and_no_name(text, offset, says):
+    from cgraph_cli.app.lsp.edits import Refused, rename_target
+
+    with pytest.raises(Refused) as refused:
+        rename_target(Analysis(text), offset)
+    assert refused.value.message.startswith(says)

@@ -1,7 +1,7 @@
 """``cgraph lsp``: a language server for cgraph programs (the ``lsp`` extra: pygls).
 
-:mod:`.analysis`, :mod:`.index`, :mod:`.features` and :mod:`.positions` know cgraph and no LSP;
-:mod:`.server` alone speaks the protocol, through pygls.
+:mod:`.analysis`, :mod:`.index`, :mod:`.features`, :mod:`.edits`, :mod:`.bindfile` and
+:mod:`.positions` know cgraph and no LSP; :mod:`.server` alone speaks the protocol, through pygls.
 """
 
 from __future__ import annotations

@@ -18,11 +18,39 @@ KEYWORDS = tuple(word for word in tables.STRINGS if word.isalpha())
 _ARGS = "xyzw"
 
 
-def _form(name: str, op: OpSpec) -> str:
+class Signature(NamedTuple):
+    """A callable's form, ``sum(x[, axis])``, and where each parameter is in it."""
+
+    label: str
+    params: tuple[tuple[int, int], ...]
+
+
+def _form(name: str, required: list[str], optional: tuple[str, ...] = ()) -> Signature:
+    label, places = f"{name}(", []
+    for k, param in enumerate((*required, *optional)):
+        label += (", " if k else "") if k < len(required) else "[, " if k else "["
+        places.append((len(label), len(label) + len(param)))
+        label += param + ("]" if k >= len(required) else "")
+    return Signature(label + ")", tuple(places))
+
+
+def _op_form(name: str, op: OpSpec) -> Signature:
     args = [_ARGS[k] if op.arity <= len(_ARGS) else f"x{k + 1}" for k in range(op.arity)]
-    args += op.params[: op.required]
-    optional = "".join(f"[, {p}]" for p in op.params[op.required :])
-    return f"{name}({', '.join(args)}{optional})"
+    return _form(name, args + list(op.params[: op.required]), op.params[op.required :])
+
+
+def signatures(name: str, analysis: Analysis | None = None) -> list[Signature]:
+    """``name``'s forms: a ``def`` of the program's (from its text, so also while it does not
+    parse), else each arity the op table's function takes; none for neither.
+
+    >>> [(s.label, s.params) for s in signatures("sum")]
+    [('sum(x[, axis])', ((4, 5), (8, 12)))]
+    """
+    defined = analysis.index.functions if analysis is not None else {}
+    if name in defined:
+        return [_form(name, list(defined[name]))]
+    ops = FUNCTIONS.get(name, {})
+    return [_op_form(name, op) for _arity, op in sorted(ops.items())]
 
 
 def signature(name: str, analysis: Analysis | None = None) -> str | None:
@@ -32,26 +60,29 @@ def signature(name: str, analysis: Analysis | None = None) -> str | None:
     >>> signature("max"), signature("nope")
     ('max(x); max(x, y)', None)
     """
-    graph = analysis.graph if analysis is not None else None
-    if graph is not None and name in graph.functions:
-        return f"def {name}({', '.join(graph.functions[name][0])})"
-    ops = FUNCTIONS.get(name)
-    if not ops:
-        return None
-    return "; ".join(_form(name, op) for _arity, op in sorted(ops.items()))
+    forms = signatures(name, analysis)
+    if analysis is not None and name in analysis.index.functions:
+        return f"def {forms[0].label}"
+    return "; ".join(form.label for form in forms) or None
 
 
 def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
     """Markdown for the name under the cursor: a function's signature (and what its value
-    needs); a name's value (whole for a small tensor), shape and gradient.
+    needs), a call's value and its op's local derivatives; a name's value (whole for a small
+    tensor), shape, gradient, and the local derivatives of the op that made it, as ``cgraph
+    explain`` prints them.
 
     >>> a = Analysis("input x = 2\\ny = x * x")
-    >>> print(hover(a, a.evaluate(), a.index.sites[-1]))  # the x read last
-    **x** = 2
+    >>> print(hover(a, a.evaluate(), a.index.sites[1]))  # y
+    **y** = 4
     <BLANKLINE>
     shape: () (a number)
     <BLANKLINE>
-    ∂y/∂x = 4
+    ∂y/∂y = 1
+    <BLANKLINE>
+    ```text
+    Through *: ∂y/∂(operand 1) = x = 2, ∂y/∂(operand 2) = x = 2
+    ```
     """
     if site.kind == "call" or site.kind == "function":
         form = signature(site.name, analysis)
@@ -61,6 +92,8 @@ def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
         needs = [op.domain for op in ops.values() if op.domain]
         if values is not None and site.start in values.calls:
             needs.append(f"this call: {summary(values.calls[site.start])}")
+        rule = values.rule(site.start) if values is not None else None
+        needs += [f"```text\n{rule}\n```"] if rule else []
         return "\n\n".join([f"```cgraph\n{form}\n```", *needs])
     definition = site if site.kind in ("input", "value") else None
     if definition is None and site.kind == "read":
@@ -76,6 +109,8 @@ def hover(analysis: Analysis, values: Values | None, site: Site) -> str | None:
     ]
     if gradient is not None:
         lines.append(f"∂{values.output}/∂{site.name} = {summary(gradient)}")
+    rule = values.rule(definition) if definition is not None else None
+    lines += [f"```text\n{rule}\n```"] if rule else []
     return "\n\n".join(lines)
 
 

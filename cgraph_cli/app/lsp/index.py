@@ -44,6 +44,16 @@ class Index:
         self.sites, self.text = sites, text
         self.defs = [s for s in sites if s.kind in DEFINES]
         self._starts = [s.start for s in sites]
+        # each ``def``'s parameters in order: the sites right after its name, on its line
+        self.functions: dict[str, tuple[str, ...]] = {}
+        for k, site in enumerate(sites):
+            if site.kind == "function" and site.name not in self.functions:
+                j = k + 1
+                while (
+                    j < len(sites) and sites[j].kind == "param" and sites[j].end_of == site.end_of
+                ):
+                    j += 1
+                self.functions[site.name] = tuple(s.name for s in sites[k + 1 : j])
 
     def at(self, offset: int) -> Site | None:
         """The occurrence under ``offset`` (its end included, where an editor's cursor sits)."""
@@ -76,7 +86,7 @@ class Index:
         return list(seen.values())
 
 
-def _statements(text: str):
+def statements(text: str):
     """Each statement's tokens (NAME, text, start, end) and its indentation."""
     tokens, codes, _error = scan(Source(text))
     current: list = []
@@ -98,7 +108,7 @@ def index(text: str) -> Index:
     """The :class:`Index` of a program's text (up to a character no token starts with)."""
     sites: list[Site] = []
     params: set[str] = set()
-    for tokens, indent in _statements(text):
+    for tokens, indent in statements(text):
         if indent == 0:
             params = set()
         end = tokens[-1][3]

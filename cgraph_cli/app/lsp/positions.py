@@ -17,8 +17,12 @@ from bisect import bisect_right
 _BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def _units(text: str) -> int:
-    """UTF-16 code units of ``text``."""
+def units(text: str) -> int:
+    """UTF-16 code units of ``text`` (what LSP counts a line's characters in).
+
+    >>> units("x𝑥")
+    3
+    """
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
@@ -39,7 +43,7 @@ class Lines:
         """
         offset = max(0, min(offset, len(self.text)))
         line = bisect_right(self.starts, offset) - 1
-        return line, _units(self.text[self.starts[line] : offset])
+        return line, units(self.text[self.starts[line] : offset])
 
     def offset(self, line: int, character: int) -> int:
         """The character offset of a 0-based line and UTF-16 character (clamped to the line).

@@ -15,14 +15,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types as t
+from pygls import uris
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from ... import __version__
 from ...core.errors import Span
+from ...core.ops import FUNCTIONS
 from .analysis import Analysis, Problem, Values
-from .features import completions, hover
+from .bindfile import KINDS
+from .edits import Refused, call_at, formatted, rename_target, renamed
+from .features import completions, hover, signatures
 from .index import Site
-from .positions import Lines
+from .positions import Lines, units
 
 DEBOUNCE = 0.25  # seconds of no typing before evaluating
 _KINDS = {
@@ -35,9 +40,9 @@ _KINDS = {
 class Document:
     """One version of an open document: its analysis and, once evaluated, its values."""
 
-    def __init__(self, uri: str, version: int | None, text: str, filename: str) -> None:
+    def __init__(self, uri: str, version: int | None, text: str, path: str | None) -> None:
         self.uri, self.version = uri, version
-        self.analysis = Analysis(text, filename)
+        self.analysis = Analysis(text, path or uri, path)
         self.lines = Lines(text)
         self.values: Values | None = None
         self.task: asyncio.Task | None = None
@@ -86,7 +91,8 @@ class CgraphServer(LanguageServer):
         old = self.documents.get(uri)
         if old is not None and old.task is not None:
             old.task.cancel()
-        doc = Document(uri, text.version, text.source, text.path or uri)
+        path = text.path if uri.startswith("file:") else None
+        doc = Document(uri, text.version, text.source, path)
         self.documents[uri] = doc
         self.publish(doc)
         if doc.analysis.evaluable():
@@ -133,6 +139,39 @@ def _did_change(ls: CgraphServer, params: t.DidChangeTextDocumentParams) -> None
     ls.changed(params.text_document.uri)
 
 
+def _initialized(ls: CgraphServer, params: t.InitializedParams) -> None:
+    """Ask to hear of changes to bindings files (.json, .npz), where the client lets a server
+    ask; VS Code's client, Neovim's and others do."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watchers = [t.FileSystemWatcher(glob_pattern=f"**/*{kind}") for kind in KINDS]
+    options = t.DidChangeWatchedFilesRegistrationOptions(watchers=watchers)
+    method = t.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    ls.client_register_capability(
+        t.RegistrationParams(
+            registrations=[
+                t.Registration(id="cgraph-bindings", method=method, register_options=options)
+            ]
+        )
+    )
+
+
+def _watched_files(ls: CgraphServer, params: t.DidChangeWatchedFilesParams) -> None:
+    """A bindings file changed (or appeared, or went): analyse again each open program that
+    names it or lies in its folder (a few documents: each is cheap to read again)."""
+    changed = {os.path.normpath(uris.to_fs_path(c.uri) or "") for c in params.changes}
+    folders = {os.path.dirname(path) for path in changed}
+    for uri, doc in list(ls.documents.items()):
+        path = uris.to_fs_path(uri) if uri.startswith("file:") else None
+        named = doc.analysis.bindings
+        if named is not None and os.path.normpath(named.path) in changed:
+            ls.changed(uri)
+        elif path is not None and os.path.dirname(os.path.normpath(path)) in folders:
+            ls.changed(uri)
+
+
 def _did_close(ls: CgraphServer, params: t.DidCloseTextDocumentParams) -> None:
     doc = ls.documents.pop(params.text_document.uri, None)
     if doc is not None and doc.task is not None:
@@ -159,8 +198,14 @@ async def _inlay_hints(ls: CgraphServer, params: t.InlayHintParams) -> list[t.In
 async def _on_hover(ls: CgraphServer, params: t.HoverParams) -> t.Hover | None:
     doc, values = await ls.values(params.text_document.uri)
     site = doc.analysis.index.at(doc.offset(params.position)) if doc else None
-    shown = hover(doc.analysis, values, site) if doc and site else None
-    if doc is None or site is None or shown is None:
+    if doc is None or site is None:
+        return None
+    if values is None or values.explained():
+        shown = hover(doc.analysis, values, site)
+    else:  # the first hover explains the whole program: in the evaluation's thread
+        loop = asyncio.get_running_loop()
+        shown = await loop.run_in_executor(ls.evaluator, hover, doc.analysis, values, site)
+    if shown is None:
         return None
     contents = t.MarkupContent(kind=t.MarkupKind.Markdown, value=shown)
     return t.Hover(contents=contents, range=doc.range(Span(site.start, site.end)))
@@ -237,11 +282,84 @@ def _symbols(ls: CgraphServer, params: t.DocumentSymbolParams) -> list[t.Documen
     ]
 
 
+def _refused(refused: Refused) -> JsonRpcException:
+    """The error response an editor shows for an edit the server will not make."""
+    return JsonRpcException(refused.message, code=t.LSPErrorCodes.RequestFailed)
+
+
+def _prepare_rename(
+    ls: CgraphServer, params: t.PrepareRenameParams
+) -> t.PrepareRenamePlaceholder | None:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return None
+    try:
+        site = rename_target(doc.analysis, doc.offset(params.position))
+    except Refused as refused:
+        raise _refused(refused) from None
+    return t.PrepareRenamePlaceholder(
+        range=doc.range(Span(site.start, site.end)), placeholder=site.name
+    )
+
+
+def _rename(ls: CgraphServer, params: t.RenameParams) -> t.WorkspaceEdit | None:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return None
+    try:
+        sites = renamed(doc.analysis, doc.offset(params.position), params.new_name)
+    except Refused as refused:
+        raise _refused(refused) from None
+    edits = [
+        t.TextEdit(range=doc.range(Span(s.start, s.end)), new_text=params.new_name) for s in sites
+    ]
+    return t.WorkspaceEdit(changes={doc.uri: edits})
+
+
+def _signature_help(ls: CgraphServer, params: t.SignatureHelpParams) -> t.SignatureHelp | None:
+    doc = ls.documents.get(params.text_document.uri)
+    found = call_at(doc.analysis.text, doc.offset(params.position)) if doc else None
+    forms = signatures(found[0], doc.analysis) if doc and found else []
+    if not forms or found is None:
+        return None
+    active = found[2]
+    chosen = next((k for k, f in enumerate(forms) if len(f.params) > active), len(forms) - 1)
+    needs = [op.domain for op in FUNCTIONS.get(found[0], {}).values() if op.domain]
+    shown = [
+        t.SignatureInformation(
+            label=form.label,
+            parameters=[  # its place in UTF-16 units, as LSP counts
+                t.ParameterInformation(label=(units(form.label[:a]), units(form.label[:b])))
+                for a, b in form.params
+            ],
+            documentation="\n\n".join(needs) or None,
+        )
+        for form in forms
+    ]
+    return t.SignatureHelp(signatures=shown, active_signature=chosen, active_parameter=active)
+
+
+def _formatting(ls: CgraphServer, params: t.DocumentFormattingParams) -> list[t.TextEdit] | None:
+    doc = ls.documents.get(params.text_document.uri)
+    if doc is None:
+        return None
+    text = doc.analysis.text
+    try:
+        new = formatted(doc.analysis)
+    except Refused as refused:
+        message = t.ShowMessageParams(type=t.MessageType.Warning, message=refused.message)
+        ls.window_show_message(message)
+        return None
+    if new == text:
+        return []
+    return [t.TextEdit(range=doc.range(Span(0, len(text))), new_text=new)]
+
+
 def make_server() -> CgraphServer:
     """A server with every feature registered (a new one per call, for tests)."""
     server = CgraphServer()
     for method, handler in FEATURES.items():
-        server.feature(method)(handler)
+        server.feature(method, OPTIONS.get(method))(handler)
     return server
 
 
@@ -249,6 +367,8 @@ FEATURES: dict[str, Any] = {
     t.TEXT_DOCUMENT_DID_OPEN: _did_open,
     t.TEXT_DOCUMENT_DID_CHANGE: _did_change,
     t.TEXT_DOCUMENT_DID_CLOSE: _did_close,
+    t.INITIALIZED: _initialized,
+    t.WORKSPACE_DID_CHANGE_WATCHED_FILES: _watched_files,
     t.TEXT_DOCUMENT_INLAY_HINT: _inlay_hints,
     t.TEXT_DOCUMENT_HOVER: _on_hover,
     t.TEXT_DOCUMENT_COMPLETION: _on_completion,
@@ -256,6 +376,15 @@ FEATURES: dict[str, Any] = {
     t.TEXT_DOCUMENT_DEFINITION: _definition,
     t.TEXT_DOCUMENT_REFERENCES: _references,
     t.TEXT_DOCUMENT_DOCUMENT_SYMBOL: _symbols,
+    t.TEXT_DOCUMENT_PREPARE_RENAME: _prepare_rename,
+    t.TEXT_DOCUMENT_RENAME: _rename,
+    t.TEXT_DOCUMENT_SIGNATURE_HELP: _signature_help,
+    t.TEXT_DOCUMENT_FORMATTING: _formatting,
+}
+OPTIONS: dict[str, Any] = {
+    t.TEXT_DOCUMENT_SIGNATURE_HELP: t.SignatureHelpOptions(
+        trigger_characters=["(", ","], retrigger_characters=[")"]
+    ),
 }
 
 
