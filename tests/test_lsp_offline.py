@@ -67,3 +67,11 @@ def test_rename_refuses_a_parameter_a_counter_and_no_name(text, offset, says):
     with pytest.raises(Refused) as refused:
         rename_target(Analysis(text), offset)
     assert refused.value.message.startswith(says)
+
+
+def test_lsp_without_a_terminal_or_pipe_says_so(cli):
+    # CliRunner's streams have no file descriptor: refused with a message, exit 2, and the
+    # runner's own output stream left open (it was closed as if a disk were full)
+    result = cli("lsp", "-q", input=b"g = x * 2\n")
+    assert result.exit_code == 2
+    assert "standard input here is not a file or a pipe" in result.stderr
