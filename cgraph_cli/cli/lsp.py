@@ -25,20 +25,6 @@ def lsp_command():
     Examples:
       cgraph lsp --help                   # this text; an editor runs: cgraph lsp
     """
-    import io
-    import sys
-
-    from ..core.errors import UsageError
-
-    for name, stream in (("input", sys.stdin), ("output", sys.stdout)):
-        try:
-            stream.fileno()
-        except (io.UnsupportedOperation, AttributeError, ValueError):
-            raise UsageError(
-                f"cgraph lsp talks to an editor on standard input and output, and standard "
-                f"{name} here is not a file or a pipe",
-                hints=["an editor starts it: see docs/lsp.md for the set-up of each"],
-            ) from None
     from ..app.lsp import serve
 
     serve()
