@@ -167,6 +167,9 @@ class Graph:
         if n > REPR_NODES:  # printing the whole program only to cut it short: slow
             where = "" if self.source.filename.startswith("<") else f" in {self.source.filename}"
             return f"<Graph of {_cut(self.output_label)}{where}: {size}>"
+        if getattr(self.control, "loops", None):  # a loop's static graph: the program's text
+            lines = (line.split("#")[0].strip() for line in self.source.text.splitlines())
+            return f"<Graph {_cut('; '.join(line for line in lines if line))}: {size}>"
         from ..parse.unparse import to_source  # display only; the IR needs no printer
 
         return f"<Graph {_cut('; '.join(to_source(self).splitlines()))}: {size}>"

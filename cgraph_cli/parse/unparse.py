@@ -21,6 +21,7 @@ from ..core.ops import (
     POSTFIX,
     PREC_ATOM,
     PREC_COMPARE,
+    PREC_SELECT,
     PREC_UNARY,
     PREFIX,
     OpSpec,
@@ -62,6 +63,14 @@ def to_source(graph: GraphLike) -> str:
     >>> print(to_source(parse("g = (x+y)*  z")), end="")
     g = (x + y) * z
     """
+    if getattr(getattr(graph, "control", None), "loops", None):
+        from ..core.errors import UsageError
+
+        raise UsageError(
+            "to_source writes straight-line programs and their if/else, not loops: a loop's "
+            "body is one block of the static graph, read again at every step",
+            hints=["a parsed program's own text: graph.source.text; or run_graph(graph, b)"],
+        )
     exprs: list[Text] = [("", PREC_ATOM)] * len(graph.ops)
     scope: dict[str, int] = {}  # name -> node it refers to at this point of the program
     names_of: dict[int, list[str]] = {}  # node -> the names given to it, first first
@@ -296,10 +305,21 @@ def _node_text(graph: GraphLike, i: int, ref, exprs) -> Text:
             return literal(value), PREC_ATOM
         return format_number(value), PREC_UNARY if value < 0 else PREC_ATOM
     args = [ref(a) for a in graph.args[i]]
+    if op.name == "where" and _is_conditional(graph, i):  # a if c else b, as written
+        (a, pa), (c, pc), (b, _) = args[1], args[0], args[2]
+        a, c = (f"({t})" if p <= PREC_SELECT else t for t, p in ((a, pa), (c, pc)))
+        return f"{a} if {c} else {b}", PREC_SELECT
     first = graph.args[i][0]
     if op.style == PREFIX and graph.ops[first] is CONST and args[0] == exprs[first]:
         args = [(f"({args[0][0]})", PREC_ATOM)]  # -3 would read back as one constant
     return combine(op, args, params=graph.params.get(i, ()))
+
+
+def _is_conditional(graph: GraphLike, i: int) -> bool:
+    """Whether select node ``i`` is the program's ``a if c else b`` (the static graph's
+    conditional, or a compiled one's, marked) rather than ``where(c, a, b)``."""
+    control = getattr(graph, "control", None)
+    return i in getattr(control, "conds", ()) or graph.params.get(i) == ("if",)
 
 
 def literal(value) -> str:
