@@ -57,6 +57,17 @@ def xlogy(x, y):
     return 0.0 if x == 0.0 else x * math.log(y)
 
 
+def np_holds(c):
+    """Whether a condition of ``a if c else b`` holds (a number other than 0, as cgraph's
+    interpreter decides); a tensor (a batch of rows, each its own branch) is refused."""
+    if getattr(c, "ndim", 0):
+        raise ValueError(
+            "the condition is a tensor: `a if c else b` takes a branch for one number (run a "
+            "batch of inputs one row at a time)"
+        )
+    return c != 0.0
+
+
 def np_sigmoid(x):
     import numpy as np
 

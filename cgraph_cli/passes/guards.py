@@ -6,7 +6,7 @@ The static graph holds a conditional as a select node ``where(c, a, b)`` over bo
 marked (its params :data:`IF`), a straight-line graph every pass takes: the derivative
 program keeps the marks, the optimizer too (a marked select is never rewritten into an
 unmarked one). :func:`needs` finds, for each node of such a graph, when its value is needed:
-always, or only where some conditions hold (a guard: paths of ``(select, side)`` choices from
+always, or only where some conditions hold (a guard: paths of ``(condition, holds)`` tests from
 the outside in). :func:`order` lays the nodes out so that every condition a guard tests comes
 before the nodes it guards. The derivative program wraps what a node passes back in the
 guard of that node (:func:`wrap`), so that the backward pass of a branch not taken is never
@@ -16,7 +16,7 @@ computed either: its adjoint is 0 without a line run.
 >>> g = marked(parse("y = log(x) if x > 0 else 0"))
 >>> [(g.ops[i].name, sorted(guard) if guard is not ALWAYS else "always")
 ...  for i, guard in enumerate(needs(g, [g.output]))]
-[('input', 'always'), ('log', [((5, True),)]), ('const', 'always'), ('gt', 'always'), ('const', [((5, False),)]), ('where', 'always')]
+[('input', 'always'), ('log', [((3, True),)]), ('const', 'always'), ('gt', 'always'), ('const', [((3, False),)]), ('where', 'always')]
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from ..core.ops import OPS
 
 WHERE = OPS["where"]
 
-Path = tuple[tuple[int, bool], ...]  # (select node, branch taken: True for a) from outside in
+Path = tuple[tuple[int, bool], ...]  # (a condition's node, whether it holds), outside in
 Guard = frozenset  # of paths: needed where one of them holds
 ALWAYS: Guard = frozenset({()})
 NEVER: Guard = frozenset()
 #: The most paths one guard may hold (a value read in many branches of many conditionals).
-MAX_PATHS = 32
+MAX_PATHS = 64
 
 
 def marked(graph: Graph) -> Graph:
@@ -67,12 +67,26 @@ def has_selects(graph: Graph) -> bool:
 
 
 def _absorbed(paths: Iterable[Path]) -> Guard:
-    """The paths without those that extend another (``c`` holds covers ``c and d``)."""
+    """The paths without those that need all another needs and more (``c`` holds covers
+    ``c and d``)."""
     kept: list[Path] = []
     for path in sorted(set(paths), key=len):
-        if not any(path[: len(k)] == k for k in kept):
+        if not any(set(k) <= set(path) for k in kept):
             kept.append(path)
     return frozenset(kept)
+
+
+def _extended(guard: Guard, test: tuple[int, bool]) -> Guard:
+    """``guard``'s paths, each with ``test`` (a condition and whether it holds) after it: once
+    (a path that tests it already the same way keeps it), and none that needs a condition to
+    hold and not to."""
+    c, side = test
+    out = []
+    for path in guard:
+        if (c, not side) in path:
+            continue
+        out.append(path if test in path else path + (test,))
+    return frozenset(out)
 
 
 def needs(graph: Graph, roots: Iterable[int]) -> list[Guard]:
@@ -107,8 +121,8 @@ def needs(graph: Graph, roots: Iterable[int]) -> list[Guard]:
         if is_select(graph, i):
             c, a, b = args
             join(c, guard)
-            join(a, frozenset(p + ((i, True),) for p in guard))
-            join(b, frozenset(p + ((i, False),) for p in guard))
+            join(a, _extended(guard, (c, True)))
+            join(b, _extended(guard, (c, False)))
         else:
             for a in args:
                 join(a, guard)
@@ -126,7 +140,7 @@ def order(graph: Graph, guards: list[Guard]) -> list[int]:
         deps = set(graph.args[i])
         if graph.ops[i].arity:  # inputs and constants are there from the start
             for path in guards[i] if guards[i] is not ALWAYS else ():
-                deps.update(graph.args[s][0] for s, _ in path)
+                deps.update(c for c, _ in path)
         deps.discard(i)
         waiting[i] = len(deps)
         for d in deps:
@@ -158,10 +172,7 @@ def guard_text(graph: Graph, guard: Guard, names, true: str, false: str) -> str:
     the test that a condition's value (``{0}``) holds or not (Python ``{0}`` and ``not
     {0}``; JavaScript ``{0} !== 0``...); ``false`` alone is a guard that never holds."""
     paths: list[tuple[tuple[int, bool], ...]] = []
-    for path in sorted(guard, key=len):
-        tests = tuple(dict.fromkeys((graph.args[s][0], side) for s, side in path))
-        if len({c for c, _ in tests}) < len(tests):  # c and not c
-            continue
+    for tests in sorted(guard, key=len):
         if not any(set(kept) <= set(tests) for kept in paths):
             paths.append(tests)
     if not paths:
@@ -184,9 +195,29 @@ def wrap(builder, graph: Graph, guard: Guard, value: int) -> int:
     result = zero
     for path in sorted(guard, reverse=True):  # the first path outermost
         inner = value
-        for s, side in reversed(path):  # the innermost choice first
-            c = graph.args[s][0]
+        for c, side in reversed(path):  # the innermost choice first
             args = (c, inner, result) if side else (c, result, inner)
             inner = builder.apply(WHERE, args, IF)
         result = inner
     return result
+
+
+def check_conditions(graph: Graph, shape_of) -> None:
+    """Refuse, as the interpreter does, a conditional whose condition is a tensor
+    (``shape_of(node)``: its shape when known, else None): `a if c else b` takes one branch
+    for one number."""
+    from ..core.errors import EvalError
+
+    for s in range(len(graph.ops)):
+        if not is_select(graph, s):
+            continue
+        c = graph.args[s][0]
+        shape = shape_of(c)
+        if shape:
+            text = " ".join(graph.source.text[graph.starts[c] : graph.ends[c]].split())
+            raise graph.error(
+                EvalError,
+                f"the condition {text} is a {tuple(shape)} tensor; `a if c else b` needs a number",
+                c,
+                hints=["to choose element by element, write where(c, a, b) (both sides run)"],
+            )

@@ -27,7 +27,7 @@ from ..core.errors import UsageError
 from ..core.ir import Graph, resolve_name
 from ..core.walks import fresh
 from ..passes.grad_graph import NotANumber
-from ..passes.guards import has_selects, marked
+from ..passes.guards import check_conditions, has_selects, marked
 from .batch import elementwise, uncovered
 from .compile_emit import _HELPER, _Emitter
 from .compile_names import _identifier, input_variables
@@ -97,6 +97,11 @@ def compile_module(
 
     known = known_shapes(graph, bindings or {})
     emitter = _Emitter(target, graph.source.text, known, rows)
+    if has_selects(graph):  # a condition that is a tensor: refused as the interpreter does
+        from ..passes.rewrite import only_shape, shapes
+
+        sigs = shapes(graph, known)
+        check_conditions(graph, lambda c: only_shape(sigs[c]))
     emitter.kinks = kinks
     emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)

@@ -192,14 +192,23 @@ class _Emitter:
                 self.stopped.add(i)
             spans[i] = (first, len(lines))
         if guards is not None:
-            lines = grouped(graph, lines, spans, laid, guards, names, self.optional)
+            holds = "{0}" if self.target != "numpy" else "np_holds({0})"
+            if self.target == "numpy":
+                self.helpers.add("np_holds")
+            lines = grouped(graph, lines, spans, laid, guards, names, self.optional, holds)
         return lines, names
 
     def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
         """Node ``i``'s template: its op's, specialised where shapes are known, by the float
         rule (``exact``), as a boolean ``mask`` (read by ``where`` only), or a square."""
         if graph.params.get(i) == IF:  # a conditional: the branch taken alone computed
-            return "({1} if {0} else {2})"
+            if self.target != "numpy":
+                return "({1} if {0} else {2})"
+            from ..passes.rewrite import only_shape
+
+            shape = only_shape(self.shapes(graph)[i]) if self.known is not None else None
+            chosen = "({1} if rt.np_holds({0}) else {2})"  # the shape the static graph gives it:
+            return f"np.broadcast_to({chosen}, {shape!r})" if shape else chosen  # (0 + tensor)
         template = self.template(op)
         if self.known is not None:
             template = self.specialised(graph, i, op, template)

@@ -42,10 +42,11 @@ def statement_nodes(graph: Graph, statements: set[str] | None) -> list[int]:
     return [i for n, i in graph.names.items() if n in statements]
 
 
-def grouped(graph, lines, spans, laid, guards, names, optional) -> list[str]:
+def grouped(graph, lines, spans, laid, guards, names, optional, holds="{0}") -> list[str]:
     """The lines of ``laid`` nodes, those of a node that a guard holds in an ``if`` of it
     (consecutive nodes under the same guard in one); a node of ``optional`` set to None
-    before its ``if`` (returned where it is not computed)."""
+    before its ``if`` (returned where it is not computed). ``holds``: the test that a
+    condition (``{0}``) holds."""
     ends = [hi for _, hi in spans.values()]
     out = lines[: min((lo for lo, _ in spans.values()), default=len(lines))]
     current = None
@@ -58,7 +59,7 @@ def grouped(graph, lines, spans, laid, guards, names, optional) -> list[str]:
             out += lines[lo:hi]
             current = None
             continue
-        test = guard_text(graph, guard, names, "{0}", "not {0}")
+        test = guard_text(graph, guard, names, holds, "not " + holds)
         if i in optional:
             out.append(f"    {names[i]} = None")
             current = None

@@ -40,7 +40,7 @@ from importlib import resources
 from ..core.errors import UsageError, line_col, render_caret
 from ..core.ir import Graph, resolve_name
 from ..core.ops import CALL, CONST, INFIX, INPUT, POSTFIX
-from ..passes.guards import has_selects, marked
+from ..passes.guards import check_conditions, has_selects, marked
 from .compile_ifs import js_guards
 from .compile_js_lines import Writer, _json
 
@@ -202,6 +202,7 @@ def js_module(
         if not has_selects(graph):
             partials = _partials(graph, b, reach)
     node_shapes = b.shapes or []  # kept: the builder was given the inputs' shapes
+    check_conditions(graph, lambda c: node_shapes[c])  # a tensor: refused as eval does
     writer = Writer(b.graph, node_shapes)
     scalar = [not s for s in node_shapes]
     checks = {j: _check(j, scalar[j], f"_fail(v, {j})") for j in range(n)}

@@ -362,10 +362,7 @@ def branches(graph: Graph, bindings: Mapping | None) -> list[bool | None] | None
     guards = needs(static, [static.output, *static.names.values()])
 
     def holds(guard) -> bool:
-        return any(
-            all((values.get(static.args[s][0], 0.0) != 0.0) == side for s, side in path)
-            for path in guard
-        )
+        return any(all((values.get(c, 0.0) != 0.0) == side for c, side in path) for path in guard)
 
     for i in order(static, guards):
         if not static.ops[i].arity or (guards[i] != ALWAYS and not holds(guards[i])):

@@ -72,6 +72,7 @@ def export_onnx(
     from .control import ran_graph
     from .evaluate import forward
 
+    _refuse_choices(graph)
     ran = ran_graph(graph, bindings)
     from ..data.bindings import check_bindings
 
@@ -214,6 +215,32 @@ def _copy_of(derived: Graph, node: int, name: str) -> int:
     if copied is not None:
         return next(new for new, old in copied.items() if old == node)
     return resolve_name(derived, name if name.isidentifier() else "out")
+
+
+def _refuse_choices(graph: Graph) -> None:
+    """Refuse what a model of the graph that runs would fix at the bindings given: the branch
+    of an if/else, the steps of a loop whose bound is a number input (``range(n)``); a loop
+    over a sequence's length runs as many steps as the model's input has."""
+    from ..core.errors import Span
+    from ..core.ir_control import Static
+
+    control = graph.control
+    if not isinstance(control, Static):
+        return
+    places = [(lo, hi, "if/else") for lo, hi in control.conds.values()]
+    for loop in control.loops:
+        bound = (loop.count or (None,))[0]
+        if isinstance(bound, tuple) and bound[0] == "value":
+            places.append((loop.start, loop.end, "a loop whose number of steps is an input"))
+    if places:
+        lo, hi, what = min(places)
+        raise UsageError(
+            f"--target onnx does not take programs with {what} yet: the model would hold "
+            "what these bindings choose, whatever its inputs",
+            Span(lo, hi),
+            graph.source,
+            hints=["--target python, numpy or js take if/else; loops over a sequence's length run"],
+        )
 
 
 class _Writer:
