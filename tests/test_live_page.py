@@ -169,7 +169,8 @@ def test_a_branch_the_page_does_not_hold_is_said_and_nothing_stale_is_shown(brow
     tab = _open(browser, target)
     _set(tab, "x", "field", 2e9)
     error = tab.text_content("#live-error")
-    assert "x < 1e9 is now false" in error and "`else` branch" in error
+    assert "x < 1e9 is now false" in error and "`else` branch" in error, error
+    assert "Draw that one: cgraph render" in error and "x=2000000000" in error
     assert tab.get_attribute('[data-node="y"]', "data-value") == ""
     _set(tab, "x", "field", 0.5)
     assert _shown(tab, "y") == pytest.approx(1.0)
@@ -213,4 +214,30 @@ def test_a_loop_whose_number_of_steps_changes_is_drawn_again(browser, cli, tmp_p
         assert f"n is {n}, so the loop runs {n} steps" in tab.text_content("#live-note") or n == 3
     _set(tab, "n", "field", 40)  # past the slider's range: another graph, said
     assert "Draw that one: cgraph render power.cg" in tab.text_content("#live-error")
+    assert tab.problems == []
+
+
+def test_an_error_of_the_branch_taken_is_the_one_shown(browser, tmp_path):  # noqa: F811
+    # x = -1 takes the else branch, sqrt(-1): its error (2:26), not the drawn branch's log(-1)
+    target = tmp_path / "both.html"
+    target.write_text(live_page("input x = 2\ny = log(x) if x > 0 else sqrt(x)"), encoding="utf-8")
+    tab = _open(browser, target)
+    _set(tab, "x", "field", -1)
+    error = tab.text_content("#live-error")
+    assert "2:26" in error and "sqrt(-1)" in error and "log" not in error, error
+    _set(tab, "x", "field", 4)
+    assert _shown(tab, "y") == pytest.approx(np.log(4))
+    assert tab.problems == []
+
+
+def test_a_number_of_steps_that_is_not_whole_is_said(browser, tmp_path):  # noqa: F811
+    target = tmp_path / "power.html"
+    program = "input n = 3, x = 1.5\nh = 1\nfor t in range(n):\n    h = h * x\n"
+    target.write_text(live_page(program), encoding="utf-8")
+    tab = _open(browser, target)
+    _set(tab, "n", "field", 2.5)
+    assert "a loop's number of steps is a whole number, but n is 2.5" in tab.text_content(
+        "#live-error"
+    )
+    assert tab.get_attribute('[data-node="h_3"]', "data-value") == ""
     assert tab.problems == []

@@ -43,8 +43,9 @@ def slider_range(name: str, value: float, ranges: Mapping[str, tuple[float, floa
 def held_graphs(graph: Graph, checked: Mapping, values: Mapping, ranges, of, force, drawing):
     """The page's payload (each graph it holds: its key, its ``<main>`` and ``<footer>``, its
     data, what ran; and what the script reads the key from) and the scripts (each graph's
-    program, and for if/else the static program). None where the inputs tried take one graph
-    only, and for a program with both if/else and loops."""
+    program, and for if/else the static program, which also says an error of the branch
+    taken where the graph drawn holds the other). None for a loop whose inputs tried take one
+    number of steps only, and for a program with both if/else and loops."""
     from ..passes.guards import is_select, marked
     from ..render.livepage import _script
     from ..run.compile_js import js_module
@@ -82,7 +83,7 @@ def held_graphs(graph: Graph, checked: Mapping, values: Mapping, ranges, of, for
             continue
         held.append(drawn)
         programs.append(program)
-    if len(held) < 2 or held[0]["key"] != first:
+    if not held or held[0]["key"] != first or (len(held) < 2 and not control.conds):
         return None
     payload: dict = {"variants": held}
     scripts = []
@@ -91,8 +92,17 @@ def held_graphs(graph: Graph, checked: Mapping, values: Mapping, ranges, of, for
         payload["conds"] = [
             static.args[s][0] for s in range(len(static.ops)) if is_select(static, s)
         ]
-        static_program = js_module(graph) + "\nglobalThis.cgraphStatic = globalThis.cgraphProgram;"
-        scripts.append(_script(static_program))
+        text = graph.source.text
+        payload["condTexts"] = [
+            " ".join(text[static.starts[c] : static.ends[c]].split()) for c in payload["conds"]
+        ]
+        try:  # (branches of shapes that do not broadcast: no static program, no graph held)
+            static_program = js_module(graph, of=of)
+        except CgraphError:
+            return None
+        scripts.append(
+            _script(static_program + "\nglobalThis.cgraphStatic = globalThis.cgraphProgram;")
+        )
     else:
         payload["steps"] = _steps_inputs(graph)
     scripts += [
@@ -160,21 +170,32 @@ def _drawn(graph: Graph, bindings: Mapping, of, force, drawing: dict, key: str) 
     data and what ran (which branch, how many steps; without these bindings' numbers, which
     are not the page's)."""
     from ..render.page import page as write_page
-    from ..run.control import ran_graph
     from .walkthrough import walkthrough
 
     theme = drawing["theme"]
     options = {k: v for k, v in drawing.items() if k != "theme"}
     data = walkthrough(graph, bindings, of=of, force=force, **options)
+    said = _said(graph, bindings)
+    data["notes"] = said  # (its footer's, without these bindings' numbers: the page's differ)
     markup = write_page(data, theme=theme)
     main = markup[markup.index("<main>") + 6 : markup.index("</main>")]
     footer = markup[markup.index("<footer>") + 8 : markup.index("</footer>")]
-    said = []
+    return {"key": key, "main": main, "footer": footer, "data": data, "note": "; ".join(said)}
+
+
+def _said(graph: Graph, bindings: Mapping) -> list[str]:
+    """What ran for ``bindings``, without their numbers: which branch each if/else took (once
+    each, in order), how many steps each loop ran."""
+    from ..run.control import ran_graph
+
+    said: list[str] = []
     for guard in ran_graph(graph, bindings).control.guards:
         if guard.kind == "loop":
-            said.append(f"{guard.text} is {guard.value}, so the loop runs {guard.value} steps")
-            continue
-        which = "the branch before `if`" if guard.value else "the `else` branch"
-        holds = "true" if guard.value else "false"
-        said.append(f"{guard.text} is {holds}, so {which} runs: {guard.branch}")
-    return {"key": key, "main": main, "footer": footer, "data": data, "note": "; ".join(said)}
+            text = f"{guard.text} is {guard.value}, so the loop runs {guard.value} steps"
+        else:
+            which = "the branch before `if`" if guard.value else "the `else` branch"
+            holds = "true" if guard.value else "false"
+            text = f"{guard.text} is {holds}, so {which} runs: {guard.branch}"
+        if text not in said:
+            said.append(text)
+    return said

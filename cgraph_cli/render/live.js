@@ -25,19 +25,42 @@
   // The graph the inputs take, as Python wrote each one's key (JSON): the numbers of steps
   // of the loops (the inputs that are one), or the branches each if/else takes; null where
   // the static program stops (the drawn graph's program then says where).
+  // A loop's number of steps that is not a whole number, or the static program's error (the
+  // branch taken's, where the drawn graph would compute the other): { error: message }.
   function branchesOf(given) {
-    if (live.steps) return JSON.stringify(live.steps.map((n) => now[n]));
+    if (live.steps) {
+      const bad = live.steps.find((n) => !(Number.isInteger(now[n]) && now[n] >= 0));
+      if (bad !== undefined) {
+        return { error: "a loop's number of steps is a whole number, but " + bad + " is " + now[bad] };
+      }
+      return JSON.stringify(live.steps.map((n) => now[n]));
+    }
     let values;
     try {
       values = statics.forward(given);
     } catch (e) {
       if (e.name !== "CgraphError") throw e;
-      return null;
+      const hints = e.hints && e.hints.length ? "\n  hint: " + e.hints.join("\n  hint: ") : "";
+      return { error: (e.where ? e.where + ": " : "") + e.message + hints };
     }
     return JSON.stringify(live.conds.map((id) => {
       const v = values[staticKey.get(id)];
       return v === null ? null : v !== 0;
     }));
+  }
+
+  // The inputs now as the command line binds them: x=1.5 W='[[1, 2], [3, 4]]'.
+  function boundText() {
+    const nested = (v) => {
+      let items = Array.from(v.data);
+      for (let k = v.shape.length - 1; k > 0; k--) {
+        const out = [];
+        for (let i = 0; i < items.length; i += v.shape[k]) out.push(items.slice(i, i + v.shape[k]));
+        items = out;
+      }
+      return JSON.stringify(v.shape.length ? items : items[0]).replace(/,/g, ", ");
+    };
+    return Object.keys(now).map((n) => n + "=" + (typeof now[n] === "number" ? now[n] : "'" + nested(now[n]) + "'")).join(" ");
   }
 
   // Draw graph k of `variants`: its main part, its footer and its data, then the page and
@@ -209,23 +232,32 @@
       let r;
       if (variants) {
         const key = branchesOf(bindings());
-        const k = key === null ? drawn : variants.findIndex((v) => v.key === key);
+        if (typeof key !== "string") {
+          forget(key.error);
+          return;
+        }
+        const k = variants.findIndex((v) => v.key === key);
         if (k !== drawn && k >= 0) {
           swap(k);
           return;
         }
         if (k < 0) {
-          forget("These inputs take another graph than those this page holds (drawn for inputs " +
-            "near the sliders' ranges).\nDraw that one: cgraph render " + live.source + " " +
-            Object.keys(now).filter((n) => !isTensor(now[n])).map((n) => n + "=" + now[n]).join(" ") +
-            " -o page.html --live");
+          let what = "These inputs take another graph than those this page holds";
+          if (live.conds) { // the first condition that now goes the other way
+            const was = JSON.parse(variants[drawn].key), is = JSON.parse(key);
+            const j = is.findIndex((x, i) => x !== null && was[i] !== null && x !== was[i]);
+            if (j >= 0) what = live.condTexts[j] + " is now " + (is[j] ? "true" : "false") + ": " +
+              (is[j] ? "the branch before `if`" : "the `else` branch") + " runs, a graph this page does not hold";
+          }
+          forget(what + " (drawn for inputs near the sliders' ranges).\nDraw that one: cgraph render " +
+            live.source + " " + boundText() + " -o page.html --live");
           return;
         }
       }
       try {
         const changed = branchChanged(bindings());
         if (changed) {
-          const names = Object.keys(now).filter((n) => !isTensor(now[n])).map((n) => n + "=" + now[n]);
+          const names = [boundText()];
           forget(changed.text + " is now " + (changed.holds ? "false" : "true") + ": " + changed.other +
             " would run, another graph than this one (drawn for the inputs the page was made with).\n" +
             "Draw that one: cgraph render " + live.source + " " + names.join(" ") + " -o page.html --live");
@@ -263,7 +295,13 @@
         node.chain = node.chain.map(bare);
       }
       if (!unchanged) captions(r);
-      document.querySelector("h1 .result").textContent = data.output + " = " + nodeOf.get(data.nodes.find((n) => n.output).id).value;
+      const result = data.output + " = " + nodeOf.get(data.nodes.find((n) => n.output).id).value;
+      document.querySelector("h1 .result").textContent = result;
+      document.title = document.title.split(": ")[0] + ": " + result;
+      for (const g of data.groups || []) { // a folded call's or loop step's box: its output's value
+        const cell = $(g.id + "-v"), out = nodeOf.get(g.output);
+        if (cell && out) cell.textContent = "= " + out.value;
+      }
       page.refresh();
     }
 
