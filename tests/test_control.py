@@ -453,3 +453,13 @@ def test_a_condition_in_a_branch_not_taken_is_never_computed(program, bindings, 
     assert values[out] == value
     assert [str(g) for g in ran.control.guards] == guards
     assert all(ran.ops[i].name != "log" for i in range(len(ran.ops)))
+
+
+def test_a_condition_is_decided_by_the_rules_eval_computes_values_with():
+    # exp(x) by the float rule (math.exp) is ...784 here, by NumPy's ...78: `if` decided by
+    # NumPy's had taken the other branch than `where` and the compiled module
+    x = 1.0020060180541626
+    bound = 2.7237402238726784
+    as_if = evaluate(f"y = x * 100 if exp(x) >= {bound!r} else -x", {"x": x}).value
+    as_where = evaluate(f"y = where(exp(x) >= {bound!r}, x * 100, -x)", {"x": x}).value
+    assert as_if == as_where

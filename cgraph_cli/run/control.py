@@ -64,7 +64,7 @@ class Tracer:
             if i not in values and i not in todo:
                 todo.add(i)
                 stack.extend(graph.args[i])
-        from .evaluate import apply_arrays
+        from .evaluate import apply_nodes
 
         order = sorted(todo)
         for i in order:  # the leaves first: every operation's arguments are then known
@@ -72,7 +72,7 @@ class Tracer:
                 values[i] = self._input(graph, i)
             elif graph.ops[i] is CONST:
                 values[i] = graph.consts[i]
-        apply_arrays(graph, values, order)
+        apply_nodes(graph, values, [i for i in order if graph.ops[i].arity])
         return values[node]
 
     def _input(self, graph: Graph, node: int):
@@ -351,7 +351,7 @@ def branches(graph: Graph, bindings: Mapping | None) -> list[bool | None] | None
     ([True, True], [None, False])
     """
     from ..passes.guards import ALWAYS, is_select, marked, needs, order
-    from .evaluate import apply_arrays
+    from .evaluate import apply_nodes
 
     static = marked(graph)
     try:
@@ -372,7 +372,7 @@ def branches(graph: Graph, bindings: Mapping | None) -> list[bool | None] | None
             values[i] = values[a] if values[c] != 0.0 else values[b]
             continue
         try:
-            apply_arrays(static, values, [i])
+            apply_nodes(static, values, [i])
         except EvalError:
             return None
     selects = sorted(i for i in range(len(static.ops)) if is_select(static, i))

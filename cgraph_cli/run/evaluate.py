@@ -173,6 +173,29 @@ def forward(graph: Graph, bindings: Mapping[str, object] | None = None) -> list:
     return run(graph, values)
 
 
+def apply_nodes(graph: Graph, values: dict, nodes) -> None:
+    """Fill in the operation nodes ``nodes`` of ``values`` (a dict by node; their arguments'
+    values there), each by the rule :func:`forward` would use: the float rule where every
+    argument is a number (so that a condition is decided as ``eval`` decides it), the array
+    rule else; the error at the node where a rule fails or a value is not finite."""
+    from ..core.interpret import value_function
+
+    ops, all_args, params = graph.ops, graph.args, graph.params
+    for i in nodes:
+        op, args = ops[i], [values[a] for a in all_args[i]]
+        if op.py is None or any(a.__class__ is not float for a in args):
+            apply_arrays(graph, values, [i])
+            continue
+        given = params.get(i, ())
+        try:
+            v = float(value_function(op, "py", len(given))(*args, *given))
+        except (ArithmeticError, ValueError) as exc:
+            raise domain_error(graph, i, values, exc) from None  # type: ignore[arg-type]
+        if v - v != 0.0:
+            raise domain_error(graph, i, values, None)  # type: ignore[arg-type]
+        values[i] = v
+
+
 # --- arrays ----------------------------------------------------------------------------------
 def forward_arrays(graph: Graph, values: list) -> list:
     """Fill in every operation node of ``values`` with the op table's array rules; shapes are
