@@ -241,3 +241,21 @@ def test_a_number_of_steps_that_is_not_whole_is_said(browser, tmp_path):  # noqa
     )
     assert tab.get_attribute('[data-node="h_3"]', "data-value") == ""
     assert tab.problems == []
+
+
+def test_a_loop_with_if_else_keeps_computing_while_its_branches_stay(browser, cli, tmp_path):  # noqa: F811
+    program = tmp_path / "loopif.cg"
+    program.write_text(
+        "input x = 0.5, n = 3\nh = x\nfor t in range(n):\n    h = h * 2 if h < 1 else h - 0.5\n"
+        "y = h^2\n"
+    )
+    target = tmp_path / "loopif.html"
+    assert cli("render", str(program), "-o", str(target), "--live").exit_code == 0
+    tab = _open(browser, target)
+    for x in (0.5, 0.6):  # the same branch at every step as the page's own inputs
+        _set(tab, "x", "field", x)
+        g = json.loads(cli("grad", str(program), f"x={x}", "--format", "json").stdout)
+        assert _shown(tab, "y") == pytest.approx(g["value"], rel=1e-12), x
+    _set(tab, "x", "field", 0.3)  # at step 2, h = 0.6 (not 1): the other branch
+    assert "h < 1 is now true" in tab.text_content("#live-error")
+    assert tab.problems == []

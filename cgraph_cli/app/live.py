@@ -108,17 +108,10 @@ def _guards(graph: Graph, bindings: Mapping) -> tuple[str, list[dict]]:
     tracer = Tracer(graph, check_bindings(graph, bindings))
     traced = parse_source(graph.source, tracer)
     found = []
-    for guard in tracer.guards:
-        if guard.kind != "if":
-            continue
-        at = [
-            i for i in range(len(traced.ops)) if tuple(traced.span(i)) == (guard.start, guard.end)
-        ]
-        if at:
-            other = "the `else` branch" if guard.value else "the branch before `if`"
-            found.append(
-                {"node": at[-1], "holds": bool(guard.value), "text": guard.text, "other": other}
-            )
+    decided = [guard for guard in tracer.guards if guard.kind == "if"]
+    for guard, node in zip(decided, tracer.conditions):  # (a loop's step each its own node)
+        other = "the `else` branch" if guard.value else "the branch before `if`"
+        found.append({"node": node, "holds": bool(guard.value), "text": guard.text, "other": other})
     if not found:
         return "", []
     script = js_module(traced, of=None)

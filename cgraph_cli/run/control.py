@@ -49,6 +49,7 @@ class Tracer:
         self.inputs = input_values(static, bindings)[0]  # bindings over defaults
         self.values: dict[int, object] = {}
         self.guards: list[Guard] = []
+        self.conditions: list[int] = []  # each if/else guard's condition node, in order
         self.steps: dict[str, list[int]] = {}
         self.notes: list[str] = []  # what ran, for explain: branches and loops, in order
         self.total_steps = 0  # of every loop so far, an inner loop's once per outer step
@@ -111,6 +112,7 @@ class Tracer:
         taken = branches[0] if holds else branches[1]
         branch = " ".join(graph.source.text[taken[0] : taken[1]].split())
         self.guards.append(Guard(text, holds, start, end, "if", step, detail, branch))
+        self.conditions.append(node)
         self.notes.append(self.guards[-1].sentence())
         return holds
 
