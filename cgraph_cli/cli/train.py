@@ -382,6 +382,8 @@ class _Log:
                 raise  # standard output's: said as such
             from ..core.errors import cannot_write
 
+            self.out.discard()  # (its buffer would fail again when collected, said at exit)
+            self.out = None
             raise cannot_write(self.path, e) from None
 
     def write(self, record: dict) -> None:
