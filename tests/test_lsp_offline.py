@@ -46,11 +46,12 @@ def test_a_tensor_output_has_values_but_no_gradients():
     assert [text for _site, text in values.hints()] == ["= [2, 4, 6]"]
 
 
-def test_formatting_keeps_a_conditional_and_a_loop_as_written():
+def test_formatting_writes_a_conditional_and_keeps_a_loop_as_written():
     from cgraph_cli.app.lsp.edits import formatted
 
-    text = "input x = 1\ny = x if x > 0 else -x\nfor k in range(2):\n    y = (y)*2\nz = (y)*2\n"
-    assert formatted(Analysis(text)) == text.replace("z = (y)*2", "z = y * 2")
+    text = "input x = 1\ny = (x) if x>0 else -x\nfor k in range(2):\n    y = (y)*2\nz = (y)*2\n"
+    expected = text.replace("z = (y)*2", "z = y * 2").replace("(x) if x>0", "x if x > 0")
+    assert formatted(Analysis(text)) == expected
 
 
 @pytest.mark.parametrize(

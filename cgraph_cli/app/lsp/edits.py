@@ -124,8 +124,8 @@ def comments(text: str) -> list[str]:
 def formatted(analysis: Analysis) -> str:
     """The program with each statement written as :func:`to_source` writes it, and its
     comments, blank lines, ``def`` and ``for`` blocks as they are; :class:`Refused` when it
-    does not parse. A statement written over several lines or around a comment, or one that
-    says ``a if c else b`` (to_source writes ``where``), is kept as it is.
+    does not parse. A statement written over several lines or around a comment is kept as it
+    is.
 
     >>> print(formatted(Analysis("# squares\\ninput x=1, w = [ 1,2.50]\\ny = (x)*x   # x²\\nx+=y*(2)")))
     # squares
@@ -187,15 +187,14 @@ _SLOT = "__formatted__"
 
 def _expression(source: str, defs: str = "") -> str | None:
     """An expression as to_source writes it (after the program's ``defs``, which it may call);
-    None when that is not one line of the same meaning (it holds ``if``/``else``, or does not
-    parse alone)."""
+    None when that is not one line of the same meaning (it does not parse alone)."""
     if _SLOT in source:
         return None
     try:
         graph = parse(f"{defs}{_SLOT} = {source}")
     except CgraphError:
         return None
-    if graph.control is not None:
+    if getattr(graph.control, "loops", None):  # (if/else: to_source writes it as written)
         return None
     above, _, written = to_source(graph).rstrip("\n").rpartition("\n")
     if [ln for ln in above.split("\n") if ln] != [ln for ln in defs.split("\n") if ln]:
