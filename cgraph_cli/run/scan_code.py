@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 from ..core import runtime
 from ..core.arrays import ShapeMismatch
-from ..core.errors import UsageError, visible
+from ..core.errors import Span, UsageError, visible
 from ..core.ir import Graph, resolve_name
 from ..core.ir_control import Static
 from ..core.ops import CONST
@@ -96,9 +96,13 @@ def loop_module(
     cut = blocks(graph, out)
     check_target(target)
     if cut is None:
+        loops = sorted(graph.control.loops, key=lambda lp: (not lp.depth, lp.start))
+        place = Span(loops[0].start, loops[0].end) if loops else None  # a nested one first
         raise UsageError(
             "compile does not take this program yet: it takes `for` loops one level deep, "
             "whose body reads each value it carries by one name",
+            place,
+            graph.source,
             hints=[
                 "eval, grad, explain, check, gradcheck, diff, hessian, jvp and jacobian run "
                 "it, on the graph that runs for the bindings"
