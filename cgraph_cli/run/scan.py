@@ -102,31 +102,10 @@ def _scan(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool
 
 
 def _module(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
-    """The module's ``_run`` for these shapes, or False where no module is written."""
-    from .scan_code import loop_module
-
-    if not graph.control.loops:  # if/else alone: the straight-line module, with its ifs
-        return _branching(graph, inputs, of, gradient, tensor)
-    try:
-        source = loop_module(
-            graph, "numpy" if tensor else "python", of=of, bindings=inputs, gradient=gradient
-        )
-    except (CgraphError, ShapeMismatch):
-        return False
-    from .control import MAX_LOOP_STEPS, MAX_RUN_NODES
-
-    namespace: dict = {"__name__": "cgraph_scan"}
-    exec(compile(source, "<cgraph scan>", "exec"), namespace)  # our own generated code
-    # Past these, and for a loop of no steps, the graph that runs answers, as it always has.
-    namespace.update(MAX_STEPS=MAX_LOOP_STEPS, MAX_NODES=MAX_RUN_NODES, NO_STEPS=False)
-    return namespace["_run"]
-
-
-def _branching(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
-    """For a program with if/else and no loop: ``_run`` over the compiled module
-    (:func:`cgraph_cli.run.compile.compile_module`: the branch not taken never computed)."""
-    from ..core.ir import resolve_name
-    from .compile import compile_module
+    """The module's ``_run`` for these shapes, or False where no module is written: a
+    program with loops as a scan (:func:`cgraph_cli.run.scan_code.loop_module`), one with
+    if/else alone as straight-line code with its ifs (the branch not taken never computed)."""
+    from .scan_code import compile_module
 
     try:
         source = compile_module(
@@ -134,8 +113,16 @@ def _branching(graph: Graph, inputs: Mapping, of, gradient: bool, tensor: bool):
         )
     except (CgraphError, ShapeMismatch):
         return False
-    namespace: dict = {"__name__": "cgraph_branching"}
-    exec(compile(source, "<cgraph if/else>", "exec"), namespace)  # our own generated code
+    namespace: dict = {"__name__": "cgraph_scan"}
+    exec(compile(source, "<cgraph scan>", "exec"), namespace)  # our own generated code
+    if "_run" in namespace:  # loops
+        from .control import MAX_LOOP_STEPS, MAX_RUN_NODES
+
+        # Past these, and for a loop of no steps, the graph that runs answers, as it always has.
+        namespace.update(MAX_STEPS=MAX_LOOP_STEPS, MAX_NODES=MAX_RUN_NODES, NO_STEPS=False)
+        return namespace["_run"]
+    from ..core.ir import resolve_name
+
     grad, forward = namespace["grad"], namespace["forward"]
     key = graph.display_name(graph.output if of is None else resolve_name(graph, of))
 
