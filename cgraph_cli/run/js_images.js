@@ -55,62 +55,49 @@ function _reads(g) {
   return [rows, columns];
 }
 
-// 2-D cross-correlation as torch.nn.functional.conv2d and ONNX's Conv: x (N, C, H, W), w (O,
-// C / groups, kh, kw), each output channel reading the channels of its group.
-function _conv2d(x, w, strides, pads, dilations, groups) {
-  const [o, cg, kh, kw] = w.shape;
-  const g = _windows(x.shape, kh, kw, strides, pads, dilations);
+// Each tap of a grouped convolution over windows `g` with weights of shape `shape` (O, C /
+// groups, kh, kw), in the order of the output's elements, then of the channels of the
+// output channel's group and the kernel: visit(the output element, the image element, the
+// weight), by flat index; a tap off the padded image is skipped.
+function _taps(g, shape, groups, visit) {
+  const [o, cg, kh, kw] = shape;
   const [rows, columns] = _reads(g);
   const per = o / (groups || 1);
-  const out = new Float64Array(g.n * o * g.ho * g.wo);
   let at = 0;
   for (let n = 0; n < g.n; n++)
     for (let f = 0; f < o; f++) {
       const first = Math.floor(f / per) * cg;
       for (let i = 0; i < g.ho; i++)
         for (let j = 0; j < g.wo; j++) {
-          let t = 0;
           for (let c = 0; c < cg; c++) {
             const image = (n * g.c + first + c) * g.h;
             const kernel = (f * cg + c) * kh * kw;
             for (let k = 0; k < kh * kw; k++) {
               const y = rows[k][i];
               const z = columns[k][j];
-              if (y >= 0 && z >= 0) t += x.data[(image + y) * g.w + z] * w.data[kernel + k];
+              if (y >= 0 && z >= 0) visit(at, (image + y) * g.w + z, kernel + k);
             }
           }
-          out[at++] = t;
+          at++;
         }
     }
-  return _T([g.n, o, g.ho, g.wo], out);
+}
+
+// 2-D cross-correlation as torch.nn.functional.conv2d and ONNX's Conv: x (N, C, H, W), w (O,
+// C / groups, kh, kw), each output channel reading the channels of its group.
+function _conv2d(x, w, strides, pads, dilations, groups) {
+  const g = _windows(x.shape, w.shape[2], w.shape[3], strides, pads, dilations);
+  const out = new Float64Array(g.n * w.shape[0] * g.ho * g.wo);
+  _taps(g, w.shape, groups, (at, i, k) => { out[at] += x.data[i] * w.data[k]; });
+  return _T([g.n, w.shape[0], g.ho, g.wo], out);
 }
 
 // conv2d's transpose in its image (the image's gradient): each element of y, times each
 // weight, added to the image element that weight met; the result of `size`.
 function _convTranspose2d(y, w, size, strides, pads, dilations, groups) {
-  const [o, cg, kh, kw] = w.shape;
-  const g = _windows(size, kh, kw, strides, pads, dilations);
-  const [rows, columns] = _reads(g);
-  const per = o / (groups || 1);
+  const g = _windows(size, w.shape[2], w.shape[3], strides, pads, dilations);
   const out = new Float64Array(_size(size));
-  let at = 0;
-  for (let n = 0; n < g.n; n++)
-    for (let f = 0; f < o; f++) {
-      const first = Math.floor(f / per) * cg;
-      for (let i = 0; i < g.ho; i++)
-        for (let j = 0; j < g.wo; j++) {
-          const v = y.data[at++];
-          for (let c = 0; c < cg; c++) {
-            const image = (n * g.c + first + c) * g.h;
-            const kernel = (f * cg + c) * kh * kw;
-            for (let k = 0; k < kh * kw; k++) {
-              const r = rows[k][i];
-              const s = columns[k][j];
-              if (r >= 0 && s >= 0) out[(image + r) * g.w + s] += v * w.data[kernel + k];
-            }
-          }
-        }
-    }
+  _taps(g, w.shape, groups, (at, i, k) => { out[i] += y.data[at] * w.data[k]; });
   return _T(size.slice(), out);
 }
 
