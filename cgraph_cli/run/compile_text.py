@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from .compile_emit import Shape, _Emitter
 
 
+#: A module's exception, between two blank lines: the lines of its class.
+DOMAIN_ERROR = [
+    "",
+    "",
+    "class DomainError(ArithmeticError):",
+    '    """A value the program cannot compute (log(-1), 1/0, an overflow...)."""',
+    "",
+    "",
+]
+
+
 def module_text(
     em: _Emitter, graph, name, forward_body, names, grad_body, value, gradients, output
 ) -> str:
@@ -64,12 +75,7 @@ def module_text(
             if numpy
             else []
         ),
-        "",
-        "",
-        "class DomainError(ArithmeticError):",
-        '    """A value the program cannot compute (log(-1), 1/0, an overflow...)."""',
-        "",
-        "",
+        *DOMAIN_ERROR,
     ]
     helpers = [inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(em.helpers)]
     # What each function returns, by name: how, and the shape when known.

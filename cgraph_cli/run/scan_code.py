@@ -41,6 +41,7 @@ from ..passes.shapes import ShapeError
 from .compile import check_target
 from .compile_emit import _Emitter
 from .compile_names import _with_callees
+from .compile_text import DOMAIN_ERROR
 from .scan_steps import Block, Step, blocks, names
 
 #: How many different shapes a loop's carried values may take before they settle.
@@ -223,12 +224,7 @@ class _Module:
             "# (None: any number); whether a loop may take no steps.",
             "MAX_STEPS = MAX_NODES = None",
             "NO_STEPS = True",
-            "",
-            "",
-            "class DomainError(ArithmeticError):",
-            '    """A value the program cannot compute (log(-1), 1/0, an overflow...)."""',
-            "",
-            "",
+            *DOMAIN_ERROR,
         ]
         helpers: set[str] = set()
         functions = []
