@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.arrays import np
-from ..core.errors import BindingError, EvalError, Span, UsageError
+from ..core.errors import BindingError, CgraphError, EvalError, Span, UsageError
 from ..core.ir import Graph, GraphBuilder
 from ..core.ir_control import Guard, Run, Static
 from ..core.ops import CONST, INPUT
@@ -353,14 +353,14 @@ def branches(graph: Graph, bindings: Mapping | None) -> list[bool | None] | None
     ([True, True], [None, False])
     """
     from ..passes.guards import ALWAYS, is_select, marked, needs, order
-    from .evaluate import apply_nodes
+    from .evaluate import apply_nodes, initial_values
 
     static = marked(graph)
-    try:
-        values: dict[int, object] = dict(enumerate(_inputs_and_constants(static, bindings)))
-    except BindingError:
+    try:  # inputs and constants; the others filled in below, where their guard holds
+        first = initial_values(static, bindings)
+    except CgraphError:
         return None
-    values = {i: v for i, v in values.items() if v is not None}
+    values = {i: first[i] for i, op in enumerate(static.ops) if not op.arity}
     guards = needs(static, [static.output, *static.names.values()])
 
     def holds(guard) -> bool:
@@ -380,16 +380,3 @@ def branches(graph: Graph, bindings: Mapping | None) -> list[bool | None] | None
     selects = sorted(i for i in range(len(static.ops)) if is_select(static, i))
     conds = [static.args[s][0] for s in selects]
     return [bool(values[c] != 0.0) if c in values else None for c in conds]
-
-
-def _inputs_and_constants(graph: Graph, bindings: Mapping | None) -> list:
-    """Each node's value where it is an input (bound, else its default) or a constant."""
-    given = input_values(graph, bindings or {})[0]
-    out: list = [None] * len(graph.ops)
-    for name, node in graph.inputs.items():
-        if name not in given:
-            raise BindingError(f"no value for input '{name}'")
-        out[node] = given[name]
-    for node, value in graph.consts.items():
-        out[node] = value
-    return out
