@@ -79,14 +79,14 @@ def _absorbed(paths: Iterable[Path]) -> Guard:
 def _extended(guard: Guard, test: tuple[int, bool]) -> Guard:
     """``guard``'s paths, each with ``test`` (a condition and whether it holds) after it: once
     (a path that tests it already the same way keeps it), and none that needs a condition to
-    hold and not to."""
+    hold and not to; absorbed as :func:`_absorbed` says."""
     c, side = test
     out = []
     for path in guard:
         if (c, not side) in path:
             continue
         out.append(path if test in path else path + (test,))
-    return frozenset(out)
+    return _absorbed(out)
 
 
 def needs(graph: Graph, roots: Iterable[int]) -> list[Guard]:
@@ -165,23 +165,18 @@ def order(graph: Graph, guards: list[Guard]) -> list[int]:
 
 
 def guard_text(graph: Graph, guard: Guard, names, true: str, false: str) -> str:
-    """The test of ``guard`` as code: each path's choices joined by ``and`` (from the
-    outside in, so that a condition is read only where its select is computed), the paths
-    by ``or``; a condition tested twice in a path once, a path that needs it both true and
-    false left out, a path that holds wherever a shorter one does too. ``true``/``false``:
-    the test that a condition's value (``{0}``) holds or not (Python ``{0}`` and ``not
-    {0}``; JavaScript ``{0} !== 0``...); ``false`` alone is a guard that never holds."""
-    paths: list[tuple[tuple[int, bool], ...]] = []
-    for tests in sorted(guard, key=len):
-        if not any(set(kept) <= set(tests) for kept in paths):
-            paths.append(tests)
-    if not paths:
+    """The test of ``guard`` (its paths absorbed, as :func:`needs` makes them) as code: each
+    path's tests joined by ``and`` (from the outside in, so that a condition is read only
+    where its select is computed), the paths by ``or``; ``False`` for a guard that never
+    holds. ``true``/``false``: the test that a condition's value (``{0}``) holds or not
+    (Python ``{0}`` and ``not {0}``; JavaScript ``{0} !== 0``...)."""
+    if not guard:
         return "False"
     alternatives = []
-    for tests in sorted(paths):
+    for tests in sorted(guard):
         texts = [(true if side else false).format(names[c]) for c, side in tests]
         joined = " and ".join(texts)
-        alternatives.append(f"({joined})" if len(texts) > 1 and len(paths) > 1 else joined)
+        alternatives.append(f"({joined})" if len(texts) > 1 and len(guard) > 1 else joined)
     return " or ".join(alternatives)
 
 
