@@ -9,7 +9,7 @@ the second; every layer above reads them.
 
 from __future__ import annotations
 
-from .errors import Span, UsageError
+from .errors import EvalError, Span, UsageError
 from .ir import Graph
 
 #: Loop steps listed one by one in explanations at most; longer loops are summarised.
@@ -174,6 +174,17 @@ def middle_steps(graph: Graph, keep: int = SHOWN_STEPS // 2) -> tuple[set[int], 
     hidden = set(range(first + 1, last + 1))
     shown = f"steps {keep + 1} to {len(nodes) - keep} of {len(nodes)}"
     return hidden, f"{shown} (of {name}) are left out below: the same statements, other numbers"
+
+
+def tensor_condition(text: str, shape: tuple, span: Span, source) -> EvalError:
+    """The error for a condition (``text`` at ``span``) that is a tensor of ``shape``: `a if
+    c else b` takes one branch for one number (the interpreter's and the compiler's)."""
+    return EvalError(
+        f"the condition {text} is a {tuple(shape)} tensor; `a if c else b` needs a number",
+        span,
+        source,
+        hints=["to choose element by element, write where(c, a, b) (both sides run)"],
+    )
 
 
 def refuse(graph: Graph, what: str, loops: bool = False) -> None:

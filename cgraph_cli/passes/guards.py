@@ -201,7 +201,8 @@ def check_conditions(graph: Graph, shape_of) -> None:
     """Refuse, as the interpreter does, a conditional whose condition is a tensor
     (``shape_of(node)``: its shape when known, else None): `a if c else b` takes one branch
     for one number."""
-    from ..core.errors import EvalError
+    from ..core.errors import Span
+    from ..core.ir_control import tensor_condition
 
     for s in range(len(graph.ops)):
         if not is_select(graph, s):
@@ -209,10 +210,6 @@ def check_conditions(graph: Graph, shape_of) -> None:
         c = graph.args[s][0]
         shape = shape_of(c)
         if shape:
-            text = " ".join(graph.source.text[graph.starts[c] : graph.ends[c]].split())
-            raise graph.error(
-                EvalError,
-                f"the condition {text} is a {tuple(shape)} tensor; `a if c else b` needs a number",
-                c,
-                hints=["to choose element by element, write where(c, a, b) (both sides run)"],
-            )
+            span = Span(graph.starts[c], graph.ends[c])
+            text = " ".join(graph.source.text[span.start : span.end].split())
+            raise tensor_condition(text, shape, span, graph.source)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from ..core.arrays import np
 from ..core.errors import BindingError, CgraphError, EvalError, Span, UsageError
 from ..core.ir import Graph, GraphBuilder
-from ..core.ir_control import Guard, Run, Static
+from ..core.ir_control import Guard, Run, Static, tensor_condition
 from ..core.ops import CONST, INPUT
 from ..data.bindings import input_values
 
@@ -96,13 +96,7 @@ class Tracer:
         value = self.value(graph, node)
         text = " ".join(graph.source.text[start:end].split())
         if value.__class__ is not float:
-            raise EvalError(
-                f"the condition {text} is a {np.shape(value)} tensor; `a if c else b` needs a "
-                "number",
-                Span(start, end),
-                graph.source,
-                hints=["to choose element by element, write where(c, a, b) (both sides run)"],
-            )
+            raise tensor_condition(text, np.shape(value), Span(start, end), graph.source)
         holds = value != 0.0
         detail = ""
         if graph.ops[node].arity:
