@@ -97,7 +97,7 @@ def _controls(graph: Graph, values: Mapping[str, Any], ranges, data: list[str]) 
 def _guards(graph: Graph, bindings: Mapping) -> tuple[str, list[dict]]:
     """For a program with if/else: the graph as traced (its conditions included) as a script
     that sets ``cgraphGuards``, and each condition's node, what it was and what it says."""
-    from ..core.ir_control import Static
+    from ..core.ir_control import Static, which
     from ..data.bindings import check_bindings
     from ..parse.driver import parse_source
     from ..run.compile_js import js_module
@@ -110,7 +110,7 @@ def _guards(graph: Graph, bindings: Mapping) -> tuple[str, list[dict]]:
     found = []
     decided = [guard for guard in tracer.guards if guard.kind == "if"]
     for guard, node in zip(decided, tracer.conditions):  # (a loop's step each its own node)
-        other = "the `else` branch" if guard.value else "the branch before `if`"
+        other = which(not guard.value)
         found.append({"node": node, "holds": bool(guard.value), "text": guard.text, "other": other})
     if not found:
         return "", []

@@ -188,14 +188,5 @@ def _said(graph: Graph, bindings: Mapping) -> list[str]:
     each, in order), how many steps each loop ran."""
     from ..run.control import ran_graph
 
-    said: list[str] = []
-    for guard in ran_graph(graph, bindings).control.guards:
-        if guard.kind == "loop":
-            text = f"{guard.text} is {guard.value}, so the loop runs {guard.value} steps"
-        else:
-            which = "the branch before `if`" if guard.value else "the `else` branch"
-            holds = "true" if guard.value else "false"
-            text = f"{guard.text} is {holds}, so {which} runs: {guard.branch}"
-        if text not in said:
-            said.append(text)
-    return said
+    guards = ran_graph(graph, bindings).control.guards
+    return list(dict.fromkeys(guard.rule() for guard in guards))

@@ -99,6 +99,11 @@ class Static:
             loop._reads.setdefault(node, set()).add(name)
 
 
+def which(holds: bool) -> str:
+    """The branch a condition picks, in words."""
+    return "the branch before `if`" if holds else "the `else` branch"
+
+
 class Guard:
     """A fact the graph that ran depends on: a condition's truth, or a loop's number of steps.
     Other bindings that change it give another graph."""
@@ -126,8 +131,16 @@ class Guard:
         """The guard as ``explain`` says it: which branch ran and why."""
         where = f" at {self.step}" if self.step else ""
         why = f" ({self.detail})" if self.detail and self.detail != self.text else ""
-        which = "the branch before `if`" if self.value else "the `else` branch"
-        return f"{self}{why}{where}, so {which} ran: {self.branch}"
+        return f"{self}{why}{where}, so {which(bool(self.value))} ran: {self.branch}"
+
+    def rule(self) -> str:
+        """What the guard says holds for any inputs that meet it, without their numbers (a
+        live page's graph held for others): ``c is false, so the `else` branch runs: b``,
+        ``n is 3, so the loop runs 3 steps``."""
+        if self.kind == "loop":
+            return f"{self.text} is {self.value}, so the loop runs {self.value} steps"
+        holds = "true" if self.value else "false"
+        return f"{self.text} is {holds}, so {which(bool(self.value))} runs: {self.branch}"
 
     def __str__(self) -> str:
         if self.kind == "loop":
