@@ -49,20 +49,6 @@
     }));
   }
 
-  // The inputs now as the command line binds them: x=1.5 W='[[1, 2], [3, 4]]'.
-  function boundText() {
-    const nested = (v) => {
-      let items = Array.from(v.data);
-      for (let k = v.shape.length - 1; k > 0; k--) {
-        const out = [];
-        for (let i = 0; i < items.length; i += v.shape[k]) out.push(items.slice(i, i + v.shape[k]));
-        items = out;
-      }
-      return JSON.stringify(v.shape.length ? items : items[0]).replace(/,/g, ", ");
-    };
-    return Object.keys(now).map((n) => n + "=" + (typeof now[n] === "number" ? now[n] : "'" + nested(now[n]) + "'")).join(" ");
-  }
-
   // Draw graph k of `variants`: its main part, its footer and its data, then the page and
   // this script read them again (the inputs stay).
   function swap(k) {
@@ -135,6 +121,9 @@
       return m === "+" ? 1 : m === "−" ? -1 : 0;
     }
     const full = (v) => (isTensor(v) ? JSON.stringify(nest(v.data, v.shape, (x) => x)) : String(v));
+    // The inputs now as the command line binds them: x=1.5 W='[[1, 2], [3, 4]]'.
+    const boundText = () => Object.keys(now).map((n) => n + "=" +
+      (isTensor(now[n]) ? "'" + full(now[n]).replace(/,/g, ", ") + "'" : String(now[n]))).join(" ");
     const fullText = (v) => (isTensor(v) ? shapeText(v.shape) + " " + written(v) : fmt(v));
 
     // The inputs now, from the values the page was made with.
