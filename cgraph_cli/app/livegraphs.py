@@ -104,7 +104,7 @@ def held_graphs(graph: Graph, checked: Mapping, values: Mapping, ranges, of, for
             _script(static_program + "\nglobalThis.cgraphStatic = globalThis.cgraphProgram;")
         )
     else:
-        payload["steps"] = _steps_inputs(graph)
+        payload["steps"] = steps
     scripts += [
         _script(p + "\n(globalThis.cgraphVariantPrograms ||= []).push(globalThis.cgraphProgram);")
         for p in programs

@@ -246,12 +246,13 @@ def _partials(graph: Graph, b, reach: list[bool]) -> dict[int, list]:
     ids = list(range(len(ops)))
     needs = [op is not CONST for op in ops]
     found: dict[int, list] = {}
+    e = Recorder(b)
     for i, op in enumerate(ops):
         if not (op.arity and reach[i] and op.differentiable) or shapes[i]:
             continue
         if any(shapes[a] for a in args[i]):
             continue
-        parts = pullback(Recorder(b), graph, ids, i, 1.0, needs)
+        parts = pullback(e, graph, ids, i, 1.0, needs)
         found[i] = [
             float(b.graph.consts[p]) if p.__class__ is int and b.graph.ops[p] is CONST else p
             for p in parts
