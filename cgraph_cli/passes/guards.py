@@ -164,20 +164,31 @@ def order(graph: Graph, guards: list[Guard]) -> list[int]:
     return laid
 
 
-def guard_text(graph: Graph, guard: Guard, names, true: str, false: str) -> str:
+def guard_text(
+    graph: Graph,
+    guard: Guard,
+    names,
+    true: str,
+    false: str,
+    *,
+    and_: str = " and ",
+    or_: str = " or ",
+    never: str = "False",
+) -> str:
     """The test of ``guard`` (its paths absorbed, as :func:`needs` makes them) as code: each
-    path's tests joined by ``and`` (from the outside in, so that a condition is read only
-    where its select is computed), the paths by ``or``; ``False`` for a guard that never
+    path's tests joined by ``and_`` (from the outside in, so that a condition is read only
+    where its select is computed), the paths by ``or_``; ``never`` for a guard that never
     holds. ``true``/``false``: the test that a condition's value (``{0}``) holds or not
-    (Python ``{0}`` and ``not {0}``; JavaScript ``{0} !== 0``...)."""
+    (Python ``{0}`` and ``not {0}``; JavaScript ``{0} !== 0``...); the joiners are
+    Python's unless given (JavaScript's: ``&&``, ``||``, ``false``)."""
     if not guard:
-        return "False"
+        return never
     alternatives = []
     for tests in sorted(guard):
         texts = [(true if side else false).format(names[c]) for c, side in tests]
-        joined = " and ".join(texts)
+        joined = and_.join(texts)
         alternatives.append(f"({joined})" if len(texts) > 1 and len(guard) > 1 else joined)
-    return " or ".join(alternatives)
+    return or_.join(alternatives)
 
 
 def wrap(builder, graph: Graph, guard: Guard, value: int) -> int:

@@ -129,10 +129,7 @@ class Writer:
     def test(self, guard) -> str:
         """``guard`` as a JavaScript test (a condition holds where it is not 0; NaN holds,
         as in cgraph's interpreter)."""
-        atoms = Atoms(self)
-        return (
-            guard_text(self.graph, guard, atoms, "{0} !== 0", "{0} === 0")
-            .replace(" and ", " && ")
-            .replace(" or ", " || ")
-            .replace("False", "false")
-        )
+        return guard_text(
+            self.graph, guard, Atoms(self), "{0} !== 0", "{0} === 0",
+            and_=" && ", or_=" || ", never="false",
+        )  # fmt: skip
