@@ -259,3 +259,19 @@ def test_a_loop_with_if_else_keeps_computing_while_its_branches_stay(browser, cl
     _set(tab, "x", "field", 0.3)  # at step 2, h = 0.6 (not 1): the other branch
     assert "h < 1 is now true" in tab.text_content("#live-error")
     assert tab.problems == []
+
+
+def test_a_folded_steps_captions_follow_a_change(browser, cli, tmp_path):  # noqa: F811
+    target = tmp_path / "rnn.html"
+    assert cli("render", "samples/rnn.cg", "-o", str(target), "--live").exit_code == 0
+    tab = _open(browser, target)
+    _set(tab, "W", 1, 0.7)
+    W = json.loads(tab.get_attribute('[data-node="W"]', "data-value"))
+    ran = json.loads(
+        cli("eval", "samples/rnn.cg", f"W={json.dumps(W)}", "--all", "--format", "json").stdout
+    )
+    captions = tab.evaluate("() => cgraphPage.data.groups.map((g) => [g.forward, g.backward])")
+    h2 = ran["values"]["h_2"]
+    assert f"h_2 = [{h2[0]:.4g}, {h2[1]:.4g}]" in captions[1][0], captions[1]
+    assert all(b.endswith("its vector-Jacobian product") for _, b in captions)  # no stale share
+    assert tab.problems == []

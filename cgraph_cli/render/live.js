@@ -290,6 +290,9 @@
       for (const g of data.groups || []) { // a folded call's or loop step's box: its output's value
         const cell = $(g.id + "-v"), out = nodeOf.get(g.output);
         if (cell && out) cell.textContent = "= " + out.value;
+        if (unchanged || !out) continue; // its captions: the value now, the shares without numbers
+        g.forward = upTo(g.forward) + " = " + out.value;
+        g.backward = g.backward.split(": ")[0];
       }
       page.refresh();
     }
