@@ -417,3 +417,51 @@ def test_a_program_of_numbers_compiles_without_a_derivative_graph(monkeypatch):
     p = math.sin(0.5) * 2.0
     assert list(grads) == ["y"] and math.isclose(grads["y"], 2 * p * math.sin(0.5) + math.exp(2))
     assert value == p * p + math.exp(2.0)
+
+
+@pytest.mark.parametrize(
+    "program, where",
+    [
+        ("y = sum(relu(x * 1e308) * w)", "line 1: x * 1e308"),  # relu turns -inf into 0
+        ("y = sum(where(x > 0, x * 1e308, x) * w)", "line 1: x * 1e308"),
+        ("y = sum(relu(x @ W) * w)", "line 1: x @ W"),
+    ],
+)
+def test_tensor_modules_name_a_hidden_value_that_is_not_finite_as_the_interpreter_does(
+    program, where
+):
+    # A value an op may hide (relu's argument, where's branches) is summed with the results
+    # at the end of the call rather than tested where it is made: the checked copy, run when
+    # that sum is not finite, names its node.
+    from cgraph_cli import evaluate
+
+    x = np.array([-10.0, 2.0])
+    bindings = {"x": x, "w": np.array([1.0, 1e308]), "W": np.array([[1e308, 1.0], [0.0, 1.0]])}
+    used = {k: v for k, v in bindings.items() if k in parse(program).inputs}
+    with pytest.raises(EvalError):
+        evaluate(program, used)
+    module = load(compile_module(parse(program), "numpy", bindings=used))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=f"^{re.escape(where)}: the value is not finite"):
+            module[fn](**used)
+        with pytest.raises(ArithmeticError, match=f"^{re.escape(where)}: the value is not finite"):
+            module["_again"](module[fn], {k: v for k, v in used.items()})  # (on an error)
+    fine = {k: np.abs(v) / 1e308 + 0.5 for k, v in used.items()}
+    value, grads = module["grad"](**fine)
+    expected = cg_grad(program, fine)
+    assert _close(value, expected.value)
+    assert all(_close(grads[k], expected.gradients[k]) for k in fine)
+
+
+def test_a_tensor_module_refuses_inputs_of_other_shapes_than_it_was_compiled_for():
+    # Sizes are folded into the code (a mean divides by the count): other shapes computed
+    # the wrong value (twice the loss of 8 rows given to a module compiled for 4).
+    module = load(compile_module(parse("y = mean(x * x)"), "numpy", bindings={"x": [1.0] * 4}))
+    assert module["grad"](x=np.full(4, 2.0))[0] == 4.0
+    assert module["grad"](x=[2.0, 2.0, 2.0, 2.0])[0] == 4.0  # a list of that shape: as before
+    for other in (np.full(8, 2.0), 2.0, [2.0, 2.0]):
+        for fn in ("forward", "grad"):
+            with pytest.raises(ValueError, match=r"^input x has shape \(\d*,?\), but this module"):
+                module[fn](x=other)
+    rows = module["grad"](x=np.full((3, 4), 2.0))  # a leading batch axis: a row at a time
+    assert rows[0].tolist() == [4.0, 4.0, 4.0]

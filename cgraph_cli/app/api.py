@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.arrays import Value
+from ..core.arrays import Value, np
 from ..core.ir import Graph, resolve_name, wrt_node
 from ..parse import parse
+from ..run.engine import compiled_forward, compiled_grad
 
 if TYPE_CHECKING:
     from ..passes.derivatives import Program
@@ -186,13 +187,15 @@ class Gradients(Evaluation):
         and adjoints from ``later()`` (the interpreter's passes) when first asked for (the
         graph that ran too, when None: a scan's)."""
         result = cls.__new__(cls)
-        for name, v in (("_graph", graph), ("_values", None), ("_output", output)):
-            object.__setattr__(result, name, v)
-        object.__setattr__(result, "_named", None)
-        object.__setattr__(result, "_run", later)
-        object.__setattr__(result, "_adjoints", None)
-        object.__setattr__(result, "_known", (value, gradients))
-        object.__setattr__(result, "_later", later)
+        put = object.__setattr__  # (on the path of every compiled call: no loop)
+        put(result, "_graph", graph)
+        put(result, "_values", None)
+        put(result, "_output", output)
+        put(result, "_named", None)
+        put(result, "_run", later)
+        put(result, "_adjoints", None)
+        put(result, "_known", (value, gradients))
+        put(result, "_later", later)
         return result
 
     def _passes(self) -> None:
@@ -266,25 +269,29 @@ def listing(parts: list[str], shown: int = SHOWN) -> str:
 
 def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
     """Bindings with each array (or list) copied: what a compiled result's passes, run later
-    when asked for, read, so that they see the values the call was given."""
-    if not bindings or all(v.__class__ is float for v in bindings.values()):
-        return dict(bindings or {})  # (NumPy not imported for numbers)
-    from ..core.arrays import np
+    when asked for, read, so that they see the values the call was given (one loop: this is
+    on the path of every compiled call)."""
+    kept: dict[str, object] = {}
+    if not bindings:
+        return kept
+    ndarray: Any = None
+    for name, v in bindings.items():
+        if v.__class__ is float:  # (NumPy not imported for numbers)
+            kept[name] = v
+            continue
+        if ndarray is None:
+            ndarray = np.ndarray
+        kept[name] = v.copy() if v.__class__ is ndarray else _copied(v)  # type: ignore[attr-defined]
+    return kept
 
-    ndarray = np.ndarray
-    if all(v.__class__ is ndarray or v.__class__ is float for v in bindings.values()):
-        given: Mapping[str, Any] = bindings
-        return {k: v if v.__class__ is float else v.copy() for k, v in given.items()}
+
+def _copied(value: object) -> object:
+    """A binding that is not a float or a plain array, as it is now."""
     import copy
 
-    def kept(v):
-        if isinstance(v, ndarray):
-            return v.copy()
-        if v.__class__ is float:
-            return v
-        return np.array(v) if hasattr(v, "__array__") else copy.deepcopy(v)
-
-    return {k: kept(v) for k, v in (bindings or {}).items()}
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return np.array(value) if hasattr(value, "__array__") else copy.deepcopy(value)
 
 
 def _parsed(program: str | Graph) -> Graph:
@@ -314,7 +321,6 @@ def evaluate(
     >>> evaluate("h = W @ x", {"W": [[1, 2], [3, 4]], "x": [1, 1]}).value
     array([3., 7.])
     """
-    from ..run.engine import compiled_forward
     from ..run.program import evaluated
 
     parsed = _parsed(program)
@@ -339,13 +345,13 @@ def grad(
     >>> grad("y = x * x", {"x": 3}).gradients
     {'x': 6.0}
     """
-    from ..run.engine import compiled_grad
-
-    parsed = _parsed(program)
-    fast = compiled_grad(parsed, bindings, of)
+    parsed = program if program.__class__ is Graph else _parsed(program)
+    kept: dict[str, object] = {}  # the bindings as they are now: the caller may change them
+    fast = compiled_grad(parsed, bindings, of, kept)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
-        kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
+        if not kept:  # (else copied as they were looked at, on the way to the module)
+            kept = _snapshot(bindings)
         later = lambda: _differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         if parsed.control is not None:  # a scan's: the graph that runs is made when asked for
             return Gradients.compiled(None, None, value, gradients, later)

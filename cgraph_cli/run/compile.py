@@ -132,6 +132,7 @@ def compile_module(
     # The derivative program, optimized; dead-code elimination would keep one gradient only.
     derived = optimize(program.graph, ["fold", "cse", "simplify"], texts=False).graph
     emitter.vector = target == "numpy" and elementwise(graph, known) and elementwise(derived, known)
+    emitter.defer = target == "numpy" and not rows  # the checked copy says where, if needed
     # Rows mode: every value the output does not read is watched, so that the engine need
     # check only the values it keeps (the output, or all of them with --all).
     forward_body, forward_names = emitter.body(
@@ -142,10 +143,12 @@ def compile_module(
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
+    deferred = {"forward": emitter.deferred}
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
     grad_body, grad_names = emitter.body(derived, returned=returned, escapes=set(returned))
+    emitter.deferred_by = {**deferred, "grad": emitter.deferred}
     if base in derived.names:
         value_node = derived.names[base]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`

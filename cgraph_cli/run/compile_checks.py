@@ -42,7 +42,9 @@ def finite_lines(
     as written here, without ``_finite``'s loop, and calls it only if the sum is not
     finite (one of them is not, or the sum overflowed). ``results``: by name, how
     ``given`` holds each value and its shape (None: unknown)."""
-    call = f"_finite({given}, {fn})"
+    deferred = em.deferred_by.get(fn, [])  # watched values, summed here (see _Emitter.defer)
+    more = "".join(f", ' {v}': {v}" for v, _ in deferred)
+    call = f"_finite({{**{given}{more}}}, {fn})" if deferred else f"_finite({given}, {fn})"
     if em.target != "numpy" or any(shape is None for _, shape in results.values()):
         return [f"    {call}"]
     assert em.known is not None
@@ -59,6 +61,7 @@ def finite_lines(
             for n, v in em.variables.items()
             if n in em.unread and v not in there
         },
+        **{f" {v}": (v, shape) for v, shape in deferred},
     }
     numbers, small, large = [], [], []
     for key, (expr, shape) in summed.items():
@@ -97,16 +100,19 @@ def _checked_source(checked: list[str], grad_body) -> list[str]:
     ]
 
 
-def _guarded(body: list[str], numpy: bool, after: list[str]) -> list[str]:
+def _guarded(body: list[str], numpy: bool, after: list[str], again: str = "") -> list[str]:
     """``body`` in a try that turns an error into a DomainError naming the program's line,
     then the lines ``after`` it; with NumPy, all inside ``errstate``: a non-finite result is
-    found at the end instead (by sums that may overflow: no warning)."""
+    found at the end instead (by sums that may overflow: no warning). ``again``: the function
+    whose checked copy runs first on an error (its watched values were not stopped at: one
+    that is not finite, made before the error, is the one to name)."""
     pad = "    " if numpy else ""
     body = body or ["    pass"]  # a program with no operation
     lines = [
         f"    {pad}try:",
         *(f"    {pad}{line}" for line in body),
         f"    {pad}except (ValueError, ArithmeticError) as e:",
+        *([f"    {pad}    _again({again})"] if again else []),
         f"    {pad}    raise _domain(e) from None",
         *(f"{pad}{line}" for line in after),
     ]

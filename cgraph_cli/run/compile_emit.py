@@ -76,6 +76,12 @@ class _Emitter:
         # Values returned but computed only where their guard holds (None elsewhere).
         self.optional: set[int] = set()
         self.unread: set[str] = set()  # inputs that no op of a function's body reads
+        # NumPy outside rows mode, no if/else: a watched value is summed with the results at
+        # the end instead of stopped at (see compile_checks.finite_lines); ``deferred``: the
+        # last body's, each (variable, shape).
+        self.defer = False
+        self.deferred: list[tuple[str, Shape]] = []
+        self.deferred_by: dict[str, list[tuple[str, Shape]]] = {}  # by function
         # Where each line starts, for a node's line number by bisection.
         self.lines = [0] + [m.end() for m in re.finditer(r"\r\n?|\n", text)]
 
@@ -142,6 +148,8 @@ class _Emitter:
             }
         names = [""] * len(graph.ops)
         spans: dict[int, tuple[int, int]] = {}  # each node's lines (conditionals)
+        defer = self.defer and guards is None and self.known is not None
+        self.deferred, alive = [], set()  # (watched values summed at the end, their nodes)
         for i in laid:
             op = graph.ops[i]
             if op is INPUT:
@@ -159,16 +167,22 @@ class _Emitter:
             if "rt." in expr:
                 self.helpers.update(_HELPER.findall(expr))
                 expr = _HELPER.sub(r"\1", expr)
+            watch = [] if self.rows or not absorbs(op) or i in selects else self.watched(graph, i)
+            later = defer and all(self.shape_of(graph, a) is not None for a in watch)
+            if later:  # summed at the end: their variables live until then
+                alive.update(watch)
+                self.deferred += [(names[a], self.shape_of(graph, a)) for a in watch]
+            else:  # stops at its node
+                lines += [self.stop(names[a], self.comment(graph, a)) for a in watch]
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
-                    free.append(names[a])
+                    if a not in alive:
+                        free.append(names[a])
             if kinks and op.kink is not None:  # which smooth piece: for gradcheck's steps
                 where = op.kink(SOURCE, *(names[a] for a in graph.args[i]))
                 lines.append(
                     f"    _kinks.append({where if isinstance(where, str) else float(where)})"
                 )
-            if not self.rows and absorbs(op) and i not in selects:  # a value it would hide
-                lines += self.watched(graph, i, names)  # stops at its node
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
                 lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
             label = graph.labels[i]
@@ -240,11 +254,11 @@ class _Emitter:
         }
         return [f"    _math_{f} = math.{f}" for f in sorted(called & _MATH_NAMES)]
 
-    def watched(self, graph: Graph, i: int, names: list[str]) -> list[str]:
-        """Lines that stop at an argument of node ``i`` that is not finite, naming the
-        argument's node: ``i`` could turn it into a finite value (``where``, ``1 / inf``,
-        ``tanh``), where the interpreter stops at the node that made it."""
-        lines = []
+    def watched(self, graph: Graph, i: int) -> list[int]:
+        """The arguments of node ``i`` to stop at where they are not finite (each once):
+        ``i`` could turn such a value into a finite one (``where``, ``1 / inf``, ``tanh``),
+        where the interpreter stops at the node that made it."""
+        found = []
         args = graph.args[i]
         exponent = graph.consts.get(args[-1]) if graph.ops[i].name == "pow" else None
         for a in dict.fromkeys(args):
@@ -255,8 +269,14 @@ class _Emitter:
             self.stopped.add(a)  # checked once: its value does not change
             if exponent.__class__ is float and exponent > 0.0 and a == args[0]:
                 continue  # inf ^ 2 is inf, nan ^ 2 nan: a positive power passes it on
-            lines.append(self.stop(names[a], self.comment(graph, a)))
-        return lines
+            found.append(a)
+        return found
+
+    def shape_of(self, graph: Graph, i: int) -> Shape:
+        """Node ``i``'s shape when known (NumPy, shapes given), else None."""
+        from ..passes.rewrite import only_shape
+
+        return None if self.known is None else only_shape(self.shapes(graph)[i])
 
     def exact_template(self, op) -> str:
         """A template that applies ``op``'s float rule (the interpreter's, on numbers) to each
@@ -300,6 +320,8 @@ class _Emitter:
         """How NumPy code returns the gradient with respect to input ``key`` (in variable
         ``var``): with the input's shape, and that shape when known."""
         assert self.known is not None
+        if var in self.variables.values():  # an input itself (c's in sum(x * c)): a copy
+            var = f"np.copy({var})"  # (the caller's arrays stay theirs)
         if key in self.exact:
             return var, self.known[key]
         x = self.variables[key]

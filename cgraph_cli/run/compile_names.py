@@ -25,12 +25,13 @@ _RESERVED = {
         "_watch",
         "_rows",
         "_per_row",
+        "_other_shapes",
         "_stack",
         "_kinks",
         "_total",
         "_FLOAT",
     ),
-    *("sys", "_exact", "_check", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
+    *("sys", "_exact", "_check", "_again", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
     *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED"),
     *(f"_math_{n}" for n in dir(math)),  # math.sin read once per call into _math_sin
 }

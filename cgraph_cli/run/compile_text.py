@@ -117,6 +117,10 @@ def module_text(
         )
         given = ", ".join(f"{n!r}: {v}" for v, n in zip(variables, inputs))
         per_row = [f"    if {batched}:", f"        return _per_row({{fn}}, {{{{{given}}}}})"]
+        other = " or ".join(  # compiled for these shapes (sizes folded in): others refused
+            f"np.shape({v}) != {shapes[n]!r}" for v, n in zip(variables, inputs)
+        )
+        per_row += [f"    if {other}:", f"        _other_shapes({{{{{given}}}}})"]
         if signature == "**inputs":
             start += per_row
         else:  # inputs that are one row's floats already need neither _arg nor _per_row
@@ -124,7 +128,7 @@ def module_text(
                 f"{v}.__class__ is float"
                 if not shapes[n]
                 else f"{v}.__class__ is np.ndarray and {v}.dtype is _FLOAT"
-                f" and {v}.ndim == {len(shapes[n])}"
+                f" and {v}.shape == {shapes[n]!r}"
                 for v, n in zip(variables, inputs)
             )
             indented = ["    " + line for line in convert + per_row]
@@ -152,6 +156,7 @@ def module_text(
                 *(['    out[" kinks"] = _kinks'] if em.kinks else []),
                 *([] if em.rows else finite_lines(em, "forward", "out", out)),
             ],
+            "forward" if em.deferred_by.get("forward") else "",
         ),
         *(["    _POOLS.append(_pool)"] if em.work else []),
         f"    return out, {WATCHED[em.vector]}" if em.rows else "    return out",
@@ -176,6 +181,7 @@ def module_text(
                             else finite_lines(em, "grad", "{'': value, **grads}", results)
                         ),
                     ],
+                    "grad" if em.deferred_by.get("grad") else "",
                 ),
                 *(["    _POOLS.append(_pool)"] if em.work else []),
                 f"    return value, grads, {WATCHED[em.vector]}"
@@ -229,15 +235,7 @@ def module_text(
             []
             if em.rows
             else [  # the call's inputs, run again checking each value: at which node
-                "    if not _CHECKED:  # compiled on first need, and where its lines are",
-                "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
-                "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
-                "            if '  #' ' line ' in line:  # (split: this line is none of them)",
-                "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
-                "    given = sys._getframe(1).f_locals",
-                "    _CHECKED[fn.__name__](",
-                "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
-                "    )",
+                "    _again(fn, sys._getframe(1).f_locals)",
             ]
         ),
         "    for name, v in values.items():",
@@ -246,6 +244,27 @@ def module_text(
         "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
         "",
         "",
+        *(
+            []
+            if em.rows
+            else [
+                "def _again(fn, given=None):",
+                '    """fn\'s checked copy run on the inputs of its call (the caller\'s): it',
+                '    stops at the first value that is not finite, or at the error, naming its node."""',
+                "    if given is None:",
+                "        given = sys._getframe(1).f_locals",
+                "    if not _CHECKED:  # compiled on first need, and where its lines are",
+                "        exec(compile(_CHECKED_SOURCE, '<checked>', 'exec'), globals())",
+                "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
+                "            if '  #' ' line ' in line:  # (split: this line is none of them)",
+                "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
+                "    _CHECKED[fn.__name__](",
+                "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
+                "    )",
+                "",
+                "",
+            ]
+        ),
         *((_EXACT_ROWS if em.rows else _EXACT) if em.exact_rule else []),
         *(
             []

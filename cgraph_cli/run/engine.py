@@ -356,7 +356,9 @@ def _put(results: dict, k: str, r: int, v, n: int) -> None:
     column[r] = v
 
 
-def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None):
+def compiled_grad(
+    graph: Graph, bindings: Mapping | None, of: str | None = None, kept: dict | None = None
+):
     """``(value, gradients)`` of a straight-line tensor program from its compiled module,
     from the second call on the same graph with the same shapes (the first is the
     interpreter's: a program run once is not worth compiling); None where the interpreter
@@ -364,16 +366,21 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
     if/else or loops, one that does not compile, and bindings the module refuses (a value
     not finite: the interpreter says where). A program with loops runs as a scan
     (:mod:`cgraph_cli.run.scan`): at once when its loops are long, else from the second call;
-    its value and gradients have ``None`` for the output's name."""
+    its value and gradients have ``None`` for the output's name. ``kept``: filled, when the
+    call goes straight to the module, with a copy of each binding (as it is now: the caller
+    may change its arrays), made as they are looked at."""
     if graph.control is not None:
         return _scanned(graph, bindings, of, gradient=True)
-    lane = _lane(graph, bindings, of, True) if bindings else None
+    lane = _lane(graph, bindings, of, True, kept) if bindings else None
     if lane is not None and bindings:  # called again as before: straight to the module
         try:
             value, grads = lane.grad(**bindings)
         except _FAILURES:
             return None
-        return value, _owned(grads, bindings)
+        for v in grads.values():  # no gradient is an input itself (the module copies those)
+            if v.__class__ is not float and (v.__class__ is not np.ndarray or v.base is not None):
+                return value, _owned(grads, bindings)  # a view: of an input, maybe
+        return value, grads
     found = _compiled(graph, bindings, of, gradient=True)
     if found is None:
         return None
@@ -478,11 +485,12 @@ def _remember(graph: Graph, bindings: Mapping | None, given: dict, of, gradient:
         graph.memo.setdefault("lanes", {})[of, gradient] = (tuple(given), shapes, found)
 
 
-def _lane(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool):
+def _lane(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool, kept=None):
     """The engine that ran the last call like this one (every input bound, each a float or
     a float64 array of the same shape as then), or None: then :func:`_compiled` decides.
     Its module checks that the inputs are finite as it checks its results (one sum), so
-    nothing else is checked here."""
+    nothing else is checked here. ``kept``: a dict filled with a copy of each binding (left
+    empty when None is returned)."""
     lanes = graph.memo.get("lanes")
     if lanes is None or bindings is None:
         return None
@@ -497,10 +505,18 @@ def _lane(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool
         v: Any = bindings.get(name)
         if v.__class__ is ndarray:
             if v.dtype is not f64 or v.shape != shape:
-                return None
+                break
+            if kept is not None:
+                kept[name] = v.copy()
         elif v.__class__ is not float or shape != ():
-            return None
-    return found
+            break
+        elif kept is not None:
+            kept[name] = v
+    else:
+        return found
+    if kept is not None:
+        kept.clear()
+    return None
 
 
 def _owned(results: dict, given: Mapping) -> dict:
