@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
 
 from ..core.errors import UsageError, visible
 from ..core.interpret import Source
@@ -30,8 +29,8 @@ from .batch import (
 from .compile_ifs import COMPARISONS as _COMPARISONS
 from .compile_ifs import conditionals, grouped, statement_nodes
 from .compile_names import _HELPERS, _RESERVED, _fresh, _identifier
+from .compile_shapes import Shape, Shaped
 
-Shape = tuple[int, ...] | None  # known when compiling, or None
 SOURCE = Source()  # the op table's rules written as Python expressions
 _HELPER = re.compile(r"\brt\.(\w+)")
 _MATH = re.compile(r"\bmath\.(\w+)")  # bound to a local variable each: _math_sin
@@ -39,7 +38,7 @@ _LOCAL = re.compile(r"\b_math_(\w+)")
 _MATH_NAMES = set(dir(math))
 
 
-class _Emitter:
+class _Emitter(Shaped):
     """Writes the lines of a graph's nodes for one target."""
 
     def __init__(self, target: str, text: str, known: dict | None = None, rows=False) -> None:
@@ -272,12 +271,6 @@ class _Emitter:
             found.append(a)
         return found
 
-    def shape_of(self, graph: Graph, i: int) -> Shape:
-        """Node ``i``'s shape when known (NumPy, shapes given), else None."""
-        from ..passes.rewrite import only_shape
-
-        return None if self.known is None else only_shape(self.shapes(graph)[i])
-
     def exact_template(self, op) -> str:
         """A template that applies ``op``'s float rule (the interpreter's, on numbers) to each
         element, through ``_exact``: the same rounding as ``eval``."""
@@ -290,95 +283,6 @@ class _Emitter:
         """The line that stops where variable ``v`` is not finite; ``comment`` says where."""
         test = f"not np.isfinite({v}).all()" if self.target == "numpy" else f"{v} - {v} != 0.0"
         return f"    if {test}: raise FloatingPointError('the value is not finite')" + comment
-
-    def result_shapes(self, graph: Graph, fn: str, nodes: Mapping[str, int]) -> None:
-        """Record what ``fn`` returns (``nodes``, by the name it returns each under): each
-        value's shape when known (never with rows of numbers: a value per row)."""
-        from ..passes.rewrite import only_shape
-
-        sigs = self.shapes(graph) if self.known is not None and not self.vector else None
-        self.returns[fn] = {
-            k: (
-                None if sigs is None else only_shape(sigs[i]),
-                graph.ops[i] is not INPUT and graph.ops[i] is not CONST,
-            )
-            for k, i in nodes.items()
-        }
-
-    def returned(self, fn: str, key: str, var: str) -> tuple[str, Shape]:
-        """How NumPy code returns the value ``key`` of ``fn`` (in variable ``var``), and its
-        shape when known: a number as a float, an array as it is (``_plain`` does either when
-        the shape is not known; with rows of numbers, a value per row)."""
-        if self.vector:
-            return f"_plain({var}, rows)", None
-        shape, operation = self.returns[fn][key]
-        if shape is None:
-            return f"_plain({var})", None
-        return (f"float({var})" if operation and not shape else var), shape
-
-    def gradient(self, key: str, var: str) -> tuple[str, Shape]:
-        """How NumPy code returns the gradient with respect to input ``key`` (in variable
-        ``var``): with the input's shape, and that shape when known."""
-        assert self.known is not None
-        if var in self.variables.values():  # an input itself (c's in sum(x * c)): a copy
-            var = f"np.copy({var})"  # (the caller's arrays stay theirs)
-        if key in self.exact:
-            return var, self.known[key]
-        x = self.variables[key]
-        if self.vector:
-            return f"_like({var}, {x}, rows)", None
-        if self.known.get(key) == () and self.returns["grad"][key][0] == ():
-            return self.returned("grad", key, var)
-        return f"_like({var}, {x})", self.known.get(key)  # _like gives it the input's shape
-
-    def exact_shapes(self, derived: Graph, gradients: Mapping[str, str]) -> set[str]:
-        """The inputs whose gradient is known, when compiling, to be an array of the input's
-        own shape (no reshaping to do when called with such inputs)."""
-        if self.known is None:
-            return set()
-        from ..passes.rewrite import only_shape
-
-        sigs = self.shapes(derived)
-        return {
-            w
-            for w, h in gradients.items()
-            if self.known.get(w) and only_shape(sigs[derived.names[h]]) == self.known[w]
-        }
-
-    def shapes(self, graph: Graph) -> list:
-        """Every node's shape (see :mod:`.rewrite`), worked out once per graph."""
-        from ..passes.rewrite import shapes
-
-        if graph is not self._shaped_graph:
-            self._shaped_graph, self._sigs = graph, shapes(graph, self.known)
-        return self._sigs
-
-    def specialised(self, graph: Graph, i: int, op, template: str) -> str:
-        """A cheaper template where the argument's shape is known when compiling: a method
-        of the array instead of a general helper (``sum_to`` over the axes it will sum,
-        ``mean`` of a non-empty array, a transpose)."""
-        from ..passes.rewrite import only_shape
-
-        shape = only_shape(self.shapes(graph)[graph.args[i][0]]) if graph.args[i] else None
-        if not shape:  # unknown, or a number (no array methods)
-            return template
-        params = graph.params.get(i, ())
-        if op.name == "transpose" and not params:
-            return "{0}.T"
-        if op.name == "mean" and not params and all(shape):  # ndarray.mean, no wrapper
-            return f"(np.add.reduce({{0}}, None) / {math.prod(shape)})"
-        if op.name == "sum_to":
-            target = tuple(params[0])
-            if target == shape:
-                return "{0}"
-            lead = len(shape) - len(target)
-            axes = tuple(range(lead)) + tuple(
-                lead + k for k, n in enumerate(target) if n == 1 and shape[lead + k] != 1
-            )
-            summed = tuple(n for k, n in enumerate(shape) if k not in axes)
-            text = f"np.add.reduce({{0}}, {axes!r})"  # ndarray.sum, without its wrapper
-            return text if summed == target else f"np.reshape({text}, {target!r})"
-        return template
 
     def template(self, op) -> str:
         if self.target == "python":
@@ -417,10 +321,6 @@ class _Emitter:
         snippet = visible(" ".join(self.text[start : min(end, start + 400)].split()))
         long = len(snippet) > 50 or end - start > 400
         return f"  # line {line}: {snippet[:49] + '…' if long else snippet}"
-
-    def row_shapes(self, graph: Graph) -> dict[str, tuple[int, ...]]:
-        """One row's shape of each input: the known shape, else a number's."""
-        return {n: tuple(self.known.get(n, ())) if self.known else () for n in graph.inputs}
 
     def _defaults(self, graph: Graph) -> str:
         items = []

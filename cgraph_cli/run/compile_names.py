@@ -29,6 +29,7 @@ _RESERVED = {
         "_stack",
         "_kinks",
         "_total",
+        "_joined",
         "_FLOAT",
     ),
     *("sys", "_exact", "_check", "_again", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
