@@ -186,16 +186,16 @@ class Gradients(Evaluation):
         """The result of a compiled run: ``value`` and ``gradients`` now, every node's values
         and adjoints from ``later()`` (the interpreter's passes) when first asked for (the
         graph that ran too, when None: a scan's)."""
-        result = cls.__new__(cls)
-        put = object.__setattr__  # (on the path of every compiled call: no loop)
-        put(result, "_graph", graph)
-        put(result, "_values", None)
-        put(result, "_output", output)
-        put(result, "_named", None)
-        put(result, "_run", later)
-        put(result, "_adjoints", None)
-        put(result, "_known", (value, gradients))
-        put(result, "_later", later)
+        result = cls.__new__(cls)  # (on the path of every compiled call: no loop)
+        _graph, _values, _output, _named, _run, _adjoints, _known, _later = _SLOTS
+        _graph(result, graph)
+        _values(result, None)
+        _output(result, output)
+        _named(result, None)
+        _run(result, later)
+        _adjoints(result, None)
+        _known(result, (value, gradients))
+        _later(result, later)
         return result
 
     def _passes(self) -> None:
@@ -240,6 +240,13 @@ class Gradients(Evaluation):
         out = self.output_name
         parts = [f"∂{out}/∂{n} = {short_value(g)}" for n, g in self.gradients.items()]
         return f"<Gradients {out} = {short_value(self.value)}; {listing(parts)}>"
+
+
+# The slots a compiled result sets, by their descriptors (read-only results: no __setattr__).
+_SLOTS = [
+    getattr(Gradients, n).__set__
+    for n in ("_graph", "_values", "_output", "_named", "_run", "_adjoints", "_known", "_later")
+]
 
 
 def short_value(value: Value) -> str:

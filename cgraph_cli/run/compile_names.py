@@ -31,6 +31,7 @@ _RESERVED = {
         "_total",
         "_joined",
         "_FLOAT",
+        "_ARRAY",
     ),
     *("sys", "_exact", "_check", "_again", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
     *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED"),

@@ -70,7 +70,11 @@ def module_text(
         f"INPUTS = {tuple(inputs)!r}",
         f"DEFAULTS = {em._defaults(graph)}",
         *(
-            [f"SHAPES = {em.row_shapes(graph)!r}", "_FLOAT = np.dtype(float)"]
+            [
+                f"SHAPES = {em.row_shapes(graph)!r}",
+                "_FLOAT = np.dtype(float)",
+                "_ARRAY = np.ndarray",
+            ]
             + ([f"CHECKED = {em.to_check!r}"] if em.rows else [])
             if numpy
             else []
@@ -127,7 +131,7 @@ def module_text(
             ready = " and ".join(
                 f"{v}.__class__ is float"
                 if not shapes[n]
-                else f"{v}.__class__ is np.ndarray and {v}.dtype is _FLOAT"
+                else f"{v}.__class__ is _ARRAY and {v}.dtype is _FLOAT"
                 f" and {v}.shape == {shapes[n]!r}"
                 for v, n in zip(variables, inputs)
             )
