@@ -454,6 +454,32 @@ def test_a_compiled_result_keeps_the_values_it_was_called_with():
     assert np.allclose(result.values[graph.names["h"]], h, rtol=1e-12)
 
 
+def test_grad_called_again_with_other_shapes_ranks_and_kinds_gives_the_interpreters_answer():
+    """From its second call cg.grad goes straight to the module of the call before; one
+    compiled for 4 rows folds 1/8 into a mean: given 8 rows (or a batch axis, or a list, or an
+    int array) it must not run as it is, yet every answer is the interpreter's."""
+    from cgraph_cli.run.program import differentiated
+
+    graph = cg.parse("y = mean((X @ w - t) ^ 2)")
+    rng = np.random.default_rng(3)
+
+    def case(rows, *lead):
+        return {"X": rng.normal(size=(*lead, rows, 2)), "w": rng.normal(size=2),
+                "t": rng.normal(size=(*lead, rows))}  # fmt: skip
+
+    four, eight = case(4), case(8)
+    calls = [four, four, eight, eight, four, case(4, 3), four, eight]
+    calls += [{k: v.tolist() for k, v in four.items()}, {**eight, "X": np.ones((8, 2), int)}]
+    for bindings in calls:
+        got = cg.grad(graph, bindings)
+        _, values, adjoints, out = differentiated(graph, bindings)
+        assert got.value == pytest.approx(values[out], rel=1e-12)
+        for name, node in graph.inputs.items():
+            assert np.allclose(got.gradients[name], adjoints[node], rtol=1e-12, atol=1e-15)
+    assert cg.grad(graph, four)._known is not None  # (the module ran)
+    assert cg.evaluate(graph, eight).value == pytest.approx(cg.grad(graph, eight).value)
+
+
 HIDING = [  # programs where an input's inf or NaN could be hidden on the way to the output
     "y = sum(relu(x) * w)",
     "y = sum(where(x > 0, w, 0 * w))",

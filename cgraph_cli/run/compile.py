@@ -57,6 +57,7 @@ def compile_module(
     gradient: bool = True,
     kinks: bool = False,
     names: list[str] | None = None,
+    strict: bool = False,
 ) -> str:
     """The module's source text (see the module's docstring); ``of``, ``wrt``: as for
     ``grad``; ``bindings``: values that give a tensor program's shapes (else its defaults).
@@ -70,7 +71,9 @@ def compile_module(
     mode): ``forward``'s values also hold, under ``" kinks"``, the kink quantity of each op that
     has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck. ``names`` (rows mode):
     the named values ``forward`` gives back (default: every one); the others need not outlive
-    the call (work arrays).
+    the call (work arrays). ``strict`` (NumPy, not rows: the library's compiled calls):
+    inputs are taken only as the shapes and kinds compiled for (floats, float64 arrays),
+    anything else refused with a ``TypeError``.
 
     >>> from cgraph_cli import parse
     >>> namespace = {}
@@ -103,6 +106,7 @@ def compile_module(
         sigs = shapes(graph, known)
         check_conditions(graph, lambda c: only_shape(sigs[c]))
     emitter.kinks = kinks
+    emitter.strict = strict and target == "numpy" and not rows
     emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
     emitter.statements = set(graph.names)

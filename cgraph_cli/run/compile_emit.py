@@ -79,6 +79,9 @@ class _Emitter(Shaped):
         # the end instead of stopped at (see compile_checks.finite_lines); ``deferred``: the
         # last body's, each (variable, shape).
         self.defer = False
+        # cgraph's own engine (not rows): an input not of the kind and shape compiled for is
+        # refused with a TypeError (converted, or run row by row, in a module written out).
+        self.strict = False
         self.deferred: list[tuple[str, Shape]] = []
         self.deferred_by: dict[str, list[tuple[str, Shape]]] = {}  # by function
         # Where each line starts, for a node's line number by bisection.

@@ -132,6 +132,7 @@ def engine(
     kinks: bool = False,
     rows: bool = True,
     names: list[str] | None = None,
+    strict: bool = False,
 ) -> Engine:
     """The engine for ``graph`` (``of``, ``wrt`` as for ``grad``), with the shapes that
     ``bindings`` (one row's values; with ``rows`` False, a whole batch's) give its inputs;
@@ -140,6 +141,7 @@ def engine(
     quantities, under ``" kinks"``. ``rows`` False: the module as ``cgraph compile`` writes it,
     which raises ``DomainError`` (an ``ArithmeticError``) where a value is not finite.
     ``names``: the only named values :meth:`Engine.evaluate_rows` gives (default: all).
+    ``strict`` (not rows): inputs of other kinds or shapes refused with a ``TypeError``.
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -152,6 +154,7 @@ def engine(
     given = None if names is None else tuple(names)
     key = repr(
         ("engine", of, tuple(wrt or ()), sorted(shapes.items()), gradient, kinks, rows, given)
+        + ((True,) if strict else ())
     )
     found = graph.memo.get(key)
     if found is None:
@@ -159,7 +162,7 @@ def engine(
 
         source = compile_module(
             graph, "numpy", of=of, wrt=wrt, bindings=bindings, rows=rows, gradient=gradient,
-            kinks=kinks, names=None if given is None else list(given),
+            kinks=kinks, names=None if given is None else list(given), strict=strict,
         )  # fmt: skip
         found = graph.memo[key] = Engine(source)
     return found
@@ -368,19 +371,29 @@ def compiled_grad(
     (:mod:`cgraph_cli.run.scan`): at once when its loops are long, else from the second call;
     its value and gradients have ``None`` for the output's name. ``kept``: filled, when the
     call goes straight to the module, with a copy of each binding (as it is now: the caller
-    may change its arrays), made as they are looked at."""
+    may change its arrays)."""
     if graph.control is not None:
         return _scanned(graph, bindings, of, gradient=True)
-    lane = _lane(graph, bindings, of, True, kept) if bindings else None
-    if lane is not None and bindings:  # called again as before: straight to the module
+    lane = graph.memo.get("lanes", _NONE).get((of, True)) if bindings else None
+    if (
+        lane is not None and bindings
+    ):  # straight to the module of the last call (it tests the inputs)
         try:
             value, grads = lane.grad(**bindings)
+        except TypeError:  # inputs of other kinds, shapes or names: the long way, below
+            pass
         except _FAILURES:
             return None
-        for v in grads.values():  # no gradient is an input itself (the module copies those)
-            if v.__class__ is not float and (v.__class__ is not np.ndarray or v.base is not None):
-                return value, _owned(grads, bindings)  # a view: of an input, maybe
-        return value, grads
+        else:
+            if kept is not None:  # (the module took floats and float64 arrays only)
+                for name, v in bindings.items():
+                    kept[name] = v if v.__class__ is float else v.copy()
+            for v in grads.values():  # no gradient is an input (the module copies those)
+                if v.__class__ is not float and (
+                    v.__class__ is not np.ndarray or v.base is not None
+                ):
+                    return value, _owned(grads, bindings)  # a view: of an input, maybe
+            return value, grads
     found = _compiled(graph, bindings, of, gradient=True)
     if found is None:
         return None
@@ -403,10 +416,14 @@ def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = No
     if graph.control is not None:
         found = _scanned(graph, bindings, of, gradient=False)
         return None if found is None else {"": found[0]}
-    lane = _lane(graph, bindings, of, False) if bindings else None
-    if lane is not None and bindings:  # called again as before: straight to the module
+    lane = graph.memo.get("lanes", _NONE).get((of, False)) if bindings else None
+    if (
+        lane is not None and bindings
+    ):  # straight to the module of the last call (it tests the inputs)
         try:
             return _owned(lane.forward(**bindings), bindings)
+        except TypeError:  # inputs of other kinds, shapes or names: the long way, below
+            pass
         except _FAILURES:
             return None
     found = _compiled(graph, bindings, of, gradient=False)
@@ -468,7 +485,7 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
         return None
     if found == "called":
         try:
-            found = engine(graph, of=of, bindings=given, rows=False, gradient=gradient)
+            found = engine(graph, of=of, bindings=given, rows=False, gradient=gradient, strict=True)
         except CgraphError:
             found = "interpreted"  # does not compile (a tensor output, say): the interpreter
         seen[key] = found
@@ -479,44 +496,12 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
 
 def _remember(graph: Graph, bindings: Mapping | None, given: dict, of, gradient: bool, found):
     """Keep the engine that answered a call that bound every input as the lane of the next
-    call like it (:func:`_lane`)."""
+    call (tried first: its module refuses inputs of other kinds or shapes with a TypeError)."""
     if bindings is not None and len(bindings) == len(given):
-        shapes = tuple(v.shape if v.__class__ is np.ndarray else () for v in given.values())
-        graph.memo.setdefault("lanes", {})[of, gradient] = (tuple(given), shapes, found)
+        graph.memo.setdefault("lanes", {})[of, gradient] = found
 
 
-def _lane(graph: Graph, bindings: Mapping | None, of: str | None, gradient: bool, kept=None):
-    """The engine that ran the last call like this one (every input bound, each a float or
-    a float64 array of the same shape as then), or None: then :func:`_compiled` decides.
-    Its module checks that the inputs are finite as it checks its results (one sum), so
-    nothing else is checked here. ``kept``: a dict filled with a copy of each binding (left
-    empty when None is returned)."""
-    lanes = graph.memo.get("lanes")
-    if lanes is None or bindings is None:
-        return None
-    lane = lanes.get((of, gradient))
-    if lane is None:
-        return None
-    names, shapes, found = lane
-    if len(bindings) != len(names):
-        return None
-    ndarray, f64 = np.ndarray, np.dtype(np.float64)
-    for name, shape in zip(names, shapes):
-        v: Any = bindings.get(name)
-        if v.__class__ is ndarray:
-            if v.dtype is not f64 or v.shape != shape:
-                break
-            if kept is not None:
-                kept[name] = v.copy()
-        elif v.__class__ is not float or shape != ():
-            break
-        elif kept is not None:
-            kept[name] = v
-    else:
-        return found
-    if kept is not None:
-        kept.clear()
-    return None
+_NONE: dict = {}  # (no lanes yet)
 
 
 def _owned(results: dict, given: Mapping) -> dict:
