@@ -324,6 +324,8 @@ class Driver:
         ... except EvalError as e:
         ...     print(type(e).__name__, e.where())
         DomainError <expr>:1:9
+        >>> drive.batch({"x": [1.0, 1.0, 1.0], "w": 2.0})  # other shapes: the interpreter's
+        {'': 0.0, 'w': 0.0}
         """
         assert self.wrt is not None, "a batch gives gradients: the driver needs wrt"
         module = self._modules.get(False)
@@ -335,6 +337,8 @@ class Driver:
             value, grads = module.grad(**inputs)
         except ArithmeticError:  # the module's DomainError: the interpreter says where
             raise self._placed(inputs) from None
+        except ValueError:  # inputs of other shapes than the first call's: the interpreter
+            return self.interpret(inputs)
         return {VALUE: value, **grads}
 
     def _placed(self, inputs: Mapping) -> EvalError:
