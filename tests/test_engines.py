@@ -480,6 +480,46 @@ def test_grad_called_again_with_other_shapes_ranks_and_kinds_gives_the_interpret
     assert cg.evaluate(graph, eight).value == pytest.approx(cg.grad(graph, eight).value)
 
 
+def test_arrays_whose_dtype_is_another_float64_object_still_run_compiled():
+    """An unpickled array's dtype equals float64 without being NumPy's own object: such
+    bindings (multiprocessing, joblib) ran through the interpreter at every call."""
+    import pickle
+
+    graph = cg.parse("h = relu(W @ x + b)\ny = sum(h * h)")
+    given = {"W": np.arange(6.0).reshape(2, 3), "x": np.array([1.0, -2.0, 3.0]), "b": np.ones(2)}
+    loaded = {k: pickle.loads(pickle.dumps(v)) for k, v in given.items()}
+    first = cg.grad(graph, loaded)
+    for _ in range(3):
+        again = cg.grad(graph, loaded)
+        assert again._known is not None
+    assert again.value == first.value
+
+
+def test_a_driver_gives_the_interpreters_answer_for_a_batch_axis_it_was_not_compiled_with():
+    from cgraph_cli.run.engine import Driver
+
+    drive = Driver(cg.parse("y = sum(x * w)"), wrt=["w", "x"])
+    assert drive.batch({"x": np.array([1.0, 2.0]), "w": 2.0})[""] == 6.0
+    two = {"x": np.array([[1.0, 2.0], [3.0, 4.0]]), "w": 2.0}
+    got, expected = drive.batch(two), drive.interpret(two)
+    assert got[""] == expected[""] == 20.0 and got["w"] == expected["w"] == 10.0
+
+
+def test_a_result_cannot_change_the_programs_defaults_or_constants():
+    # A result's values and named values held the program's own arrays: writing into one
+    # changed every later call (300 for 6).
+    graph = cg.parse("input c = [1, 2, 3]\ny = sum(x * c * [1, 1, 1])")
+    for _ in range(3):  # the interpreter's calls, then the compiled module's
+        result = cg.grad(graph, {"x": np.ones(3)})
+        for value in [result.named["c"], *result.values, *result.adjoints]:
+            if isinstance(value, np.ndarray):
+                try:
+                    value[...] = 100.0
+                except ValueError:  # read-only: a default or a constant
+                    pass
+        assert cg.evaluate(graph, {"x": np.ones(3)}).value == 6.0
+
+
 HIDING = [  # programs where an input's inf or NaN could be hidden on the way to the output
     "y = sum(relu(x) * w)",
     "y = sum(where(x > 0, w, 0 * w))",

@@ -288,7 +288,7 @@ def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
             continue
         if ndarray is None:
             ndarray = np.ndarray
-        kept[name] = v.copy() if v.__class__ is ndarray else _copied(v)  # type: ignore[attr-defined]
+        kept[name] = v.copy("K") if v.__class__ is ndarray else _copied(v)  # type: ignore[attr-defined]
     return kept
 
 
@@ -297,7 +297,7 @@ def _copied(value: object) -> object:
     import copy
 
     if isinstance(value, np.ndarray):
-        return value.copy()
+        return value.copy("K")  # (its memory's order: the same sums, to the bit)
     return np.array(value) if hasattr(value, "__array__") else copy.deepcopy(value)
 
 
@@ -353,12 +353,10 @@ def grad(
     {'x': 6.0}
     """
     parsed = program if program.__class__ is Graph else _parsed(program)
-    kept: dict[str, object] = {}  # the bindings as they are now: the caller may change them
-    fast = compiled_grad(parsed, bindings, of, kept)
+    fast = compiled_grad(parsed, bindings, of)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
-        if not kept:  # (else copied as they were looked at, on the way to the module)
-            kept = _snapshot(bindings)
+        kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
         later = lambda: _differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         if parsed.control is not None:  # a scan's: the graph that runs is made when asked for
             return Gradients.compiled(None, None, value, gradients, later)

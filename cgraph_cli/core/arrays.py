@@ -82,6 +82,21 @@ def show_shape(shape: Shape) -> str:
     return str(tuple(shape))
 
 
+def frozen(value):
+    """``value`` as a read-only view, if an array (a default or a constant of a program: a
+    result that shows it must not let its reader change the program); a number as it is.
+
+    >>> v = frozen(np.ones(2))
+    >>> v.flags.writeable, frozen(2.0)
+    (False, 2.0)
+    """
+    if value.__class__ is float or not hasattr(value, "flags"):
+        return value
+    value = value.view()
+    value.flags.writeable = False
+    return value
+
+
 def shape_of(value) -> Shape:
     return () if value.__class__ is float else tuple(getattr(value, "shape", ()))
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 
-from .arrays import Value
+from .arrays import Value, frozen
 from .errors import CgraphError, Source, Span
 from .ops import CONST, INPUT, OPS, OpSpec
 from .startup import PAUSED_FOR_COMMAND
@@ -305,7 +305,7 @@ class GraphBuilder:
         if self.simplify and key in self._memo:
             return self._memo[key]
         node = self.add(CONST, (), *self._where(start, end))
-        self.graph.consts[node] = value
+        self.graph.consts[node] = frozen(value)
         if self.shapes is not None:
             self.shapes[node] = tuple(getattr(value, "shape", ()))
         if self.simplify:

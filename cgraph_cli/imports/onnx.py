@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.arrays import frozen
 from ..core.errors import UsageError
 from .program import INLINE, Imported, NotSupported
 from .program import Namer as _Namer
@@ -628,7 +629,7 @@ def imported_graph(imported: Imported, filename: str):
 
     graph = parse(imported.text, filename)
     for name, value in imported.weights.items():
-        graph.defaults[name] = value
+        graph.defaults[name] = frozen(value)
     _module_groups(graph, imported.modules, {graph.inputs[n] for n in imported.inputs})
     return graph
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from ..core.arrays import frozen
 from ..core.errors import CgraphError, ParseError, Source, Span, shorten
 from ..core.ir import ASSIGNMENT, Graph, GraphBuilder
 from ..core.ops import CONST, FUNCTIONS, LIST_PARAMS, OPS, OpSpec
@@ -393,7 +394,7 @@ class Reader:
         # A minus sign written on a literal is part of the number: -3 is one constant node, not
         # neg(3). Not so for -(3) or -c where c names a constant.
         if graph.ops[node] is CONST and graph.starts[node] == e[1] and graph.ends[node] == e[2]:
-            graph.consts[node] = -graph.consts[node]
+            graph.consts[node] = frozen(-graph.consts[node])
             graph.starts[node] = minus[START]
             return node, minus[START], e[2]
         return self.b.add(OPS["neg"], (node,), minus[START], e[2]), minus[START], e[2]
@@ -605,7 +606,7 @@ class Reader:
                 raise self._error(f"the default of '{name}' is too large", *where)
             node = self._read(name, *where)
             if default is not None:
-                graph.defaults[name] = default
+                graph.defaults[name] = frozen(default)
             self.b.statement("input", name, node)
             self.declared.add(name)
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import NamedTuple
 
+from ..core.arrays import frozen
 from ..core.ir import Graph, GraphBuilder, relayout, value_key
 from ..core.ops import CONST, INPUT, OpSpec
 
@@ -235,7 +236,7 @@ class _Builder(GraphBuilder):
         if self.walk.merge and key in self.consts:
             return self.consts[key]
         node = self.add(CONST, (), *self._where(start, end))
-        self.graph.consts[node] = value
+        self.graph.consts[node] = frozen(value)
         if self.walk.merge:
             self.consts[key] = node
         return node

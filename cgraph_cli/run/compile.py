@@ -71,9 +71,9 @@ def compile_module(
     mode): ``forward``'s values also hold, under ``" kinks"``, the kink quantity of each op that
     has one (:attr:`~cgraph_cli.core.ops.OpSpec.kink`), for gradcheck. ``names`` (rows mode):
     the named values ``forward`` gives back (default: every one); the others need not outlive
-    the call (work arrays). ``strict`` (NumPy, not rows: the library's compiled calls):
-    inputs are taken only as the shapes and kinds compiled for (floats, float64 arrays),
-    anything else refused with a ``TypeError``.
+    the call (work arrays). ``strict`` (NumPy, not rows: cgraph's own calls): inputs
+    of other shapes than compiled for, a batch axis too, refused with a ``TypeError`` (a
+    module written out runs a batch row by row).
 
     >>> from cgraph_cli import parse
     >>> namespace = {}

@@ -125,10 +125,9 @@ def module_text(
             f"np.shape({v}) != {shapes[n]!r}" for v, n in zip(variables, inputs)
         )
         per_row += [f"    if {other}:", f"        _other_shapes({{{{{given}}}}})"]
-        if em.strict:  # cgraph's own engine: inputs not as its lane's take the long way
-            refused = "    raise TypeError('inputs of other kinds or shapes than compiled for')"
-            per_row = [f"    if {batched} or {other}:", "    " + refused]
-            convert = convert if signature == "**inputs" else [refused]
+        if em.strict:  # cgraph's own engine: no row by row; other shapes: the long way
+            refused = "raise TypeError('inputs of other shapes than compiled for')"
+            per_row = [f"    if {batched} or {other}:", f"        {refused}"]
         if signature == "**inputs":
             start += per_row
         else:  # inputs that are one row's floats already need neither _arg nor _per_row
@@ -139,7 +138,7 @@ def module_text(
                 f" and {v}.shape == {shapes[n]!r}"
                 for v, n in zip(variables, inputs)
             )
-            indented = ["    " + line for line in convert + ([] if em.strict else per_row)]
+            indented = ["    " + line for line in convert + per_row]
             start = [f"    if not ({ready}):", *indented, *start]
             convert = []
     again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]

@@ -141,7 +141,8 @@ def engine(
     quantities, under ``" kinks"``. ``rows`` False: the module as ``cgraph compile`` writes it,
     which raises ``DomainError`` (an ``ArithmeticError``) where a value is not finite.
     ``names``: the only named values :meth:`Engine.evaluate_rows` gives (default: all).
-    ``strict`` (not rows): inputs of other kinds or shapes refused with a ``TypeError``.
+    ``strict`` (not rows): inputs of other shapes (a batch axis too) refused with a
+    ``TypeError``.
 
     >>> from cgraph_cli import parse
     >>> graph = parse("y = x * x")
@@ -241,7 +242,7 @@ class Driver:
         names = None if grad or not rows else self.names  # rows: what the driver keeps
         return engine(
             self.graph, of=self.of, wrt=self.wrt, bindings=bindings, gradient=grad, rows=rows,
-            names=names,
+            names=names, strict=not rows,
         )  # fmt: skip
 
     def interpret(self, bindings: Mapping) -> dict[str, Any]:
@@ -337,8 +338,8 @@ class Driver:
             value, grads = module.grad(**inputs)
         except ArithmeticError:  # the module's DomainError: the interpreter says where
             raise self._placed(inputs) from None
-        except ValueError:  # inputs of other shapes than the first call's: the interpreter
-            return self.interpret(inputs)
+        except (TypeError, ValueError):  # other shapes than the first call's (a batch axis,
+            return self.interpret(inputs)  # too): the interpreter's answer
         return {VALUE: value, **grads}
 
     def _placed(self, inputs: Mapping) -> EvalError:
@@ -363,9 +364,7 @@ def _put(results: dict, k: str, r: int, v, n: int) -> None:
     column[r] = v
 
 
-def compiled_grad(
-    graph: Graph, bindings: Mapping | None, of: str | None = None, kept: dict | None = None
-):
+def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None):
     """``(value, gradients)`` of a straight-line tensor program from its compiled module,
     from the second call on the same graph with the same shapes (the first is the
     interpreter's: a program run once is not worth compiling); None where the interpreter
@@ -373,9 +372,7 @@ def compiled_grad(
     if/else or loops, one that does not compile, and bindings the module refuses (a value
     not finite: the interpreter says where). A program with loops runs as a scan
     (:mod:`cgraph_cli.run.scan`): at once when its loops are long, else from the second call;
-    its value and gradients have ``None`` for the output's name. ``kept``: filled, when the
-    call goes straight to the module, with a copy of each binding (as it is now: the caller
-    may change its arrays)."""
+    its value and gradients have ``None`` for the output's name."""
     if graph.control is not None:
         return _scanned(graph, bindings, of, gradient=True)
     lane = graph.memo.get("lanes", _NONE).get((of, True)) if bindings else None
@@ -384,14 +381,11 @@ def compiled_grad(
     ):  # straight to the module of the last call (it tests the inputs)
         try:
             value, grads = lane.grad(**bindings)
-        except TypeError:  # inputs of other kinds, shapes or names: the long way, below
+        except TypeError:  # inputs of other shapes or names: the long way, below
             pass
         except _FAILURES:
             return None
         else:
-            if kept is not None:  # (the module took floats and float64 arrays only)
-                for name, v in bindings.items():
-                    kept[name] = v if v.__class__ is float else v.copy()
             for v in grads.values():  # no gradient is an input (the module copies those)
                 if v.__class__ is not float and (
                     v.__class__ is not np.ndarray or v.base is not None
@@ -426,7 +420,7 @@ def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = No
     ):  # straight to the module of the last call (it tests the inputs)
         try:
             return _owned(lane.forward(**bindings), bindings)
-        except TypeError:  # inputs of other kinds, shapes or names: the long way, below
+        except TypeError:  # inputs of other shapes or names: the long way, below
             pass
         except _FAILURES:
             return None
@@ -500,7 +494,7 @@ def _compiled(graph: Graph, bindings: Mapping | None, of: str | None, *, gradien
 
 def _remember(graph: Graph, bindings: Mapping | None, given: dict, of, gradient: bool, found):
     """Keep the engine that answered a call that bound every input as the lane of the next
-    call (tried first: its module refuses inputs of other kinds or shapes with a TypeError)."""
+    call (tried first: its module refuses inputs of other shapes with a TypeError)."""
     if bindings is not None and len(bindings) == len(given):
         graph.memo.setdefault("lanes", {})[of, gradient] = found
 
