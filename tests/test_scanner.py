@@ -398,6 +398,9 @@ _REPEATED = [
     "y = x * 2\ny = y * 2\nz = y\nz = z\nw = z\n",  # a name relabelled
     "y = x * 2\n" + "y = y * 2\n" * 9 + "y * 2\n" + "y = y * 2\n" * 3,  # runs of one shape
     "y = 2 * x\n" * 5 + "y = β * x\n" * 5 + "y = y * 2; y = y * 2\n",
+    # a conditional's callback starts the static structure, which records every name read
+    # after it, in its own statement and in the plans' statements after it
+    "y = x * 2\ny = y * 2\n" + "y = (y if y > 1 else x) * y + y\n" * 2 + "y = y * 2\n" * 3,
 ]
 
 
@@ -411,6 +414,27 @@ def test_compiled_plans_build_what_the_recorded_actions_build(text):
     driver._parser = None
     assert _built(text) == replayed
     assert _built(text) == replayed  # plans compiled by the parse before
+
+
+@pytest.mark.parametrize("x", [-2.0, 3.0])
+def test_compiled_plans_build_the_graph_that_runs_as_the_recorded_actions_do(x):
+    """The graph that runs (one branch of each conditional, decided at the statement's
+    assignment): a conditional's callback leaves the decision pending, and the plan's inlined
+    assignment then leaves it to the reader's callback, as replayed actions do."""
+    from cgraph_cli.run.control import run_graph
+
+    text = "y = x * 2\ny = y * 2\n" + "y = (y if y > 1 else x) * y\ny = y * 2\n" * 3
+
+    def ran() -> list[str]:
+        return [str(node) for node in run_graph(parse(text), {"x": x})]
+
+    with patch.object(driver, "_MAX_COMPILED", -1):
+        driver._parser = None
+        replayed = ran()
+    driver._parser = None
+    assert ran() == replayed
+    assert ran() == replayed
+    assert not any("select" in node or "where" in node for node in replayed)
 
 
 def _built(text: str) -> tuple:

@@ -39,7 +39,7 @@ from . import tables
 from .blocks import blocks
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
-from .plans import BOUND, bound, inlined, whole
+from .plans import BOUND, STATE, bound, inlined, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
@@ -319,9 +319,11 @@ class Driver:
         lines = [
             "def one(tokens, i, bound):",
             f"    {BOUND}, = bound",
+            f"    {STATE}",
             *("    " + line for line in body),
             "def many(tokens, i, count, bound):",
             f"    {BOUND}, = bound",
+            f"    {STATE}",
             f"    for i in range(i, i + count * {stride}, {stride}):",
             *("        " + line for line in body),
         ]
@@ -357,7 +359,7 @@ class Driver:
             else:
                 call = f"_splice({args})"
             stack.append(f"r{len(body)}")
-            body.append(f"r{len(body)} = {call}")
+            body.append(f"r{len(body)} = {call}" + f"; {STATE}" * (mode == CALL))
         tokens = ", ".join(f"t{k}" for k in range(shifted))
         return [f"{tokens}, = tokens[i : i + {shifted}]"] * (shifted > 0) + body
 

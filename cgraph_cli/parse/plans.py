@@ -33,8 +33,20 @@ def bound(reader: Reader) -> tuple:
     )
 
 
+#: What the inlined callbacks check of the reader, read at a plan's start and again after
+#: each callback it calls (nothing else changes it): whether a name read needs no more than
+#: the scope (no static graph's loops to record it in), and whether an assignment needs no
+#: more than its bookkeeping (not in a function, nor a loop's run, nor after a bare expression
+#: or a conditional of the run not yet decided).
+STATE = (
+    "flat = R.flow is None; plain = R.bare_span is None and not "
+    "(R.functions or R.frames or R.suffix or R.pending)"
+)
+
+
 def inlined(callback, a: int, children: list[str], k: int, names: dict):
-    """What ``callback`` does to ``children`` (the plan's variables), as lines of a plan,
+    """What ``callback`` does to ``children`` (the plan's variables), as lines of a plan
+    (which reads :data:`STATE` first),
     and where they leave the result, for the callbacks most statements make most calls to: a name already in scope (as :meth:`Reader.name` finds it: any other goes to
     the callback), a binary operator (all that ``reader._binary`` does), and an assignment
     where the reader has nothing else to check (as :meth:`Reader.assign`). An expression's
@@ -46,8 +58,8 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
         (t,) = children  # a name found as written is the one the callback would find (but a
         # static graph's loops record each read: Static.read, there the callback's to do)
         return f"@{k}", [
-            f"x{k} = {t}[1]; n{k} = get(x{k}) if R.flow is None else None",
-            f"if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
+            f"x{k} = {t}[1]; n{k} = get(x{k}) if flat else None",
+            f"if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}]); {STATE}",
             f"else: s{k} = {t}[2]; e{k} = {t}[3]",
         ]
     if func is Reader.assign:  # NAME = expr, outside functions, loops' runs, conditionals of
@@ -56,9 +68,8 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
         names["ASSIGNMENT"] = ASSIGNMENT
         return f"r{k}", [
             f"x{k} = {tok}[1]; n{k} = {part(e, 0)}; r{k} = None",
-            f"if not x{k}.isascii() or R.bare_span is not None or R.functions or R.frames "
-            "or R.suffix or R.pending:",
-            f"    c{a}([{', '.join(map(whole, children))}])",
+            f"if not plain or not x{k}.isascii():",
+            f"    c{a}([{', '.join(map(whole, children))}]); {STATE}",
             "else:",
             f"    scope[x{k}] = n{k}",
             f"    if labels[n{k}] is None: labels[n{k}] = x{k}",
