@@ -156,8 +156,8 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
         if t.name in ignore and t.pattern.to_regexp() not in spaces
     ]
     body = [others[0], *operators, *others[1:], *skipped]
-    alternatives = [a for regexp in body for a in _top_level(regexp)]
-    pattern = f"([^\\t \\x0c](?:{'|'.join(map(_after_first, alternatives))}|))"
+    parts = [a for regexp in body for a in _top_level(regexp)]
+    pattern = f"([^\\t \\x0c](?:{'|'.join(map(_after_first, parts))}|))"
     assert re.compile(pattern).groups == 1, pattern
     return pattern, strings, "|".join(skipped)
 
