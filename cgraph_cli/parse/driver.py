@@ -39,7 +39,7 @@ from . import tables
 from .blocks import blocks
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
-from .plans import BOUND, STATE, bound, inlined, whole
+from .plans import BOUND, REFRESH, STATE, bound, inlined, state, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
@@ -150,7 +150,7 @@ class Driver:
                 if plan is None or plan.__class__ is tuple:
                     self._one(got, i - base, j - base, key, source)
                 else:
-                    plan(got, i - base, names)
+                    plan(got, i - base, 1, names)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
@@ -172,7 +172,7 @@ class Driver:
                 continue
             count = min((j - i + 1) // stride, _WINDOW // stride or 1)
             got, base = window.cover(i, i + count * stride - 1)
-            plan.many(got, i - base, count, self.bound)
+            plan(got, i - base, count, self.bound)
             i += count * stride
         if cut:
             got, base = window.cover(i, window.n)
@@ -185,9 +185,9 @@ class Driver:
             self._statement(tokens, i, j, source, key, None)
         elif plan.__class__ is tuple:  # seen once: seen twice now, so compile it
             plan = self.plans[key] = self._compile(plan)
-            plan(tokens, i, self.bound)
+            plan(tokens, i, 1, self.bound)
         else:
-            plan(tokens, i, self.bound)
+            plan(tokens, i, 1, self.bound)
 
     def _run_blocks(self, tokens, codes: str, error, source: Source) -> Graph:
         """A program with loops or functions: its statements, nested by indentation
@@ -303,33 +303,25 @@ class Driver:
             self.plans[key] = tuple(actions)
 
     def _compile(self, actions: tuple[int, ...]):
-        """A function ``(tokens, i, bound)`` doing what :meth:`_replay` does with ``actions``,
-        as straight-line code: the value stack is followed here, once, instead of at each run;
-        and as its ``many``, ``(tokens, i, count, bound)``, the same for ``count`` statements of
-        the shape one after another from token ``i``, in a loop. ``bound``: the parse's
-        :func:`~cgraph_cli.parse.plans.bound`. The code holds only names made here and numbers
-        from the record."""
+        """A function ``(tokens, i, count, bound)`` doing what :meth:`_replay` does with
+        ``actions``, for ``count`` statements of the shape one after another from token ``i``,
+        as straight-line code in a loop: the value stack is followed here, once, instead of at
+        each run. ``bound``: the parse's :func:`~cgraph_cli.parse.plans.bound`. The code holds
+        only names made here and numbers from the record."""
         stride = actions.count(_SHIFT) + 1  # a statement's tokens and its separator
         if len(actions) > _MAX_COMPILED:
-            one: Any = lambda tokens, i, _: self._replay(actions, tokens, i)  # noqa: E731
-            one.many = lambda tokens, i, count, _: self._replay_all(actions, tokens, i, count)
-            return one
+            return lambda tokens, i, count, _: self._replay_all(actions, tokens, i, count)
         names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice, "R": self.reader}
-        body = self._code(actions, names)
+        names["state"] = state
         lines = [
-            "def one(tokens, i, bound):",
-            f"    {BOUND}, = bound",
-            f"    {STATE}",
-            *("    " + line for line in body),
-            "def many(tokens, i, count, bound):",
+            "def plan(tokens, i, count, bound):",
             f"    {BOUND}, = bound",
             f"    {STATE}",
             f"    for i in range(i, i + count * {stride}, {stride}):",
-            *("        " + line for line in body),
+            *("        " + line for line in self._code(actions, names)),
         ]
         exec(compile("\n".join(lines), "<cgraph statement plan>", "exec"), names)  # noqa: S102
-        names["one"].many = names["many"]
-        return names["one"]
+        return names["plan"]
 
     def _code(self, actions: tuple[int, ...], names: dict[str, Any]) -> list[str]:
         """The lines of a plan's code (:meth:`_compile`), from reading the statement's tokens
@@ -359,7 +351,7 @@ class Driver:
             else:
                 call = f"_splice({args})"
             stack.append(f"r{len(body)}")
-            body.append(f"r{len(body)} = {call}" + f"; {STATE}" * (mode == CALL))
+            body.append(f"r{len(body)} = {call}" + f"; {REFRESH}" * (mode == CALL))
         tokens = ", ".join(f"t{k}" for k in range(shifted))
         return [f"{tokens}, = tokens[i : i + {shifted}]"] * (shifted > 0) + body
 

@@ -33,15 +33,35 @@ def bound(reader: Reader) -> tuple:
     )
 
 
-#: What the inlined callbacks check of the reader, read at a plan's start and again after
-#: each callback it calls (nothing else changes it): whether a name read needs no more than
-#: the scope (no static graph's loops to record it in), and whether an assignment needs no
-#: more than its bookkeeping (not in a function, nor a loop's run, nor after a bare expression
-#: or a conditional of the run not yet decided).
+#: A plan's line reading what the inlined callbacks check of the reader, at its start (what
+#: :func:`state` gives, inline) and again after each callback it calls (:data:`REFRESH`):
+#: nothing else changes it.
 STATE = (
     "flat = R.flow is None; plain = R.bare_span is None and not "
     "(R.functions or R.frames or R.suffix or R.pending)"
 )
+REFRESH = "flat, plain = state(R)"
+
+
+def state(reader: Reader) -> tuple[bool, bool]:
+    """Whether a name read needs no more than the scope (no static graph's loops to record it
+    in), and whether an assignment needs no more than its bookkeeping (not in a function,
+    nor a loop's run, nor after a bare expression or a conditional of the run not yet
+    decided).
+
+    >>> from cgraph_cli.core.errors import Source
+    >>> reader = Reader()
+    >>> reader.begin(Source("y = x"))
+    >>> state(reader)
+    (True, True)
+    >>> reader.pending[3] = ()
+    >>> exec(STATE, names := {"R": reader}); (names["flat"], names["plain"]) == state(reader)
+    True
+    """
+    flat = reader.flow is None
+    return flat, reader.bare_span is None and not (
+        reader.functions or reader.frames or reader.suffix or reader.pending
+    )
 
 
 def inlined(callback, a: int, children: list[str], k: int, names: dict):
@@ -59,7 +79,7 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
         # static graph's loops record each read: Static.read, there the callback's to do)
         return f"@{k}", [
             f"x{k} = {t}[1]; n{k} = get(x{k}) if flat else None",
-            f"if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}]); {STATE}",
+            f"if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}]); {REFRESH}",
             f"else: s{k} = {t}[2]; e{k} = {t}[3]",
         ]
     if func is Reader.assign:  # NAME = expr, outside functions, loops' runs, conditionals of
@@ -69,7 +89,7 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
         return f"r{k}", [
             f"x{k} = {tok}[1]; n{k} = {part(e, 0)}; r{k} = None",
             f"if not plain or not x{k}.isascii():",
-            f"    c{a}([{', '.join(map(whole, children))}]); {STATE}",
+            f"    c{a}([{', '.join(map(whole, children))}]); {REFRESH}",
             "else:",
             f"    scope[x{k}] = n{k}",
             f"    if labels[n{k}] is None: labels[n{k}] = x{k}",
