@@ -43,8 +43,9 @@ from .plans import BOUND, REFRESH, STATE, bound, inlined, state, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
-# In the string of token kinds: a run of statements of one shape, one after another.
-_RUN = re.compile("([^\n;]+)(?:[\n;]\\1(?![^\n;]))*")
+# In the string of token kinds: a run of statements of one shape, one after another (the
+# repetition possessive: the engine keeps no place to come back to for each statement).
+_RUN = re.compile("([^\n;]+)(?:[\n;]\\1(?![^\n;]))*+")
 _FOR = CODES["FOR"]  # a loop's header starts with it
 _DEF = CODES["DEF"]  # a function's header starts with it
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
