@@ -398,6 +398,9 @@ _REPEATED = [
     "y = x * 2\ny = y * 2\nz = y\nz = z\nw = z\n",  # a name relabelled
     "y = x * 2\n" + "y = y * 2\n" * 9 + "y * 2\n" + "y = y * 2\n" * 3,  # runs of one shape
     "y = 2 * x\n" * 5 + "y = β * x\n" * 5 + "y = y * 2; y = y * 2\n",
+    # a call's body is read in a scope of its own: its parameter x is not the program's x
+    "y = x * x\ny = y * x\ndef f(x):\n    y = x * x\n    y = y * x\n    return y\n"
+    "z = f(y)\nz = f(z) * z\n",
     # a conditional's callback starts the static structure, which records every name read
     # after it, in its own statement and in the plans' statements after it
     "y = x * 2\ny = y * 2\n" + "y = (y if y > 1 else x) * y + y\n" * 2 + "y = y * 2\n" * 3,

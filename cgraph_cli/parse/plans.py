@@ -9,9 +9,10 @@ from __future__ import annotations
 from ..core.ir import ASSIGNMENT
 from .reader import Reader
 
-#: The names a plan's code binds first (from :func:`bound`, made once a parse):
-#: the graph's lists and their appends are the same objects for the whole parse.
-BOUND = "g, scope, get, ops, labels, add_op, add_args, add_label, add_start, add_end, " + (
+#: The names a plan's code binds first (from :func:`bound`, made once a parse): the graph's
+#: lists and their appends are the same objects for the whole parse. (Not the scope: a
+#: call's body is read in a scope of its own, which a plan then reads from the reader.)
+BOUND = "g, ops, labels, add_op, add_args, add_label, add_start, add_end, " + (
     "add_kind, add_name, add_nodes"
 )
 
@@ -25,9 +26,9 @@ def bound(reader: Reader) -> tuple:
     >>> len(bound(reader)) == len(BOUND.split(", "))
     True
     """
-    g, scope = reader.b.graph, reader.scope
+    g = reader.b.graph
     return (
-        *(g, scope, scope.get, g.ops, g.labels),
+        *(g, g.ops, g.labels),
         *(g.ops.append, g.args.append, g.labels.append, g.starts.append, g.ends.append),
         *(g.stmt_kinds.append, g.stmt_names.append, g.stmt_nodes.extend),
     )
@@ -38,9 +39,9 @@ def bound(reader: Reader) -> tuple:
 #: nothing else changes it.
 STATE = (
     "flat = R.flow is None; plain = R.bare_span is None and not "
-    "(R.functions or R.frames or R.suffix or R.pending)"
+    "(R.functions or R.frames or R.suffix or R.pending); scope = R.scope; get = scope.get"
 )
-REFRESH = "flat, plain = state(R)"
+REFRESH = "flat, plain = state(R); scope = R.scope; get = scope.get"
 
 
 def state(reader: Reader) -> tuple[bool, bool]:
