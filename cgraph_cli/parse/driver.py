@@ -39,7 +39,7 @@ from . import tables
 from .blocks import blocks
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
-from .plans import BOUND, REFRESH, STATE, bound, inlined, state, whole
+from .plans import BOUND, REFRESH, STATE, bound, inlined, keeps_state, state, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
@@ -318,8 +318,11 @@ class Driver:
             "def plan(tokens, i, count, bound):",
             f"    {BOUND}, = bound",
             f"    {STATE}",
-            f"    for i in range(i, i + count * {stride}, {stride}):",
+            "    while True:",  # (no range to make: most plans run for one statement)
             *("        " + line for line in self._code(actions, names)),
+            "        count -= 1",
+            "        if not count: return",
+            f"        i += {stride}",
         ]
         exec(compile("\n".join(lines), "<cgraph statement plan>", "exec"), names)  # noqa: S102
         return names["plan"]
@@ -352,7 +355,8 @@ class Driver:
             else:
                 call = f"_splice({args})"
             stack.append(f"r{len(body)}")
-            body.append(f"r{len(body)} = {call}" + f"; {REFRESH}" * (mode == CALL))
+            refresh = mode == CALL and not keeps_state(callback)
+            body.append(f"r{len(body)} = {call}" + f"; {REFRESH}" * refresh)
         tokens = ", ".join(f"t{k}" for k in range(shifted))
         return [f"{tokens}, = tokens[i : i + {shifted}]"] * (shifted > 0) + body
 

@@ -42,6 +42,24 @@ STATE = (
     "(R.functions or R.frames or R.suffix or R.pending); scope = R.scope; get = scope.get"
 )
 REFRESH = "flat, plain = state(R); scope = R.scope; get = scope.get"
+#: The callbacks that change nothing :data:`STATE` reads (they read names and build nodes;
+#: a conditional, a call and the statements' callbacks may): no :data:`REFRESH` after them.
+_KEEPING = {
+    *(Reader.number, Reader.name, Reader.logical_not, Reader.array, Reader.literal),
+    *(Reader.slice, Reader.index, Reader.neg, Reader.pos, Reader.group),
+}
+
+
+def keeps_state(callback) -> bool:
+    """Whether ``callback`` (a reader's bound method) leaves what :data:`STATE` reads as it
+    was: the expressions' callbacks but a conditional's and a call's.
+
+    >>> reader = Reader()
+    >>> keeps_state(reader.number), keeps_state(reader.mul), keeps_state(reader.call)
+    (True, True, False)
+    """
+    func = getattr(callback, "__func__", None)
+    return func in _KEEPING or getattr(func, "op", None) is not None
 
 
 def state(reader: Reader) -> tuple[bool, bool]:
@@ -80,7 +98,7 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
         # static graph's loops record each read: Static.read, there the callback's to do)
         return f"@{k}", [
             f"x{k} = {t}[1]; n{k} = get(x{k}) if flat else None",
-            f"if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}]); {REFRESH}",
+            f"if n{k} is None: n{k}, s{k}, e{k} = c{a}([{t}])",
             f"else: s{k} = {t}[2]; e{k} = {t}[3]",
         ]
     if func is Reader.assign:  # NAME = expr, outside functions, loops' runs, conditionals of
