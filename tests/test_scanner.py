@@ -198,6 +198,34 @@ def test_a_long_program_parses_alike_across_windows():
     _agree(text.replace("v350 = ", "v350 = * "))
 
 
+@pytest.mark.parametrize("extra", [0, 5, 4096])
+@pytest.mark.parametrize(
+    "end",
+    [
+        "",
+        "v = v * a +",  # a syntax error after the run
+        "v = v * a + b $",  # the scanner's error in a statement of the run's shape
+        "v = v * a + b; v = v * a + b $",
+        "v = v * a + \uff42 $",  # the scanner's error first: Lark reads no further
+    ],
+)
+def test_a_long_run_of_one_shape_parses_alike(extra, end):
+    """Statements of one shape one after another go to their plan's code in one call, as
+    many as the window holds (with 0, 5 and 4,096 tokens beyond what a statement needs): the
+    same graph, names and places, and the error where Lark puts it, at the end of the run or
+    in it (a name read before it is assigned is an input; a look-alike letter is an error)."""
+    run = "v = v * a + b\n" * 60
+    texts = [
+        "v = x\n" + run + end,
+        "v = x\n" + run + "v = v * \uff41 + b\n" + run + end,  # a full-width a: no name
+        "v = x;" + run.replace("\n", ";") + end,
+        "v = x\n" + run.replace("b\n", "c0\n", 1) + run.replace(" b", " v") + end,
+    ]
+    with patch.object(driver, "_WINDOW", extra):
+        for text in texts:
+            _agree(text)
+
+
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "samples"
 TENSOR_PROGRAMS = [
     (SAMPLE_DIR / f"{name}.cg").read_text()
@@ -368,6 +396,14 @@ _REPEATED = [
     "y = x * 2\ny = y * 2\ny * 2\ny = y * 2\n",  # an assignment after a bare expression
     "def f(u):\n    return u\ny = x * 2\nz = y * 2\nf = z * 2\n",  # a function's name
     "y = x * 2\ny = y * 2\nz = y\nz = z\nw = z\n",  # a name relabelled
+    "y = x * 2\n" + "y = y * 2\n" * 9 + "y * 2\n" + "y = y * 2\n" * 3,  # runs of one shape
+    "y = 2 * x\n" * 5 + "y = β * x\n" * 5 + "y = y * 2; y = y * 2\n",
+    # a call's body is read in a scope of its own: its parameter x is not the program's x
+    "y = x * x\ny = y * x\ndef f(x):\n    y = x * x\n    y = y * x\n    return y\n"
+    "z = f(y)\nz = f(z) * z\n",
+    # a conditional's callback starts the static structure, which records every name read
+    # after it, in its own statement and in the plans' statements after it
+    "y = x * 2\ny = y * 2\n" + "y = (y if y > 1 else x) * y + y\n" * 2 + "y = y * 2\n" * 3,
 ]
 
 
@@ -381,6 +417,27 @@ def test_compiled_plans_build_what_the_recorded_actions_build(text):
     driver._parser = None
     assert _built(text) == replayed
     assert _built(text) == replayed  # plans compiled by the parse before
+
+
+@pytest.mark.parametrize("x", [-2.0, 3.0])
+def test_compiled_plans_build_the_graph_that_runs_as_the_recorded_actions_do(x):
+    """The graph that runs (one branch of each conditional, decided at the statement's
+    assignment): a conditional's callback leaves the decision pending, and the plan's inlined
+    assignment then leaves it to the reader's callback, as replayed actions do."""
+    from cgraph_cli.run.control import run_graph
+
+    text = "y = x * 2\ny = y * 2\n" + "y = (y if y > 1 else x) * y\ny = y * 2\n" * 3
+
+    def ran() -> list[str]:
+        return [str(node) for node in run_graph(parse(text), {"x": x})]
+
+    with patch.object(driver, "_MAX_COMPILED", -1):
+        driver._parser = None
+        replayed = ran()
+    driver._parser = None
+    assert ran() == replayed
+    assert ran() == replayed
+    assert not any("select" in node or "where" in node for node in replayed)
 
 
 def _built(text: str) -> tuple:

@@ -74,6 +74,8 @@ def visible(text: str, keep: str = "") -> str:
     >>> visible("x\\x1b[2Jy\\u200b")
     'x\\\\x1b[2Jy\\\\u200b'
     """
+    if text.isascii() and text.isprintable():  # nothing to escape (and no pattern to compile)
+        return text
     return re.sub(_HIDDEN, lambda m: m.group() if m.group() in keep else _escape(m.group()), text)
 
 

@@ -100,13 +100,15 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
     numbers and newlines, told apart by their first character.
 
     The pattern is written for speed in Python's regex engine, which tries alternatives one
-    by one: names first (the commonest token); then the operators, grouped by their first
+    by one: it takes any character but a space first (so that only spaces are left between
+    tokens, and the engine skips them without trying a match: each character is looked at
+    once), then the rest of the alternative that starts with it (:func:`_after_first`):
+    names first (the commonest token); then the operators, grouped by their first
     character; then numbers and newlines (:data:`_FASTER` spells them); then comments and line
-    continuations; last, any other character but a space, so that only spaces are left
-    between tokens and the search never starts a match in a run of them (each character is
-    looked at once). Keywords are names to this pattern (their kind comes from the strings).
-    No two alternatives can start at the same character, so their order changes no match
-    (tests/test_scanner.py holds the tokens equal to Lark's)."""
+    continuations; last, nothing more: the character alone. Keywords are names to this
+    pattern (their kind comes from the strings). No two alternatives can start at the same
+    character, so their order changes no match (tests/test_scanner.py holds the tokens equal
+    to Lark's)."""
     spaces = [
         t.pattern.to_regexp()
         for t in terminals
@@ -153,10 +155,50 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
         for t in terminals
         if t.name in ignore and t.pattern.to_regexp() not in spaces
     ]
-    body = [others[0], *operators, *others[1:], *skipped, "[^\\t \\x0c]"]
-    pattern = f"({'|'.join(body)})"
+    body = [others[0], *operators, *others[1:], *skipped]
+    parts = [a for regexp in body for a in _top_level(regexp)]
+    pattern = f"([^\\t \\x0c](?:{'|'.join(map(_after_first, parts))}|))"
     assert re.compile(pattern).groups == 1, pattern
     return pattern, strings, "|".join(skipped)
+
+
+def _top_level(regexp: str) -> list[str]:
+    """``regexp``'s alternatives (split at each ``|`` outside groups and classes).
+
+    >>> _top_level("[0-9]+(?:a|b)|[|]x")
+    ['[0-9]+(?:a|b)', '[|]x']
+    """
+    parts = re.findall(r"\\.|\[(?:\\.|[^\]\\])*\]|[()|]|[^\\\[()|]+", regexp)
+    assert "".join(parts) == regexp, regexp
+    out, depth = [""], 0
+    for part in parts:
+        depth += (part == "(") - (part == ")")
+        if part == "|" and not depth:
+            out.append("")
+        else:
+            out[-1] += part
+    return out
+
+
+def _after_first(regexp: str) -> str:
+    r"""An alternative of the quick pattern as it is written there: its first character
+    already taken (by a class that takes any character but a space, which the engine then
+    looks for before trying a match, so that spaces are skipped at C speed), the rest tried
+    only where the character taken was the alternative's first (a lookbehind of one
+    character); a trailing repetition possessive (nothing follows it to give characters
+    back to). Where no alternative goes on, the pattern's last, empty, takes the character
+    alone, as the catch-all did.
+
+    >>> _after_first(r"[^\W\d]\w*"), _after_first(r"#[^\r\n]*"), _after_first(r"[\(\)]")
+    ('(?<=[^\\W\\d])\\w*+', '(?<=#)[^\\r\\n]*+', '(?<=[\\(\\)])')
+    """
+    first = re.match(r"\[(?:\\.|[^\]\\])*\]|\\.|[^\\\[(]", regexp)
+    assert first is not None and not re.match(r"[*+?{]", regexp[first.end() :]), regexp
+    assert not any(re.match(first.group(), c) for c in " \t\x0c"), regexp
+    rest = regexp[first.end() :]
+    if re.fullmatch(r"(?:\[(?:\\.|[^\]\\])*\]|\\.|[^\\\[(])\*", rest):
+        rest += "+"
+    return f"(?<={first.group()}){rest}"
 
 
 def build_tables() -> dict:

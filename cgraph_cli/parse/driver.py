@@ -13,7 +13,9 @@ short, both derived from the tables as the program is read:
   function that makes the same callback calls, in order, on the statement's own tokens (no
   stack, no table: straight-line code generated from the record alone, which holds only
   numbers, never text of the program). A long program repeats a few shapes
-  (``v = v * a + b``), so most of its statements run such a function.
+  (``v = v * a + b``), so most of its statements run such a function; statements of one
+  shape one after another (found in the string of kinds by one pattern) run in one call of
+  it, in a loop, with the graph's lists and their appends bound once a parse.
 
 The result is the one Lark's own parser builds for the whole program: tests/test_scanner.py
 holds them equal, graphs and error places alike.
@@ -37,11 +39,13 @@ from . import tables
 from .blocks import blocks
 from .lexer import CODES, scan
 from .messages import Token, syntax_error
-from .plans import inlined, whole
+from .plans import BOUND, REFRESH, STATE, bound, inlined, keeps_state, state, whole
 from .reader import Reader
 
 CALL, PASS = tables.CALL, tables.PASS
-_STATEMENT = re.compile("[^\n;]+")  # in the string of token kinds: one statement
+# In the string of token kinds: a run of statements of one shape, one after another (the
+# repetition possessive: the engine keeps no place to come back to for each statement).
+_RUN = re.compile("([^\n;]+)(?:[\n;]\\1(?![^\n;]))*+")
 _FOR = CODES["FOR"]  # a loop's header starts with it
 _DEF = CODES["DEF"]  # a function's header starts with it
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)
@@ -74,6 +78,33 @@ def _flatten(children: list) -> _Splice:
     return out
 
 
+class _Window:
+    """The tokens being read: a list of them from ``base`` on, moved on as statements need."""
+
+    __slots__ = ("tokens", "n", "list", "base")
+
+    def __init__(self, tokens: Iterator[Token], n: int) -> None:
+        self.tokens, self.n = tokens, n  # every token's iterator, and how many there are
+        self.list: list[Token] = []
+        self.base = 0  # list[k - base] is token k
+
+    def cover(self, i: int, j: int) -> tuple[list[Token], int]:
+        """The list, holding tokens ``i - 1`` (the separator before a statement, if any) to
+        ``j`` (the one after a statement, if any), and its base."""
+        last = j if j < self.n else self.n - 1
+        window, base = self.list, self.base
+        read = base + len(window)  # the tokens read so far
+        if last >= read:  # not read yet: move the window on
+            start = i - 1 if i else 0
+            if start > read:  # separators only, since the window
+                next(islice(self.tokens, start - read, start - read), None)
+                window, read = [], start
+            more = list(islice(self.tokens, last + 1 - read + _WINDOW))
+            self.list = window = window[start - base :] + more
+            self.base = base = start
+        return window, base
+
+
 class Driver:
     """Lark's LALR algorithm over plain tables, calling ``reader``'s methods."""
 
@@ -87,6 +118,7 @@ class Driver:
         self.units: dict[tuple[int, int, str], int] = {}  # unit-reduction chains, followed
         self.plans: dict[str, Any] = {}  # statement shape -> its actions, or their code
         self._blocks: Any = None  # a program with blocks: its tokens and statements
+        self.bound: tuple = ()  # what the plans' code binds (plans.BOUND), for this parse
 
     def run(self, tokens: Iterator[Token], codes: str, error, source: Source) -> Graph:
         """The program's graph, from its tokens in order (as the scanner gives them);
@@ -95,40 +127,57 @@ class Driver:
 
         Statements are read in order from a window of the tokens, refilled a few thousand at a
         time (with the separator before the statement kept, for error messages): the tokens of
-        the statements read are let go."""
-        n = len(codes)
+        the statements read are let go. A run of statements of one shape, one after another
+        (found in the string of kinds), goes to its plan's code in one call, as many
+        statements at a time as the window holds."""
         if _FOR in codes or _DEF in codes:
             with gc_paused():
                 return self._run_blocks(list(tokens), codes, error, source)
-        window: list[Token] = []
-        base = 0  # window[k - base] is token k
+        window = _Window(tokens, len(codes))
         plans = self.plans
+        names = self.bound = bound(self.reader)
+        got, base, n = window.list, 0, len(codes)  # got[k - base] is token k
         with gc_paused():
-            for m in _STATEMENT.finditer(codes):
+            for m in _RUN.finditer(codes):
                 i, j = m.span()
-                last = j if j < n else n - 1  # the separator after the statement, if any
-                read = base + len(window)  # the tokens read so far
-                if last >= read:  # not read yet: move the window on
-                    start = i - 1 if i else 0
-                    if start > read:  # separators only, since the window
-                        next(islice(tokens, start - read, start - read), None)
-                        window, read = [], start
-                    more = list(islice(tokens, last + 1 - read + _WINDOW))
-                    window = window[start - base :] + more
-                    base = start
-                k = i - base
-                if j == n and error is not None:  # the bad character ends this statement
-                    self._statement(window, k, j - base, source, None, error)
-                    break
-                key = m.group()
+                key = m.group(1)
+                if j - i != len(key) or (j == n and error is not None):  # a run, or the end
+                    self._run(window, i, j, key, error, source)
+                    got, base = window.list, window.base
+                    continue
+                if j >= base + len(got):  # a statement alone (what _run does, inlined)
+                    got, base = window.cover(i, j)
                 plan = plans.get(key)
                 if plan is None or plan.__class__ is tuple:
-                    self._one(window, k, j - base, key, source)
-                else:  # a shape seen twice: its code (what _one does, inlined)
-                    plan(window, k)
+                    self._one(got, i - base, j - base, key, source)
+                else:
+                    plan(got, i - base, 1, names)
             if error is not None:  # every statement ended before the bad character
                 raise error
             return self.reader.start([])
+
+    def _run(self, window: _Window, i: int, j: int, key: str, error, source: Source) -> None:
+        """Statements of shape ``key`` from token ``i`` to ``j``, one after another, as many
+        at a time as the window holds; the last one cut by ``error`` if it ends the text."""
+        size = len(key)
+        stride = size + 1  # a statement and its separator
+        cut = j == window.n and error is not None
+        if cut:  # the bad character ends the last statement: that one is read alone
+            j -= stride
+        while i < j:
+            plan = self.plans.get(key)
+            if plan is None or plan.__class__ is tuple:  # a shape seen at most once
+                got, base = window.cover(i, i + size)
+                self._one(got, i - base, i + size - base, key, source)
+                i += stride
+                continue
+            count = min((j - i + 1) // stride, _WINDOW // stride or 1)
+            got, base = window.cover(i, i + count * stride - 1)
+            plan(got, i - base, count, self.bound)
+            i += count * stride
+        if cut:
+            got, base = window.cover(i, window.n)
+            self._statement(got, i - base, window.n - base, source, None, error)
 
     def _one(self, tokens, i: int, j: int, key: str, source: Source) -> None:
         """Run statement ``i`` to ``j`` (of shape ``key``), by its plan once it has one."""
@@ -137,14 +186,15 @@ class Driver:
             self._statement(tokens, i, j, source, key, None)
         elif plan.__class__ is tuple:  # seen once: seen twice now, so compile it
             plan = self.plans[key] = self._compile(plan)
-            plan(tokens, i)
+            plan(tokens, i, 1, self.bound)
         else:
-            plan(tokens, i)
+            plan(tokens, i, 1, self.bound)
 
     def _run_blocks(self, tokens, codes: str, error, source: Source) -> Graph:
         """A program with loops or functions: its statements, nested by indentation
         (:func:`blocks`), run in order (:meth:`_run_range`)."""
         stmts, ends, errors = blocks(tokens, codes, source)
+        self.bound = bound(self.reader)
         self._blocks = (tokens, codes, error, source, stmts, ends, errors)
         self.reader.run_body = self._run_range
         try:
@@ -254,12 +304,32 @@ class Driver:
             self.plans[key] = tuple(actions)
 
     def _compile(self, actions: tuple[int, ...]):
-        """A function ``(tokens, i)`` doing what :meth:`_replay` does with ``actions``, as
-        straight-line code: the value stack is followed here, once, instead of at each run.
-        The code holds only names made here and numbers from the record."""
+        """A function ``(tokens, i, count, bound)`` doing what :meth:`_replay` does with
+        ``actions``, for ``count`` statements of the shape one after another from token ``i``,
+        as straight-line code in a loop: the value stack is followed here, once, instead of at
+        each run. ``bound``: the parse's :func:`~cgraph_cli.parse.plans.bound`. The code holds
+        only names made here and numbers from the record."""
+        stride = actions.count(_SHIFT) + 1  # a statement's tokens and its separator
         if len(actions) > _MAX_COMPILED:
-            return lambda tokens, i: self._replay(actions, tokens, i)
+            return lambda tokens, i, count, _: self._replay_all(actions, tokens, i, count)
         names: dict[str, Any] = {"_flatten": _flatten, "_splice": _splice, "R": self.reader}
+        names["state"] = state
+        lines = [
+            "def plan(tokens, i, count, bound):",
+            f"    {BOUND}, = bound",
+            f"    {STATE}",
+            "    while True:",  # (no range to make: most plans run for one statement)
+            *("        " + line for line in self._code(actions, names)),
+            "        count -= 1",
+            "        if not count: return",
+            f"        i += {stride}",
+        ]
+        exec(compile("\n".join(lines), "<cgraph statement plan>", "exec"), names)  # noqa: S102
+        return names["plan"]
+
+    def _code(self, actions: tuple[int, ...], names: dict[str, Any]) -> list[str]:
+        """The lines of a plan's code (:meth:`_compile`), from reading the statement's tokens
+        to the last reduction; the callbacks it calls put in ``names``."""
         body: list[str] = []
         stack: list[str] = []  # a variable, or "@k": an expression's n{k}, s{k} and e{k}
         shifted = 0
@@ -285,15 +355,15 @@ class Driver:
             else:
                 call = f"_splice({args})"
             stack.append(f"r{len(body)}")
-            body.append(f"    r{len(body)} = {call}")
+            refresh = mode == CALL and not keeps_state(callback)
+            body.append(f"r{len(body)} = {call}" + f"; {REFRESH}" * refresh)
         tokens = ", ".join(f"t{k}" for k in range(shifted))
-        unpack = f"    {tokens}, = tokens[i : i + {shifted}]" if shifted else ""
-        text = "".join(body)
-        graph = "    g = R.b.graph" if "g." in text else ""
-        scope = "    scope = R.scope" if "scope.get" in text else ""
-        code = "\n".join(["def plan(tokens, i):", unpack, graph, scope, *body, "    return None"])
-        exec(compile(code, "<cgraph statement plan>", "exec"), names)  # noqa: S102
-        return names["plan"]
+        return [f"{tokens}, = tokens[i : i + {shifted}]"] * (shifted > 0) + body
+
+    def _replay_all(self, actions, tokens, i: int, count: int) -> None:
+        stride = actions.count(_SHIFT) + 1
+        for k in range(i, i + count * stride, stride):
+            self._replay(actions, tokens, k)
 
     def _replay(self, actions, tokens, i) -> None:
         """Do what a statement of the same shape did: shift each token, and call each
@@ -366,3 +436,4 @@ def parse_source(source: Source, tracer=None) -> Graph:
             raise e.located(source) from None
         finally:
             del reader.b  # drop the half-built graph
+            driver.bound = ()

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from itertools import accumulate, compress
+from itertools import accumulate, compress, islice
 from operator import itemgetter
 
 from ..core.errors import Source
 from . import tables
 from .messages import Token, UnexpectedInput, bad_character
 
-_FAST = re.compile(tables.FAST_PATTERN)
 _IGNORED = re.compile(f"(?:{tables.FAST_IGNORED})")
 _NAME_START = re.compile(r"[^\W\d]")  # what the pattern's names start with
 _STRINGS = tables.STRINGS
@@ -60,8 +59,12 @@ _OPENING = {CODES["LPAR"], CODES["LSQB"]}
 _code = CODES.__getitem__
 
 
-class _Kinds(dict):
-    """A token's text -> its terminal's name, worked out once per distinct text."""
+_KIND = {code: kind for kind, code in CODES.items()}  # a kind's character -> its name
+
+
+class _Codes(dict):
+    """A token's text -> its kind's character (:data:`CODES`), worked out once per distinct
+    text."""
 
     __slots__ = ()
 
@@ -76,8 +79,8 @@ class _Kinds(dict):
                 raise _Unscannable  # starts so (℘ is an identifier to Python, not \w to re)
             else:
                 kind = "NAME"
-        self[value] = kind
-        return kind
+        code = self[value] = CODES[kind]
+        return code
 
 
 class _Unscannable(Exception):
@@ -129,21 +132,25 @@ def scan(source: Source) -> tuple[Iterator[Token], str, UnexpectedInput | None]:
 
 def _scan_quick(text: str):
     """:func:`scan` with no loop in Python: one ``split`` (spaces and tokens alternate in one
-    list of strings: no match object, no tuple per match), each token's kind from its text,
+    list of strings: no match object, no tuple per match), each token's kind from its text
+    (once per distinct text),
     its place from the running sum of the lengths; comments and line continuations come as
     tokens too, and are dropped. None when a character no token starts with is left over (an
     error to place): the careful scan does that."""
-    parts = _FAST.split(text)
-    values = parts[1::2]
+    # The pattern compiled on first use (re caches it), for ASCII text with ASCII classes:
+    # the same tokens there (a name's \w and its first character are ASCII letters, digits
+    # and _ either way), found faster.
+    parts = re.split(tables.FAST_PATTERN, text, flags=re.ASCII if text.isascii() else 0)
     try:
-        kinds = list(map(_Kinds().__getitem__, values))
+        codes = "".join(map(_Codes().__getitem__, islice(parts, 1, None, 2)))
     except _Unscannable:
         return None
     # Where each space and token ends (the parts make up the text, in order): read two at a
-    # time, a token's start and end.
+    # time, a token's start and end. Each token's kind and text are read as it is made, from
+    # the string of kinds and the parts (no list of either: less memory to touch).
     bounds = accumulate(map(len, parts))
-    tokens: Iterator[Token] = zip(kinds, values, bounds, bounds)
-    codes = "".join(map(_code, kinds))
+    kinds = map(_KIND.__getitem__, codes)
+    tokens: Iterator[Token] = zip(kinds, islice(parts, 1, None, 2), bounds, bounds)
     if CODES["LPAR"] in codes or CODES["LSQB"] in codes or _SKIP in codes:
         tokens, codes = _drop_skipped(tokens, codes)
     return tokens, codes, None
