@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.arrays import np
 from ..core.errors import UsageError
+from .ahead import Behind
 from .datafiles import pyarrow
 from .outputs import Output
 
@@ -22,7 +23,9 @@ class RowWriter:
     """Rows out, chunk by chunk. ``write`` takes a dict of columns, each a float64 array (nan:
     an empty cell), a list of Python values (None: empty; lists for tensors, text), or a
     column read from the input (kept as it was); ``close`` finishes the file. ``path`` None
-    or ``-``: standard output.
+    or ``-``: standard output. To a file, the chunks are written by a thread of their own, up
+    to two behind ``write`` (which must not change a table it was given): an error writing
+    one is raised by the next ``write`` or by ``close``, which then discards the file.
 
     >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "out.csv")
@@ -46,6 +49,7 @@ class RowWriter:
         self._npz: dict[str, list] = {}
         self._file: Any = None
         self._out: Output | None = None
+        self._behind = Behind(self._write_now) if self.path is not None else None
         if fmt not in ("jsonl", "npz"):
             pyarrow(fmt)  # before any work: a missing extra is said first
 
@@ -61,6 +65,12 @@ class RowWriter:
         return self._file
 
     def write(self, columns: dict) -> None:
+        if self._behind is not None:
+            self._behind(columns)
+        else:
+            self._write_now(columns)
+
+    def _write_now(self, columns: dict) -> None:
         if self.fmt == "npz":
             for k, v in columns.items():
                 if not isinstance(v, np.ndarray):
@@ -147,6 +157,12 @@ class RowWriter:
         return pq.ParquetWriter(self._sink(), schema, use_dictionary=encoded)
 
     def close(self) -> None:
+        if self._behind is not None:
+            try:
+                self._behind.finish()
+            except BaseException:
+                self.discard()
+                raise
         if self.fmt == "npz":
             arrays = {k: _npz_array(k, v, k in self.text) for k, v in self._npz.items()}
             np.savez(self._sink(), **arrays)
@@ -164,6 +180,14 @@ class RowWriter:
 
     def discard(self) -> None:
         """Give up (an error, Ctrl-C): a file that was there stays as it was."""
+        if self._behind is not None:
+            self._behind.stop()
+        if self.fmt == "parquet" and self._writer is not None:
+            writer, self._writer = self._writer, None
+            try:  # closed now, not when collected (onto a file closed by then)
+                writer.close()
+            except (OSError, ValueError):
+                pass
         if self._out is not None:
             self._out.discard()
 

@@ -143,6 +143,18 @@ def run_rows(
     return result
 
 
+def number_columns(graph: Graph, keep: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The columns of a data file read as numbers while every cell is one (see
+    :func:`~cgraph_cli.data.datafiles.read_chunks`): the program's inputs, but those kept,
+    which are written as they were read.
+
+    >>> from cgraph_cli import parse
+    >>> number_columns(parse("y = x * w"), keep=["w"])
+    ['x']
+    """
+    return [n for n in graph.inputs if n not in keep]
+
+
 def check_headers(
     graph: Graph,
     headers: list[tuple[str, list[str]]],
