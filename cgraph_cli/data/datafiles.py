@@ -192,6 +192,8 @@ def _numeric(cells):
         import pyarrow as pa
 
         t = cells.type
+        if t == pa.float64():  # (a cast to the same type costs as much as a copy)
+            return cells.to_numpy(zero_copy_only=False)
         if pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
             # read as float64 as CSV and JSON cells are: 2**53 + 1 becomes 2**53, not an error
             return cells.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
