@@ -136,3 +136,26 @@ def test_rows_written_behind_are_the_rows_in_order(tmp_path):
         writer.write({"y": np.arange(k * 100, (k + 1) * 100, dtype=float), "error": (None,) * 100})
     writer.close()
     assert pq.read_table(out)["y"].to_pylist() == list(np.arange(2000.0))
+
+
+def test_csv_formatted_by_threads_is_the_text_written_in_one(tmp_path, capsysbinary):
+    def tables():
+        for k in range(12):  # some chunks hold a comma or a quote: those are quoted
+            errors = [None] * 50
+            if k % 5 == 2:
+                errors[3] = f'row {k * 50 + 4}: log(-1), "undefined"'
+            yield {"y": np.linspace(k, k + 1, 50), "error": errors}
+
+    out = tmp_path / "out.csv"
+    writer = RowWriter(str(out), "csv")
+    for table in tables():
+        writer.write(table)
+    writer.close()
+    at_once = RowWriter(None, "csv")  # standard output: each chunk formatted and written in turn
+    for table in tables():
+        at_once.write(table)
+    at_once.close()
+    text = out.read_bytes()
+    assert text == capsysbinary.readouterr().out
+    assert text.count(b'"y","error"') == 1 and text.startswith(b'"y","error"\n0,\n')
+    assert b'"row 104: log(-1), ""undefined"""' in text

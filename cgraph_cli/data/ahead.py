@@ -11,16 +11,24 @@ little more than the work they overlap.
 ...     write(k)
 >>> write.finish(); done
 [0, 1, 2]
+>>> squares = InOrder(lambda k: k * k, done.append)
+>>> for k in range(3, 6):
+...     squares(k)
+>>> squares.finish(); done
+[0, 1, 2, 9, 16, 25]
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: Chunks read ahead at most: memory still follows the chunk, not the file.
 DEPTH = 2
@@ -145,3 +153,49 @@ class Behind:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+
+
+class InOrder:
+    """``fn`` applied to each item given by ``workers`` threads at once, and ``then`` called
+    on the results in the order of the items, by the caller's thread, once more than
+    ``depth`` are under way (the rest by :meth:`finish`). An error ``fn`` raises is raised
+    where its result would be taken, in its place among them.
+
+    >>> seen = []
+    >>> halves = InOrder(lambda k: 1 / k, seen.append, depth=1)
+    >>> for k in (1, 2, 0, 4):
+    ...     try:
+    ...         halves(k)
+    ...     except ZeroDivisionError:
+    ...         print("item 3 failed after", seen)
+    item 3 failed after [1.0, 0.5]
+    """
+
+    __slots__ = ("fn", "then", "depth", "_pool", "_pending")
+
+    def __init__(
+        self, fn: Callable[[Any], R], then: Callable[[R], object], workers: int = 2, depth: int = 4
+    ) -> None:
+        self.fn, self.then, self.depth = fn, then, depth
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="cgraph-in-order")
+        self._pending: deque[Future] = deque()
+
+    def __call__(self, item: Any) -> None:
+        self._pending.append(self._pool.submit(self.fn, item))
+        while len(self._pending) > self.depth:
+            self.then(self._pending.popleft().result())
+
+    def finish(self) -> None:
+        """``then`` on every result left, in order; the threads end."""
+        try:
+            while self._pending:
+                self.then(self._pending.popleft().result())
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """The results left dropped (those under way finish first); the threads end."""
+        for future in self._pending:
+            future.cancel()
+        self._pending.clear()
+        self._pool.shutdown(wait=True)

@@ -265,8 +265,8 @@ def read_chunks(
     is ``,``, or ``;`` where the header has semicolons and no comma. ``numbers``: the columns
     of a CSV or TSV file to read as numbers while every cell is one (the program's inputs;
     the others, and all of them from a cell on that is not a number, are read as text and
-    cast chunk by chunk, so that a bad cell fails its row only). The next chunks are read
-    by a thread of their own while the caller works on one.
+    cast chunk by chunk, so that a bad cell fails its row only). The next chunks of a CSV,
+    TSV or Parquet file are read by a thread of their own while the caller works on one.
 
     >>> chunks = list(read_chunks(expand("sample:train.csv"), "csv", 32))
     >>> [(start, len(columns["x"])) for _, start, columns in chunks]
@@ -279,11 +279,16 @@ def read_chunks(
     for path in paths:
         start = 0
         chunks = _rechunk(_batches(path, fmt, chunk_rows, delimiter, numbers), chunk_rows)
-        if path != "-" and fmt != "npz":  # (standard input: a thread could wait on it forever)
+        if path != "-" and fmt in _AHEAD:  # (standard input: a thread could wait on it forever)
             chunks = ahead(chunks)  # the next chunks read while the caller works on this one
         for chunk in chunks:
             yield path, start, chunk
             start += _length(chunk)
+
+
+#: Formats read ahead by a thread: pyarrow's readers, which let go of Python's lock (JSON
+#: Lines is parsed by Python, and an .npz file is read whole).
+_AHEAD = ("csv", "tsv", "parquet")
 
 
 def column_names(path: str, fmt: str, delimiter: str | None = None) -> list[str]:
