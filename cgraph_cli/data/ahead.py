@@ -36,7 +36,7 @@ _END = object()
 
 
 def ahead(items: Iterator[T], depth: int = DEPTH) -> Iterator[T]:
-    """``items`` in their order, each made by a thread of its own up to ``depth`` items ahead
+    """``items`` in their order, made by a thread of their own up to ``depth`` items ahead
     of the caller; an error ``items`` raises is raised here, in its place among them. The
     thread starts at the first item asked for; when the caller stops early (an error, the
     generator dropped), the thread stops at its next item, closes ``items`` and is waited

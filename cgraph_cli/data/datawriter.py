@@ -23,9 +23,10 @@ class RowWriter:
     """Rows out, chunk by chunk. ``write`` takes a dict of columns, each a float64 array (nan:
     an empty cell), a list of Python values (None: empty; lists for tensors, text), or a
     column read from the input (kept as it was); ``close`` finishes the file. ``path`` None
-    or ``-``: standard output. To a CSV, TSV or Parquet file, the chunks are written by a
-    thread of their own, up to two behind ``write`` (which must not change a table it was
-    given): an error writing one is raised by the next ``write`` or by ``close``, which then
+    or ``-``: standard output. To a Parquet file, chunks are written by a thread of their
+    own, up to two behind ``write``; to a CSV or TSV file, formatted by two threads, up to
+    four under way, and written in order. ``write`` must not change a table it was given
+    after; an error writing one is raised by a later ``write`` or by ``close``, which then
     discards the file.
 
     >>> import os, tempfile, numpy as np
