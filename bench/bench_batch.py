@@ -658,10 +658,12 @@ def cgraph_file(path: str, fmt: str, out: str, mode: str) -> None:
     from cgraph_cli.data.datafiles import read_chunks
     from cgraph_cli.data.datawriter import RowWriter
     from cgraph_cli.data.outputs import forget_all
+    from cgraph_cli.jobs.rows import number_columns
 
     p = neuron()
     writer = RowWriter(out, fmt)
-    chunks = read_chunks([path], fmt, CHUNK_ROWS)
+    numbers = number_columns(p.graph)  # the inputs read as numbers, as the command does
+    chunks = read_chunks([path], fmt, CHUNK_ROWS, numbers=numbers)
     run_rows(p.graph, chunks, mode=mode, bindings=p.shared, write=writer.write)
     writer.close()
     forget_all()  # the files this "command" read: the next one's (a deleted file's inode

@@ -222,7 +222,7 @@ def run(graph, bindings, options: dict, *, mode: str, of, wrt, show_all, fmt, pr
 def _run(graph, paths, in_format, options, folder, common):
     """The rows through the engine: Dask's workers or this process, chunk by chunk."""
     from ..data.datafiles import count_rows, read_chunks
-    from ..jobs.rows import CHUNK_ROWS, run_rows
+    from ..jobs.rows import CHUNK_ROWS, number_columns, run_rows
 
     chunk_rows = options.get("chunk_rows") or CHUNK_ROWS
     if options.get("engine") == "dask":
@@ -232,7 +232,10 @@ def _run(graph, paths, in_format, options, folder, common):
             graph, paths, in_format, scheduler=options.get("scheduler"), target=folder,
             chunk_rows=chunk_rows, delimiter=options.get("delimiter"), **common,
         )  # fmt: skip
-    chunks = read_chunks(paths, in_format, chunk_rows, delimiter=options.get("delimiter"))
+    numbers = number_columns(graph, common["keep"])
+    chunks = read_chunks(
+        paths, in_format, chunk_rows, delimiter=options.get("delimiter"), numbers=numbers
+    )
     with output.progress(count_rows(paths, in_format), "rows") as tick:
         return run_rows(graph, chunks, tick=tick, **common)
 

@@ -17,14 +17,14 @@ import glob
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import nullcontext
-from typing import BinaryIO
 
 from ..core.arrays import np
-from ..core.errors import UsageError, named
-from .csvtext import BadRow, block_size, csv_problem, delimiter_char, header_names
-from .outputs import remember
+from ..core.errors import UsageError
+from .ahead import ahead
+from .csvread import batch_columns, csv_batches, open_input, unique_names
+from .csvtext import delimiter_char
 from .sources import standard_input
 
 #: Formats by file extension; anything else needs --rows-format.
@@ -192,6 +192,8 @@ def _numeric(cells):
         import pyarrow as pa
 
         t = cells.type
+        if t == pa.float64():  # (a cast to the same type costs as much as a copy)
+            return cells.to_numpy(zero_copy_only=False)
         if pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
             # read as float64 as CSV and JSON cells are: 2**53 + 1 becomes 2**53, not an error
             return cells.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
@@ -250,12 +252,21 @@ def _cell_by_cell(name: str, cells: list) -> Column:
 
 # --- reading ---------------------------------------------------------------------------------
 def read_chunks(
-    paths: list[str], fmt: str, chunk_rows: int, *, delimiter: str | None = None
+    paths: list[str],
+    fmt: str,
+    chunk_rows: int,
+    *,
+    delimiter: str | None = None,
+    numbers: Collection[str] = (),
 ) -> Iterator[tuple[str, int, dict]]:
     """The rows of the files in turn, in chunks of at most ``chunk_rows`` rows: ``(file, index
     of the chunk's first row in the file, columns)``, columns as pyarrow or NumPy arrays.
     ``delimiter``: a CSV or TSV file's (``,``, ``;``, ``|``, ``tab``); by default a CSV file's
-    is ``,``, or ``;`` where the header has semicolons and no comma.
+    is ``,``, or ``;`` where the header has semicolons and no comma. ``numbers``: the columns
+    of a CSV or TSV file to read as numbers while every cell is one (the program's inputs;
+    the others, and all of them from a cell on that is not a number, are read as text and
+    cast chunk by chunk, so that a bad cell fails its row only). The next chunks of a CSV,
+    TSV or Parquet file are read by a thread of their own while the caller works on one.
 
     >>> chunks = list(read_chunks(expand("sample:train.csv"), "csv", 32))
     >>> [(start, len(columns["x"])) for _, start, columns in chunks]
@@ -267,9 +278,17 @@ def read_chunks(
             raise UsageError(f"--delimiter is for CSV and TSV rows, not {fmt.upper()}")
     for path in paths:
         start = 0
-        for chunk in _rechunk(_batches(path, fmt, chunk_rows, delimiter), chunk_rows):
+        chunks = _rechunk(_batches(path, fmt, chunk_rows, delimiter, numbers), chunk_rows)
+        if path != "-" and fmt in _AHEAD:  # (standard input: a thread could wait on it forever)
+            chunks = ahead(chunks)  # the next chunks read while the caller works on this one
+        for chunk in chunks:
             yield path, start, chunk
             start += _length(chunk)
+
+
+#: Formats read ahead by a thread: pyarrow's readers, which let go of Python's lock (JSON
+#: Lines is parsed by Python, and an .npz file is read whole).
+_AHEAD = ("csv", "tsv", "parquet")
 
 
 def column_names(path: str, fmt: str, delimiter: str | None = None) -> list[str]:
@@ -292,7 +311,9 @@ def count_rows(paths: list[str], fmt: str) -> int | None:
         return None  # said when the file is read
 
 
-def _batches(path: str, fmt: str, chunk_rows: int, delimiter: str | None) -> Iterator[dict]:
+def _batches(
+    path: str, fmt: str, chunk_rows: int, delimiter: str | None, numbers: Collection[str]
+) -> Iterator[dict]:
     if path == "-" and fmt in ("parquet", "npz"):
         raise UsageError(f"standard input holds CSV, TSV or JSON Lines rows, not {fmt}")
     if fmt == "npz":
@@ -314,127 +335,23 @@ def _batches(path: str, fmt: str, chunk_rows: int, delimiter: str | None) -> Ite
 
             # Without pre-buffering: memory bounded by a chunk, not the file.
             parquet = pq.ParquetFile(path, pre_buffer=False)
-            _unique(parquet.schema_arrow.names, path)
+            unique_names(parquet.schema_arrow.names, path)
             yield {
                 n: pa.array([], type=t)
                 for n, t in zip(parquet.schema_arrow.names, parquet.schema_arrow.types)
             }
             for batch in parquet.iter_batches(batch_size=chunk_rows):
-                yield _columns(batch)
+                yield batch_columns(batch)
             return
-        yield from _csv(pa, path, fmt, delimiter)
+        yield from csv_batches(pa, path, fmt, delimiter, numbers)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         raise UsageError(f"cannot read {path} as {fmt.upper()}: {_arrow_message(e)}") from None
-
-
-def _csv(pa, path: str, fmt: str, given: str | None) -> Iterator[dict]:
-    """A CSV or TSV file's rows, every column read as text (empty cells: null), so that a
-    column of numbers with a word further down fails that row only, not the file; split at
-    ``given``, else as the format and the header say."""
-
-    import pyarrow.csv as pc
-
-    delimiter = given or ("\t" if fmt == "tsv" else ",")
-    stream = standard_input() if path == "-" else _open(path)
-    with stream if path != "-" else nullcontext():
-        header = _header(stream, path)
-        unquoted = _unquoted(header)
-        if given is None and fmt == "csv" and b"," not in unquoted and b";" in unquoted:
-            delimiter = ";"  # as spreadsheets write CSV where the decimal mark is a comma
-        names = header_names(header, delimiter, path)
-        if not names:
-            return
-        _unique(names, path)
-        yield {n: pa.array([], type=pa.string()) for n in names}  # the columns, before any row
-        convert = pc.ConvertOptions(
-            column_types={n: pa.string() for n in names},
-            null_values=[""],
-            strings_can_be_null=True,
-        )
-        bad, block = BadRow(offset=header.count(b"\n")), block_size(header)
-        parse = pc.ParseOptions(delimiter=delimiter, invalid_row_handler=bad)
-        # the names given, the header not parsed again: a quoted name may hold a line break
-        read = pc.ReadOptions(column_names=names, block_size=block)
-        first = stream.read(1 << 16)
-        if not first:  # a header and no row (pyarrow calls that an empty file)
-            return
-        try:
-            reader = pc.open_csv(
-                _Prepended(first, stream),
-                read_options=read,
-                parse_options=parse,
-                convert_options=convert,
-            )
-            try:
-                for batch in reader:
-                    yield _columns(batch)
-            finally:
-                reader.close()  # its reading thread stopped: none is left to abort at exit
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise UsageError(csv_problem(e, path, names, bad, block)) from None
-
-
-def _unquoted(header: bytes) -> bytes:
-    """A header line without its quoted parts (a name may hold a comma or a semicolon).
-
-    >>> _unquoted(b'"a,b";c')
-    b';c'
-    """
-    return b"".join(header.split(b'"')[::2])
-
-
-#: The most bytes of a CSV header, the column names: a million columns fit, and a name of
-#: several megabytes.
-HEADER_LIMIT = 1 << 26
-
-
-def _header(stream, path: str) -> bytes:
-    """The header of a CSV file: its first record, which a quoted name with a line break in
-    it (``"x\ny",z``) makes more than one line.
-
-    >>> import io
-    >>> _header(io.BytesIO(b'"x\\ny",z\\n1,2\\n'), "f.csv")
-    b'"x\\ny",z\\n'
-    """
-    parts = [stream.readline(HEADER_LIMIT + 1)]
-    size, quotes = len(parts[0]), parts[0].count(b'"')
-    while quotes % 2 and size <= HEADER_LIMIT:  # a quoted name goes on past a line break
-        more = stream.readline(HEADER_LIMIT + 1)
-        if not more:
-            raise UsageError(f"{path}: the header's quote is never closed")
-        parts.append(more)
-        size, quotes = size + len(more), quotes + more.count(b'"')
-    header = b"".join(parts)
-    if len(header) > HEADER_LIMIT:
-        raise UsageError(f"{path}: the header is longer than {HEADER_LIMIT:,} bytes")
-    return header
-
-
-class _Prepended:
-    """A stream that gives ``head`` first, then the rest of ``stream`` (the header line read
-    to learn the column names, given back to the CSV reader)."""
-
-    def __init__(self, head: bytes, stream) -> None:
-        self.head, self.stream = head, stream
-        self.closed = False
-
-    def read(self, n: int = -1) -> bytes:
-        if self.head:
-            if n < 0:
-                data, self.head = self.head + self.stream.read(), b""
-                return data
-            data, self.head = self.head[:n], self.head[n:]
-            return data
-        return self.stream.read(n)
-
-    def readable(self) -> bool:
-        return True
 
 
 def _json_lines(path: str, chunk_rows: int) -> Iterator[dict]:
     """A JSON Lines file's rows: one object per line (blank lines skipped), a key per column;
     a key missing from a line is an empty cell."""
-    stream = standard_input() if path == "-" else _open(path)
+    stream = standard_input() if path == "-" else open_input(path)
     with stream if path != "-" else nullcontext():
         records: list[dict] = []
         seen = False
@@ -468,21 +385,6 @@ def _from_records(records: list[dict]) -> dict:
     return {n: [r.get(n) for r in records] for n in names}
 
 
-def _unique(names: list[str], path: str) -> None:
-    """A file's column names are unique: one pass over them (counting each name's copies
-    took 100 s for 100,000 columns)."""
-    seen: set[str] = set()
-    twice: set[str] = set()
-    for n in names:
-        (twice if n in seen else seen).add(n)
-    if twice:
-        raise UsageError(f"{path} has two columns named {named(min(twice))}")
-
-
-def _columns(batch) -> dict:
-    return {name: batch.column(k) for k, name in enumerate(batch.schema.names)}
-
-
 def _arrow_message(e: Exception) -> str:
     return " ".join(str(e).split())[:300]
 
@@ -491,7 +393,7 @@ def _npz(path: str) -> dict:
     from .arrayfiles import Unreadable, read_npz
 
     try:
-        with _open(path) as f:
+        with open_input(path) as f:
             data = f.read()
         arrays = read_npz(data)
     except (OSError, Unreadable) as e:
@@ -557,11 +459,3 @@ def _concat(arrays: list):
     if len({a.type for a in arrays}) > 1:  # a CSV column read as numbers, then as text
         arrays = [a.cast(pa.string()) for a in arrays]
     return pa.concat_arrays(arrays)
-
-
-def _open(path: str) -> BinaryIO:
-    """The data file at ``path``, opened for reading and remembered as this command's input,
-    so that no output of the command can overwrite it."""
-    f = open(path, "rb")  # noqa: SIM115 - the caller closes it
-    remember(f.fileno())
-    return f

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.arrays import np
 from ..core.errors import UsageError
+from .ahead import Behind, InOrder
 from .datafiles import pyarrow
 from .outputs import Output
 
@@ -22,7 +23,11 @@ class RowWriter:
     """Rows out, chunk by chunk. ``write`` takes a dict of columns, each a float64 array (nan:
     an empty cell), a list of Python values (None: empty; lists for tensors, text), or a
     column read from the input (kept as it was); ``close`` finishes the file. ``path`` None
-    or ``-``: standard output.
+    or ``-``: standard output. To a Parquet file, chunks are written by a thread of their
+    own, up to two behind ``write``; to a CSV or TSV file, formatted by two threads, up to
+    four under way, and written in order. ``write`` must not change a table it was given
+    after; an error writing one is raised by a later ``write`` or by ``close``, which then
+    discards the file.
 
     >>> import os, tempfile, numpy as np
     >>> path = os.path.join(tempfile.mkdtemp(), "out.csv")
@@ -46,6 +51,13 @@ class RowWriter:
         self._npz: dict[str, list] = {}
         self._file: Any = None
         self._out: Output | None = None
+        # pyarrow's writers let go of Python's lock: to a file, Parquet is written behind the
+        # caller, CSV formatted by two threads at once (its numbers as text: most of the time)
+        to_file = self.path is not None
+        self._behind = Behind(self._write_now) if to_file and fmt == "parquet" else None
+        self._formats = (
+            InOrder(_csv_bytes, self._put) if to_file and fmt in ("csv", "tsv") else None
+        )
         if fmt not in ("jsonl", "npz"):
             pyarrow(fmt)  # before any work: a missing extra is said first
 
@@ -61,6 +73,12 @@ class RowWriter:
         return self._file
 
     def write(self, columns: dict) -> None:
+        if self._behind is not None:
+            self._behind(columns)
+        else:
+            self._write_now(columns)
+
+    def _write_now(self, columns: dict) -> None:
         if self.fmt == "npz":
             for k, v in columns.items():
                 if not isinstance(v, np.ndarray):
@@ -120,16 +138,12 @@ class RowWriter:
                     ) from None
         batch = pa.RecordBatch.from_pydict(arrays)
         if csv:  # a batch at a time, the header first: each batch may have its own types
-            import pyarrow.csv as pc
-
-            delimiter = "\t" if self.fmt == "tsv" else ","
-            header = self._writer is None
-            try:  # no quotes where none is needed (pyarrow's "needed" quotes all text)
-                text = _csv_text(pc, batch, header, delimiter, "none")
-            except pa.ArrowInvalid:  # a comma, a quote or a line break in some cell
-                text = _csv_text(pc, batch, header, delimiter, "needed")
-            self._sink().write(text)
+            work = (batch, self._writer is None, "\t" if self.fmt == "tsv" else ",")
             self._writer = self._writer or "started"
+            if self._formats is not None:
+                self._formats(work)
+            else:
+                self._put(_csv_bytes(work))
             return
         if self._writer is None:
             self._writer = self._open(batch.schema)
@@ -146,7 +160,19 @@ class RowWriter:
         encoded = [f.name for f in schema if not pa.types.is_floating(f.type)]
         return pq.ParquetWriter(self._sink(), schema, use_dictionary=encoded)
 
+    def _put(self, data: bytes) -> None:
+        self._sink().write(data)
+
     def close(self) -> None:
+        try:
+            self._close()
+        except BaseException:
+            self.discard()
+            raise
+
+    def _close(self) -> None:
+        if self._behind is not None:
+            self._behind.finish()
         if self.fmt == "npz":
             arrays = {k: _npz_array(k, v, k in self.text) for k, v in self._npz.items()}
             np.savez(self._sink(), **arrays)
@@ -155,6 +181,8 @@ class RowWriter:
                 import pyarrow as pa
 
                 self._start(pa)
+            if self._formats is not None:
+                self._formats.finish()
             if self._writer is not None and self.fmt == "parquet":
                 self._writer.close()
         if self._out is not None:
@@ -164,6 +192,16 @@ class RowWriter:
 
     def discard(self) -> None:
         """Give up (an error, Ctrl-C): a file that was there stays as it was."""
+        if self._behind is not None:
+            self._behind.stop()
+        if self._formats is not None:
+            self._formats.stop()
+        if self.fmt == "parquet" and self._writer is not None:
+            writer, self._writer = self._writer, None
+            try:  # closed now, not when collected (onto a file closed by then)
+                writer.close()
+            except (OSError, ValueError):
+                pass
         if self._out is not None:
             self._out.discard()
 
@@ -183,6 +221,19 @@ class _Terminal:
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def _csv_bytes(work: tuple) -> bytes:
+    """A batch as CSV text: ``(batch, header, delimiter)``, the header line first if asked;
+    no quotes where none is needed (pyarrow's "needed" quotes all text)."""
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
+    batch, header, delimiter = work
+    try:
+        return _csv_text(pc, batch, header, delimiter, "none")
+    except pa.ArrowInvalid:  # a comma, a quote or a line break in some cell
+        return _csv_text(pc, batch, header, delimiter, "needed")
 
 
 def _csv_text(pc, batch, header: bool, delimiter: str, quoting: str) -> bytes:

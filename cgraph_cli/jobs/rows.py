@@ -20,6 +20,7 @@ from ..core.errors import BindingError, UsageError, listed
 from ..core.ir import Graph, resolve_name
 from ..data.datafiles import Column, to_column
 from ..run.engine import VALUE, Driver
+from .rowstore import Slabs
 
 MODES = ("eval", "grad")
 REDUCE = ("sum", "mean")
@@ -110,6 +111,7 @@ def run_rows(
     started = time.perf_counter()
     result = RowsResult()
     plan = _Plan(graph, mode, bindings or {}, of, keep, reduce, show_all, expected, engine)
+    store = Slabs()  # the tables kept: their columns copied into large arrays
     path = None
     for path_, start, columns in chunks:
         if path_ != path:
@@ -129,7 +131,7 @@ def run_rows(
         elif write is not None:
             write(table)
         else:
-            result.tables.append(table)
+            result.tables.append(store.place(table))
         if tick is not None:
             tick(n)
     result.output = plan.out_name
@@ -139,6 +141,18 @@ def run_rows(
         result.count = plan.count
     result.seconds = time.perf_counter() - started
     return result
+
+
+def number_columns(graph: Graph, keep: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The columns of a data file read as numbers while every cell is one (see
+    :func:`~cgraph_cli.data.datafiles.read_chunks`): the program's inputs, but those kept,
+    which are written as they were read.
+
+    >>> from cgraph_cli import parse
+    >>> number_columns(parse("y = x * w"), keep=["w"])
+    ['x']
+    """
+    return [n for n in graph.inputs if n not in keep]
 
 
 def check_headers(
