@@ -520,6 +520,24 @@ def test_a_result_cannot_change_the_programs_defaults_or_constants():
         assert cg.evaluate(graph, {"x": np.ones(3)}).value == 6.0
 
 
+def test_results_keep_their_own_values_while_large_copies_are_reused():
+    """A large binding's copy goes into the buffer of an earlier call's copy that nothing
+    holds any more: never into one a living result, or an array it gave out, still holds."""
+    graph = cg.parse("h = tanh(W @ x)\ny = sum(h * h)")
+    rng = np.random.default_rng(5)
+    W, x = rng.normal(size=(300, 300)), rng.normal(size=300)  # W: 720 KB, copied to reuse
+    cg.grad(graph, {"W": W, "x": x})
+    first = cg.grad(graph, {"W": W, "x": x})
+    h_first = np.tanh(W @ x)
+    values = cg.grad(graph, {"W": W * 2, "x": x}).values  # its result gone, its values held
+    h_values = np.tanh(2 * W @ x)
+    for k in range(4):  # calls whose results are dropped at once take their copies in turn
+        assert cg.grad(graph, {"W": W * (k + 3), "x": x})._known is not None
+    assert np.allclose(first.values[graph.names["h"]], h_first, rtol=1e-12)
+    assert np.allclose(values[graph.names["h"]], h_values, rtol=1e-12)
+    assert np.array_equal(values[graph.inputs["W"]], W * 2)
+
+
 HIDING = [  # programs where an input's inf or NaN could be hidden on the way to the output
     "y = sum(relu(x) * w)",
     "y = sum(where(x > 0, w, 0 * w))",

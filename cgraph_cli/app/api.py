@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.arrays import Value, np
+from ..core.arrays import Value
 from ..core.ir import Graph, resolve_name, wrt_node
 from ..parse import parse
 from ..run.engine import compiled_forward, compiled_grad
+from .snapshot import snapshot
 
 if TYPE_CHECKING:
     from ..passes.derivatives import Program
@@ -274,33 +275,6 @@ def listing(parts: list[str], shown: int = SHOWN) -> str:
     return ", ".join(parts[:shown] + ([f"… ({more} more)"] if more > 0 else []))
 
 
-def _snapshot(bindings: Mapping[str, object] | None) -> dict[str, object]:
-    """Bindings with each array (or list) copied: what a compiled result's passes, run later
-    when asked for, read, so that they see the values the call was given (one loop: this is
-    on the path of every compiled call)."""
-    kept: dict[str, object] = {}
-    if not bindings:
-        return kept
-    ndarray: Any = None
-    for name, v in bindings.items():
-        if v.__class__ is float:  # (NumPy not imported for numbers)
-            kept[name] = v
-            continue
-        if ndarray is None:
-            ndarray = np.ndarray
-        kept[name] = v.copy("K") if v.__class__ is ndarray else _copied(v)  # type: ignore[attr-defined]
-    return kept
-
-
-def _copied(value: object) -> object:
-    """A binding that is not a float or a plain array, as it is now."""
-    import copy
-
-    if isinstance(value, np.ndarray):
-        return value.copy("K")  # (its memory's order: the same sums, to the bit)
-    return np.array(value) if hasattr(value, "__array__") else copy.deepcopy(value)
-
-
 def _parsed(program: str | Graph) -> Graph:
     return program if isinstance(program, Graph) else parse(program)
 
@@ -333,7 +307,7 @@ def evaluate(
     parsed = _parsed(program)
     named = compiled_forward(parsed, bindings, of)
     if named is not None:  # its compiled module, or loops run as a scan
-        kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
+        kept = snapshot(bindings, parsed.memo.setdefault("kept", []))  # as they are now
         run = lambda: evaluated(parsed, kept, of)  # noqa: E731 - asked for later
         if "" in named:  # a scan's: the graph that runs is made when asked for
             return Evaluation.from_named(None, None, named, run)
@@ -356,7 +330,7 @@ def grad(
     fast = compiled_grad(parsed, bindings, of)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
-        kept = _snapshot(bindings)  # as they are now: the caller may change their arrays
+        kept = snapshot(bindings, parsed.memo.setdefault("kept", []))  # as they are now
         later = lambda: _differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         if parsed.control is not None:  # a scan's: the graph that runs is made when asked for
             return Gradients.compiled(None, None, value, gradients, later)
