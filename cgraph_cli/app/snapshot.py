@@ -74,14 +74,27 @@ def _spare(pool: list) -> dict | None:
     """A copy in ``pool`` that nothing but the pool holds, nor any of its arrays (taken out
     of the pool), or None."""
     for k in range(len(pool)):  # (not enumerate: its tuple would hold one more reference)
-        copy = pool[k]  # references: the pool's, this variable's, getrefcount's own
-        if sys.getrefcount(copy) > 3:
+        copy = pool[k]  # references: the pool's, this variable's (and getrefcount's own)
+        if sys.getrefcount(copy) > _HELD_ONCE:
             continue
-        # an array: the copy's, this loop's, getrefcount's own; more: a result's values, a view
-        if all(v.__class__ is float or sys.getrefcount(v) <= 3 for v in copy.values()):
+        # an array: the copy's, the loop's; more: a result's values, a view of it, a caller's
+        if all(v.__class__ is float or sys.getrefcount(v) <= _HELD_ONCE for v in copy.values()):
             del pool[k]
             return copy
     return None
+
+
+def _held_once() -> int:
+    """What sys.getrefcount says of an object one container holds, read through a loop's
+    variable as :func:`_spare` reads them (the count is the interpreter's to make)."""
+    held = [object()]
+    for k in range(1):
+        item = held[k]
+        return sys.getrefcount(item)
+    raise AssertionError
+
+
+_HELD_ONCE = _held_once()
 
 
 def _same_layout(old, new) -> bool:

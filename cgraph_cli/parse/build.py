@@ -158,7 +158,9 @@ def fast_parts(terminals, ignore) -> tuple[str, dict[str, str], str]:
     body = [others[0], *operators, *others[1:], *skipped]
     parts = [a for regexp in body for a in _top_level(regexp)]
     pattern = f"([^\\t \\x0c](?:{'|'.join(map(_after_first, parts))}|))"
-    assert re.compile(pattern).groups == 1, pattern
+    from .lexer import possessive
+
+    assert re.compile(possessive(pattern)).groups == 1, pattern
     return pattern, strings, "|".join(skipped)
 
 

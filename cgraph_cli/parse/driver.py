@@ -37,7 +37,7 @@ from ..core.errors import CgraphError, Source
 from ..core.ir import Graph, gc_paused
 from . import tables
 from .blocks import blocks
-from .lexer import CODES, scan
+from .lexer import CODES, POSSESSIVE, scan
 from .messages import Token, syntax_error
 from .plans import BOUND, REFRESH, STATE, bound, inlined, keeps_state, state, whole
 from .reader import Reader
@@ -45,7 +45,7 @@ from .reader import Reader
 CALL, PASS = tables.CALL, tables.PASS
 # In the string of token kinds: a run of statements of one shape, one after another (the
 # repetition possessive: the engine keeps no place to come back to for each statement).
-_RUN = re.compile("([^\n;]+)(?:[\n;]\\1(?![^\n;]))*+")
+_RUN = re.compile("([^\n;]+)(?:[\n;]\\1(?![^\n;]))*" + POSSESSIVE)
 _FOR = CODES["FOR"]  # a loop's header starts with it
 _DEF = CODES["DEF"]  # a function's header starts with it
 _SHIFT = -1  # in a recorded plan: shift the next token (else: reduce by that rule)

@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from itertools import accumulate, compress, islice
 from operator import itemgetter
@@ -32,6 +33,24 @@ from operator import itemgetter
 from ..core.errors import Source
 from . import tables
 from .messages import Token, UnexpectedInput, bad_character
+
+#: What makes a repetition possessive (the engine keeps no place to come back to): ``+``
+#: after it, from Python 3.11; before, none (the greedy repetition, which matches the same
+#: where nothing follows it, as in the patterns that use this).
+POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""
+
+
+def possessive(pattern: str) -> str:
+    """``pattern`` (parse/build.py's quick pattern, its trailing repetitions written ``*+``)
+    as this Python's ``re`` takes it.
+
+    >>> possessive("(?<=#)[^#]*+") in ("(?<=#)[^#]*+", "(?<=#)[^#]*")
+    True
+    """
+    return pattern.replace("*+", "*" + POSSESSIVE)
+
+
+_FAST_PATTERN = possessive(tables.FAST_PATTERN)  # the scanner's quick pattern
 
 _IGNORED = re.compile(f"(?:{tables.FAST_IGNORED})")
 _NAME_START = re.compile(r"[^\W\d]")  # what the pattern's names start with
@@ -140,7 +159,7 @@ def _scan_quick(text: str):
     # The pattern compiled on first use (re caches it), for ASCII text with ASCII classes:
     # the same tokens there (a name's \w and its first character are ASCII letters, digits
     # and _ either way), found faster.
-    parts = re.split(tables.FAST_PATTERN, text, flags=re.ASCII if text.isascii() else 0)
+    parts = re.split(_FAST_PATTERN, text, flags=re.ASCII if text.isascii() else 0)
     try:
         codes = "".join(map(_Codes().__getitem__, islice(parts, 1, None, 2)))
     except _Unscannable:
