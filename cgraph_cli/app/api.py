@@ -326,7 +326,7 @@ def grad(
     >>> grad("y = x * x", {"x": 3}).gradients
     {'x': 6.0}
     """
-    parsed = program if program.__class__ is Graph else _parsed(program)
+    parsed = _parsed(program)
     fast = compiled_grad(parsed, bindings, of)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast

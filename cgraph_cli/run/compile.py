@@ -147,12 +147,12 @@ def compile_module(
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
-    deferred = {"forward": emitter.deferred}
+    emitter.deferred_by["forward"] = emitter.deferred
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
     grad_body, grad_names = emitter.body(derived, returned=returned, escapes=set(returned))
-    emitter.deferred_by = {**deferred, "grad": emitter.deferred}
+    emitter.deferred_by["grad"] = emitter.deferred
     if base in derived.names:
         value_node = derived.names[base]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`

@@ -79,8 +79,9 @@ class _Emitter(Shaped):
         # the end instead of stopped at (see compile_checks.finite_lines); ``deferred``: the
         # last body's, each (variable, shape).
         self.defer = False
-        # cgraph's own engine (not rows): an input not of the kind and shape compiled for is
-        # refused with a TypeError (converted, or run row by row, in a module written out).
+        # cgraph's own engine (not rows): an input of another shape than compiled for, or
+        # with a batch axis, is refused with a TypeError (in a module written out: refused
+        # with a ValueError, or run row by row).
         self.strict = False
         self.deferred: list[tuple[str, Shape]] = []
         self.deferred_by: dict[str, list[tuple[str, Shape]]] = {}  # by function
@@ -170,10 +171,10 @@ class _Emitter(Shaped):
                 self.helpers.update(_HELPER.findall(expr))
                 expr = _HELPER.sub(r"\1", expr)
             watch = [] if self.rows or not absorbs(op) or i in selects else self.watched(graph, i)
-            later = defer and all(self.shape_of(graph, a) is not None for a in watch)
-            if later:  # summed at the end: their variables live until then
+            known = [self.shape_of(graph, a) for a in watch] if defer else []
+            if defer and None not in known:  # summed at the end: their variables live until then
                 alive.update(watch)
-                self.deferred += [(names[a], self.shape_of(graph, a)) for a in watch]
+                self.deferred += [(names[a], shape) for a, shape in zip(watch, known)]
             else:  # stops at its node
                 lines += [self.stop(names[a], self.comment(graph, a)) for a in watch]
             for a in set(graph.args[i]):  # arguments read for the last time: their variables

@@ -375,10 +375,9 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
     its value and gradients have ``None`` for the output's name."""
     if graph.control is not None:
         return _scanned(graph, bindings, of, gradient=True)
+    # Straight to the module of the last call, which tests the inputs itself.
     lane = graph.memo.get("lanes", _NONE).get((of, True)) if bindings else None
-    if (
-        lane is not None and bindings
-    ):  # straight to the module of the last call (it tests the inputs)
+    if lane is not None and bindings:
         try:
             value, grads = lane.grad(**bindings)
         except TypeError:  # inputs of other shapes or names: the long way, below
@@ -386,12 +385,7 @@ def compiled_grad(graph: Graph, bindings: Mapping | None, of: str | None = None)
         except _FAILURES:
             return None
         else:
-            for v in grads.values():  # no gradient is an input (the module copies those)
-                if v.__class__ is not float and (
-                    v.__class__ is not np.ndarray or v.base is not None
-                ):
-                    return value, _owned(grads, bindings)  # a view: of an input, maybe
-            return value, grads
+            return value, _owned(grads, bindings, inputs=False)
     found = _compiled(graph, bindings, of, gradient=True)
     if found is None:
         return None
@@ -414,10 +408,9 @@ def compiled_forward(graph: Graph, bindings: Mapping | None, of: str | None = No
     if graph.control is not None:
         found = _scanned(graph, bindings, of, gradient=False)
         return None if found is None else {"": found[0]}
+    # Straight to the module of the last call, which tests the inputs itself.
     lane = graph.memo.get("lanes", _NONE).get((of, False)) if bindings else None
-    if (
-        lane is not None and bindings
-    ):  # straight to the module of the last call (it tests the inputs)
+    if lane is not None and bindings:
         try:
             return _owned(lane.forward(**bindings), bindings)
         except TypeError:  # inputs of other shapes or names: the long way, below
@@ -502,11 +495,12 @@ def _remember(graph: Graph, bindings: Mapping | None, given: dict, of, gradient:
 _NONE: dict = {}  # (no lanes yet)
 
 
-def _owned(results: dict, given: Mapping) -> dict:
+def _owned(results: dict, given: Mapping, *, inputs: bool = True) -> dict:
     """``results`` with each array the module returned as it is where it is its own (made
     by the module: no base, not a binding), copied otherwise (as
-    :func:`~cgraph_cli.data.bindings.owned`)."""
-    ids = {id(v) for v in given.values()}
+    :func:`~cgraph_cli.data.bindings.owned`). ``inputs`` False: no result is a binding
+    itself (a gradient module copies those), so none is looked for."""
+    ids = {id(v) for v in given.values()} if inputs else ()
     for v in results.values():
         if v.__class__ is not float and (v.__class__ is not np.ndarray or v.base is not None):
             break
