@@ -118,7 +118,8 @@ def run_rows(
             path = path_
             plan.start_file(path, list(columns), wrt, strict, note)
             result.ignored = plan.ignored
-        table, good = plan.chunk(path, start, columns)
+        keeping = reduce is None and write is None
+        table, good = plan.chunk(path, start, columns, store.reserve if keeping else None)
         n = len(table["error"])
         result.rows += n
         result.errors += n - int(np.count_nonzero(good))
@@ -381,8 +382,10 @@ class _Plan:
             return driver.module({**self.shared, **one_row})
         return driver.compiled
 
-    def chunk(self, path: str, start: int, raw: Mapping) -> tuple[dict, Any]:
-        """The chunk's output columns (``error`` last) and which rows succeeded."""
+    def chunk(self, path: str, start: int, raw: Mapping, reserve=None) -> tuple[dict, Any]:
+        """The chunk's output columns (``error`` last) and which rows succeeded; ``reserve``
+        (see :meth:`.Slabs.reserve`): where the columns kept go, for the engine to compute
+        them there."""
         assert self.driver is not None, "start_file binds the columns first"
         columns = {c: to_column(c, raw[c]) for c in self.per_row}
         n = len(next(iter(columns.values())).values)
@@ -406,7 +409,14 @@ class _Plan:
         def row(r: int) -> dict:
             return {**self.shared, **{c: col.cell(r) for c, col in columns.items()}}
 
-        results, failures, good = self.driver.rows(inputs, n, row, doubtful=odd, skip=problems)
+        into = None
+        module = self.driver.compiled
+        if reserve is not None and inputs is not None and module is not None and module.writes:
+            parts = reserve([self.column_name(k) for k in self.results], n)
+            into = {k: parts[self.column_name(k)] for k in self.results if parts}
+        results, failures, good = self.driver.rows(
+            inputs, n, row, doubtful=odd, skip=problems, into=into
+        )
         if not problems and not failures:  # no row failed: one tuple of None per length
             if len(self.no_errors) != n:
                 self.no_errors = (None,) * n

@@ -331,17 +331,41 @@ def private_nodes(graph: Graph, escapes: set[int]) -> tuple[list[int], set[int]]
     return last, {i for i in range(end) if i not in escapes}
 
 
-def into_work_array(graph: Graph, i: int, template: str, var: str, names: list[str]) -> str:
+def into_work_array(
+    graph: Graph, i: int, template: str, var: str, names: list[str], result: str | None = None
+) -> str:
     """Node ``i`` (its ``template`` a :func:`ufunc_form`) as its ufunc writing into the work
     array of variable ``var`` when a value per row: ``np.add(a, b, out=_out('t', a, b))``
-    (``names``: each node's variable, or a constant's literal)."""
+    (``names``: each node's variable, or a constant's literal); with ``result`` (the key a
+    function gives the node's value back under), into the array the caller gave for it, if
+    any: ``np.tanh(n, out=_dest(_into, rows, 'o', n))`` (see :data:`DEST`)."""
     form = ufunc_form(template)
     assert form is not None
     ufunc, parts = form
     slots = {p: graph.args[i][int(p[1:-1])] for p in parts if p.startswith("{")}
     args = [names[slots[p]] if p in slots else p for p in parts]
     rows = [names[a] for a in dict.fromkeys(slots.values()) if graph.ops[a] is not CONST]
+    if result is not None:
+        return f"np.{ufunc}({', '.join(args)}, out=_dest(_into, rows, {', '.join([repr(result), *rows])}))"
     return f"np.{ufunc}({', '.join(args)}, out=_out({', '.join([repr(var), *rows])}))"
+
+
+#: The helper through which a rows module of numbers writes a result into an array its
+#: caller gives (``forward(into, **inputs)``: cgraph's rows mode hands it the part of the
+#: large column the chunk's rows are kept in), so that it is not made, then copied there.
+DEST = [
+    "def _dest(into, rows, key, *args):",
+    '    """The array the caller gave for the result key, when the value is one per row (an',
+    '    argument has the rows\' shape) and the array that shape; else None (a new array)."""',
+    "    b = into.get(key) if into else None",
+    "    if b is not None and b.shape == rows:",
+    "        for a in args:",
+    "            if a.__class__ is np.ndarray and a.shape == rows:",
+    "                return b",
+    "    return None",
+    "",
+    "",
+]
 
 
 #: The helper a rows module with work arrays takes them from: a pool per concurrent call.

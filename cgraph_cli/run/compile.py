@@ -126,7 +126,7 @@ def compile_module(
         emitter.vector = target == "numpy" and elementwise(graph, known)
         forward_body, forward_names = emitter.body(
             graph, returned=_returned(graph, output, rows), kinks=kinks,
-            escapes=_given(graph, output, emitter.names),
+            escapes=_given(graph, output, emitter.names), results=_keys(graph, emitter.names),
         )  # fmt: skip
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
@@ -144,6 +144,7 @@ def compile_module(
         returned=_returned(graph, output, rows),
         kinks=kinks,
         escapes=_given(graph, output, emitter.names),
+        results=_keys(graph, emitter.names),
     )
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
@@ -151,14 +152,17 @@ def compile_module(
     base = program.output if program.output.isidentifier() else "out"
     returned = [derived.names[h] for h in program.gradients.values()]
     returned.append(derived.names.get(base, derived.inputs.get(base, derived.output)))
-    grad_body, grad_names = emitter.body(derived, returned=returned, escapes=set(returned))
-    emitter.deferred_by["grad"] = emitter.deferred
     if base in derived.names:
         value_node = derived.names[base]
     elif base in derived.inputs:  # the output is an input itself: `y = x * 2; x`
         value_node = derived.inputs[base]
     else:
         value_node = derived.output
+    keys = {derived.names[h]: w for w, h in program.gradients.items()}
+    grad_body, grad_names = emitter.body(
+        derived, returned=returned, escapes=set(returned), results={value_node: "", **keys}
+    )
+    emitter.deferred_by["grad"] = emitter.deferred
     value = grad_names[value_node]
     gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
     emitter.exact = emitter.exact_shapes(derived, program.gradients)
@@ -215,6 +219,15 @@ def _given(graph: Graph, output: int, names: list[str] | None) -> set[int]:
     of ``names`` when given)."""
     named = graph.named_nodes()
     return {output, *(named.values() if names is None else (named[n] for n in names if n in named))}
+
+
+def _keys(graph: Graph, names: list[str] | None) -> dict[int, str] | None:
+    """The nodes of ``names`` (the values a rows module's ``forward`` gives back), each with
+    its name; None when every named value is given back (no rows module)."""
+    if names is None:
+        return None
+    named = graph.named_nodes()
+    return {named[n]: n for n in reversed(names) if n in named}
 
 
 def _returned(graph: Graph, output: int, rows: bool) -> list[int]:

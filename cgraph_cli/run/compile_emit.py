@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from collections.abc import Mapping
 
 from ..core.errors import UsageError, visible
 from ..core.interpret import Source
@@ -21,6 +22,7 @@ from .batch import (
     hidden,
     into_work_array,
     private_nodes,
+    ufunc_form,
     unread,
     unread_inputs,
     watch_line,
@@ -49,6 +51,7 @@ class _Emitter(Shaped):
         self.vector = False
         self.kinks = False  # forward also lists the kink quantities (rows mode)
         self.work = False  # some value computed into a work array (rows of numbers)
+        self.dest = False  # some result computed into an array the caller gives
         self.names: list[str] | None = None  # the named values forward gives (None: all)
         # Rows mode: per function, the results the engine checks (the others pass a value
         # that is not finite on to one that is checked).
@@ -95,6 +98,7 @@ class _Emitter(Shaped):
         returned: list[int] | None = None,
         kinks: bool = False,
         escapes: set[int] | None = None,
+        results: Mapping[int, str] | None = None,
     ) -> tuple[list[str], list[str]]:
         """The lines computing every operation node of ``graph``, and each node's variable
         (inputs are the function's arguments; constants are written in place). A node the
@@ -103,7 +107,9 @@ class _Emitter(Shaped):
         ``returned`` node reads is watched too (the interpreter checks every value). Rows
         of numbers, with ``escapes`` (the nodes the function gives back): the values no one
         else sees are computed into work arrays kept for the next call (:func:`work_arrays`),
-        and a named one's variable, once dead, is taken again as a temporary's."""
+        and a named one's variable, once dead, is taken again as a temporary's; a node of
+        ``results`` (the key the function gives its value back under) is computed into the
+        array the caller gives for that key, if any (see :data:`~.batch.DEST`)."""
         dead = unread(graph, returned) if returned is not None else set()
         if not self.rows:  # inputs summed with the results (see finite)
             self.unread.update(_unwatched_inputs(graph, self.variables))
@@ -117,10 +123,17 @@ class _Emitter(Shaped):
         }
         last = _last_uses(graph)
         work: set[int] = set()  # rows of numbers: values computed into kept work arrays
+        given: dict[int, str] = {}  # rows of numbers: results computed into arrays given
         if escapes is not None and self.rows and self.vector and not kinks:
             last, private = private_nodes(graph, escapes)
             work = work_arrays(graph, templates, private)
             self.work = self.work or bool(work)
+            given = {
+                i: k
+                for i, k in (results or {}).items()
+                if i in templates and ufunc_form(templates[i]) is not None
+            }
+            self.dest = self.dest or bool(given)
         names: list[str] = []
         # The inputs' variables first: a temporary must never take one (an input `t` is read
         # after the first temporary `t` is made).
@@ -198,6 +211,8 @@ class _Emitter(Shaped):
             names[i] = var
             if i in work:  # into the work array of its variable (per row), or a new number
                 expr = into_work_array(graph, i, template, var, names)
+            elif i in given:  # into the caller's array for it (per row), or a new one
+                expr = into_work_array(graph, i, template, var, names, given[i])
             self.records.append((i, len(lines), var, expr))
             lines.append(f"    {var} = {expr}" + self.comment(graph, i))
             if i in dead and self.rows:

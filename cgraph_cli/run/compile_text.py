@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..core import runtime
 from ..core.errors import visible
-from .batch import PER_ROW, ROWS, SEEN, WATCHED, WORK
+from .batch import DEST, PER_ROW, ROWS, SEEN, WATCHED, WORK
 from .compile_checks import (
     _ARG_FINITE,
     _EXACT,
@@ -141,6 +141,8 @@ def module_text(
             indented = ["    " + line for line in convert + per_row]
             start = [f"    if not ({ready}):", *indented, *start]
             convert = []
+    if em.rows:  # the arrays the caller gives for results (see DEST), before any input
+        signature = ", ".join(["_into=None, /", *([signature] if signature else [])])
     again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
     checked = (
         []
@@ -322,6 +324,7 @@ def module_text(
                 *(ROWS if em.vector else PER_ROW),
                 *(SEEN if em.vector and em.rows else []),
                 *(WORK if em.work else []),
+                *(DEST if em.dest else []),
             ]
             if numpy
             else []

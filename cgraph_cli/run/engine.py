@@ -36,7 +36,7 @@ class Engine:
     module not in rows mode (a batch's) returns no flags: it raises where a value is not
     finite."""
 
-    __slots__ = ("forward", "grad", "shapes", "source", "checked")
+    __slots__ = ("forward", "grad", "shapes", "source", "checked", "writes")
 
     def __init__(self, source: str) -> None:
         namespace: dict = {"__name__": "cgraph_compiled", "__file__": _FILENAME}
@@ -48,15 +48,21 @@ class Engine:
         # Rows mode: per function, the results to check (the others pass a value that is
         # not finite on to one of them, or to a watched value); None: every result.
         self.checked: dict[str, list[str]] | None = namespace.get("CHECKED")
+        # Rows of numbers: some result may be computed into an array the caller gives.
+        self.writes = "_dest" in namespace
 
-    def evaluate_rows(self, inputs: Mapping, n: int, keep: list[str] | None = None):
+    def evaluate_rows(
+        self, inputs: Mapping, n: int, keep: list[str] | None = None, into: Mapping | None = None
+    ):
         """Every named value for ``n`` rows (each an array with a leading axis of ``n``; a
         value shared by every row, a read-only view of it), and which rows are sound: every
         value on the way finite (each of ``keep`` checked here, every value when None; the
-        module's flags stand for the values the output does not read). Rows that are not sound hold anything: the interpreter answers
-        for them. The inputs given are not checked."""
+        module's flags stand for the values the output does not read). Rows that are not
+        sound hold anything: the interpreter answers for them. The inputs given are not
+        checked. ``into``: an array of ``n`` rows by name that the module may compute that
+        value into (and give back), rather than into a new one."""
         try:
-            named, flags = self.forward(**inputs)
+            named, flags = self.forward(into, **inputs)
         except _FAILURES:  # no row is known sound: the interpreter answers for each
             return {}, np.zeros(n, dtype=bool)
         kinks = named.pop(" kinks", None)
@@ -68,10 +74,11 @@ class Engine:
             named[" kinks"] = [np.broadcast_to(np.asarray(k, dtype=float), (n,)) for k in kinks]
         return {k: v if k == " kinks" else _per_row(v, n) for k, v in named.items()}, ok
 
-    def grad_rows(self, inputs: Mapping, n: int):
-        """The output's value and its gradients for ``n`` rows, and which rows are sound."""
+    def grad_rows(self, inputs: Mapping, n: int, into: Mapping | None = None):
+        """The output's value and its gradients for ``n`` rows, and which rows are sound;
+        ``into`` as for :meth:`evaluate_rows` (:data:`VALUE` for the value)."""
         try:
-            value, grads, flags = self.grad(**inputs)
+            value, grads, flags = self.grad(into, **inputs)
         except _FAILURES:
             return np.full(n, np.nan), {}, np.zeros(n, dtype=bool)
         checked = [value, *grads.values()]
@@ -270,19 +277,21 @@ class Driver:
         *,
         doubtful: Any = None,
         skip: Container[int] = (),
+        into: Mapping | None = None,
     ) -> tuple[dict[str, Any], dict[int, CgraphError], Any]:
         """``n`` rows' results: the module that :meth:`module` gave run once over ``inputs``
         (whole columns, and the values every row shares; None: no module takes them), then
         each row it flags, and each row of the mask ``doubtful``, run by the interpreter on
         ``row(r)``, except the rows of ``skip`` (the caller says why they fail). Gives the
         results (a column each; a list of rows where rows differ in shape), the interpreter's
-        error for each row it refused, and which rows have results (see the class's example)."""
+        error for each row it refused, and which rows have results (see the class's example).
+        ``into``: arrays of ``n`` rows, by result, the module may write those results into."""
         module = self._modules.get(True)
         if module is None or inputs is None:
             results: dict[str, Any] = {}
             good = np.zeros(n, dtype=bool)
         else:
-            results, good = self._module_rows(module, inputs, n)
+            results, good = self._module_rows(module, inputs, n, into)
             if doubtful is not None:
                 good &= ~doubtful
         failures: dict[int, CgraphError] = {}
@@ -302,11 +311,11 @@ class Driver:
             good[r] = True
         return results, failures, good
 
-    def _module_rows(self, module: Engine, inputs: Mapping, n: int) -> tuple[dict, Any]:
+    def _module_rows(self, module: Engine, inputs: Mapping, n: int, into) -> tuple[dict, Any]:
         if self.wrt is None:
-            named, ok = module.evaluate_rows(inputs, n, self.names)
+            named, ok = module.evaluate_rows(inputs, n, self.names, into)
             return {k: named[k] for k in self.names if k in named}, ok
-        value, grads, ok = module.grad_rows(inputs, n)
+        value, grads, ok = module.grad_rows(inputs, n, into)
         return {VALUE: value, **{w: grads[w] for w in self.wrt if w in grads}}, ok
 
     def batch(self, inputs: Mapping) -> dict[str, Any]:
