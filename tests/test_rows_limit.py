@@ -147,9 +147,24 @@ def test_an_input_column_not_finite_fails_its_row_read_or_not():
 def test_the_engine_checks_only_the_results_no_op_passes_on():
     graph = parse(NEURON)
     source = compile_module(graph, "numpy", bindings={"x1": 0.0, "x2": 0.0}, rows=True)
-    # o is squared on the way to each gradient; do/dn (b's) is multiplied into the others
-    assert "CHECKED = {'forward': ['n', 'o'], 'grad': ['x1', 'x2', 'w1', 'w2']}" in source
+    # o is squared on the way to each gradient; do/dn (b's) is multiplied into the others;
+    # o = tanh(n) is finite wherever n is, and n is watched
+    assert "CHECKED = {'forward': ['n'], 'grad': ['x1', 'x2', 'w1', 'w2']}" in source
     assert "_watch.append(_seen(" in source  # n, which tanh reads, summed as it is made
+
+
+@pytest.mark.parametrize(
+    "text", ["o = tanh(x * w)", "o = sigmoid(x * w) > 0.5", "o = max(x * w, 0)"]
+)
+def test_a_value_finite_wherever_its_watched_arguments_are_flags_the_row_they_overflow_in(text):
+    # The output is not checked (its op is finite at finite arguments), its argument is:
+    # the row where x * w overflows fails, as the interpreter says, in eval and in grad.
+    x = np.array([0.5, 1e308, -2.0, -1e308])
+    for mode in ("eval", "grad"):
+        table = run_rows(parse(text), [("d.csv", 0, {"x": x})], mode=mode, bindings={"w": 10.0})
+        errors = table.tables[0]["error"]
+        assert [e is None for e in errors] == [True, False, True, False], (text, mode, errors)
+        assert "not finite" in errors[1] or "overflow" in errors[1], errors[1]
 
 
 def test_calls_at_once_from_threads_each_get_their_own_work_arrays():

@@ -74,6 +74,7 @@ class OpSpec:
         "example",
         "kink",
         "positive",
+        "finite",
         "differentiable",
         "surrogate",
         "positions",
@@ -117,6 +118,11 @@ class OpSpec:
     # exp(-1000) does, so passes/simplify does not make x / x 1 on it). Set by hand, as a range
     # fact is; tests/test_ops.py checks it at points and tests/test_properties.py against SymPy.
     positive: bool
+    # Its value is finite at every finite argument, the largest numbers included: bounded
+    # (tanh, a comparison) or one of its arguments (max, relu), never an overflow or a value
+    # undefined. The rows mode then checks no value of it whose every argument it watches
+    # (see run/batch.py). Set by hand; tests/test_ops.py checks it at the extremes.
+    finite: bool
     differentiable: bool  # a derivative rule exists: vjp, or a partial for some argument
     # Its gradient is, by design, not the derivative of its value (stop_gradient): checks
     # against finite differences or SymPy leave it out.
@@ -150,6 +156,7 @@ class OpSpec:
         example: str = "",
         kink: Callable | None = None,
         positive: bool = False,
+        finite: bool = False,
         surrogate: bool = False,
         positions: tuple[int, ...] = (),
     ) -> None:
@@ -176,6 +183,7 @@ class OpSpec:
         put(self, "example", example)
         put(self, "kink", kink)
         put(self, "positive", positive)
+        put(self, "finite", finite)
         put(self, "surrogate", surrogate)
         put(self, "positions", positions)
         # Whether its value has a derivative (comparisons' do not): read once a node in every
@@ -264,6 +272,7 @@ def _compare(name, symbol, latex, py_op, js_op):
         style=INFIX,
         precedence=PREC_COMPARE,
         example=f"x {symbol} y",
+        finite=True,
     )
 
 
@@ -283,6 +292,7 @@ def _logical(name, symbol, latex, py, np, js, precedence, arity=2):
         style=INFIX if arity == 2 else PREFIX,
         precedence=precedence,
         example=f"x {symbol} y" if arity == 2 else f"{symbol}x",
+        finite=True,
     )
 
 
@@ -757,6 +767,7 @@ _TABLE = (
         precedence=PREC_UNARY,
         example="-x",
         js="-{0}",
+        finite=True,
     ),
     _compare("lt", "<", "{0} < {1}", "<", "<"),
     _compare("le", "<=", r"{0} \le {1}", "<=", "<="),
@@ -800,6 +811,7 @@ _TABLE = (
         (lambda e, x, o: e.cos(x),),
         latex=r"\sin\left({0}\right)",
         js="Math.sin({0})",
+        finite=True,
     ),
     _fn(
         "cos",
@@ -809,6 +821,7 @@ _TABLE = (
         (lambda e, x, o: e.neg(e.sin(x)),),
         latex=r"\cos\left({0}\right)",
         js="Math.cos({0})",
+        finite=True,
     ),
     _fn(
         "tan",
@@ -857,6 +870,7 @@ _TABLE = (
         (lambda e, x, o: e.sub(1.0, e.pow(o, 2.0)),),
         latex=r"\tanh\left({0}\right)",
         js="Math.tanh({0})",
+        finite=True,
     ),
     _fn(
         "sigmoid",
@@ -867,6 +881,7 @@ _TABLE = (
         latex=r"\sigma\left({0}\right)",
         positive=True,
         js="_sigmoid({0})",
+        finite=True,
     ),
     _fn(
         "softplus",
@@ -877,6 +892,7 @@ _TABLE = (
         latex=r"\log\left(1 + e^{{{0}}}\right)",
         positive=True,
         js="_softplus({0})",
+        finite=True,
     ),
     _fn(
         "erf",
@@ -886,6 +902,7 @@ _TABLE = (
         (lambda e, x, o: e.mul(1.1283791670955126, e.exp(e.neg(e.mul(x, x)))),),  # 2/√π e^-x²
         latex=r"\operatorname{{erf}}\left({0}\right)",
         js="_erf({0})",
+        finite=True,
     ),
     _fn(
         "relu",
@@ -895,6 +912,7 @@ _TABLE = (
         (lambda e, x, o: e.where(e.gt(x, 0.0), 1.0, 0.0),),
         kink=lambda e, x: x,
         js="({0} > 0 ? {0} : 0)",
+        finite=True,
     ),
     _fn(
         "abs",
@@ -905,6 +923,7 @@ _TABLE = (
         latex=r"\left|{0}\right|",
         kink=lambda e, x: x,
         js="Math.abs({0})",
+        finite=True,
     ),
     _fn(
         "sign",
@@ -914,6 +933,7 @@ _TABLE = (
         (None,),
         latex=r"\operatorname{{sign}}\left({0}\right)",
         js="({0} > 0 ? 1 : {0} < 0 ? -1 : 0)",
+        finite=True,
     ),
     _fn(
         "stop_gradient",
@@ -924,6 +944,7 @@ _TABLE = (
         latex=r"\operatorname{{sg}}\left({0}\right)",
         surrogate=True,
         js="{0}",
+        finite=True,
     ),
     _fn(
         "min",
@@ -936,6 +957,7 @@ _TABLE = (
         ),
         kink=lambda e, x, y: e.sub(x, y),
         js="({1} < {0} ? {1} : {0})",
+        finite=True,
     ),
     _fn(
         "max",
@@ -948,6 +970,7 @@ _TABLE = (
         ),
         kink=lambda e, x, y: e.sub(x, y),
         js="({1} > {0} ? {1} : {0})",
+        finite=True,
     ),
     _fn(
         "where",
@@ -961,6 +984,7 @@ _TABLE = (
         ),
         example="where(c, x, y)",
         js="({0} !== 0 ? {1} : {2})",
+        finite=True,
     ),
     _fn(
         "xlogy",

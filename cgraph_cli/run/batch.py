@@ -183,18 +183,28 @@ def uncovered(graph: Graph, results: Mapping[str, int]) -> list[str]:
     reads shows in the op's value, which is checked in turn (given back, or watched, or
     passed on again), so that checking it too would only read it once more.
 
+    A value of an op that is :attr:`~cgraph_cli.core.ops.OpSpec.finite` and absorbs (``o =
+    tanh(n)``) is finite wherever its arguments are, and those are watched: it is not
+    checked either.
+
     >>> from cgraph_cli import parse
-    >>> g = parse("n = x * w; o = tanh(n); p = o * 2; q = (x + 1) ^ 2")
+    >>> g = parse("n = x * w; o = tanh(n); p = o * 2; q = (x + 1) ^ 2; r = 1 / x")
     >>> uncovered(g, g.named_nodes())
-    ['n', 'p', 'q']
+    ['n', 'p', 'q', 'r']
+    >>> uncovered(g, {"o": g.names["o"]})
+    []
     """
     passed: set[int] = set()
+    sure: set[int] = set()  # finite wherever its arguments are, all of them watched
     for i, op in enumerate(graph.ops):
         if op.arity and not absorbs(op):
             passed.update(graph.args[i])
         elif op.arity:  # the base of a positive power: passed on too
-            passed.update(a for a in graph.args[i] if a not in hidden(graph, i))
-    return [k for k, i in results.items() if i not in passed]
+            hides = hidden(graph, i)
+            passed.update(a for a in graph.args[i] if a not in hides)
+            if op.finite and graph.params.get(i) is None:  # (not a conditional's branches)
+                sure.add(i)
+    return [k for k, i in results.items() if i not in passed and i not in sure]
 
 
 def unread_inputs(graph: Graph, names) -> list[str]:
