@@ -159,3 +159,21 @@ def test_csv_formatted_by_threads_is_the_text_written_in_one(tmp_path, capsysbin
     assert text == capsysbinary.readouterr().out
     assert text.count(b'"y","error"') == 1 and text.startswith(b'"y","error"\n0,\n')
     assert b'"row 104: log(-1), ""undefined"""' in text
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_a_column_of_empty_cells_given_again_is_written_as_given_each_time(tmp_path, fmt):
+    # RowWriter keeps the column it made of a tuple of empty cells (run_rows gives one such
+    # tuple to each chunk where no row failed): chunks with an error between are their own.
+    none = (None,) * 3
+    chunks = [none, [None, "row 5: log(-1) is undefined", None], none, (None, None, "bad")]
+    path = str(tmp_path / f"out.{fmt}")
+    writer = RowWriter(path, fmt)
+    for k, errors in enumerate(chunks):
+        writer.write({"y": np.full(3, float(k)), "error": errors})
+    writer.close()
+    table = pq.read_table(path) if fmt == "parquet" else pa.csv.read_csv(path)
+    assert table["y"].to_pylist() == [float(k) for k in range(4) for _ in range(3)]
+    empty = None if fmt == "parquet" else ""  # (a CSV file's empty cell reads as "")
+    errors = [empty if c is None else c for c in table["error"].to_pylist()]
+    assert errors == [*(empty,) * 4, "row 5: log(-1) is undefined", *(empty,) * 6, "bad"]

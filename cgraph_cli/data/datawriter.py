@@ -49,6 +49,7 @@ class RowWriter:
         self._pending: list[dict] = []
         self._held = 0
         self._npz: dict[str, list] = {}
+        self._empty: tuple = (object(), None)  # a tuple of empty cells seen, and its column
         self._file: Any = None
         self._out: Output | None = None
         # pyarrow's writers let go of Python's lock: to a file, Parquet is written behind the
@@ -97,7 +98,7 @@ class RowWriter:
 
         as_text = self.fmt in ("csv", "tsv")  # CSV has no lists: a tensor is its JSON text
         arrays = {
-            k: _text(pa, v) if k in self.text else _arrow(pa, v, as_text)
+            k: self._text(pa, v) if k in self.text else _arrow(pa, v, as_text)
             for k, v in columns.items()
         }
         if self._writer is None:
@@ -112,6 +113,17 @@ class RowWriter:
                 self._start(pa)
             return
         self._write(pa, arrays)
+
+    def _text(self, pa, cells):
+        """A column of text (``error``): the one made last time when ``cells`` is the same
+        tuple of empty cells again (run_rows gives one such tuple to every chunk where no
+        row failed: reading its cells again costs a tenth of writing the chunk)."""
+        if cells is self._empty[0]:
+            return self._empty[1]
+        column = _text(pa, cells)
+        if cells.__class__ is tuple and column.null_count == len(column):
+            self._empty = (cells, column)
+        return column
 
     def _start(self, pa) -> None:
         """Settle the types (a column with no value yet: text or numbers) and write what
