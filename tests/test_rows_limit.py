@@ -226,3 +226,14 @@ def test_rows_in_chunks_give_the_interpreters_answers(case, mode):
     if not rows:
         return
     _check_rows(program, rows, {}, sizes, mode)
+
+
+def test_values_whose_squares_overflow_are_looked_at_row_by_row_and_pass():
+    # The engine's one sum is of squares (BLAS's dot): over 1e154 it overflows though every
+    # value is finite; then each row is looked at, and none fails.
+    x = np.array([1e200, -1e300, 0.5, 1e154])
+    for mode in ("eval", "grad"):
+        table = run_rows(parse("o = tanh(x * w) + x"), [("d.csv", 0, {"x": x})], mode=mode,
+                         bindings={"w": 1.0}).tables[0]  # fmt: skip
+        assert table["error"] == (None,) * 4, (mode, table["error"])
+        assert np.array_equal(table["o"], np.tanh(x) + x)
