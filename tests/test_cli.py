@@ -276,6 +276,24 @@ def test_closed_stdout_is_quiet():
     assert proc.stderr == ""
 
 
+def test_the_command_ends_with_everything_written(cli, tmp_path, monkeypatch):
+    # The command leaves without Python's teardown (group.leave): what it still held in its
+    # buffers reaches a pipe and an -o file whole, and its exit code is the command's.
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # standard output buffered
+    source = tmp_path / "long.cg"
+    source.write_text("\n".join(f"v{i} = x + {i}" for i in range(3000)))
+    args = ("eval", str(source), "x=1", "--all", "--format", "plain")
+    expected = cli(*args).stdout
+    assert len(expected) > 30_000
+    proc = _run_installed(*args)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (0, "", expected)
+    written = tmp_path / "values.txt"
+    proc = _run_installed(*args, "-o", str(written))
+    assert (proc.returncode, proc.stdout) == (0, "") and written.read_text() == expected
+    proc = _run_installed("eval", "g = log(x)", "x=-1")
+    assert proc.returncode == 4 and proc.stderr.startswith("<expr>:1:5: error: log(-1)")
+
+
 def test_precision_rounds_table_and_plain_not_json(cli):
     neuron = str(ROOT / "samples" / "neuron.cg")
     assert (

@@ -15,7 +15,6 @@ from ..core.arrays import Value
 from ..core.ir import Graph, resolve_name, wrt_node
 from ..parse import parse
 from ..run.engine import compiled_forward, compiled_grad
-from .snapshot import snapshot
 
 if TYPE_CHECKING:
     from ..passes.derivatives import Program
@@ -307,6 +306,8 @@ def evaluate(
     parsed = _parsed(program)
     named = compiled_forward(parsed, bindings, of)
     if named is not None:  # its compiled module, or loops run as a scan
+        from .snapshot import snapshot  # (here: a program of numbers never comes here)
+
         kept = snapshot(bindings, parsed.memo.setdefault("kept", []))  # as they are now
         run = lambda: evaluated(parsed, kept, of)  # noqa: E731 - asked for later
         if "" in named:  # a scan's: the graph that runs is made when asked for
@@ -330,6 +331,8 @@ def grad(
     fast = compiled_grad(parsed, bindings, of)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
+        from .snapshot import snapshot  # (here: a program of numbers never comes here)
+
         kept = snapshot(bindings, parsed.memo.setdefault("kept", []))  # as they are now
         later = lambda: _differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         if parsed.control is not None:  # a scan's: the graph that runs is made when asked for

@@ -107,7 +107,9 @@ def eval_command(
 
         report = eval_report(Evaluation(*evaluated(graph, bindings, of)))
     else:
-        report = eval_report(evaluate(graph, bindings, of=of))
+        evaluation = evaluate(graph, bindings, of=of)
+        output.keep(evaluation)  # (its values: see output.kept)
+        report = eval_report(evaluation)
 
     def text():
         from ..render.table import output_line, value_table
@@ -203,7 +205,9 @@ def grad_command(
         ran, values, adjoints, out = differentiated(graph, bindings, of)
         report = grad_report(Gradients(ran, values, out, adjoints), wanted or None, per_step)
     else:
-        report = grad_report(grad(graph, bindings, of=of), wanted or None, per_step)
+        result = grad(graph, bindings, of=of)
+        output.keep(result)  # (its values and adjoints: see output.kept)
+        report = grad_report(result, wanted or None, per_step)
 
     def text():
         from ..render.table import gradient_table

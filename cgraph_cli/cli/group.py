@@ -11,11 +11,13 @@ import os
 import sys
 import warnings
 from collections.abc import MutableMapping
+from typing import NoReturn
 
 import click
 
 from .. import __version__
 from ..core.errors import CgraphError, visible
+from ..core.startup import AS_COMMAND
 from . import output
 from .options import EXIT_CODES
 
@@ -245,7 +247,34 @@ def run() -> None:
     if sys.stdout is None:
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedOutput()), encoding="utf-8")
     _tolerant_streams()
-    main(prog_name="cgraph")
+    if not AS_COMMAND:  # a program calling run() itself: Python's own exit, as always
+        main(prog_name="cgraph")
+        return
+    output.kept = []  # what the command made, let go of by the process's end (below)
+    code = main(prog_name="cgraph", standalone_mode=False)
+    leave(code)
+
+
+def leave(code: int) -> NoReturn:
+    """End the ``cgraph`` process with ``code`` as Python's exit would (the functions
+    registered with :mod:`atexit` run, then standard output and error are flushed), but
+    without its teardown: freeing every object left one by one (a long program's graph, its
+    float program, every module) costs milliseconds and has nothing to give back. Python's
+    own exit where it has more to do: a thread still running (it waits for it), or a stream
+    that fails as it is flushed (it says so)."""
+    import atexit
+    import threading  # (imported already: click imports it)
+
+    if threading.active_count() == 1:
+        atexit._run_exitfuncs()  # (and unregisters them: Python's exit will not run them again)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        else:
+            os._exit(code)
+    sys.exit(code)
 
 
 # Command name -> "module:attribute" in this package: a command's module is imported when the

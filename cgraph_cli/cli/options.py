@@ -296,7 +296,9 @@ def load(args, expr, file_, binds, bindings_file, rows_file=None):
 
         return load_onnx(path, bindings), bindings
     source = read_program(source_arg, expr=expr, file=file_)
-    return parse(source.text, source.filename), bindings
+    graph = parse(source.text, source.filename)
+    output.keep(graph)  # let go of at the process's end, not node by node as the command returns
+    return graph, bindings
 
 
 def frames_options(what: str):

@@ -39,6 +39,23 @@ class Settings:
 
 settings = Settings()
 
+#: What the command made that the ``cgraph`` process keeps to its end (a list, set by
+#: :func:`cgraph_cli.cli.group.run`, which ends the process without freeing it): a long
+#: program's graph freed node by node as the command returns costs milliseconds for nothing.
+#: None where commands run in a process that goes on (tests, a program calling ``main``).
+kept: list | None = None
+
+
+def keep(*made: object) -> None:
+    """Keep ``made`` to the process's end in the ``cgraph`` command (see :data:`kept`);
+    elsewhere, nothing.
+
+    >>> keep([1.0] * 3) is None and kept is None
+    True
+    """
+    if kept is not None:
+        kept.extend(made)
+
 
 def color_for(stream) -> bool:
     """Whether to colour what goes to ``stream``. Standard output means the -o file when there

@@ -27,6 +27,7 @@ def _run_as_command() -> bool:
 # start. It stays paused until cgraph_cli.cli has imported everything, which then freezes
 # those objects (gc.freeze: never scanned again) and resumes it. A program importing the
 # library is left as it was.
-PAUSED_FOR_COMMAND = gc.isenabled() and _run_as_command()
+AS_COMMAND = _run_as_command()
+PAUSED_FOR_COMMAND = gc.isenabled() and AS_COMMAND
 if PAUSED_FOR_COMMAND:
     gc.disable()

@@ -36,7 +36,6 @@ from typing import Any
 from ..core.errors import CgraphError, Source
 from ..core.ir import Graph, gc_paused
 from . import tables
-from .blocks import blocks
 from .lexer import CODES, POSSESSIVE, scan
 from .messages import Token, syntax_error
 from .plans import BOUND, REFRESH, STATE, bound, inlined, keeps_state, state, whole
@@ -193,6 +192,8 @@ class Driver:
     def _run_blocks(self, tokens, codes: str, error, source: Source) -> Graph:
         """A program with loops or functions: its statements, nested by indentation
         (:func:`blocks`), run in order (:meth:`_run_range`)."""
+        from .blocks import blocks  # (here: most programs have no blocks)
+
         stmts, ends, errors = blocks(tokens, codes, source)
         self.bound = bound(self.reader)
         self._blocks = (tokens, codes, error, source, stmts, ends, errors)

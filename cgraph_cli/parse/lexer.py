@@ -52,8 +52,9 @@ def possessive(pattern: str) -> str:
 
 _FAST_PATTERN = possessive(tables.FAST_PATTERN)  # the scanner's quick pattern
 
-_IGNORED = re.compile(f"(?:{tables.FAST_IGNORED})")
-_NAME_START = re.compile(r"[^\W\d]")  # what the pattern's names start with
+# (Patterns, compiled on first use, re caches them: most programs have no comment.)
+_IGNORED = f"(?:{tables.FAST_IGNORED})"
+_NAME_START = r"[^\W\d]"  # what the pattern's names start with
 _STRINGS = tables.STRINGS
 _FIRST = {c: "NUMBER" for c in "0123456789."} | {"\n": "_NL", "\r": "_NL"}
 _KEYWORDS = tables.KEYWORDS.get("NAME", {})
@@ -92,12 +93,12 @@ class _Codes(dict):
         if kind == "NUMBER" and value == ".":  # the pattern's last resort, not a number
             raise _Unscannable
         if kind is None:
-            if _IGNORED.fullmatch(value):  # a comment, a line continuation: dropped
-                kind = "_IGNORED"
-            elif _NAME_START.match(value) is None:  # the pattern's last resort: no token
-                raise _Unscannable  # starts so (℘ is an identifier to Python, not \w to re)
-            else:
+            if re.match(_NAME_START, value) is not None:  # (no comment starts so)
                 kind = "NAME"
+            elif re.fullmatch(_IGNORED, value):  # a comment, a line continuation: dropped
+                kind = "_IGNORED"
+            else:  # the pattern's last resort: no token starts so (℘ is an identifier to
+                raise _Unscannable  # Python, not \w to re)
         code = self[value] = CODES[kind]
         return code
 

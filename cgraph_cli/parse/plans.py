@@ -12,7 +12,7 @@ from .reader import Reader
 #: The names a plan's code binds first (from :func:`bound`, made once a parse): the graph's
 #: lists and their appends are the same objects for the whole parse. (Not the scope: a
 #: call's body is read in a scope of its own, which a plan then reads from the reader.)
-BOUND = "g, ops, labels, add_op, add_args, add_label, add_start, add_end, " + (
+BOUND = "ops, labels, gnames, add_op, add_args, add_label, add_start, add_end, " + (
     "add_kind, add_name, add_nodes"
 )
 
@@ -28,7 +28,7 @@ def bound(reader: Reader) -> tuple:
     """
     g = reader.b.graph
     return (
-        *(g, g.ops, g.labels),
+        *(g.ops, g.labels, g.names),
         *(g.ops.append, g.args.append, g.labels.append, g.starts.append, g.ends.append),
         *(g.stmt_kinds.append, g.stmt_names.append, g.stmt_nodes.extend),
     )
@@ -112,7 +112,7 @@ def inlined(callback, a: int, children: list[str], k: int, names: dict):
             "else:",
             f"    scope[x{k}] = n{k}",
             f"    if labels[n{k}] is None: labels[n{k}] = x{k}",
-            f"    g.names[x{k}] = n{k}; add_kind(ASSIGNMENT)",
+            f"    gnames[x{k}] = n{k}; add_kind(ASSIGNMENT)",
             f"    add_name(x{k}); add_nodes((n{k}, len(ops)))",
             f"    R.output = n{k}; R.output_label = x{k}",
         ]

@@ -70,10 +70,16 @@ class FloatProgram:
         self.args = graph.args
         self.tensor = any(v.__class__ is not float for v in graph.consts.values())
         with gc_paused():
-            steps = None if self.tensor else _steps(graph)
+            made: dict = {}  # what _steps made, by op: the graph's ops, with no pass of their own
+            steps = None if self.tensor else _steps(graph, made)
             self.tensor = steps is None
             self.steps: list = steps or []
-            self.wide = any(op.arity > 2 for op in set(graph.ops))
+            ops = (
+                set(graph.ops)
+                if steps is None
+                else {k[0] if k.__class__ is tuple else k for k in made}
+            )
+            self.wide = any(op.arity > 2 for op in ops)
             template: list = [0.0] * len(graph.ops)  # constants in place; copied for every run
             for node, value in graph.consts.items():
                 template[node] = value
@@ -88,13 +94,13 @@ def compile_program(graph: Graph) -> FloatProgram:
     return program
 
 
-def _steps(graph: Graph) -> list | None:
+def _steps(graph: Graph, made: dict) -> list | None:
     """The steps of :class:`FloatProgram`, or None at the first op with no float rule. What
     a step needs depends only on its op and on which arguments an input reaches
     (:func:`~cgraph_cli.core.walks.depends_on_input`, worked out here as the loop goes), so
     it is made once per such pair, not once per node (and looked up by the op alone in the
-    commonest case, two arguments that both need a gradient)."""
-    made: dict = {}  # op, or (op, which arguments need a gradient) -> its step, or None
+    commonest case, two arguments that both need a gradient). ``made``, filled in here: op,
+    or (op, which arguments need a gradient) -> its step, or None."""
     depends: list[bool] = []  # whether an input reaches each node
     steps: list = []
     add, reach, far = steps.append, depends.append, _FAR

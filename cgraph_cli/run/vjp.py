@@ -18,7 +18,6 @@ speed, compiled from the same rules (:func:`vjp` on floats).
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from itertools import islice
 from operator import itemgetter
 
@@ -59,8 +58,12 @@ def vjp(graph: Graph, values: list, of: int | None = None, seed: float = 1.0) ->
     program = compile_program(graph)
     adj = [0.0] * len(graph.ops)
     adj[out] = seed
-    # Only nodes up to `out` can reach it: skip the steps after it.
-    after = len(program.steps) - bisect_right(program.steps, out, key=itemgetter(0))
+    # Only nodes up to `out` can reach it: skip the steps after it (none, for the output).
+    after = 0
+    if program.steps and program.steps[-1][0] > out:
+        from bisect import bisect_right  # (here: most calls are of the output)
+
+        after = len(program.steps) - bisect_right(program.steps, out, key=itemgetter(0))
     steps = islice(reversed(program.steps), after, None) if after else reversed(program.steps)
     if program.wide:
         _float_reverse_wide(graph, values, steps, adj)
