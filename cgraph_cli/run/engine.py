@@ -137,12 +137,9 @@ def _squares(v) -> float:
     >>> float(_squares(np.array([3.0, 4.0]))), float(_squares(np.broadcast_to(2.0, (3,))))
     (25.0, 6.0)
     """
-    if v.dtype is _FLOAT and v.flags.c_contiguous:
+    if v.dtype.char == "d" and v.flags.c_contiguous:  # float64
         return np.vdot(v, v)
     return np.add.reduce(v, None)
-
-
-_FLOAT = np.dtype(float)
 
 
 def engine(
