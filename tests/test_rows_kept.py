@@ -128,3 +128,18 @@ def test_the_module_computes_each_result_into_the_array_given_for_it():
     shorter = {"y": np.empty(4)}  # an array of another length: not written, a new one given
     named, ok = forward.evaluate_rows(inputs, 9, ["y"], shorter)
     assert named["y"] is not shorter["y"] and np.allclose(named["y"], np.tanh(2 * x))
+
+
+def test_inputs_named_as_the_modules_own_names_bind_their_columns():
+    # A rows module's first argument (_into) and its helpers (_dest, _out, _pool) are names a
+    # program may give its inputs: those take the keyword-only form, and bind as any other.
+    graph = parse("y = tanh(_into * _dest) + _out * _pool")
+    rng = np.random.default_rng(7)
+    columns = {k: rng.uniform(-1, 1, 50) for k in ("_into", "_dest", "_out")}
+    kept = run_rows(graph, _chunks(columns, 16), bindings={"_pool": 2.0})
+    y = np.concatenate([t["y"] for t in kept.tables])
+    expected = np.tanh(columns["_into"] * columns["_dest"]) + columns["_out"] * 2.0
+    assert np.allclose(y, expected) and kept.errors == 0
+    grads = run_rows(graph, _chunks(columns, 16), mode="grad", bindings={"_pool": 2.0})
+    d_out = np.concatenate([t["dy_d_out"] for t in grads.tables])
+    assert np.array_equal(d_out, np.full(50, 2.0))
