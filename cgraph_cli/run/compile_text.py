@@ -207,7 +207,7 @@ def module_text(
         "",
     ]
     check = "np.all(np.isfinite(v))" if numpy else "math.isfinite(v)"
-    finite = [
+    checks = [  # (a rows module raises nothing: the engine checks what it keeps)
         "def _finite(values, fn):",
         '    """Raise DomainError if an input or a result is not finite (as cgraph\'s'
         ' interpreter does)."""',
@@ -253,6 +253,9 @@ def module_text(
         "            raise DomainError(f'{fn.__name__}: a result is not finite{what}')",
         "",
         "",
+    ]
+    finite = [
+        *([] if em.rows else checks),
         *(
             []
             if em.rows
