@@ -412,8 +412,9 @@ class _Plan:
         into = None
         module = self.driver.compiled
         if reserve is not None and inputs is not None and module is not None and module.writes:
-            parts = reserve([self.column_name(k) for k in self.results], n)
-            into = {k: parts[self.column_name(k)] for k in self.results if parts}
+            columns_of = {k: self.column_name(k) for k in self.results}
+            parts = reserve(list(columns_of.values()), n)
+            into = {k: parts[c] for k, c in columns_of.items() if c in parts}
         results, failures, good = self.driver.rows(
             inputs, n, row, doubtful=odd, skip=problems, into=into
         )

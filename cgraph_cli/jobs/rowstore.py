@@ -71,7 +71,7 @@ class Slabs:
             self.first = False
             return table
         parts, self.parts = self.parts, None
-        copied = [k for k, v in table.items() if _fresh(v) and (parts or {}).get(k) is not v]
+        copied = [k for k, v in table.items() if _fresh(v)]  # (a part reserved is a view)
         if not copied:
             return table
         n = len(table[copied[0]])
