@@ -473,11 +473,13 @@ def test_tensor_derivative_programs_read_as_a_textbook_writes_them():
     sample = {p.stem: p.read_text() for p in SAMPLES}
     logistic = _program(sample["logistic_regression"]).splitlines()
     assert "dloss_dy = 0.25 * t7 - 0.25 * t3" in logistic  # not -(-0.25 * t7) + -0.25 * t3
-    assert "dloss_dp = 0.25 * t5 / t6 - 0.25 * y / p" in logistic
+    # g * (1 / p), not g / p: 1 / p overflows at a subnormal p where g / p may not, and the
+    # interpreter (every engine) multiplies by the local derivative: the same error everywhere
+    assert "dloss_dp = 0.25 * t5 * (1 / t6) - 0.25 * y * (1 / p)" in logistic
     assert "dloss_db = sum(dloss_dt2)" in logistic
     assert "dloss_dw = transpose(X) @ dloss_dt2" in logistic
     softmax = _program(sample["softmax_cross_entropy"]).splitlines()
-    assert "dloss_dz = p * (dloss_dp + sum(y / p * p))" in softmax  # no reshape(..., [1])
+    assert "dloss_dz = p * (dloss_dp + sum(y * (1 / p) * p))" in softmax  # no reshape(..., [1])
 
 
 def test_the_mlp_derivative_program_uses_matmuls_transposes_and_sums_over_broadcast_axes():

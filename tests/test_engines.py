@@ -401,6 +401,40 @@ def test_grad_called_again_says_what_the_interpreter_says_about_bad_values():
     ]
 
 
+#: A local derivative that overflows (1 / x at a subnormal x) met by a gradient small enough
+#: that the product would not: g * (1 / x) errs where g / x does not. Every engine computes the
+#: product as the interpreter does, so each gives its error at the same node.
+TINY_SLOPES = [
+    ("y = sum(1e-10 * log(x))", {"x": [1e-310, 1.0]}, "the derivative of log(1e-310)"),
+    ("y = sum(1e-10 * x / c)", {"x": [1e-300, 1.0], "c": [1e-310, 1.0]}, "the derivative of"),
+    ("y = sum(-1e-10 * log(x))", {"x": [1e-310, 1.0]}, "the derivative of log(1e-310)"),
+]
+
+
+@pytest.mark.parametrize(("program", "bindings", "message"), TINY_SLOPES)
+def test_an_overflowing_local_derivative_errs_in_every_engine_as_at_first(
+    tmp_path, program, bindings, message
+):
+    graph = cg.parse(program)
+    arrays = {k: np.array(v) for k, v in bindings.items()}
+    said = []
+    for _ in range(3):  # the interpreter first, then the compiled module
+        with pytest.raises(DomainError) as err:
+            cg.grad(graph, arrays)
+        said.append((str(err.value), err.value.where()))
+    assert message in said[0][0] and said == [said[0]] * 3
+    # a row at a time: the scalar program, through the rows engine, over two chunks
+    scalar = cg.parse(program.replace("sum(", "(", 1))
+    columns = {k: np.array(v * 40) for k, v in bindings.items()}
+    written: list = []
+    chunks = [("rows", 0, {k: v[:40] for k, v in columns.items()})]
+    chunks.append(("rows", 40, {k: v[40:] for k, v in columns.items()}))
+    run_rows(scalar, chunks, mode="grad", write=written.append)
+    errors = [e for table in written for e in table["error"]]
+    assert [e is not None for e in errors] == [True, False] * 40
+    assert all(message in e for e in errors[::2])
+
+
 def test_a_program_of_numbers_stays_interpreted_and_loops_run_as_scans():
     graph = cg.parse("y = x * x")
     cg.grad(graph, {"x": 3.0})

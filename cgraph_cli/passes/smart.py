@@ -6,7 +6,10 @@ folded; ``2*x`` rather than ``2*x^(2-1)``.
 made) that computes the same value, or ``None`` to add the node as asked. Folding evaluates
 through the op table's own value rules, so a folded constant equals the evaluated value bit
 for bit. A rewrite never changes a value beyond rounding, nor a shape: rules that would
-(``0 * x`` where ``x`` broadcasts) are skipped when shapes differ.
+(``0 * x`` where ``x`` broadcasts) are skipped when shapes differ. Nor does it drop an error:
+``g * (1 / x)`` stays as it is (not ``g / x``), since ``1 / x`` overflows at a subnormal ``x``
+where ``g / x`` may not, and the interpreter, like every engine, multiplies the gradient by the
+local derivative (``log``'s at ``1e-310`` is too large for a float64).
 """
 
 from __future__ import annotations
@@ -104,10 +107,6 @@ def rewrite(b, op, args: tuple[int, ...], params: tuple) -> int | None:
             return b.apply(NEG, (b.apply(MUL, (b.graph.args[x][0], y)),))
         if b.graph.ops[y] is NEG:
             return b.apply(NEG, (b.apply(MUL, (x, b.graph.args[y][0])),))
-        if b.graph.ops[x] is DIV and value(b.graph.args[x][0]) == 1.0 and same(y):
-            return b.apply(DIV, (y, b.graph.args[x][1]))  # (1 / a) * b -> b / a
-        if b.graph.ops[y] is DIV and value(b.graph.args[y][0]) == 1.0 and same(x):
-            return b.apply(DIV, (x, b.graph.args[y][1]))  # a * (1 / b) -> a / b
     elif op is DIV:
         x, y = args
         if value(y) == 1.0 and same(x):
@@ -193,19 +192,25 @@ def _stretched(b, node: int) -> bool:
 
 def _flipped(b, node: int) -> int | None:
     """For a negative number ``c``, or ``c * a`` (constants come first in a product), or
-    either over a divisor (``c / d``, ``c * a / d``): the same with ``-c``, exactly the negated
-    value; else None."""
+    either times more factors (``c * a * (1 / d)``), or any of these over a divisor (``c / d``,
+    ``c * a / d``): the same with ``-c``, exactly the negated value; else None."""
     divisor = None
     if b.graph.ops[node] is DIV:
         node, divisor = b.graph.args[node]
+    factors = []  # the right operands down the product's left side, outermost first
+    while b.graph.ops[node] is MUL and b.graph.ops[b.graph.args[node][0]] is MUL:
+        node, rest = b.graph.args[node]
+        factors.append(rest)
     value = b.const_value(node)
-    if value is not None and value < 0.0:
+    if value is not None and value < 0.0 and not factors:
         flipped = b.const(-value)
     elif b.graph.ops[node] is MUL and (b.const_value(b.graph.args[node][0]) or 0.0) < 0.0:
         c, a = b.graph.args[node]
         flipped = b.apply(MUL, (b.const(-b.const_value(c)), a))
     else:
         return None
+    for rest in reversed(factors):
+        flipped = b.apply(MUL, (flipped, rest))
     return flipped if divisor is None else b.apply(DIV, (flipped, divisor))
 
 
