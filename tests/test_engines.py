@@ -24,6 +24,7 @@ from cgraph_cli.jobs.rows import run_rows
 from cgraph_cli.passes.derivatives import derivative_program
 from cgraph_cli.run.compile import compile_module
 from cgraph_cli.run.evaluate import forward
+from cgraph_cli.run.scan_code import compile_module as any_module
 from cgraph_cli.run.vjp import vjp
 
 BUDGET = settings(
@@ -254,8 +255,34 @@ def test_a_module_checks_every_statement_and_input_as_the_interpreter_does(targe
     for fn in ("forward", "grad"):
         with pytest.raises(ArithmeticError, match=r"line 1: xlogy\(0\.5, z\)"):
             module[fn](x=1.0, z=-1.0)
-    with pytest.raises(ArithmeticError, match=r"an input is not finite \(inf\)"):
+    with pytest.raises(ArithmeticError, match=r"input 'x' is not finite \(inf\)"):
         module["grad"](x=math.inf, z=1.0)
+
+
+@pytest.mark.parametrize(
+    ("program", "bindings", "message"),
+    [  # plain keyword arguments, **inputs (an input named lambda), a tensor, a loop's module
+        ("y = a * 2 + x", {"a": 1.0, "x": math.nan}, "input 'x' is not finite (nan)"),
+        ("y = lambda * 2 + x", {"lambda": math.inf, "x": 1.0}, "input 'lambda' is not finite"),
+        ("y = sum(lambda * x)", {"lambda": 2.0, "x": [1.0, -math.inf]}, "'x' is not finite at [1]"),
+        (
+            "h = x * 1\nfor t in range(2):\n    h = tanh(h * lambda)\ny = sum(h)",
+            {"lambda": 1.0, "x": [[1.0, 2.0], [math.nan, 0.0]]},
+            "input 'x' is not finite at [1, 0] (nan)",
+        ),
+    ],
+)
+def test_a_module_names_the_input_that_is_not_finite(program, bindings, message):
+    graph = parse(program)
+    shapes = {k: np.zeros(np.shape(v)) for k, v in bindings.items()}
+    targets = ["numpy"] if any(np.ndim(v) for v in bindings.values()) else ["python", "numpy"]
+    for target in targets:
+        module = _load(any_module(graph, target, bindings=shapes))
+        given = {k: np.array(v) if np.ndim(v) else v for k, v in bindings.items()}
+        for fn in ("forward", "grad"):
+            with pytest.raises(ArithmeticError) as err:
+                module[fn](**given)
+            assert message in str(err.value), (target, fn)
 
 
 @pytest.mark.parametrize("rule", ["exp", "log", "tanh", "sin", "softplus", "sigmoid"])

@@ -146,9 +146,12 @@ _EXACT_ROWS = [
     "",
 ]
 # _arg's check of an input (as the interpreter refuses inf and nan), outside rows mode (where
-# cgraph flags such rows itself).
+# cgraph flags such rows itself): the input named, and for a tensor the first element that is
+# not finite, not the whole array.
 _ARG_FINITE = [
     "    if not np.isfinite(x).all():",
-    "        raise DomainError(f'an input is not finite ({x})')",
+    "        at = tuple(np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()",
+    "        where = f\" at [{', '.join(map(str, at))}]\" if at else ''",
+    "        raise DomainError(f'input {name!r} is not finite{where} ({x[at]})')",
 ]
 _JOINED = 1024  # results up to this size are joined into one array for one sum

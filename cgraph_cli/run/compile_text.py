@@ -98,11 +98,11 @@ def module_text(
             value, shape = em.returned("grad", "", value)
         results = {"": ("value", shape), **results}
     if variables == inputs:  # every input a plain keyword argument
-        convert = [f"    {a} = _arg({a})" for a in variables]
+        convert = [f"    {a} = _arg({a}, {a!r})" for a in variables]
     else:  # a name Python or the module keeps (lambda, math, grad...): by keyword only
         signature = "**inputs"
         convert = ["    _expect(inputs, INPUTS)"] + [
-            f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)
+            f"    {v} = _arg(inputs[{n!r}], {n!r})" for v, n in zip(variables, inputs)
         ]
     start = [f"    {WATCHED[em.vector]} = {'[]' if em.vector else '0.0'}"] if em.rows else []
     if em.kinks:
@@ -143,7 +143,7 @@ def module_text(
             convert = []
     if em.rows:  # the arrays the caller gives for results (see DEST), before any input
         signature = ", ".join(["_into=None, /", *([signature] if signature else [])])
-    again = [f"    {v} = _arg(inputs[{n!r}])" for v, n in zip(variables, inputs)]
+    again = [f"    {v} = _arg(inputs[{n!r}], {n!r})" for v, n in zip(variables, inputs)]
     checked = (
         []
         if em.rows
@@ -340,7 +340,7 @@ def module_text(
         "        raise TypeError(f'missing inputs {missing}, unknown inputs {unknown}')",
         "",
         "",
-        "def _arg(x):",
+        "def _arg(x, name):",
         *(
             [
                 "    x = np.asarray(x, dtype=float)",
@@ -348,7 +348,12 @@ def module_text(
                 "    return float(x) if x.ndim == 0 else x",
             ]
             if numpy
-            else ["    x = float(x)", "    if x - x != 0.0:", _ARG_FINITE[1], "    return x"]
+            else [
+                "    x = float(x)",
+                "    if x - x != 0.0:",
+                "        raise DomainError(f'input {name!r} is not finite ({x})')",
+                "    return x",
+            ]
         ),
         "",
         "",

@@ -265,7 +265,7 @@ class _Module:
             "    _expect(inputs)",
             "    inputs = {**DEFAULTS, **inputs}",
         ]
-        lines += [f"    n{node} = _arg(inputs[{n!r}])" for n, node in graph.inputs.items()]
+        lines += [f"    n{node} = _arg(inputs[{n!r}], {n!r})" for n, node in graph.inputs.items()]
         used = {a for b in self.cut for a in [*b.reads, *(x for _, x in b.carried)]}
         used.update(a for b in self.cut for _, a, _ in b.rows)
         used.update(b.loop.count[1] for b in self.cut if b.loop and b.loop.count[1] is not None)
@@ -472,10 +472,12 @@ _SUPPORT = {
     True: [
         _COMMON,
         '''
-def _arg(x):
+def _arg(x, name):
     x = np.asarray(x, dtype=float)
     if not np.isfinite(x).all():
-        raise DomainError(f'an input is not finite ({x})')
+        at = tuple(np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()
+        where = f" at [{', '.join(map(str, at))}]" if at else ''
+        raise DomainError(f'input {name!r} is not finite{where} ({x[at]})')
     return float(x) if x.ndim == 0 else x
 
 
@@ -516,10 +518,10 @@ def _finite(seen, where):
     False: [
         _COMMON,
         '''
-def _arg(x):
+def _arg(x, name):
     x = float(x)
     if x - x != 0.0:
-        raise DomainError(f'an input is not finite ({x})')
+        raise DomainError(f'input {name!r} is not finite ({x})')
     return x
 
 
