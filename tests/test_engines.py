@@ -517,6 +517,21 @@ def test_a_compiled_result_keeps_the_values_it_was_called_with():
     assert np.allclose(result.values[graph.names["h"]], h, rtol=1e-12)
 
 
+@pytest.mark.parametrize("run", ["evaluate", "grad"])
+def test_a_result_never_shares_the_callers_array_at_the_first_call_or_the_next(run):
+    """y = x names the input itself: the interpreter's result (the first call) holds a copy,
+    as the compiled module's (the next) does; changing x afterwards changes neither."""
+    graph = cg.parse("y = x\nz = sum(y * w)")
+    x, w = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    results = [getattr(cg, run)(graph, {"x": x, "w": w}) for _ in range(2)]
+    x[:] = -7.0
+    for result in results:
+        assert result.values[graph.names["y"]].tolist() == [1.0, 2.0]
+        assert result.values[graph.inputs["x"]].tolist() == [1.0, 2.0]
+        assert not np.shares_memory(result.values[graph.names["y"]], x)
+    assert results[1].value == results[0].value == 11.0
+
+
 def test_grad_called_again_with_other_shapes_ranks_and_kinds_gives_the_interpreters_answer():
     """From its second call cg.grad goes straight to the module of the call before; one
     compiled for 4 rows folds 1/8 into a mean: given 8 rows (or a batch axis, or a list, or an

@@ -314,7 +314,7 @@ def evaluate(
             return Evaluation.from_named(None, None, named, run)
         out = parsed.output if of is None else resolve_name(parsed, of)
         return Evaluation.from_named(parsed, out, named, run)
-    return Evaluation(*evaluated(parsed, bindings, of))
+    return Evaluation(*evaluated(parsed, _held(parsed, bindings), of))
 
 
 def grad(
@@ -339,8 +339,19 @@ def grad(
             return Gradients.compiled(None, None, value, gradients, later)
         out = parsed.output if of is None else resolve_name(parsed, of)
         return Gradients.compiled(parsed, out, value, gradients, later)
-    graph, values, adjoints, out = _differentiated(parsed, bindings, of)
+    graph, values, adjoints, out = _differentiated(parsed, _held(parsed, bindings), of)
     return Gradients(graph, values, out, adjoints)
+
+
+def _held(parsed: Graph, bindings: Mapping[str, object] | None):
+    """``bindings`` as the interpreter's result may hold them: an array copied, as a compiled
+    result's are (a result never shares the caller's array: ``y = x`` is not ``x`` itself,
+    and changing ``x`` afterwards changes no value the result holds); numbers as they are."""
+    if not bindings or all(v.__class__ in (float, int) for v in bindings.values()):
+        return bindings
+    from .snapshot import snapshot
+
+    return snapshot(bindings, parsed.memo.setdefault("kept", []))
 
 
 def _differentiated(parsed: Graph, bindings: Mapping[str, object] | None, of: str | None):
