@@ -346,8 +346,9 @@ def grad(
 def _held(parsed: Graph, bindings: Mapping[str, object] | None):
     """``bindings`` as the interpreter's result may hold them: an array copied, as a compiled
     result's are (a result never shares the caller's array: ``y = x`` is not ``x`` itself,
-    and changing ``x`` afterwards changes no value the result holds); numbers as they are."""
-    if not bindings or all(v.__class__ in (float, int) for v in bindings.values()):
+    and changing ``x`` afterwards changes no value the result holds); numbers, text and
+    lists as they are (the interpreter makes its own arrays of them)."""
+    if not bindings or not any(hasattr(v, "__array__") for v in bindings.values()):
         return bindings
     from .snapshot import snapshot
 
