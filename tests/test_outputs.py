@@ -252,3 +252,75 @@ def test_a_full_disk_on_standard_output_is_said_plainly_with_exit_2(command):
     assert (
         done.stderr == "cgraph: error: cannot write to standard output: No space left on device\n"
     )
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="needs posix_fadvise")
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "npz", "jsonl"])
+def test_a_large_output_replacing_a_file_is_written_back_as_it_goes_and_read_back_whole(
+    tmp_path, monkeypatch, fmt
+):
+    """Over an existing file, the rows (several megabytes) are handed to the kernel's
+    write-back a megabyte at a time by a thread of the output's own: the file read back holds
+    every row, the thread is gone when the command ends, and a new file is written plainly."""
+    import numpy as np
+
+    pa_csv = pytest.importorskip("pyarrow.csv")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from cgraph_cli.data import outputs
+    from cgraph_cli.data.datawriter import RowWriter
+
+    made = []
+
+    class Seen(outputs.Settling):
+        def write(self, data):
+            made.append(self)
+            return super().write(data)
+
+    monkeypatch.setattr(outputs, "Settling", Seen)
+    rng = np.random.default_rng(0)
+    chunks = [rng.normal(size=40_000) for _ in range(8)]  # 2.5 MB of float64
+    target = str(tmp_path / f"out.{fmt}")
+    for old in (False, True):
+        if old:
+            with open(target, "wb") as f:
+                f.write(b"the old file")
+        writer = RowWriter(target, fmt)
+        for chunk in chunks:
+            writer.write({"y": chunk})
+        writer.close()
+        assert bool(made) == old and all(m._sent >= outputs.SETTLE for m in made[-1:])
+        assert not [t for t in threading.enumerate() if t.name == "cgraph-write-back"]
+        if fmt == "npz":
+            got = np.load(target)["y"]
+        elif fmt == "jsonl":
+            import json
+
+            got = [json.loads(line)["y"] for line in open(target)]
+        elif fmt == "csv":
+            got = pa_csv.read_csv(target)["y"].to_numpy()
+        else:
+            got = pq.read_table(target)["y"].to_numpy()
+        assert np.array_equal(np.asarray(got, dtype=float), np.concatenate(chunks))
+        outputs.forget_all()
+        os.unlink(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_write_back_advice_that_fails_changes_nothing(tmp_path, monkeypatch):
+    from cgraph_cli.data import outputs
+
+    calls = []
+
+    def refused(*args):
+        calls.append(args)
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(outputs.os, "posix_fadvise", refused, raising=False)
+    target = tmp_path / "w.bin"
+    target.write_bytes(b"old")
+    out = outputs.Output(str(target))
+    for _ in range(4):
+        out.file.write(b"z" * outputs.SETTLE)
+    out.done()
+    assert target.read_bytes() == b"z" * (4 * outputs.SETTLE)
+    assert len(calls) == 1  # the first refusal stops the advice

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Any
 
 from ..core.errors import UsageError, cannot_write
 
@@ -151,6 +152,7 @@ class Output:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.file: Any
         self._target = os.path.realpath(path)  # a symbolic link stays, its file is replaced
         self._tmp: str | None = None
         self._mode: int | None = None
@@ -171,6 +173,8 @@ class Output:
                 self.file = open(path, "wb")  # a file we may write in a folder we may not
                 return
             self.file = os.fdopen(fd, "wb")
+            if info is not None and hasattr(os, "posix_fadvise"):
+                self.file = Settling(self.file)
         except OSError as e:
             raise cannot_write(path, e) from None
 
@@ -239,3 +243,82 @@ def write_file(path: str, data: bytes) -> None:
         out.discard()
         raise
     out.done()
+
+
+#: Bytes written between two hand-overs to the kernel's write-back (:class:`Settling`).
+SETTLE = 1 << 20
+
+
+class Settling:
+    """A file that will replace another one, whose bytes the kernel is asked to start writing
+    to the disk as they come, a megabyte at a time, by a thread of its own. ext4 writes a
+    file's data out before a rename over another file returns (so that a crash leaves the old
+    file or the new one, never an empty one): for an 8 MB output, 3.5 ms at ``done()``, with
+    the command waiting. Started as the file is written, that work runs beside the writing.
+    Advice only (``posix_fadvise``: pages still being written stay cached): an error stops
+    it, and nothing else changes.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.bin")
+    >>> with open(path, "wb") as raw:
+    ...     f = Settling(raw)
+    ...     f.write(b"x" * (3 * SETTLE)), f.tell()
+    ...     f.close()
+    (3145728, 3145728)
+    >>> os.path.getsize(path)
+    3145728
+    """
+
+    def __init__(self, file) -> None:
+        self._file = file
+        self._sent = 0  # bytes handed to the thread so far
+        self._written = 0
+        self._thread: Any = None
+        self._ranges: Any = None
+
+    def write(self, data) -> int:
+        n = self._file.write(data)
+        self._written += n
+        if self._written - self._sent >= SETTLE:
+            self._file.flush()  # in the kernel's hands, then written back
+            if self._thread is None:
+                self._start()
+            self._ranges.put((self._sent, self._written - self._sent))
+            self._sent = self._written
+        return n
+
+    def _start(self) -> None:
+        import queue  # here: not at start-up
+        import threading
+
+        self._ranges = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._settle, args=(self._file.fileno(), self._ranges), daemon=True,
+            name="cgraph-write-back",
+        )  # fmt: skip
+        self._thread.start()
+
+    @staticmethod
+    def _settle(fd: int, ranges) -> None:
+        advise = True
+        while True:
+            item = ranges.get()
+            if item is None:
+                return
+            if advise:
+                start, length = item
+                try:
+                    os.posix_fadvise(fd, start, length, os.POSIX_FADV_DONTNEED)
+                except OSError:
+                    advise = False
+
+    def close(self) -> None:
+        """The thread done (it holds the descriptor's number), then the file closed."""
+        if self._thread is not None:
+            self._ranges.put(None)
+            self._thread.join()
+            self._thread = None
+        self._file.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._file, name)
