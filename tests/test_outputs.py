@@ -324,3 +324,21 @@ def test_write_back_advice_that_fails_changes_nothing(tmp_path, monkeypatch):
     out.done()
     assert target.read_bytes() == b"z" * (4 * outputs.SETTLE)
     assert len(calls) == 1  # the first refusal stops the advice
+
+
+def test_a_replacing_output_works_as_a_file_does_in_a_with_and_after_seeking_back(tmp_path):
+    """Settling stands for the file it wraps: in a with statement, and for a writer that seeks
+    back to write a header again (as a zip file does), the bytes land where they were put."""
+    from cgraph_cli.data import outputs
+
+    path = tmp_path / "w.bin"
+    with outputs.Settling(open(path, "wb")) as f:
+        f.write(b"a" * (2 * outputs.SETTLE))
+        f.seek(0)
+        f.write(b"HEAD")
+        f.seek(0, os.SEEK_END)
+        f.write(b"b" * outputs.SETTLE)
+    assert f.closed
+    data = path.read_bytes()
+    assert data[:4] == b"HEAD" and len(data) == 3 * outputs.SETTLE and data[-1:] == b"b"
+    assert not [t for t in threading.enumerate() if t.name == "cgraph-write-back"]

@@ -280,12 +280,18 @@ class Settling:
         n = self._file.write(data)
         self._written += n
         if self._written - self._sent >= SETTLE:
-            self._file.flush()  # in the kernel's hands, then written back
+            self._written = self._sent = self._send()
+        return n
+
+    def _send(self) -> int:
+        """The bytes written since the last hand-over, handed over; where the file is now."""
+        self._file.flush()  # in the kernel's hands, then written back
+        end = self._file.tell()  # (a writer that seeks back, as a zip file does: from here)
+        if end > self._sent:
             if self._thread is None:
                 self._start()
-            self._ranges.put((self._sent, self._written - self._sent))
-            self._sent = self._written
-        return n
+            self._ranges.put((self._sent, end - self._sent))
+        return end
 
     def _start(self) -> None:
         import queue  # here: not at start-up
@@ -319,6 +325,12 @@ class Settling:
             self._thread.join()
             self._thread = None
         self._file.close()
+
+    def __enter__(self) -> Settling:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __getattr__(self, name: str):
         return getattr(self._file, name)
