@@ -301,20 +301,16 @@ def evaluate(
     >>> evaluate("h = W @ x", {"W": [[1, 2], [3, 4]], "x": [1, 1]}).value
     array([3., 7.])
     """
-    from ..run.program import evaluated
-
     parsed = _parsed(program)
     named = compiled_forward(parsed, bindings, of)
     if named is not None:  # its compiled module, or loops run as a scan
-        from .snapshot import snapshot  # (here: a program of numbers never comes here)
-
-        kept = snapshot(bindings, parsed.memo.setdefault("kept", []))  # as they are now
-        run = lambda: evaluated(parsed, kept, of)  # noqa: E731 - asked for later
+        kept = _kept(parsed, bindings)  # as they are now
+        run = lambda: _evaluated(parsed, kept, of)  # noqa: E731 - asked for later
         if "" in named:  # a scan's: the graph that runs is made when asked for
             return Evaluation.from_named(None, None, named, run)
         out = parsed.output if of is None else resolve_name(parsed, of)
         return Evaluation.from_named(parsed, out, named, run)
-    return Evaluation(*evaluated(parsed, _held(parsed, bindings), of))
+    return Evaluation(*_evaluated(parsed, _held(parsed, bindings), of))
 
 
 def grad(
@@ -331,9 +327,7 @@ def grad(
     fast = compiled_grad(parsed, bindings, of)
     if fast is not None:  # its compiled module, or loops run as a scan
         value, gradients = fast
-        from .snapshot import snapshot  # (here: a program of numbers never comes here)
-
-        kept = snapshot(bindings, parsed.memo.setdefault("kept", []))  # as they are now
+        kept = _kept(parsed, bindings)  # as they are now
         later = lambda: _differentiated(parsed, kept, of)  # noqa: E731 - asked for later
         if parsed.control is not None:  # a scan's: the graph that runs is made when asked for
             return Gradients.compiled(None, None, value, gradients, later)
@@ -350,9 +344,28 @@ def _held(parsed: Graph, bindings: Mapping[str, object] | None):
     lists as they are (the interpreter makes its own arrays of them)."""
     if not bindings or not any(hasattr(v, "__array__") for v in bindings.values()):
         return bindings
-    from .snapshot import snapshot
+    return _kept(parsed, bindings)
 
-    return snapshot(bindings, parsed.memo.setdefault("kept", []))
+
+#: :func:`cgraph_cli.app.snapshot.snapshot`, imported at the first call that needs it: a
+#: program of numbers never does, and an import statement run at every call costs 2 µs of a
+#: compiled call's 38 (the MLP of width 16).
+_snapshot: Any = None
+
+
+def _kept(parsed: Graph, bindings: Mapping[str, object] | None) -> dict:
+    """A copy of ``bindings`` as they are now (its large buffers those of an earlier call's
+    copy that nothing holds any more)."""
+    global _snapshot
+    if _snapshot is None:
+        from .snapshot import snapshot as _snapshot
+    return _snapshot(bindings, parsed.memo.setdefault("kept", []))
+
+
+def _evaluated(parsed: Graph, bindings: Mapping[str, object] | None, of: str | None):
+    from ..run.program import evaluated
+
+    return evaluated(parsed, bindings, of)
 
 
 def _differentiated(parsed: Graph, bindings: Mapping[str, object] | None, of: str | None):
