@@ -40,9 +40,9 @@ __version__ = "0.1.0"  # the one place: pyproject.toml reads it (hatch's dynamic
 # Public name -> the module that defines it: the one table of lazy imports (as sqlglot's
 # optimizer/__init__.py). A name is imported on first use, then kept in this module.
 _LAZY = {
-    "Evaluation": "app.api",
-    "Explanation": "app.api",
-    "Gradients": "app.api",
+    "Evaluation": "app.results",
+    "Explanation": "app.results",
+    "Gradients": "app.results",
     "derivative_program": "app.api",
     "evaluate": "app.api",
     "explain": "app.api",
@@ -89,9 +89,6 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .app.api import (
-        Evaluation,
-        Explanation,
-        Gradients,
         derivative_program,
         evaluate,
         explain,
@@ -105,6 +102,7 @@ if TYPE_CHECKING:  # what static tools see; the same names as _LAZY
     from .app.checks_report import CheckReport
     from .app.diagrams import Diagram, diagram, page, slides
     from .app.gradcheck import GradcheckReport
+    from .app.results import Evaluation, Explanation, Gradients
     from .core.arrays import Value
     from .core.errors import (
         BindingError,

@@ -471,8 +471,8 @@ def test_a_loop_of_numbers_runs_as_a_scan_without_numpy():
 
 
 def test_grad_at_the_shell_shows_a_long_loops_table_from_the_scan(cli, tmp_path):
-    from cgraph_cli.app.api import Gradients
     from cgraph_cli.app.report import grad_report, scanned_grad_report
+    from cgraph_cli.app.results import Gradients
 
     xs = np.random.default_rng(3).normal(size=(AT_ONCE, 2))
     graph = cg.parse(_sample("rnn"))

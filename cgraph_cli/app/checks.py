@@ -19,9 +19,10 @@ from pathlib import Path
 
 from ..core.errors import CgraphError, UsageError
 from ..core.ir import Graph, resolve_name, wrt_node
-from .api import Evaluation, Gradients, evaluate, grad
+from .api import evaluate, grad
 from .cases import ATOL, RTOL, Case, Gradcheck, close, expected_value, parse_pair, value_shape
 from .checks_report import CaseRun, CheckReport, Result
+from .results import Evaluation, Gradients
 
 
 def run_case(case: Case) -> list[Result]:

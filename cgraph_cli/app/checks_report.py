@@ -143,7 +143,7 @@ class CheckReport:
 
     def __repr__(self) -> str:
         from ..core.numfmt import plain_value as f
-        from .api import listing
+        from .results import listing
 
         failures = [
             f"FAIL {r.label} = {f(r.actual, 6)} (expected {f(r.expected, 6)})"

@@ -12,7 +12,7 @@ import re
 
 from ..core.ir import wrt_node
 from ..core.numfmt import is_tensor
-from .api import Evaluation, Gradients
+from .results import Evaluation, Gradients
 
 
 def eval_report(ev: Evaluation) -> dict:

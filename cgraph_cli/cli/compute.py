@@ -102,7 +102,7 @@ def eval_command(
     if report is not None:
         pass
     elif graph.control is not None:  # the report lists every step's values: the graph that runs
-        from ..app.api import Evaluation
+        from ..app.results import Evaluation
         from ..run.program import evaluated
 
         report = eval_report(Evaluation(*evaluated(graph, bindings, of)))
@@ -199,7 +199,7 @@ def grad_command(
     if report is not None:
         pass
     elif graph.control is not None:  # JSON lists every step's values: the graph that runs
-        from ..app.api import Gradients
+        from ..app.results import Gradients
         from ..run.program import differentiated
 
         ran, values, adjoints, out = differentiated(graph, bindings, of)
