@@ -205,6 +205,27 @@ def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary_file(tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]
 
 
+def test_ctrl_c_while_an_output_is_finished_leaves_the_old_file_and_no_temporary_file(
+    tmp_path, monkeypatch
+):
+    # done() waits for the write-back thread of a replacing output (write_file of a large
+    # page, train's --log): Ctrl-C there left a .cgraph-*.tmp of the whole output behind.
+    from cgraph_cli.data import outputs
+
+    target = tmp_path / "page.html"
+    target.write_bytes(b"the old page")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs.os, "chmod", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_file(str(target), b"z" * (2 * outputs.SETTLE))
+    assert target.read_bytes() == b"the old page"
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]
+    assert not [t for t in threading.enumerate() if t.name == "cgraph-write-back"]
+
+
 #: A run of every command that prints to standard output.
 PRINTING = [
     ["eval", "sample:seed"],
