@@ -345,3 +345,34 @@ def test_write_back_advice_that_fails_changes_nothing(tmp_path, monkeypatch):
     out.done()
     assert target.read_bytes() == b"z" * (4 * outputs.SETTLE)
     assert len(calls) == 1  # the first refusal stops the advice
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs setrlimit")
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl", "npz"])
+def test_rows_to_a_file_that_cannot_grow_name_the_file_not_standard_output(tmp_path, fmt):
+    # A full disk (here: the file size limit) writing --rows -o out.csv said "cannot write to
+    # standard output", where nothing was written to standard output.
+    import resource
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    data = tmp_path / "in.csv"
+    data.write_text("x\n" + "".join(f"{i * 0.6180339887498949 % 1!r}\n" for i in range(250_000)))
+    target = tmp_path / f"out.{fmt}"
+    target.write_bytes(b"the old rows")
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3 << 19, 3 << 19))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "cgraph_cli", "eval", "y = x * 3", "--rows", str(data)]
+        + ["-o", str(target), "-q"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"cgraph: error: cannot write {target}: file too large\n"
+    assert target.read_bytes() == b"the old rows"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", f"out.{fmt}"]
