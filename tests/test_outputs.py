@@ -352,7 +352,6 @@ def test_write_back_advice_that_fails_changes_nothing(tmp_path, monkeypatch):
 def test_rows_to_a_file_that_cannot_grow_name_the_file_not_standard_output(tmp_path, fmt):
     # A full disk (here: the file size limit) writing --rows -o out.csv said "cannot write to
     # standard output", where nothing was written to standard output.
-    import resource
     import subprocess
     import sys
 
@@ -362,15 +361,17 @@ def test_rows_to_a_file_that_cannot_grow_name_the_file_not_standard_output(tmp_p
     target = tmp_path / f"out.{fmt}"
     target.write_bytes(b"the old rows")
 
-    def limited():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (3 << 19, 3 << 19))
-
+    limited = (  # set by the child itself: no fork from a test process with threads
+        "import resource, runpy, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({3 << 19}, {3 << 19}))\n"
+        "sys.argv[0] = 'cgraph'\n"
+        "runpy.run_module('cgraph_cli', run_name='__main__')\n"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "cgraph_cli", "eval", "y = x * 3", "--rows", str(data)]
+        [sys.executable, "-c", limited, "eval", "y = x * 3", "--rows", str(data)]
         + ["-o", str(target), "-q"],
         capture_output=True,
         text=True,
-        preexec_fn=limited,
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"cgraph: error: cannot write {target}: file too large\n"
