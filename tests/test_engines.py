@@ -261,10 +261,16 @@ def test_a_module_checks_every_statement_and_input_as_the_interpreter_does(targe
 
 @pytest.mark.parametrize(
     ("program", "bindings", "message"),
-    [  # plain keyword arguments, **inputs (an input named lambda), a tensor, a loop's module
+    [  # plain keyword arguments, **inputs (an input named lambda), tensors, a loop's module
         ("y = a * 2 + x", {"a": 1.0, "x": math.nan}, "input 'x' is not finite (nan)"),
         ("y = lambda * 2 + x", {"lambda": math.inf, "x": 1.0}, "input 'lambda' is not finite"),
         ("y = sum(lambda * x)", {"lambda": 2.0, "x": [1.0, -math.inf]}, "'x' is not finite at [1]"),
+        # a float64 array of the compiled shape, with plain keyword arguments: the fast path
+        (
+            "y = sum(a * x)",
+            {"a": 2.0, "x": [1.0, -math.inf]},
+            "input 'x' is not finite at [1] (-inf)",
+        ),
         (
             "h = x * 1\nfor t in range(2):\n    h = tanh(h * lambda)\ny = sum(h)",
             {"lambda": 1.0, "x": [[1.0, 2.0], [math.nan, 0.0]]},

@@ -205,6 +205,27 @@ def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary_file(tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]
 
 
+def test_ctrl_c_while_an_output_is_finished_leaves_the_old_file_and_no_temporary_file(
+    tmp_path, monkeypatch
+):
+    # done() waits for the write-back thread of a replacing output (write_file of a large
+    # page, train's --log): Ctrl-C there left a .cgraph-*.tmp of the whole output behind.
+    from cgraph_cli.data import outputs
+
+    target = tmp_path / "page.html"
+    target.write_bytes(b"the old page")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs.os, "chmod", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.write_file(str(target), b"z" * (2 * outputs.SETTLE))
+    assert target.read_bytes() == b"the old page"
+    assert [p.name for p in tmp_path.iterdir()] == ["page.html"]
+    assert not [t for t in threading.enumerate() if t.name == "cgraph-write-back"]
+
+
 #: A run of every command that prints to standard output.
 PRINTING = [
     ["eval", "sample:seed"],
@@ -342,3 +363,35 @@ def test_a_replacing_output_works_as_a_file_does_in_a_with_and_after_seeking_bac
     data = path.read_bytes()
     assert data[:4] == b"HEAD" and len(data) == 3 * outputs.SETTLE and data[-1:] == b"b"
     assert not [t for t in threading.enumerate() if t.name == "cgraph-write-back"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs setrlimit")
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl", "npz"])
+def test_rows_to_a_file_that_cannot_grow_name_the_file_not_standard_output(tmp_path, fmt):
+    # A full disk (here: the file size limit) writing --rows -o out.csv said "cannot write to
+    # standard output", where nothing was written to standard output.
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    data = tmp_path / "in.csv"
+    data.write_text("x\n" + "".join(f"{i * 0.6180339887498949 % 1!r}\n" for i in range(250_000)))
+    target = tmp_path / f"out.{fmt}"
+    target.write_bytes(b"the old rows")
+
+    limited = (  # set by the child itself: no fork from a test process with threads
+        "import resource, runpy, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({3 << 19}, {3 << 19}))\n"
+        "sys.argv[0] = 'cgraph'\n"
+        "runpy.run_module('cgraph_cli', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", limited, "eval", "y = x * 3", "--rows", str(data)]
+        + ["-o", str(target), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"cgraph: error: cannot write {target}: file too large\n"
+    assert target.read_bytes() == b"the old rows"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", f"out.{fmt}"]

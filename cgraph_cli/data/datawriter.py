@@ -76,10 +76,13 @@ class RowWriter:
         return self._file
 
     def write(self, columns: dict) -> None:
-        if self._behind is not None:
-            self._behind(columns)
-        else:
-            self._write_now(columns)
+        try:
+            if self._behind is not None:
+                self._behind(columns)
+            else:
+                self._write_now(columns)
+        except OSError as e:
+            raise self._named(e) from None
 
     def _write_now(self, columns: dict) -> None:
         if self.fmt == "npz":
@@ -186,9 +189,21 @@ class RowWriter:
     def close(self) -> None:
         try:
             self._close()
+        except OSError as e:
+            self.discard()
+            raise self._named(e) from None
         except BaseException:
             self.discard()
             raise
+
+    def _named(self, error: OSError) -> Exception:
+        """A failed write (a full disk) said of the file written, not of standard output as
+        an error without a file name is (exit 2 all the same)."""
+        if self.path is None or error.filename is not None:
+            return error
+        from ..core.errors import cannot_write
+
+        return cannot_write(self.path, error)
 
     def _close(self) -> None:
         if self._behind is not None:

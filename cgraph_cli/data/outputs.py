@@ -195,6 +195,9 @@ class Output:
         except OSError as e:
             self.discard()
             raise cannot_write(self.path, e) from None
+        except BaseException:  # Ctrl-C (waiting for the write-back thread, say): no litter
+            self.discard()
+            raise
 
     def discard(self) -> None:
         """Give up: the temporary file goes, the old file stays as it was."""

@@ -197,21 +197,38 @@ def _flipped(b, node: int) -> int | None:
     divisor = None
     if b.graph.ops[node] is DIV:
         node, divisor = b.graph.args[node]
+    inner = _innermost(b, node)
+    value = b.const_value(node)
+    if value is not None and value < 0.0:
+        return b.const(-value) if divisor is None else b.apply(DIV, (b.const(-value), divisor))
+    if b.graph.ops[inner] is not MUL or (b.const_value(b.graph.args[inner][0]) or 0.0) >= 0.0:
+        return None
     factors = []  # the right operands down the product's left side, outermost first
-    while b.graph.ops[node] is MUL and b.graph.ops[b.graph.args[node][0]] is MUL:
+    while node != inner:
         node, rest = b.graph.args[node]
         factors.append(rest)
-    value = b.const_value(node)
-    if value is not None and value < 0.0 and not factors:
-        flipped = b.const(-value)
-    elif b.graph.ops[node] is MUL and (b.const_value(b.graph.args[node][0]) or 0.0) < 0.0:
-        c, a = b.graph.args[node]
-        flipped = b.apply(MUL, (b.const(-b.const_value(c)), a))
-    else:
-        return None
+    c, a = b.graph.args[inner]
+    flipped = b.apply(MUL, (b.const(-b.const_value(c)), a))
     for rest in reversed(factors):
         flipped = b.apply(MUL, (flipped, rest))
     return flipped if divisor is None else b.apply(DIV, (flipped, divisor))
+
+
+def _innermost(b, node: int) -> int:
+    """The innermost product down ``node``'s left side (``c * a`` of ``c * a * r * s``), or
+    ``node`` itself: remembered per node, so that the sums of a long product's partial
+    derivatives, each asking of its own term, walk each link once (not once per term)."""
+    walked = []
+    while b.graph.ops[node] is MUL and b.graph.ops[b.graph.args[node][0]] is MUL:
+        known = b._memo.get(("innermost", node))
+        if known is not None:
+            node = known
+            break
+        walked.append(node)
+        node = b.graph.args[node][0]
+    for w in walked:
+        b._memo[("innermost", w)] = node
+    return node
 
 
 def _selects_constants(b, node: int) -> bool:

@@ -216,10 +216,8 @@ def module_text(
             if em.rows or not numpy
             else [
                 "    given = sys._getframe(1).f_locals",
-                "    for n in INPUTS:",
-                "        v = given['inputs'][n] if 'inputs' in given else given[n]",
-                "        if not np.all(np.isfinite(v)):",
-                "            raise DomainError(f'{fn.__name__}: input {n} is not finite')",
+                "    for n in INPUTS:  # (an input that needed no _arg: said as _arg says it)",
+                "        _arg(given['inputs'][n] if 'inputs' in given else given[n], n)",
             ]
         ),
         *(
