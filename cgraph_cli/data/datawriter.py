@@ -210,7 +210,7 @@ class RowWriter:
             self._behind.finish()
         if self.fmt == "npz":
             arrays = {k: _npz_array(k, v, k in self.text) for k, v in self._npz.items()}
-            np.savez(self._sink(), **arrays)
+            _savez(self._sink(), arrays)
         else:
             if self._pending:
                 import pyarrow as pa
@@ -316,6 +316,19 @@ def _plain_cells(column, numbers: bool = False) -> list:
     if numbers:
         return list(column)
     return [None if isinstance(c, float) and c != c else c for c in column]
+
+
+def _savez(file, arrays: dict) -> None:
+    """``np.savez(file, **arrays)``: a zip of ``.npy`` files, uncompressed; the zip file
+    closed on an error too (NumPy before 2.1 left it to be closed when collected, onto a file
+    closed by then: a full disk printed "Exception ignored in ZipFile.__del__" and its
+    traceback under cgraph's message)."""
+    import zipfile
+
+    with zipfile.ZipFile(file, mode="w", compression=zipfile.ZIP_STORED) as zf:
+        for name, value in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(value), allow_pickle=False)
 
 
 def _npz_array(name: str, parts: list, text: bool):
