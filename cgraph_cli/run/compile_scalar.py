@@ -182,14 +182,8 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
     alias: dict[int, str] = {}  # an input's gradient that is a forward value or a number
     pool: list[str] = []
     started: set[int] = set()
-    lines: list[str | None] = []
+    lines: list[str] = []
     checked: list[str] = []
-    # An adjoint's first line, while its expression cannot raise: (line, expression), so
-    # that its next contribution joins it (`g = g_1 * b + g_1 * a * _math_cos(v)`, one line
-    # and the same floats, rather than `g = g_1 * b` and then `g += ...`), and the line each
-    # variable was last assigned on (what the first line read must not change in between).
-    first: dict[str, tuple[int, str]] = {}
-    assigned: dict[str, int] = {}
     adj.of[plan.out] = "1.0"
     if plan.out in own:  # the output is an input itself: its gradient is 1
         alias[plan.out] = "1.0"
@@ -231,52 +225,21 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
             var = adj.take()
             line = f"    {var} = {{}}{note}"
             adj.hold(a, var)
-            if _cannot_raise(c):
-                first[var] = (len(lines), c)
         else:
             old = adj.of[a]
             if adj.holders.get(old) == 1:
                 line = f"    {old} += {{}}{note}"
-                start = first.pop(old, None)
-                if start is not None and _unchanged(start, assigned):
-                    lines[start[0]] = None  # its expression moves here, joined to this one
-                    fast = f"    {old} = {start[1]} + {_operand(c)}{note}"
-                    assigned[old] = len(lines)
-                    lines.append(fast)
-                    checked.append(line.replace("{}", plain, 1))
-                    continue
             else:
                 adj.drop(a)
                 var = adj.take()
                 line = f"    {var} = {old} + {{}}{note}"
                 adj.hold(a, var)
-                first.pop(var, None)
-        assigned[line.split(None, 1)[0]] = len(lines)
         lines.append(line.replace("{}", c, 1))
         checked.append(line.replace("{}", plain, 1))
     gradients = {
         w: alias.get(a, own[a]) if a in started else "0.0" for a, w in plan.targets.items()
     }
-    return [line for line in lines if line is not None], checked, gradients
-
-
-def _cannot_raise(c: str) -> bool:
-    """A contribution that is products and negations of variables and numbers: on floats it
-    cannot raise (an overflow gives inf, found at the end), so it may move to a later line
-    that keeps its own node's comment."""
-    return not any(s in c for s in ("(", "/", "**"))
-
-
-def _unchanged(start: tuple[int, str], assigned: dict[str, int]) -> bool:
-    """Whether no variable the expression of line ``start[0]`` reads was assigned since."""
-    at, expression = start
-    return all(assigned.get(v, -1) < at for v in _VARIABLE.findall(expression))
-
-
-def _operand(c: str) -> str:
-    """``c`` as the right operand of ``+``: parenthesized where it has a sum of its own (the
-    same floats: ``e + (1.0 - o * o)``, not ``(e + 1.0) - o * o``)."""
-    return f"({c})" if " + " in c or " - " in c else c
+    return lines, checked, gradients
 
 
 def _inlined(c: str, g: str) -> bool:
