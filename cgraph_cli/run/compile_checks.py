@@ -145,13 +145,38 @@ _EXACT_ROWS = [
     "",
     "",
 ]
-# _arg's check of an input (as the interpreter refuses inf and nan), outside rows mode (where
-# cgraph flags such rows itself): the input named, and for a tensor the first element that is
-# not finite, not the whole array.
-_ARG_FINITE = [
-    "    if not np.isfinite(x).all():",
-    "        at = tuple(np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()",
-    "        where = f\" at [{', '.join(map(str, at))}]\" if at else ''",
-    "        raise DomainError(f'input {name!r} is not finite{where} ({x[at]})')",
-]
+
+
+def arg_function(numpy: bool, finite: bool = True) -> list[str]:
+    """A module's ``_arg(x, name)``, the lines of its text: an input as a float (or, with
+    ``numpy``, an array of floats, a number as a float), refused (as the interpreter refuses
+    inf and nan) unless not ``finite`` (rows mode, where cgraph flags such rows itself); the
+    input named, and for a tensor the first element that is not finite, not the whole array.
+    Straight-line modules and loop modules write the same one.
+
+    >>> print(arg_function(False)[-2].strip())
+    raise DomainError(f'input {name!r} is not finite ({x})')
+    """
+    if not numpy:
+        return [
+            "def _arg(x, name):",
+            "    x = float(x)",
+            "    if x - x != 0.0:",
+            "        raise DomainError(f'input {name!r} is not finite ({x})')",
+            "    return x",
+        ]
+    check = [
+        "    if not np.isfinite(x).all():",
+        "        at = tuple(np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()",
+        "        where = f\" at [{', '.join(map(str, at))}]\" if at else ''",
+        "        raise DomainError(f'input {name!r} is not finite{where} ({x[at]})')",
+    ]
+    return [
+        "def _arg(x, name):",
+        "    x = np.asarray(x, dtype=float)",
+        *(check if finite else []),
+        "    return float(x) if x.ndim == 0 else x",
+    ]
+
+
 _JOINED = 1024  # results up to this size are joined into one array for one sum

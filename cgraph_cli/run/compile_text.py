@@ -11,12 +11,12 @@ from ..core import runtime
 from ..core.errors import visible
 from .batch import DEST, PER_ROW, ROWS, SEEN, WATCHED, WORK
 from .compile_checks import (
-    _ARG_FINITE,
     _EXACT,
     _EXACT_ROWS,
     _JOINED,
     _checked_source,
     _guarded,
+    arg_function,
     checked_function,
     finite_lines,
 )
@@ -338,21 +338,7 @@ def module_text(
         "        raise TypeError(f'missing inputs {missing}, unknown inputs {unknown}')",
         "",
         "",
-        "def _arg(x, name):",
-        *(
-            [
-                "    x = np.asarray(x, dtype=float)",
-                *([] if em.rows else _ARG_FINITE),
-                "    return float(x) if x.ndim == 0 else x",
-            ]
-            if numpy
-            else [
-                "    x = float(x)",
-                "    if x - x != 0.0:",
-                "        raise DomainError(f'input {name!r} is not finite ({x})')",
-                "    return x",
-            ]
-        ),
+        *arg_function(numpy, finite=not em.rows),
         "",
         "",
     ]

@@ -39,6 +39,7 @@ from ..core.ir_control import Static
 from ..core.ops import CONST
 from ..passes.shapes import ShapeError
 from .compile import check_target
+from .compile_checks import arg_function
 from .compile_emit import _Emitter
 from .compile_names import _with_callees
 from .compile_text import DOMAIN_ERROR
@@ -471,15 +472,8 @@ def _most(n, size, spent):
 _SUPPORT = {
     True: [
         _COMMON,
+        "\n" + "\n".join(arg_function(True)),
         '''
-def _arg(x, name):
-    x = np.asarray(x, dtype=float)
-    if not np.isfinite(x).all():
-        at = tuple(np.argwhere(~np.isfinite(x))[0]) if x.ndim else ()
-        where = f" at [{', '.join(map(str, at))}]" if at else ''
-        raise DomainError(f'input {name!r} is not finite{where} ({x[at]})')
-    return float(x) if x.ndim == 0 else x
-
 
 def _zero(like):
     return np.zeros(np.shape(like)) if np.ndim(like) else 0.0
@@ -517,13 +511,8 @@ def _finite(seen, where):
     ],
     False: [
         _COMMON,
+        "\n" + "\n".join(arg_function(False)),
         '''
-def _arg(x, name):
-    x = float(x)
-    if x - x != 0.0:
-        raise DomainError(f'input {name!r} is not finite ({x})')
-    return x
-
 
 def _zero(like):
     return 0.0
