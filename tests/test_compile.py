@@ -387,6 +387,25 @@ def test_an_adjoint_written_into_its_readers_line_still_stops_at_its_own_node():
         load(source)["grad"](x=1e-250, w=1e200)
 
 
+def test_an_adjoints_first_line_joins_its_second_where_nothing_reads_it_between():
+    """The sine chain's adjoint of v is one line, `g_1 = g * b + g * a * _math_cos(v)` (the
+    same floats as `g_1 = g * b` then `g_1 += ...`); where the adjoint is passed on unchanged
+    (n = p + q gives q the adjoint of n) and p's line reads it before q's next contribution,
+    its first line stays where it was."""
+    chain = "input x = 0.5, a = 1, b = 0.001\nv = x\n" + "v = sin(v) * a + b * v\n" * 3
+    source = compile_module(parse(chain))
+    assert "g_1 = g * b + g * a * _math_cos(v)  # line 4: sin(v)" in source
+    program = "q = sin(x)\nm = q * y\np = x * y\nn = p + q\nout = n * x * y + m\n"
+    source = compile_module(parse(program))
+    assert "g += y  # line 2: q * y" in source
+    for text in (chain, program):
+        graph = parse(text)
+        bindings = {name: 0.25 + k / 7 for k, name in enumerate(graph.inputs)}
+        want = cg_grad(graph, bindings)
+        value, grads = load(compile_module(graph))["grad"](**bindings)
+        assert value == want.value and grads == want.gradients
+
+
 def test_forward_lines_are_written_at_the_level_of_the_programs_expressions():
     """A temporary that one line reads, made by + - * or negation, is written into that line
     (one line a statement, as a person writes it); a value of it that is not finite is still

@@ -168,7 +168,8 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
     the output's name, for ``d<base>_d<input>``. An adjoint made by one contribution and
     read by one step is written into its reader's line (the same floats: ``g * a * cos(v)``
     is ``(g * a) * cos(v)``), but for the checked copy, which must stop at its node: there
-    it has a line and a variable of its own (``h``)."""
+    it has a line and a variable of its own (``h``). An adjoint's first line that cannot
+    raise joins its next contribution where it can (:class:`_Joins`)."""
     from ..passes.derivatives import derivative_name
 
     adj = _Adjoints(fresh)
@@ -182,8 +183,9 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
     alias: dict[int, str] = {}  # an input's gradient that is a forward value or a number
     pool: list[str] = []
     started: set[int] = set()
-    lines: list[str] = []
+    lines: list[str | None] = []
     checked: list[str] = []
+    joins = _Joins()
     adj.of[plan.out] = "1.0"
     if plan.out in own:  # the output is an input itself: its gradient is 1
         alias[plan.out] = "1.0"
@@ -195,6 +197,7 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
                 adj.drop(current)
             current = i
         g = adj.of[i]
+        joins.read(g)
         c = _contribution(g, part, names, graph.args[i], i)
         plain = c
         if i in spare:  # its one step: the checked copy reads its variable
@@ -225,21 +228,81 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
             var = adj.take()
             line = f"    {var} = {{}}{note}"
             adj.hold(a, var)
+            joins.first(var, len(lines), c)
         else:
             old = adj.of[a]
             if adj.holders.get(old) == 1:
                 line = f"    {old} += {{}}{note}"
+                first = joins.joined(old)
+                if first is not None:  # its first line moves here, joined to this one
+                    lines[first[0]] = None
+                    joins.assigned(old, len(lines))
+                    lines.append(f"    {old} = {first[1]} + {_operand(c)}{note}")
+                    checked.append(line.replace("{}", plain, 1))
+                    continue
             else:
+                joins.read(old)
                 adj.drop(a)
                 var = adj.take()
                 line = f"    {var} = {old} + {{}}{note}"
                 adj.hold(a, var)
+                joins.first(var, len(lines), f"{old} + {c}")
+        joins.assigned(line.split(None, 1)[0], len(lines))
         lines.append(line.replace("{}", c, 1))
         checked.append(line.replace("{}", plain, 1))
     gradients = {
         w: alias.get(a, own[a]) if a in started else "0.0" for a, w in plan.targets.items()
     }
-    return lines, checked, gradients
+    return [line for line in lines if line is not None], checked, gradients
+
+
+class _Joins:
+    """The adjoint lines that wait to join their variable's next contribution
+    (``g_1 = g * b + g * a * _math_cos(v)``, one line and the same floats in the same order,
+    rather than ``g_1 = g * b`` and then ``g_1 += ...``). A first line waits while its
+    expression cannot raise: sums, products and negations of variables and numbers, which
+    on floats give inf rather than an error (found at the end), so it may move to a later
+    line that keeps that line's comment. It waits no more once its variable is read (passed
+    on to another node, whose steps read it), and it does not move past a line that assigns
+    a variable it reads."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, tuple[int, str]] = {}  # variable: (its first line, expression)
+        self.last: dict[str, int] = {}  # the line each variable was last assigned on
+
+    def first(self, var: str, at: int, c: str) -> None:
+        """Line ``at`` is ``var = c``, a new value of ``var``."""
+        if any(s in c for s in ("(", "/", "**")):
+            self.waiting.pop(var, None)
+        else:
+            self.waiting[var] = (at, c)
+
+    def read(self, text: str) -> None:
+        """An adjoint's text is read: the variables in it wait no more."""
+        if text.isidentifier():
+            self.waiting.pop(text, None)
+        elif not _literal(text):
+            for v in _VARIABLE.findall(text):
+                self.waiting.pop(v, None)
+
+    def assigned(self, var: str, at: int) -> None:
+        self.last[var] = at
+
+    def joined(self, var: str) -> tuple[int, str] | None:
+        """``var``'s waiting first line and its expression, if it may move to the line
+        written next (no variable it reads assigned since); it waits no more."""
+        found = self.waiting.pop(var, None)
+        if found is None:
+            return None
+        at, c = found
+        last = self.last
+        return None if any(last.get(v, -1) > at for v in _VARIABLE.findall(c)) else found
+
+
+def _operand(c: str) -> str:
+    """``c`` as the right operand of ``+``, parenthesized unless it is a product or a
+    negation (the same floats: ``e + (h + k)`` is not ``(e + h) + k``)."""
+    return c if " " not in c.replace(" * ", "") else f"({c})"
 
 
 def _inlined(c: str, g: str) -> bool:
