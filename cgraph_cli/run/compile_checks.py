@@ -13,10 +13,15 @@ if TYPE_CHECKING:
     from .compile_emit import Shape, _Emitter
 
 
-def checked_function(em: _Emitter, fn: str, again: list[str], body: list[str]) -> list[str]:
+def checked_function(
+    em: _Emitter, fn: str, again: list[str], body: list[str], returned: str = ""
+) -> list[str]:
     """``fn`` again, from a dict of its inputs, stopping at the first value that is not
     finite, naming its node: what ``_finite`` runs when a result is not finite, to say
-    where, as the interpreter does (``grad: a result is not finite`` said only that)."""
+    where, as the interpreter does (``grad: a result is not finite`` said only that).
+    ``returned``: what it gives back when it runs to the end (``grad``'s value and
+    gradients: where the checked copy, as the interpreter, passes nothing back through an
+    adjoint of 0, it answers where the fast one met a partial that is not finite)."""
     lines = []
     for line in body:
         lines.append(line)
@@ -28,7 +33,7 @@ def checked_function(em: _Emitter, fn: str, again: list[str], body: list[str]) -
         f"def _{fn}_checked(inputs):",
         *again,
         *em.bindings(body),
-        *_guarded(lines, em.target == "numpy", []),
+        *_guarded(lines, em.target == "numpy", [f"    return {returned}"] if returned else []),
         "",
         "",
     ]
@@ -45,6 +50,8 @@ def finite_lines(
     deferred = em.deferred_by.get(fn, [])  # watched values, summed here (see _Emitter.defer)
     more = "".join(f", ' {v}': {v}" for v, _ in deferred)
     call = f"_finite({{**{given}{more}}}, {fn})" if deferred else f"_finite({given}, {fn})"
+    if fn == "grad":  # the checked copy's answer, where it runs to the end
+        call = f"return {call} or (value, grads)"
     if em.target != "numpy" or any(shape is None for _, shape in results.values()):
         return [f"    {call}"]
     assert em.known is not None
@@ -108,15 +115,20 @@ def _guarded(body: list[str], numpy: bool, after: list[str], again: str = "") ->
     then the lines ``after`` it; with NumPy, all inside ``errstate``: a non-finite result is
     found at the end instead (by sums that may overflow: no warning). ``again``: the function
     whose checked copy runs first on an error (its watched values were not stopped at: one
-    that is not finite, made before the error, is the one to name)."""
+    that is not finite, made before the error, is the one to name); for ``grad``, what that
+    copy gives back when it runs to the end is the answer (see :func:`checked_function`)."""
     pad = "    " if numpy else ""
     body = body or ["    pass"]  # a program with no operation
+    if again == "grad":
+        handled = [f"    {pad}    return _rerun(grad, e)"]
+    else:
+        handled = [f"    {pad}    _again({again})"] if again else []
+        handled.append(f"    {pad}    raise _domain(e) from None")
     lines = [
         f"    {pad}try:",
         *(f"    {pad}{line}" for line in body),
         f"    {pad}except (ValueError, ArithmeticError) as e:",
-        *([f"    {pad}    _again({again})"] if again else []),
-        f"    {pad}    raise _domain(e) from None",
+        *handled,
         *(f"{pad}{line}" for line in after),
     ]
     return ["    with np.errstate(all='ignore'):", *lines] if numpy else lines

@@ -199,10 +199,15 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
         g = adj.of[i]
         joins.read(g)
         c = _contribution(g, part, names, graph.args[i], i)
-        plain = c
+        plain, held = c, g
         if i in spare:  # its one step: the checked copy reads its variable
-            plain = _contribution(spare[i], part, names, graph.args[i], i)
+            held = spare[i]
+            plain = _contribution(held, part, names, graph.args[i], i)
             pool.append(spare.pop(i))
+        if isinstance(part, str) and not _literal(held):
+            # The checked copy passes nothing back through a node whose adjoint is 0, as
+            # the interpreter does (its partial may not be finite there: sqrt's at 0).
+            plain = f"({plain} if {held} else 0.0)"
         note = comment(i)
         if a in own:  # an input's gradient, accumulated where it is made
             if a not in started and (_literal(c) or c.isidentifier() and c not in adj.holders):

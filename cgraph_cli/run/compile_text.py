@@ -150,7 +150,14 @@ def module_text(
         else checked_function(em, "forward", again, em.checked_forward or forward_body)
     )
     if grad_body is not None and not em.rows:
-        checked += checked_function(em, "grad", again, em.checked_grad or grad_body)
+        answer = f"{value}, {{{grads}}}"
+        checked += checked_function(em, "grad", again, em.checked_grad or grad_body, answer)
+    # grad's last lines: where a result is not finite, the checked copy's answer or error
+    finished = (
+        []
+        if em.rows or grad_body is None
+        else finite_lines(em, "grad", "{'': value, **grads}", results)
+    )
     forward = [
         f"def forward({signature}):",
         '    """Every named value of the program, by name."""',
@@ -181,21 +188,17 @@ def module_text(
                 *_guarded(
                     grad_body,
                     numpy,
-                    [
-                        f"    value = {value}",
-                        f"    grads = {{{grads}}}",
-                        *(
-                            []
-                            if em.rows
-                            else finite_lines(em, "grad", "{'': value, **grads}", results)
-                        ),
-                    ],
-                    "grad" if em.deferred_by.get("grad") else "",
+                    [f"    value = {value}", f"    grads = {{{grads}}}", *finished],
+                    "" if em.rows else "grad",
                 ),
                 *(["    _POOLS.append(_pool)"] if em.work else []),
-                f"    return value, grads, {WATCHED[em.vector]}"
-                if em.rows
-                else "    return value, grads",
+                *(
+                    [f"    return value, grads, {WATCHED[em.vector]}"]
+                    if em.rows
+                    else []
+                    if finished and finished[-1].startswith("    return ")
+                    else ["    return value, grads"]
+                ),
             ]
             if grad_body is not None
             else [  # value: why not, as a string literal (repr: nothing of it runs)
@@ -242,7 +245,9 @@ def module_text(
             []
             if em.rows
             else [  # the call's inputs, run again checking each value: at which node
-                "    _again(fn, sys._getframe(1).f_locals)",
+                "    found = _again(fn, sys._getframe(1).f_locals)",
+                "    if found is not None:  # grad's checked copy ran to the end: its answer",
+                "        return found",
             ]
         ),
         "    for name, v in values.items():",
@@ -260,7 +265,8 @@ def module_text(
             else [
                 "def _again(fn, given=None):",
                 '    """fn\'s checked copy run on the inputs of its call (the caller\'s): it',
-                '    stops at the first value that is not finite, or at the error, naming its node."""',
+                "    stops at the first value that is not finite, or at the error, naming its node;",
+                '    grad\'s gives back its value and gradients where it runs to the end."""',
                 "    if given is None:",
                 "        given = sys._getframe(1).f_locals",
                 "    if not _CHECKED:  # compiled on first need, and where its lines are",
@@ -268,9 +274,19 @@ def module_text(
                 "        for k, line in enumerate(_CHECKED_SOURCE.split('\\n')):",
                 "            if '  #' ' line ' in line:  # (split: this line is none of them)",
                 "                _CHECKED_WHERE[k + 1] = line.split('  # ', 1)[1]",
-                "    _CHECKED[fn.__name__](",
+                "    return _CHECKED[fn.__name__](",
                 "        given['inputs'] if 'inputs' in given else {n: given[n] for n in INPUTS}",
                 "    )",
+                "",
+                "",
+                "def _rerun(fn, error):",
+                '    """fn\'s checked copy, on the error of its call: its answer where it runs to',
+                "    the end (it passes nothing back through a node whose gradient is 0, as the",
+                '    interpreter does), else the error it stops at, or this one naming its line."""',
+                "    found = _again(fn, sys._getframe(1).f_locals)",
+                "    if found is None:",
+                "        raise _domain(error) from None",
+                "    return found",
                 "",
                 "",
             ]
