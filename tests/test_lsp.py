@@ -383,7 +383,7 @@ async def test_a_quick_fix_makes_the_program_parse(client, program, title, fixed
 async def test_an_edit_during_a_long_evaluation_gets_its_diagnostics_at_once(client):
     from cgraph_cli.app.lsp.server import DEBOUNCE
 
-    slow = "input x = 0.5\nh = x\nfor i in range(20000):\n    h = tanh(h * x + 0.1) + sin(h)\n"
+    slow = "input x = 0.5\nh = x\nfor i in range(40000):\n    h = tanh(h * x + 0.1) + sin(h)\n"
     uri = _open(client, slow)
     await client.wait_for_notification(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)  # the parse's
     await asyncio.sleep(DEBOUNCE + 0.2)  # the evaluation is under way in its thread
