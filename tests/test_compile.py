@@ -416,6 +416,8 @@ def test_a_partial_that_is_not_finite_where_the_gradient_is_0_passes_nothing_bac
     assert module["grad"](x=0.0) == (want.value, want.gradients)
     with pytest.raises(ArithmeticError, match=r"^line 1: (sqrt|pow)\(x"):
         module["grad"](x=-1.0)
+    named = program.replace("x", "_rerun")  # the module's own name, taken by the program
+    assert load(compile_module(parse(named)))["grad"](_rerun=0.0) == (want.value, {"_rerun": 1.0})
 
 
 def test_forward_lines_are_written_at_the_level_of_the_programs_expressions():

@@ -180,7 +180,7 @@ def test_dask_sees_each_column_under_its_own_name(tmp_path):
 
 #: With the values a module may be called with but no data file holds for the interpreter:
 #: infinities and nan (the interpreter refuses them as inputs; so must a module's grad).
-MORE_COLLIDING = [*COLLIDING, "sys", "_exact", "_check", "_CHECKED", "a0", "e", "given"]
+MORE_COLLIDING = [*COLLIDING, "sys", "_exact", "_check", "_rerun", "_CHECKED", "a0", "e", "given"]
 SPECIAL_CALLS = [*SPECIAL, math.inf, -math.inf, math.nan, 1e300, -1e300, 1e284]
 
 

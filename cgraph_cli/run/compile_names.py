@@ -33,7 +33,8 @@ _RESERVED = {
         "_FLOAT",
         "_ARRAY",
     ),
-    *("sys", "_exact", "_check", "_again", "_CHECKED", "_CHECKED_SOURCE", "_CHECKED_WHERE"),
+    *("sys", "_exact", "_check", "_again", "_rerun", "_CHECKED", "_CHECKED_SOURCE"),
+    "_CHECKED_WHERE",
     *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED", "_into", "_dest"),
     *(f"_math_{n}" for n in dir(math)),  # math.sin read once per call into _math_sin
 }
