@@ -420,6 +420,20 @@ def test_a_partial_that_is_not_finite_where_the_gradient_is_0_passes_nothing_bac
     assert load(compile_module(parse(named)))["grad"](_rerun=0.0) == (want.value, {"_rerun": 1.0})
 
 
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_an_input_named_like_the_caught_error_is_still_the_input_when_grad_runs_again(target):
+    """grad's fast lines catch their error under a name of the module's own: an input `e`
+    (the name an except clause often binds) is still the input the checked copy runs on,
+    not the error (float() of a ZeroDivisionError was a TypeError)."""
+    program = "y = relu(e) * sqrt(e) + e"
+    module = load(compile_module(parse(program), target))
+    if target == "python":  # sqrt's partial at 0 is skipped, as the interpreter skips it
+        want = cg_grad(program, {"e": 0.0})
+        assert module["grad"](e=0.0) == (want.value, want.gradients)
+    with pytest.raises(ArithmeticError, match=r"^line 1: sqrt\(e\)"):
+        module["grad"](e=-1.0)
+
+
 def test_forward_lines_are_written_at_the_level_of_the_programs_expressions():
     """A temporary that one line reads, made by + - * or negation, is written into that line
     (one line a statement, as a person writes it); a value of it that is not finite is still
