@@ -120,14 +120,14 @@ def _guarded(body: list[str], numpy: bool, after: list[str], again: str = "") ->
     pad = "    " if numpy else ""
     body = body or ["    pass"]  # a program with no operation
     if again == "grad":
-        handled = [f"    {pad}    return _rerun(grad, _error)"]
+        handled = [f"    {pad}    return _rerun(grad, _exc)"]
     else:
         handled = [f"    {pad}    _again({again})"] if again else []
-        handled.append(f"    {pad}    raise _domain(_error) from None")
+        handled.append(f"    {pad}    raise _domain(_exc) from None")
     lines = [
         f"    {pad}try:",
         *(f"    {pad}{line}" for line in body),
-        f"    {pad}except (ValueError, ArithmeticError) as _error:",  # (an input may be e)
+        f"    {pad}except (ValueError, ArithmeticError) as _exc:",  # (an input may be named e)
         *handled,
         *(f"{pad}{line}" for line in after),
     ]

@@ -34,7 +34,7 @@ _RESERVED = {
         "_ARRAY",
     ),
     *("sys", "_exact", "_check", "_again", "_rerun", "_CHECKED", "_CHECKED_SOURCE"),
-    *("_CHECKED_WHERE", "_error"),
+    *("_CHECKED_WHERE", "_exc"),
     *("_out", "_pool", "_POOLS", "_buffers", "_seen", "CHECKED", "_into", "_dest"),
     *(f"_math_{n}" for n in dir(math)),  # math.sin read once per call into _math_sin
 }
