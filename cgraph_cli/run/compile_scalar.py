@@ -239,9 +239,9 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
             if adj.holders.get(old) == 1:
                 line = f"    {old} += {{}}{note}"
                 first = joins.joined(old)
+                joins.last[old] = len(lines)
                 if first is not None:  # its first line moves here, joined to this one
                     lines[first[0]] = None
-                    joins.assigned(old, len(lines))
                     lines.append(f"    {old} = {first[1]} + {_operand(c)}{note}")
                     checked.append(line.replace("{}", plain, 1))
                     continue
@@ -252,7 +252,6 @@ def reverse_lines(plan: ReversePlan, graph: Graph, names: list[str], fresh, comm
                 line = f"    {var} = {old} + {{}}{note}"
                 adj.hold(a, var)
                 joins.first(var, len(lines), f"{old} + {c}")
-        joins.assigned(line.split(None, 1)[0], len(lines))
         lines.append(line.replace("{}", c, 1))
         checked.append(line.replace("{}", plain, 1))
     gradients = {
@@ -273,11 +272,12 @@ class _Joins:
 
     def __init__(self) -> None:
         self.waiting: dict[str, tuple[int, str]] = {}  # variable: (its first line, expression)
-        self.last: dict[str, int] = {}  # the line each variable was last assigned on
+        self.last: dict[str, int] = {}  # the line each adjoint's variable was last assigned on
 
     def first(self, var: str, at: int, c: str) -> None:
         """Line ``at`` is ``var = c``, a new value of ``var``."""
-        if any(s in c for s in ("(", "/", "**")):
+        self.last[var] = at
+        if "(" in c or "/" in c or "**" in c:
             self.waiting.pop(var, None)
         else:
             self.waiting[var] = (at, c)
@@ -289,9 +289,6 @@ class _Joins:
         elif not _literal(text):
             for v in _VARIABLE.findall(text):
                 self.waiting.pop(v, None)
-
-    def assigned(self, var: str, at: int) -> None:
-        self.last[var] = at
 
     def joined(self, var: str) -> tuple[int, str] | None:
         """``var``'s waiting first line and its expression, if it may move to the line
