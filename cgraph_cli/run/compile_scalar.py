@@ -277,10 +277,10 @@ class _Joins:
     def first(self, var: str, at: int, c: str) -> None:
         """Line ``at`` is ``var = c``, a new value of ``var``."""
         self.last[var] = at
-        if "(" in c or "/" in c or "**" in c:
-            self.waiting.pop(var, None)
-        else:
+        if _cannot_raise(c):
             self.waiting[var] = (at, c)
+        else:
+            self.waiting.pop(var, None)
 
     def read(self, text: str) -> None:
         """An adjoint's text is read: the variables in it wait no more."""
@@ -311,7 +311,14 @@ def _inlined(c: str, g: str) -> bool:
     """Whether contribution ``c`` (made from adjoint ``g``) may be written into the line
     that reads it: a product that cannot raise (an error must name its own node's line),
     of an adjoint that is not itself written into another."""
-    return (g.isidentifier() or _literal(g)) and not any(s in c for s in ("(", "/", "**"))
+    return (g.isidentifier() or _literal(g)) and _cannot_raise(c)
+
+
+def _cannot_raise(c: str) -> bool:
+    """Whether expression ``c`` is sums, products and negations of variables and numbers:
+    on floats it cannot raise (an overflow gives inf, found at the end), so it may be
+    written into, or moved to, a line that keeps another node's comment."""
+    return "(" not in c and "/" not in c and "**" not in c
 
 
 _FORMATS: dict[tuple[str, int], str] = {}
