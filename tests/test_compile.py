@@ -403,21 +403,72 @@ def test_an_adjoints_first_line_joins_its_second_where_nothing_reads_it_between(
         assert value == want.value and grads == want.gradients
 
 
-@pytest.mark.parametrize(
-    "program",
-    ["y = where(x, sqrt(x), x)", "y = relu(x) * sqrt(x) + x", "y = relu(x) * pow(x, 0.5) + x"],
-)
-def test_a_partial_that_is_not_finite_where_the_gradient_is_0_passes_nothing_back(program):
+ZERO_GRADIENT = [
+    "y = where(x, sqrt(x), x)",
+    "y = relu(x) * sqrt(x) + x",
+    "y = relu(x) * pow(x, 0.5) + x",
+    "y = relu(x) * (sqrt(x) if x >= 0 else x) + x",  # (python: the derivative program's code)
+    "y = min(x, 0) * sqrt(x) + x",
+]
+
+
+@pytest.mark.parametrize("target", ["python", "numpy"])
+@pytest.mark.parametrize("program", ZERO_GRADIENT)
+def test_a_partial_that_is_not_finite_where_the_gradient_is_0_passes_nothing_back(program, target):
     """The interpreter skips a node whose gradient is 0: sqrt's partial at 0 (1 / 0) is
-    never computed. The module's fast lines compute it and raise; its checked copy skips
-    the node, as the interpreter does, and its answer is the module's."""
+    never computed. The module's fast lines compute it and raise (or give nan); its checked
+    copy passes nothing back there, as the interpreter does, and its answer is the
+    module's. Where the gradient is not 0 the partial's error is the module's too."""
     want = cg_grad(program, {"x": 0.0})
-    module = load(compile_module(parse(program)))
+    module = load(compile_module(parse(program), target))
     assert module["grad"](x=0.0) == (want.value, want.gradients)
-    with pytest.raises(ArithmeticError, match=r"^line 1: (sqrt|pow)\(x"):
-        module["grad"](x=-1.0)
+    if "else" in program:  # x < 0 takes the other branch
+        assert module["grad"](x=-1.0) == (-1.0, {"x": 1.0})
+    else:
+        with pytest.raises(ArithmeticError, match=r"^line 1: (sqrt|pow)\(x"):
+            module["grad"](x=-1.0)
     named = program.replace("x", "_rerun")  # the module's own name, taken by the program
-    assert load(compile_module(parse(named)))["grad"](_rerun=0.0) == (want.value, {"_rerun": 1.0})
+    renamed = load(compile_module(parse(named), target))["grad"](_rerun=0.0)
+    assert renamed == (want.value, {"_rerun": 1.0})
+
+
+def test_a_zero_gradient_passes_nothing_back_element_by_element():
+    """NumPy: where the gradient is 0 at some elements only, those get nothing through the
+    partial that is not finite there, the others their gradient, as the interpreter's."""
+    program = "y = sum(relu(x) * sqrt(x) + x)"
+    x = np.array([0.0, 4.0, 0.0, 9.0])
+    want = cg_grad(program, {"x": x})
+    value, grads = load(compile_module(parse(program), "numpy", bindings={"x": x}))["grad"](x=x)
+    assert value == want.value and grads["x"].tolist() == want.gradients["x"].tolist()
+    assert grads["x"].tolist() == [1.0, 4.0, 1.0, 5.5]
+
+
+def test_a_partial_that_is_not_finite_where_the_gradient_is_not_0_stops_at_its_node():
+    """The mask passes nothing back only where the gradient is 0: sqrt's slope at 0 times a
+    gradient of 2 is the error the interpreter gives, at sqrt's line."""
+    program = "y = 2 * sqrt(x) + x"
+    with pytest.raises(DomainError):
+        cg_grad(program, {"x": 0.0})
+    for target in ("python", "numpy"):
+        with pytest.raises(ArithmeticError, match=r"^line 1: sqrt\(x\)"):
+            load(compile_module(parse(program), target))["grad"](x=0.0)
+    masked = "y = 2 * (sqrt(x) if x >= 0 else x) + x"  # python: the derivative program's
+    with pytest.raises(ArithmeticError, match=r"^line 1: sqrt\(x\)"):
+        load(compile_module(parse(masked), "python"))["grad"](x=0.0)
+
+
+def test_fast_lines_take_a_masked_contribution_as_it_is():
+    """NumPy's fast lines compute the contribution with no mask (no line at all where its
+    variable is the contribution's); the checked copy masks it where the adjoint is 0.
+    Python's derivative program computes it only where the adjoint is not 0 (an if)."""
+    program = "y = relu(x) * sqrt(x) + x"
+    numpy_source = compile_module(parse(program), "numpy")
+    fast = numpy_source.split("def grad(")[1].split("def _finite")[0]
+    assert "np.where(t1, " not in fast and " = t  #" not in fast
+    checked = load(numpy_source)["_CHECKED_SOURCE"]
+    assert re.search(r"= np\.where\(t1, (\w+), 0\.0\); _check\(\1\)  # line 1: sqrt\(x\)", checked)
+    python_source = compile_module(parse("y = relu(x) * (sqrt(x) if x >= 0 else x) + x"))
+    assert re.search(r"\n        if t3 and (\w+):\n            \w+ = 2\.0 \* t2", python_source)
 
 
 @pytest.mark.parametrize("target", ["python", "numpy"])

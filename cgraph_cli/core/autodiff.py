@@ -115,7 +115,7 @@ def rule_pullback(
         else:
             c = e.mul(g, partial)
             if checked:
-                c = e.where(e.eq(g, 0.0), 0.0, c)
+                c = e.unless_zero(g, c, partial)
         cotangents.append(e.sum_to(c, e.shape(xs[k])) if summed else c)
     return cotangents
 

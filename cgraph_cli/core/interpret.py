@@ -48,6 +48,12 @@ class Interpretation:
     def shape(self, x) -> tuple[int, ...]:
         raise NotImplementedError
 
+    def unless_zero(self, g, c, partial):
+        """``c`` (the gradient ``g`` times a local ``partial``), or 0 where ``g`` is 0, however
+        the partial is there (infinite, undefined): as the reverse pass skips a node whose
+        gradient is 0."""
+        return self.where(self.eq(g, 0.0), 0.0, c)
+
     def add_tangents(self, a, b):
         """``a + b`` where ``None`` stands for zero."""
         return b if a is None else a if b is None else self.add(a, b)

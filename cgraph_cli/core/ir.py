@@ -81,6 +81,11 @@ E = TypeVar("E", bound=CgraphError)
 #: The params of a compiled conditional's select (``a if c else b`` as ``where`` whose branch
 #: not taken is never computed): :mod:`cgraph_cli.passes.guards`.
 IF = ("if",)
+#: The params of a contribution to an adjoint that is 0 where the adjoint is (``where(g, c, 0)``
+#: with ``c`` the adjoint ``g`` times a local partial): the interpreter passes nothing back
+#: through a node whose gradient is 0, whatever its partial there (``sqrt`` at 0). A compiled
+#: module's fast lines take ``c`` as it is, its checked copy masks it (:mod:`.compile_emit`).
+MASK = ("mask",)
 
 
 class Graph:
@@ -530,7 +535,7 @@ def validate(graph: Graph) -> Graph:
         assert graph.starts[i] <= graph.ends[i], f"node %{i}: reversed span"
         given = len(graph.params.get(i, ()))
         assert op.required <= given <= len(op.params) or (
-            op.name == "where" and graph.params[i] == IF
+            op.name == "where" and graph.params[i] in (IF, MASK)
         ), f"node %{i}: {op.name} has {given} params"
         if op is INPUT:
             name = graph.labels[i]

@@ -113,11 +113,13 @@ def derivative_program(
     wrt: list[str] | None = None,
     order: int = 1,
     intermediates: bool = True,
+    mask: tuple = (),
 ) -> Program:
     """The program with its derivatives up to ``order`` with respect to ``wrt`` (default:
     every input), each a statement (``d2f_dxdy``); mixed ones once (∂²f/∂x∂y = ∂²f/∂y∂x).
     Shapes come from ``bindings`` or the inputs' defaults. ``intermediates``: the derivative
-    with respect to each named value is a statement too (``dg_dp``)."""
+    with respect to each named value is a statement too (``dg_dp``). ``mask``: see
+    :func:`~cgraph_cli.passes.grad_graph.grad_graph` (the first derivatives')."""
     require_straight_line(graph)
     if not 1 <= order <= MAX_ORDER:
         raise UsageError(f"the order is 1 to {MAX_ORDER}, got {order}")
@@ -140,6 +142,7 @@ def derivative_program(
         shapes,
         names_for={w: derivative_name(base, (w,)) for w in wrt},
         intermediates=intermediates,
+        mask=mask,
     )
     current = derived.graph
     derivatives: dict[tuple[str, ...], str] = {(w,): derived.gradients[w] for w in wrt}

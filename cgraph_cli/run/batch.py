@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..core.ir import Graph
+from ..core.ir import MASK, Graph
 from ..core.ops import CONST
 
 # How a NumPy module takes a leading batch axis: rows of numbers broadcast through the code of
@@ -105,7 +105,7 @@ def decisive(graph: Graph) -> set[int]:
         if op.name in _JUMPS:
             for a in graph.args[i]:
                 need[a] = True
-        elif op.name == "where":
+        elif op.name == "where" and graph.params.get(i) != MASK:  # (a mask: see body)
             need[graph.args[i][0]] = True
     for i in range(len(graph.ops) - 1, -1, -1):
         if need[i]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.errors import UsageError
-from ..core.ir import Graph, resolve_name
+from ..core.ir import IF, MASK, Graph, resolve_name
 from ..core.walks import fresh
 from ..passes.grad_graph import NotANumber
 from ..passes.guards import check_conditions, has_selects, marked
@@ -110,16 +110,23 @@ def compile_module(
     emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
     emitter.statements = set(graph.names)
+    emitter.prechecked = {"forward", "grad"}  # (not the scalar module's: see _scalar_module)
     if target == "python" and gradient and not kinks and not has_selects(graph):
         from ..passes.derivatives import wrt_inputs
 
         plan = reverse_plan(graph, output, wrt_inputs(graph, wrt))
         if plan is not None:  # a program of numbers: its reverse pass from the float rules
+            emitter.prechecked = set()
             return _scalar_module(emitter, graph, output, plan, name)
+    emitter.checking = not rows  # each body's checked copy written beside it
     try:
         if not gradient:
             raise NotANumber("this module was compiled without its gradient")
-        program = derivative_program(graph, bindings, of, wrt, intermediates=False)
+        # Each contribution whose partial may not be finite is 0 where its adjoint is, as in
+        # the interpreter (which skips a node whose gradient is 0): the checked copy's mask
+        # (NumPy), a branch (Python: computed only where the adjoint is not 0).
+        mask = () if rows else IF if target == "python" else MASK
+        program = derivative_program(graph, bindings, of, wrt, intermediates=False, mask=mask)
     except NotANumber as e:  # a tensor output: forward() alone; grad() says why not
         if rows and gradient:
             raise
@@ -128,6 +135,7 @@ def compile_module(
             graph, returned=_returned(graph, output, rows), kinks=kinks,
             escapes=_given(graph, output, emitter.names), results=_keys(graph, emitter.names),
         )  # fmt: skip
+        emitter.checked_forward = emitter.checked_lines
         emitter.result_shapes(graph, "forward", graph.named_nodes())
         emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
         return module_text(
@@ -146,6 +154,7 @@ def compile_module(
         escapes=_given(graph, output, emitter.names),
         results=_keys(graph, emitter.names),
     )
+    emitter.checked_forward = emitter.checked_lines
     emitter.result_shapes(graph, "forward", graph.named_nodes())
     emitter.to_check["forward"] = uncovered(graph, graph.named_nodes())
     emitter.deferred_by["forward"] = emitter.deferred
@@ -163,6 +172,7 @@ def compile_module(
         derived, returned=returned, escapes=set(returned), results={value_node: "", **keys}
     )
     emitter.deferred_by["grad"] = emitter.deferred
+    emitter.checked_grad = emitter.checked_lines
     value = grad_names[value_node]
     gradients = {w: grad_names[derived.names[h]] for w, h in program.gradients.items()}
     emitter.exact = emitter.exact_shapes(derived, program.gradients)

@@ -21,10 +21,14 @@ def checked_function(
     where, as the interpreter does (``grad: a result is not finite`` said only that).
     ``returned``: what it gives back when it runs to the end (``grad``'s value and
     gradients: where the checked copy, as the interpreter, passes nothing back through an
-    adjoint of 0, it answers where the fast one met a partial that is not finite)."""
+    adjoint of 0, it answers where the fast one met a partial that is not finite).
+    ``body`` checked already where ``fn`` is in ``em.prechecked`` (the emitter's checked
+    lines: see :meth:`~.compile_emit._Emitter.body`), else a check follows each assignment."""
     lines = []
     for line in body:
         lines.append(line)
+        if fn in em.prechecked:
+            continue
         head, sep, where = line.partition("  # line ")
         var, _, rest = head[4:].partition(" ")
         if sep and rest[:2] in ("= ", "+=") and var.isidentifier():

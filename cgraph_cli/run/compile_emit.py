@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ..core.errors import UsageError, visible
 from ..core.interpret import Source
-from ..core.ir import Graph
+from ..core.ir import MASK, Graph
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh, last_readers
 from ..passes.guards import IF
@@ -71,6 +71,11 @@ class _Emitter(Shaped):
         self.checked_forward: list[str] | None = None
         self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
         self.checked_grad: list[str] | None = None
+        # body() also writes its checked copy's lines (each value checked, masks applied) into
+        # checked_lines; the functions whose checked copies are those (no checks to insert).
+        self.checking = False
+        self.checked_lines: list[str] = []
+        self.prechecked: set[str] = set()
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # The program's statements by name (a derivative program names more): those run in
         # any case, whatever the conditionals choose (None: every named value).
@@ -166,6 +171,15 @@ class _Emitter(Shaped):
         spans: dict[int, tuple[int, int]] = {}  # each node's lines (conditionals)
         defer = self.defer and guards is None and self.known is not None
         self.deferred, alive = [], set()  # (watched values summed at the end, their nodes)
+        checking = self.checking and not self.rows
+        masked = _masked_only(graph, returned) if checking else set()
+        checked: list[str] = []  # the checked copy's lines, one for each of lines
+
+        def add(line: str, instead: str | None = None) -> None:
+            lines.append(line)
+            if checking:
+                checked.append(line if instead is None else instead)
+
         for i in laid:
             op = graph.ops[i]
             if op is INPUT:
@@ -183,26 +197,36 @@ class _Emitter(Shaped):
             if "rt." in expr:
                 self.helpers.update(_HELPER.findall(expr))
                 expr = _HELPER.sub(r"\1", expr)
-            watch = [] if self.rows or not absorbs(op) or i in selects else self.watched(graph, i)
+            mask = graph.params.get(i) == MASK  # where(g, c, 0): c (the checked copy masks it)
+            watch = (
+                []
+                if self.rows or not absorbs(op) or i in selects or mask
+                else self.watched(graph, i)
+            )
             known = [self.shape_of(graph, a) for a in watch] if defer else []
             if defer and None not in known:  # summed at the end: their variables live until then
                 alive.update(watch)
                 self.deferred += [(names[a], shape) for a, shape in zip(watch, known)]
-            else:  # stops at its node
-                lines += [self.stop(names[a], self.comment(graph, a)) for a in watch]
+            else:  # stops at its node (the checked copy: not at one only a mask reads)
+                for a in watch:
+                    stop = self.stop(names[a], self.comment(graph, a))
+                    add(stop, "" if a in masked else None)  # ("": no line)
             for a in set(graph.args[i]):  # arguments read for the last time: their variables
                 if last[a] == i and names[a] in temporary and (keep is None or a not in keep):
                     if a not in alive:
                         free.append(names[a])
             if kinks and op.kink is not None:  # which smooth piece: for gradcheck's steps
                 where = op.kink(SOURCE, *(names[a] for a in graph.args[i]))
-                lines.append(
-                    f"    _kinks.append({where if isinstance(where, str) else float(where)})"
-                )
+                add(f"    _kinks.append({where if isinstance(where, str) else float(where)})")
             if self.rows and absorbs(op):  # before the line: its variable may be an argument's
-                lines += [watch_line(names[a], self.vector) for a in hidden(graph, i)]
+                for a in hidden(graph, i):
+                    add(watch_line(names[a], self.vector))
             label = graph.labels[i]
-            if (label is None or i in work) and free and (keep is None or i not in keep):
+            value = names[graph.args[i][1]] if mask else ""
+            if mask and label is None and value in free and (keep is None or i not in keep):
+                var = value  # c's own variable: no line, but in the checked copy (see below)
+                free.remove(value)
+            elif (label is None or i in work) and free and (keep is None or i not in keep):
                 var = free.pop()
             else:
                 var = _fresh(label or "t", taken, counts)
@@ -214,25 +238,44 @@ class _Emitter(Shaped):
             elif i in given:  # into the caller's array for it (per row), or a new one
                 expr = into_work_array(graph, i, template, var, names, given[i])
             self.records.append((i, len(lines), var, expr))
-            lines.append(f"    {var} = {expr}" + self.comment(graph, i))
+            comment = self.comment(graph, i)
+            line = "" if mask and var == expr else f"    {var} = {expr}" + comment
+            if not checking or i in masked:  # (a value only a mask reads: where g is 0, none)
+                add(line)
+            else:  # the checked copy stops at every other value that is not finite
+                if mask:  # as the interpreter: nothing passed back where the adjoint is 0
+                    expr = self.masked(*args)
+                add(line, f"    {var} = {expr}; _check({var})" + comment)
             if i in dead and self.rows:
-                lines.append(watch_line(var, self.vector))
+                add(watch_line(var, self.vector))
             elif i in dead or (i in tested and i not in self.stopped):
                 # a statement no result reads, or a condition (the interpreter checks it
                 # before it takes a branch)
-                lines.append(self.stop(var, self.comment(graph, i)))
+                add(self.stop(var, self.comment(graph, i)), "" if i in masked else None)
                 self.stopped.add(i)
             spans[i] = (first, len(lines))
         if guards is not None:
             holds = "{0}" if self.target != "numpy" else "np_holds({0})"
             if self.target == "numpy":
                 self.helpers.add("np_holds")
+            if checking:
+                checked = grouped(graph, checked, spans, laid, guards, names, self.optional, holds)
             lines = grouped(graph, lines, spans, laid, guards, names, self.optional, holds)
-        return lines, names
+        self.checked_lines = [line for line in checked if line.strip()]  # ("": no line)
+        return [line for line in lines if line.strip()], names
+
+    def masked(self, g: str, c: str, zero: str) -> str:
+        """A masked contribution (``where(g, c, 0)`` marked :data:`MASK`) in the checked copy:
+        ``c``, 0 where the adjoint ``g`` is 0 (elementwise for NumPy)."""
+        if self.target == "numpy":
+            return f"np.where({g}, {c}, {zero})"
+        return f"({c} if {g} else {zero})"
 
     def node_template(self, graph: Graph, i: int, op, exact: bool, mask: bool) -> str:
         """Node ``i``'s template: its op's, specialised where shapes are known, by the float
         rule (``exact``), as a boolean ``mask`` (read by ``where`` only), or a square."""
+        if graph.params.get(i) == MASK:  # c itself in the fast lines (see body)
+            return "{1}"
         if graph.params.get(i) == IF:  # a conditional: the branch taken alone computed
             if self.target != "numpy":
                 return "({1} if {0} else {2})"
@@ -382,6 +425,28 @@ def _masks(graph: Graph) -> set[int]:
         and readers.get(i)
         and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
     }
+
+
+def _masked_only(graph: Graph, returned: list[int] | None) -> set[int]:
+    """The nodes computed only for what masked contributions (``where`` marked
+    :data:`MASK`) read as their value: where the adjoint is 0 nothing of them is used, so the
+    checked copy does not stop at them (a partial infinite there: ``sqrt`` at 0). From the
+    last node to the first; the output, named and ``returned`` nodes are never such."""
+    if MASK not in graph.params.values():
+        return set()
+    only: list[bool | None] = [None] * len(graph.ops)  # None: no reader yet
+    for node in (graph.output, *graph.names.values(), *(returned or ())):
+        only[node] = False
+    masked = set()
+    for r in range(len(graph.ops) - 1, -1, -1):
+        mine = only[r] is True
+        if mine:
+            masked.add(r)
+        mask = graph.params.get(r) == MASK
+        for k, a in enumerate(graph.args[r]):
+            ok = mine or (mask and k == 1)
+            only[a] = ok if only[a] is None else (only[a] and ok)
+    return masked
 
 
 def _last_uses(graph: Graph, laid: list[int] | None = None) -> list[int]:

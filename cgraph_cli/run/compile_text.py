@@ -144,6 +144,8 @@ def module_text(
     if em.rows:  # the arrays the caller gives for results (see DEST), before any input
         signature = ", ".join(["_into=None, /", *([signature] if signature else [])])
     again = [f"    {v} = _arg(inputs[{n!r}], {n!r})" for v, n in zip(variables, inputs)]
+    if em.vector:  # (its answer has the shape of the rows)
+        again.append(f"    rows = _rows({', '.join(variables)})")
     checked = (
         []
         if em.rows
