@@ -504,3 +504,19 @@ def test_eval_at_the_shell_shows_a_long_loops_value_from_the_scan(cli, tmp_path)
     shown = cli("eval", "sample:rnn", "--bindings", str(tmp_path / "long.npz"), "--format", "plain")
     assert shown.exit_code == 0 and shown.stdout == f"loss={values[out]!r}\n"
     assert scanned_eval_report(graph, {"xs": xs[:3]}, None) is None  # short: unrolled
+
+
+def test_a_loop_module_passes_nothing_back_where_the_gradient_is_0():
+    """sqrt's slope at 0 is infinite, but under a relu that is 0 the gradient is 0 and the
+    interpreter never computes it: the loop module of numbers computes that contribution
+    only where the gradient is not 0, and answers as the interpreter does; where the
+    gradient is not 0 it stops at the error."""
+    graph = cg.parse("h = x\nfor t in range(3):\n    h = relu(h) * sqrt(h) + h\ny = h\n")
+    namespace: dict = {}
+    exec(compile_module(graph), namespace)
+    assert namespace["grad"](x=0.0) == _interpreted(graph, {"x": 0.0}) == (0.0, {"x": 1.0})
+    value, grads = namespace["grad"](x=1.0)
+    want = _interpreted(graph, {"x": 1.0})
+    assert _close(value, want[0]) and _close(grads["x"], want[1]["x"])
+    with pytest.raises(ArithmeticError, match="math domain error"):
+        namespace["grad"](x=-1.0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.ir import Graph, GraphBuilder
+from ..core.ir import IF, Graph, GraphBuilder
 from ..core.ir_control import Static
 from ..core.ops import CONST, INPUT, OPS
 from .compile_emit import _Emitter
@@ -168,7 +168,7 @@ class Step:
         self.helpers: set[str] = set()
         saved: list[int] = []
         if gradient:
-            plans = [_derive(block, graph, step, outs, v, sizes, known) for v in variants]
+            plans = [_derive(block, graph, step, outs, v, sizes, known, tensor) for v in variants]
             saved = sorted({i for plan in plans for i in plan[1]})
             made = [
                 _backward(plan, saved, len(outs), sizes, tensor, self.helpers) for plan in plans
@@ -183,10 +183,13 @@ class Step:
         self.forward = _function(params, lines, f"({returned})")
 
 
-def _derive(block, graph, step, outs, positions, sizes, known):
+def _derive(block, graph, step, outs, positions, sizes, known, tensor: bool = False):
     """The derivative program of the sum of the results at ``positions`` times their
     cotangents (``ct0``...): ``(its graph, the step's nodes it reads, {its node: the step's
-    node}, its gradients' nodes, how many cotangents)``."""
+    node}, its gradients' nodes, how many cotangents)``. Of numbers (not ``tensor``), each
+    contribution whose partial may not be finite is computed only where its adjoint is not
+    0, as the interpreter passes nothing back through a node whose gradient is 0 (``IF``:
+    see :class:`~cgraph_cli.passes.grad_graph.Recorder`)."""
     from ..passes.grad_graph import grad_graph
 
     wrt = [n for n in step.inputs if n != "t"]
@@ -195,7 +198,8 @@ def _derive(block, graph, step, outs, positions, sizes, known):
         return None, set(), {}, [], [s for _, s in shapes], []
     full, _, _ = _step_graph(block, graph, known, shapes)
     given = {**known, **{f"ct{k}": s for k, (_, s) in enumerate(shapes)}}
-    derived = grad_graph(full, full.output, wrt, given, intermediates=False)
+    mask = () if tensor else IF
+    derived = grad_graph(full, full.output, wrt, given, intermediates=False, mask=mask)
     d = derived.graph
     forward = _same_nodes(step, d)
     grads = [d.names[derived.gradients[w]] for w in wrt]
