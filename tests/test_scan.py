@@ -520,3 +520,22 @@ def test_a_loop_module_passes_nothing_back_where_the_gradient_is_0():
     assert _close(value, want[0]) and _close(grads["x"], want[1]["x"])
     with pytest.raises(ArithmeticError, match="math domain error"):
         namespace["grad"](x=-1.0)
+
+
+def test_a_numpy_loop_module_runs_again_with_its_masks_where_the_gradient_is_0():
+    """The NumPy loop module's steps back take each contribution as it is; where a value on
+    the way back is not finite, the run goes again with each masked contribution 0 where its
+    gradient is, element by element: the interpreter's answer; where the gradient is not 0
+    the error stands."""
+    graph = cg.parse("h = x\nfor t in range(3):\n    h = relu(h) * sqrt(h) + h\ny = sum(h)\n")
+    x = np.array([0.0, 1.0, 0.0])
+    source = compile_module(graph, "numpy", bindings={"x": x})
+    assert "(_b0_m0 if masked else _b0_b0)" in source and "np.where(" in source
+    namespace: dict = {}
+    exec(source, namespace)
+    value, grads = namespace["grad"](x=x)
+    want = _interpreted(graph, {"x": x})
+    assert _close(value, want[0]) and _close(grads["x"], want[1]["x"])
+    assert grads["x"][0] == grads["x"][2] == 1.0
+    with pytest.raises(ArithmeticError, match="not finite"):
+        namespace["grad"](x=np.array([-1.0, 1.0, 0.0]))

@@ -72,8 +72,9 @@ class _Emitter(Shaped):
         self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
         self.checked_grad: list[str] | None = None
         # body() also writes its checked copy's lines (each value checked, masks applied) into
-        # checked_lines; the functions whose checked copies are those (no checks to insert).
-        self.checking = False
+        # checked_lines ("masks": the masks applied alone, for a loop module's steps run again);
+        # the functions whose checked copies are those (no checks to insert).
+        self.checking: bool | str = False
         self.checked_lines: list[str] = []
         self.prechecked: set[str] = set()
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
@@ -245,7 +246,8 @@ class _Emitter(Shaped):
             else:  # the checked copy stops at every other value that is not finite
                 if mask:  # as the interpreter: nothing passed back where the adjoint is 0
                     expr = self.masked(*args)
-                add(line, f"    {var} = {expr}; _check({var})" + comment)
+                check = f"; _check({var})" if self.checking is True else ""
+                add(line, f"    {var} = {expr}{check}" + comment)
             if i in dead and self.rows:
                 add(watch_line(var, self.vector))
             elif i in dead or (i in tested and i not in self.stopped):

@@ -237,6 +237,12 @@ class _Module:
                     functions.append(step.backward.replace("\x00", f"_b{k}_b{v}", 1))
                 if step.last is not step.backward:  # the last step's, given more cotangents
                     functions.append(step.last.replace("\x00", f"_b{k}_l{v}", 1))
+                if step.masked is not None:  # run again where the first pass back failed
+                    functions.append(step.masked[0].replace("\x00", f"_b{k}_m{v}", 1))
+                    if step.last is not step.backward:
+                        functions.append(step.masked[1].replace("\x00", f"_b{k}_n{v}", 1))
+                elif any(other.masked is not None for other in variants):  # the same again
+                    functions.append(f"_b{k}_m{v} = _b{k}_b{v}\n_b{k}_n{v} = _b{k}_l{v}\n\n")
         sources = [inspect.getsource(getattr(runtime, h)) + "\n" for h in _with_callees(helpers)]
         called = sorted(set(re.findall(r"\b_math_(\w+)", "".join(functions))) & set(dir(math)))
         if called:  # math.sin read once, not looked up at every step
@@ -250,7 +256,7 @@ class _Module:
             "",
             "def grad(**inputs):",
             f'    """The value of {visible(out_name)} and its gradient with respect to each input."""',
-            *(["    return _run(True, inputs)"] if self.gradient else [
+            *(self._grad() if self.gradient else [
                 "    raise TypeError('this module was compiled without its gradient')"]),
             "",
             "",
@@ -259,10 +265,27 @@ class _Module:
             [*head, *sources, *functions, *api, *self._run(wrt), *_SUPPORT[self.tensor]]
         )
 
+    def _masks(self) -> bool:
+        """Whether some step's pass back masks a contribution (see :func:`_backward`)."""
+        return any(step.masked is not None for variants in self.steps for step in variants)
+
+    def _grad(self) -> list[str]:
+        """``grad``'s body: the run, and where it fails and a step's pass back masks a
+        contribution, the run again with the masks applied (as the interpreter, nothing
+        passed back through a node whose gradient is 0): its answer or its error."""
+        if not self._masks():
+            return ["    return _run(True, inputs)"]
+        return [
+            "    try:",
+            "        return _run(True, inputs)",
+            "    except DomainError:",
+            "        return _run(True, inputs, True)",
+        ]
+
     def _run(self, wrt: list[str]) -> list[str]:
         graph = self.graph
         lines = [
-            "def _run(gradient, inputs):",
+            "def _run(gradient, inputs, masked=False):",
             "    _expect(inputs)",
             "    inputs = {**DEFAULTS, **inputs}",
         ]
@@ -329,6 +352,11 @@ class _Module:
         return f"at line {first}"
 
     def _call(self, k: int, block: Block, kind: str, variants: int) -> str:
+        if kind in ("b", "l") and any(step.masked is not None for step in self.steps[k]):
+            fast = self._call(k, block, kind + "!", variants)
+            again = self._call(k, block, {"b": "m", "l": "n"}[kind] + "!", variants)
+            return f"({again} if masked else {fast})"
+        kind = kind.rstrip("!")
         if variants == 1:
             return f"_b{k}_{kind}0"
         return (
@@ -385,7 +413,7 @@ class _Module:
     def _back(self, k: int, block: Block) -> list[str]:
         if block.loop is None:
             cts = [f"_ct(a{r}, n{r})" for r in block.results]
-            lines = [f"_g = _b{k}_b0(_w, {', '.join([*cts, f'_s{k}'])})"]
+            lines = [f"_g = {self._call(k, block, 'b', 1)}(_w, {', '.join([*cts, f'_s{k}'])})"]
             return lines + [f"a{a} = _add(a{a}, _g[{i}])" for i, a in enumerate(block.reads)]
         variants = len(self.steps[k])
         kc, r = len(block.carried), len(block.reads)

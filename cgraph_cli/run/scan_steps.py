@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ..core.ir import IF, Graph, GraphBuilder
+from ..core.ir import IF, MASK, Graph, GraphBuilder
 from ..core.ir_control import Static
 from ..core.ops import CONST, INPUT, OPS
 from .compile_emit import _Emitter
@@ -150,7 +150,7 @@ class Step:
     handed (NumPy), for one check at the end. ``shapes``: the shape of each result;
     ``helpers``: the runtime functions the code calls."""
 
-    __slots__ = ("forward", "backward", "last", "extra", "shapes", "helpers")
+    __slots__ = ("forward", "backward", "last", "masked", "extra", "shapes", "helpers")
 
     def __init__(self, block: Block, graph: Graph, known: dict, tensor: bool, gradient: bool):
         step, outs, sizes = _step_graph(block, graph, known)
@@ -165,6 +165,7 @@ class Step:
             variants = [list(range(k))] + ([list(range(k)) + self.extra] if self.extra else [])
         self.shapes = [sizes[o] for o in outs]
         self.backward = self.last = None
+        self.masked: tuple[str, str] | None = None
         self.helpers: set[str] = set()
         saved: list[int] = []
         if gradient:
@@ -173,8 +174,10 @@ class Step:
             made = [
                 _backward(plan, saved, len(outs), sizes, tensor, self.helpers) for plan in plans
             ]
-            self.backward, self.last = made[0], made[-1]
-        lines, names, helpers = _emit(
+            self.backward, self.last = made[0][0], made[-1][0]
+            if made[0][1] is not None:  # (NumPy: see _backward)
+                self.masked = (made[0][1], made[-1][1] if len(made) > 1 else made[0][1])
+        lines, names, helpers, _ = _emit(
             step, known, tensor, [*outs, *saved], watch=outs, optional=set(saved)
         )
         self.helpers |= helpers
@@ -198,7 +201,7 @@ def _derive(block, graph, step, outs, positions, sizes, known, tensor: bool = Fa
         return None, set(), {}, [], [s for _, s in shapes], []
     full, _, _ = _step_graph(block, graph, known, shapes)
     given = {**known, **{f"ct{k}": s for k, (_, s) in enumerate(shapes)}}
-    mask = () if tensor else IF
+    mask = MASK if tensor else IF
     derived = grad_graph(full, full.output, wrt, given, intermediates=False, mask=mask)
     d = derived.graph
     forward = _same_nodes(step, d)
@@ -221,10 +224,13 @@ def _derive(block, graph, step, outs, positions, sizes, known, tensor: bool = Fa
 def _backward(plan, order: list[int], results: int, sizes, tensor: bool, helpers: set):
     """The vector-Jacobian product of ``plan`` (:func:`_derive`) as a function of the
     cotangents and the forward pass's saved tuple: ``results`` results, then the step's nodes
-    ``order``."""
+    ``order``; and, where its derivative program masks a contribution (NumPy), the same
+    function with each mask applied (0 where the adjoint is 0: what a module runs again where
+    the first pass back met a value that is not finite), else None."""
     d, _, forward, grads, shapes, wrt_shapes = plan
     if d is None:
-        return _function(["_w", *(f"ct{k}" for k in range(len(shapes))), "saved"], [], "()")
+        params = ["_w", *(f"ct{k}" for k in range(len(shapes))), "saved"]
+        return _function(params, [], "()"), None
     count = len(shapes)
     b = GraphBuilder(d.source)
     mapped = {}
@@ -243,7 +249,7 @@ def _backward(plan, order: list[int], results: int, sizes, tensor: bool, helpers
     known = {f"ct{k}": s for k, s in enumerate(shapes)}
     known.update((f"r{j}", sizes[j]) for j in order)
     returned = [mapped[g] for g in grads]
-    lines, names, used = _emit(back, known, tensor, returned)
+    lines, names, used, masked = _emit(back, known, tensor, returned)
     helpers |= used
     variables = input_variables(back.inputs)
     unpack = ", ".join(
@@ -251,7 +257,7 @@ def _backward(plan, order: list[int], results: int, sizes, tensor: bool, helpers
         + [variables[f"r{j}"] if f"r{j}" in variables else f"_r{j}" for j in order]
     )
     cts = [variables[f"ct{k}"] for k in range(count)]
-    body = [f"    {unpack}, = saved"] * bool(unpack) + lines
+    head = [f"    {unpack}, = saved"] * bool(unpack)
     result = "".join(
         # a constant (0: no path to the input) given the input's shape
         f"np.full({shape!r}, {names[g]}), "
@@ -259,7 +265,9 @@ def _backward(plan, order: list[int], results: int, sizes, tensor: bool, helpers
         else f"{names[g]}, "
         for g, shape in zip(returned, wrt_shapes)
     )
-    return _function(["_w", *cts, "saved"], body, f"({result})")
+    params = ["_w", *cts, "saved"]
+    again = None if masked == lines else _function(params, head + masked, f"({result})")
+    return _function(params, head + lines, f"({result})"), again
 
 
 def _same_nodes(step: Graph, derived: Graph) -> dict[int, int]:
@@ -335,19 +343,25 @@ def _emit(graph: Graph, known: dict, tensor: bool, returned: list[int], watch=()
     not finite (``tanh(inf)`` is 1), that no ``returned`` node reads, or in ``watch`` (the
     step's results, which the next step reads as inputs), is handed to ``_w`` (NumPy: checked
     once a block) or stops the step (numbers). ``optional``: returned values of a branch,
-    computed only where it is taken (else None: what the backward pass reads of it there)."""
+    computed only where it is taken (else None: what the backward pass reads of it there).
+    Last, the lines with each masked contribution 0 where its adjoint is (``where`` marked
+    :data:`~cgraph_cli.core.ir.MASK`, NumPy), nothing they alone read watched."""
     em = _Emitter("numpy" if tensor else "python", graph.source.text, known if tensor else None)
     em.variables = input_variables(graph.inputs)
     em.optional = set(optional)
+    em.checking = "masks"
     lines, names = em.body(graph, keep=set(returned), returned=returned)
+    masked = em.checked_lines
     for o in dict.fromkeys(watch):
         if graph.ops[o].arity:  # an operation's: inputs were checked where they were made
             lines.append(em.stop(names[o], ""))
+            masked.append(em.stop(names[o], ""))
     if tensor:
         head, tail = em.stop("\x00", "").split("\x00")
         pattern = re.compile("^" + re.escape(head) + r"(\w+)" + re.escape(tail))
         lines = [pattern.sub(r"    _w(\1)", line) for line in lines]
-    return lines, names, em.helpers
+        masked = [pattern.sub(r"    _w(\1)", line) for line in masked]
+    return lines, names, em.helpers, masked
 
 
 def _function(params: list[str], lines: list[str], returned: str) -> str:
