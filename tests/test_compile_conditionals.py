@@ -124,6 +124,20 @@ def test_the_branch_not_taken_is_never_computed_forward_or_backward():
         assert "if " in source.split("def grad", 1)[1].split("def _", 1)[0]
 
 
+@pytest.mark.parametrize("target", ["python", "numpy"])
+def test_a_statement_that_fails_first_is_the_error_though_a_branch_stops_before_it_is_checked(
+    target,
+):
+    """The interpreter stops at the first statement that fails (log(x) on line 1). NumPy's
+    forward checks a named value at its end, and the branch taken stops where it is made:
+    the checked copy runs again on that error and names line 1, not the branch's line 3."""
+    text = "t0 = log(x)\nt1 = x\nout = t1 if x > 0 else log(y)"
+    module = _load(compile_module(parse(text), target))
+    for fn in ("forward", "grad"):
+        with pytest.raises(ArithmeticError, match=r"^line 1: log\(x\)"):
+            module[fn](x=-2.0, y=-2.0)
+
+
 def test_huber_compiles_and_matches_grad_on_both_sides_of_its_kink(cli, tmp_path):
     out = tmp_path / "huber.py"
     made = cli("compile", "sample:huber", "-o", str(out))

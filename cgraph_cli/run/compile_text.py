@@ -174,7 +174,7 @@ def module_text(
                 *(['    out[" kinks"] = _kinks'] if em.kinks else []),
                 *([] if em.rows else finite_lines(em, "forward", "out", out)),
             ],
-            "forward" if em.deferred_by.get("forward") else "",
+            "" if em.rows else "forward",  # (an earlier value not finite is the one to name)
         ),
         *(["    _POOLS.append(_pool)"] if em.work else []),
         f"    return out, {WATCHED[em.vector]}" if em.rows else "    return out",
