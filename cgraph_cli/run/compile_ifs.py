@@ -44,9 +44,9 @@ def statement_nodes(graph: Graph, statements: set[str] | None) -> list[int]:
 
 def grouped(graph, lines, spans, laid, guards, names, optional, holds="{0}") -> list[str]:
     """The lines of ``laid`` nodes, those of a node that a guard holds in an ``if`` of it
-    (consecutive nodes under the same guard in one); a node of ``optional`` set to None
-    before its ``if`` (returned where it is not computed). ``holds``: the test that a
-    condition (``{0}``) holds."""
+    (consecutive nodes under the same guard in one; an empty line is none); a node of
+    ``optional`` set to None before its ``if`` (returned where it is not computed).
+    ``holds``: the test that a condition (``{0}``) holds."""
     ends = [hi for _, hi in spans.values()]
     out = lines[: min((lo for lo, _ in spans.values()), default=len(lines))]
     current = None
@@ -55,18 +55,21 @@ def grouped(graph, lines, spans, laid, guards, names, optional, holds="{0}") -> 
             continue
         lo, hi = spans[i]
         guard = guards[i]
+        block = [line for line in lines[lo:hi] if line]  # ("": a node with no line here)
         if guard == ALWAYS or not guard:
-            out += lines[lo:hi]
+            out += block
             current = None
             continue
-        test = guard_text(graph, guard, names, holds, "not " + holds)
         if i in optional:
             out.append(f"    {names[i]} = None")
             current = None
+        if not block:
+            continue
+        test = guard_text(graph, guard, names, holds, "not " + holds)
         if test != current:
             out.append(f"    if {test}:")
             current = test
-        out += ["    " + line for line in lines[lo:hi]]
+        out += ["    " + line for line in block]
     out += lines[max(ends, default=len(lines)) :]
     return out
 
