@@ -563,3 +563,24 @@ def test_a_tensor_module_refuses_inputs_of_other_shapes_than_it_was_compiled_for
                 module[fn](x=other)
     rows = module["grad"](x=np.full((3, 4), 2.0))  # a leading batch axis: a row at a time
     assert rows[0].tolist() == [4.0, 4.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("program", "masks"),
+    [
+        ("y = sin(x) * x + exp(x) + tanh(x) * relu(x)", 1),  # tanh's 1 - tanh^2: may overflow
+        ("y = sin(x) * x + exp(x) + abs(x) * max(x, 0)", 0),
+        ("y = z * (sqrt(x) + log(x) + 1 / x)", 3),
+        ("y = sqrt(x) + log(x) + 1 / x", 0),  # a gradient of 1: never 0
+    ],
+)
+def test_only_contributions_whose_partial_may_not_be_finite_are_masked(program, masks):
+    """A partial made of forward values by ops finite on finite arguments (cos, a select of
+    numbers, the forward value itself) is finite wherever the interpreter computes it, and
+    a gradient that is a number other than 0 is never 0: no mask. The derivative program
+    printed by `cgraph derive` has none at all."""
+    from cgraph_cli.core.ir import MASK
+
+    masked = derivative_program(parse(program), mask=MASK).graph
+    assert list(masked.params.values()).count(MASK) == masks
+    assert MASK not in derivative_program(parse(program)).graph.params.values()
