@@ -4,7 +4,7 @@ means. One rule, many meanings:
 - :data:`ARRAYS` computes on NumPy arrays (and floats);
 - :class:`Source` writes Python source over floats, from which the fast scalar loops are
   compiled (:func:`value_function`, :func:`partials_function`);
-- :class:`cgraph_cli.passes.grad_graph.Recorder` builds graph nodes: derivative programs;
+- :class:`cgraph_cli.passes.recorder.Recorder` builds graph nodes: derivative programs;
 - :mod:`cgraph_cli.render.formulas` prints formulas and LaTeX.
 
 Each interpretation defines :meth:`Interpretation.apply` (an op applied to arguments and

@@ -4,7 +4,7 @@ derivatives, as Theano, TensorFlow 1 and JAX's ``grad`` of a jaxpr do.
 The forward program is copied as written; then the one reverse loop
 (:func:`cgraph_cli.core.autodiff.reverse`) or the one forward-mode loop
 (:func:`cgraph_cli.core.autodiff.push`) runs over it with the op table's rules interpreted by a
-:class:`Recorder`, which builds nodes instead of computing numbers. Nothing numeric happens but
+:class:`~cgraph_cli.passes.recorder.Recorder`, which builds nodes instead of computing numbers. Nothing numeric happens but
 constant folding, and the builder simplifies as it goes, so the result reads as a textbook
 writes it. The result is an ordinary Graph: it prints with ``to_source``, reads back,
 evaluates, passes ``validate``, and can be differentiated again (Hessians).
@@ -29,67 +29,11 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..core.errors import EvalError
-from ..core.interpret import Interpretation
 from ..core.ir import Graph, GraphBuilder, relayout, wrt_node
-from ..core.ops import CONST, INPUT, OPS
+from ..core.ops import CONST, INPUT
 from ..core.walks import fresh
+from .recorder import Recorder
 from .smart import rewrite
-
-
-class Recorder(Interpretation):
-    """The op vocabulary as graph building: ``e.mul(a, b)`` adds (or finds) a node. Node ids
-    are ints; numbers written in rules are floats and become constants. With ``mask``
-    (params of ``where``: :data:`~cgraph_cli.core.ir.MASK`, or :data:`~cgraph_cli.core.ir.IF`
-    for a branch computed only where taken), a reverse pass run ``checked`` writes each
-    contribution whose partial may not be finite where the forward values are (nodes below
-    ``forward``) as ``where(g, c, 0)`` with those params: 0 where the adjoint ``g`` is 0."""
-
-    def __init__(self, builder: GraphBuilder, mask: tuple = (), forward: int = 0) -> None:
-        self.b = builder
-        self.mask, self.forward = mask, forward
-
-    def unless_zero(self, g, c, partial):
-        if not self.mask:
-            return super().unless_zero(g, c, partial)
-        b = self.b
-        if g.__class__ is not int or b.graph.ops[g] is CONST or c.__class__ is not int:
-            return c  # the seed, or a number: never 0 here (0 passes nothing back)
-        if partial.__class__ is not int or _finite_where_forward(b.graph, partial, self.forward):
-            return c
-        zero = b.const(0.0)
-        if b.shape_of(c) != b.result_shape(_WHERE, (g, c, zero), self.mask):
-            return c  # (c has the shape of g times the partial: never)
-        return b.apply(_WHERE, (g, c, zero), self.mask)
-
-    def lift(self, x) -> int:
-        return x if x.__class__ is int else self.b.const(float(x))
-
-    def apply(self, op, args, params):
-        return self.b.apply(op, [self.lift(a) for a in args], params)
-
-    def shape(self, x) -> tuple[int, ...]:
-        return self.b.shape_of(x) if x.__class__ is int else ()
-
-
-def _finite_where_forward(graph: Graph, node: int, forward: int) -> bool:
-    """Whether ``node`` is finite wherever the forward values (the nodes below ``forward``)
-    are: made of them, numbers and :data:`~cgraph_cli.passes.simplify.TOTAL` ops only (a
-    bounded look, as :func:`~cgraph_cli.passes.simplify.cannot_fail`'s)."""
-    from .simplify import TOTAL
-
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if n in seen or n < forward or graph.ops[n] is CONST:
-            continue
-        seen.add(n)
-        if len(seen) > 64 or graph.ops[n].name not in TOTAL:
-            return False
-        stack.extend(graph.args[n])
-    return True
-
-
-_WHERE = OPS["where"]
 
 
 @dataclass(frozen=True)
@@ -165,7 +109,7 @@ def grad_graph(
     without, only those read more than once are. The name of an
     input means the input, though the program assigns it again (``x = x * 3``). ``mask``:
     each contribution whose partial may not be finite is 0 where its adjoint is, in a
-    ``where`` with these params (see :class:`Recorder`; for compiled modules)."""
+    ``where`` with these params (see :class:`~.recorder.Recorder`; for compiled modules)."""
     from ..core.autodiff import reverse
     from ..core.names import node_names
 

@@ -2,7 +2,7 @@
 value's tangent along a direction, as JAX's ``jvp`` of a jaxpr does.
 
 The one forward-mode loop (:func:`cgraph_cli.core.autodiff.push`) runs over the program with the
-op table's rules interpreted by the :class:`~cgraph_cli.passes.grad_graph.Recorder`, so each
+op table's rules interpreted by the :class:`~cgraph_cli.passes.recorder.Recorder`, so each
 tangent is a node built from cgraph's own ops, simplified as it is built. A direction is either
 symbolic, a new input per input (``x_dot``, bound when the program runs, as JAX's tangent
 inputs), or fixed numbers: a 1 on one input and nothing elsewhere gives the textbook
@@ -35,7 +35,6 @@ from ..core.ir import Graph, relayout
 from ..core.ops import CONST, INPUT
 from ..core.walks import ancestors
 from .grad_graph import (
-    Recorder,
     _copy,
     _fresh,
     _identifier,
@@ -43,6 +42,7 @@ from .grad_graph import (
     forward_statements,
     input_shapes,
 )
+from .recorder import Recorder
 
 
 @dataclass(frozen=True)

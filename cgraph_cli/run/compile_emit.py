@@ -14,7 +14,7 @@ from ..core.errors import UsageError, visible
 from ..core.interpret import Source
 from ..core.ir import MASK, Graph
 from ..core.ops import CONST, INPUT
-from ..core.walks import fresh, last_readers
+from ..core.walks import fresh
 from ..passes.guards import IF
 from .batch import (
     absorbs,
@@ -31,6 +31,7 @@ from .batch import (
 from .compile_ifs import COMPARISONS as _COMPARISONS
 from .compile_ifs import conditionals, grouped, statement_nodes
 from .compile_names import _HELPERS, _RESERVED, _fresh, _identifier
+from .compile_nodes import comparison_masks, last_uses, masked_only, unwatched_inputs
 from .compile_shapes import Shape, Shaped
 
 SOURCE = Source()  # the op table's rules written as Python expressions
@@ -118,16 +119,16 @@ class _Emitter(Shaped):
         array the caller gives for that key, if any (see :data:`~.batch.DEST`)."""
         dead = unread(graph, returned) if returned is not None else set()
         if not self.rows:  # inputs summed with the results (see finite)
-            self.unread.update(_unwatched_inputs(graph, self.variables))
+            self.unread.update(unwatched_inputs(graph, self.variables))
         self.stopped: set[int] = set()  # nodes a line stops at already (watched)
-        conditions = _masks(graph)
+        conditions = comparison_masks(graph)
         exact = decisive(graph) if self.vector else set()  # by the interpreter's float rule
         templates = {
             i: self.node_template(graph, i, op, i in exact, i in conditions)
             for i, op in enumerate(graph.ops)
             if op is not INPUT and op is not CONST
         }
-        last = _last_uses(graph)
+        last = last_uses(graph)
         work: set[int] = set()  # rows of numbers: values computed into kept work arrays
         given: dict[int, str] = {}  # rows of numbers: results computed into arrays given
         if escapes is not None and self.rows and self.vector and not kinks:
@@ -162,7 +163,7 @@ class _Emitter(Shaped):
         needed = [r for r in returned or () if r not in self.optional]
         guards, laid, (selects, tested) = conditionals(graph, needed, self.statements)
         if guards is not None:
-            last = _last_uses(graph, laid)
+            last = last_uses(graph, laid)
             # a statement a select reads (a branch) is not seen by a result where the select
             # takes the other: checked where it is made, as one no result reads
             dead |= {
@@ -173,7 +174,7 @@ class _Emitter(Shaped):
         defer = self.defer and guards is None and self.known is not None
         self.deferred, alive = [], set()  # (watched values summed at the end, their nodes)
         checking = self.checking and not self.rows
-        masked = _masked_only(graph, returned) if checking else set()
+        masked = masked_only(graph, returned) if checking else set()
         checked: list[str] = []  # the checked copy's lines, one for each of lines
 
         def add(line: str, instead: str | None = None) -> None:
@@ -399,69 +400,3 @@ class _Emitter(Shaped):
                 shown = f"np.array({value.tolist()!r})"
             items.append(f"{name!r}: {shown}")
         return "{" + ", ".join(items) + "}"
-
-
-def _unwatched_inputs(graph: Graph, variables) -> list[str]:
-    """The inputs whose value, were it not finite, no result or checked line of the code
-    would show: those that no op reads, and those that an op which may hide it reads (its
-    other arguments are watched; an input's could only be, at every call)."""
-    hiding = {a for i, op in enumerate(graph.ops) if absorbs(op) for a in graph.args[i]}
-    unread = unread_inputs(graph, variables)
-    return [n for n in variables if n in unread or graph.inputs.get(n) in hiding]
-
-
-def _masks(graph: Graph) -> set[int]:
-    """The comparisons read only as the condition of ``where``: NumPy takes their boolean
-    arrays as they are (no conversion to 0.0 and 1.0 and back). Not the named ones: a name
-    is a value the module returns."""
-    readers: dict[int, list[tuple[int, int]]] = {}
-    for i, args in enumerate(graph.args):
-        for k, a in enumerate(args):
-            readers.setdefault(a, []).append((i, k))
-    named = set(graph.names.values()) | {graph.output}
-    return {
-        i
-        for i, op in enumerate(graph.ops)
-        if op.name in _COMPARISONS
-        and i not in named
-        and readers.get(i)
-        and all(graph.ops[j].name == "where" and k == 0 for j, k in readers[i])
-    }
-
-
-def _masked_only(graph: Graph, returned: list[int] | None) -> set[int]:
-    """The nodes computed only for what masked contributions (``where`` marked
-    :data:`MASK`) read as their value: where the adjoint is 0 nothing of them is used, so the
-    checked copy does not stop at them (a partial infinite there: ``sqrt`` at 0). From the
-    last node to the first; the output, named and ``returned`` nodes are never such."""
-    if MASK not in graph.params.values():
-        return set()
-    only: list[bool | None] = [None] * len(graph.ops)  # None: no reader yet
-    for node in (graph.output, *graph.names.values(), *(returned or ())):
-        only[node] = False
-    masked = set()
-    for r in range(len(graph.ops) - 1, -1, -1):
-        mine = only[r] is True
-        if mine:
-            masked.add(r)
-        mask = graph.params.get(r) == MASK
-        for k, a in enumerate(graph.args[r]):
-            ok = mine or (mask and k == 1)
-            only[a] = ok if only[a] is None else (only[a] and ok)
-    return masked
-
-
-def _last_uses(graph: Graph, laid: list[int] | None = None) -> list[int]:
-    """For each node, the last node that reads it (the output and named nodes: the end),
-    in the order ``laid`` when given (else the nodes' own)."""
-    end = len(graph.ops)
-    if laid is None:
-        last = last_readers(graph)
-    else:
-        last = list(range(end))
-        for i in laid:
-            for a in graph.args[i]:
-                last[a] = i
-    for node in (graph.output, *graph.names.values(), *graph.inputs.values()):
-        last[node] = end
-    return last

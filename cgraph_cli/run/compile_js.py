@@ -146,12 +146,12 @@ def js_module(
     from ..passes.derivatives import wrt_inputs
     from ..passes.grad_graph import (
         NotANumber,
-        Recorder,
         _copy,
         _require_number,
         _wrapper,
         input_shapes,
     )
+    from ..passes.recorder import Recorder
 
     refuse(graph, "--target js", loops=True)
     graph = marked(graph)  # if/else: each branch computed only where it is taken
@@ -240,7 +240,7 @@ def _partials(graph: Graph, b, reach: list[bool]) -> dict[int, list]:
     with an adjoint of 1: for the operations of numbers the output reads, which a page
     labels its edges with."""
     from ..core.autodiff import pullback
-    from ..passes.grad_graph import Recorder
+    from ..passes.recorder import Recorder
 
     shapes, ops, args = b.shapes or [], graph.ops, graph.args
     ids = list(range(len(ops)))

@@ -192,7 +192,7 @@ def _derive(block, graph, step, outs, positions, sizes, known, tensor: bool = Fa
     node}, its gradients' nodes, how many cotangents)``. Of numbers (not ``tensor``), each
     contribution whose partial may not be finite is computed only where its adjoint is not
     0, as the interpreter passes nothing back through a node whose gradient is 0 (``IF``:
-    see :class:`~cgraph_cli.passes.grad_graph.Recorder`)."""
+    see :class:`~cgraph_cli.passes.recorder.Recorder`)."""
     from ..passes.grad_graph import grad_graph
 
     wrt = [n for n in step.inputs if n != "t"]
