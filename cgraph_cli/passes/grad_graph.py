@@ -323,12 +323,16 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for, intermedi
     backward = []
     gradients: dict[str, str] = {}
     against: dict[str, int] = {}  # each derivative statement -> the forward node it is taken wrt
-    uses = _uses(b.graph, n)
     named: set[int] = set()  # nodes a derivative statement already names
     wanted: set[int] = set()  # unnamed forward nodes that must get a name
     # Derivatives asked for by name: the gradients they do not read are left out.
     roots = [adj[a] for a in targets if adj[a].__class__ is int]
-    needed = None if every else _needed(b.graph, roots)
+    live = _needed(b.graph, roots)
+    needed = None if every else live
+    # Reads by nodes no gradient reads do not count: a gradient read twice only there (by a
+    # mask whose contribution folds away) would be a statement no result reads, computed
+    # outside the branch whose values it reads.
+    uses = _uses(b.graph, n, live)
     for a in final:
         node = adj[a]
         if node is None:
@@ -431,10 +435,12 @@ def _needed(graph: Graph, roots: list[int]) -> set[int]:
     return seen
 
 
-def _uses(graph: Graph, start: int) -> dict[int, int]:
-    """How many nodes from ``start`` on read each node."""
+def _uses(graph: Graph, start: int, among: set[int]) -> dict[int, int]:
+    """How many nodes from ``start`` on, ``among`` those, read each node."""
     uses: dict[int, int] = {}
     for i in range(start, len(graph.ops)):
+        if i not in among:
+            continue
         for a in graph.args[i]:
             uses[a] = uses.get(a, 0) + 1
     return uses
