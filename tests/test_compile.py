@@ -443,6 +443,20 @@ def test_a_zero_gradient_passes_nothing_back_element_by_element():
     assert grads["x"].tolist() == [1.0, 4.0, 1.0, 5.5]
 
 
+def test_a_mask_reading_a_gradient_makes_no_statement_of_it():
+    """The fast lines read a masked contribution's gradient once (the mask is the checked
+    copy's alone): it is not named as a gradient read twice is (a statement more, kept alive
+    to the end: about 10% slower on a chain of 100 such lines)."""
+    program = "v = x\nv = 0.9 * relu(v) * sqrt(abs(tanh(v))) + 0.01 * log(1 + v * v)\ny = sum(v)"
+    x = np.array([0.0, 0.5, -1.0])
+    source = compile_module(parse(program), "numpy", bindings={"x": x})
+    fast = source.split("def grad(")[1].split("def _finite")[0]
+    assert set(re.findall(r"\bdy_d\w+", fast)) == {"dy_dx"}
+    want = cg_grad(program, {"x": x})
+    value, grads = load(source)["grad"](x=x)
+    assert _close(value, want.value) and _close(grads["x"], want.gradients["x"])
+
+
 @pytest.mark.parametrize(
     ("program", "bindings"),
     [

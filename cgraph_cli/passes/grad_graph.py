@@ -30,7 +30,7 @@ from typing import cast
 
 from ..core.errors import EvalError
 from ..core.interpret import Interpretation
-from ..core.ir import Graph, GraphBuilder, relayout, wrt_node
+from ..core.ir import MASK, Graph, GraphBuilder, relayout, wrt_node
 from ..core.ops import CONST, INPUT, OPS
 from ..core.walks import fresh
 from .smart import rewrite
@@ -436,12 +436,14 @@ def _needed(graph: Graph, roots: list[int]) -> set[int]:
 
 
 def _uses(graph: Graph, start: int, among: set[int]) -> dict[int, int]:
-    """How many nodes from ``start`` on, ``among`` those, read each node."""
+    """How many nodes from ``start`` on, ``among`` those, read each node; a NumPy mask's
+    adjoint not counted (the fast lines read it once: :data:`~cgraph_cli.core.ir.MASK`)."""
     uses: dict[int, int] = {}
     for i in range(start, len(graph.ops)):
         if i not in among:
             continue
-        for a in graph.args[i]:
+        args = graph.args[i]
+        for a in args[1:] if graph.params.get(i) == MASK else args:
             uses[a] = uses.get(a, 0) + 1
     return uses
 
