@@ -443,6 +443,43 @@ def test_a_zero_gradient_passes_nothing_back_element_by_element():
     assert grads["x"].tolist() == [1.0, 4.0, 1.0, 5.5]
 
 
+def test_a_mask_reading_a_gradient_makes_no_statement_of_it():
+    """The fast lines read a masked contribution's gradient once (the mask is the checked
+    copy's alone): it is not named as a gradient read twice is (a statement more, kept alive
+    to the end: about 10% slower on a chain of 100 such lines)."""
+    program = "v = x\nv = 0.9 * relu(v) * sqrt(abs(tanh(v))) + 0.01 * log(1 + v * v)\ny = sum(v)"
+    x = np.array([0.0, 0.5, -1.0])
+    source = compile_module(parse(program), "numpy", bindings={"x": x})
+    fast = source.split("def grad(")[1].split("def _finite")[0]
+    assert set(re.findall(r"\bdy_d\w+", fast)) == {"dy_dx"}
+    want = cg_grad(program, {"x": x})
+    value, grads = load(source)["grad"](x=x)
+    assert _close(value, want.value) and _close(grads["x"], want.gradients["x"])
+
+
+@pytest.mark.parametrize(
+    ("program", "bindings"),
+    [
+        ("y = relu(x) * xlogy(x, x) + x", {"x": 0.0}),  # xlogy's partial in x: x / x
+        ("y = relu(w) * xlogy(w, w) + x", {"x": np.array([0.0, 4.0]), "w": 0.0}),  # rows
+    ],
+)
+def test_a_masked_division_of_numbers_passes_nothing_back_where_the_gradient_is_0(
+    program, bindings
+):
+    """NumPy takes a number as a Python float, whose ``0 / 0`` raises where an array's
+    is nan: where relu's gradient is 0, xlogy's partial ``x / x`` at 0 must pass nothing
+    back, in the checked copy too, as the interpreter (row by row) does."""
+    module = load(compile_module(parse(program), "numpy"))
+    value, grads = module["grad"](**bindings)
+    rows = len(bindings["x"]) if np.ndim(bindings["x"]) else None
+    for k in range(rows or 1):
+        row = {n: float(v[k]) if np.ndim(v) else v for n, v in bindings.items()}
+        want = cg_grad(program, row)
+        assert (np.ravel(value)[k], np.ravel(grads["x"])[k]) == (want.value, want.gradients["x"])
+    assert np.ravel(grads["x"])[0] == 1.0
+
+
 def test_a_partial_that_is_not_finite_where_the_gradient_is_not_0_stops_at_its_node():
     """The mask passes nothing back only where the gradient is 0: sqrt's slope at 0 times a
     gradient of 2 is the error the interpreter gives, at sqrt's line."""

@@ -138,6 +138,27 @@ def test_a_statement_that_fails_first_is_the_error_though_a_branch_stops_before_
             module[fn](x=-2.0, y=-2.0)
 
 
+@pytest.mark.parametrize("target", ["python", "numpy"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "y = sin(x) * sqrt(where(1, 2, x)) if x > 0 else -x",  # sqrt's gradient: masked
+        "u = where(1, 2, x)\ny = sin(x) * (u * exp(u)) if x > 0 else -x",
+    ],
+)
+def test_a_gradient_no_result_reads_is_not_computed_outside_its_branch(text, target):
+    """A branch's gradient read twice (by a mask, or by two partials) whose path to the
+    input folds away (where(1, ...) passes x nothing) is no statement of the derivative
+    program: such a statement ran in any case and read sin(x), which only the branch taken
+    computes (UnboundLocalError where x <= 0)."""
+    graph = parse(text)
+    module = _load(compile_module(graph, target))
+    for x in (-1.0, 1.0):
+        want = _interpreted(graph, {"x": x})
+        value, grads = module["grad"](x=x)
+        assert _close(value, want.value) and _close(grads["x"], want.gradients["x"])
+
+
 def test_huber_compiles_and_matches_grad_on_both_sides_of_its_kink(cli, tmp_path):
     out = tmp_path / "huber.py"
     made = cli("compile", "sample:huber", "-o", str(out))

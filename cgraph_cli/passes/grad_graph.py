@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..core.errors import EvalError
-from ..core.ir import Graph, GraphBuilder, relayout, wrt_node
+from ..core.ir import MASK, Graph, GraphBuilder, relayout, wrt_node
 from ..core.ops import CONST, INPUT
 from ..core.walks import fresh
 from .recorder import Recorder
@@ -267,12 +267,16 @@ def _assemble(graph, b, adj, final, targets, prefix, names, names_for, intermedi
     backward = []
     gradients: dict[str, str] = {}
     against: dict[str, int] = {}  # each derivative statement -> the forward node it is taken wrt
-    uses = _uses(b.graph, n)
     named: set[int] = set()  # nodes a derivative statement already names
     wanted: set[int] = set()  # unnamed forward nodes that must get a name
     # Derivatives asked for by name: the gradients they do not read are left out.
     roots = [adj[a] for a in targets if adj[a].__class__ is int]
-    needed = None if every else _needed(b.graph, roots)
+    live = _needed(b.graph, roots)
+    needed = None if every else live
+    # Reads by nodes no gradient reads do not count: a gradient read twice only there (by a
+    # mask whose contribution folds away) would be a statement no result reads, computed
+    # outside the branch whose values it reads.
+    uses = _uses(b.graph, n, live)
     for a in final:
         node = adj[a]
         if node is None:
@@ -375,11 +379,15 @@ def _needed(graph: Graph, roots: list[int]) -> set[int]:
     return seen
 
 
-def _uses(graph: Graph, start: int) -> dict[int, int]:
-    """How many nodes from ``start`` on read each node."""
+def _uses(graph: Graph, start: int, among: set[int]) -> dict[int, int]:
+    """How many nodes from ``start`` on, ``among`` those, read each node; a NumPy mask's
+    adjoint not counted (the fast lines read it once: :data:`~cgraph_cli.core.ir.MASK`)."""
     uses: dict[int, int] = {}
     for i in range(start, len(graph.ops)):
-        for a in graph.args[i]:
+        if i not in among:
+            continue
+        args = graph.args[i]
+        for a in args[1:] if graph.params.get(i) == MASK else args:
             uses[a] = uses.get(a, 0) + 1
     return uses
 

@@ -243,7 +243,7 @@ class _Emitter(Shaped):
             comment = self.comment(graph, i)
             line = "" if mask and var == expr else f"    {var} = {expr}" + comment
             if not checking or i in masked:  # (a value only a mask reads: where g is 0, none)
-                add(line)
+                add(line, self.unraised(op, var, args, comment) if i in masked else None)
             else:  # the checked copy stops at every other value that is not finite
                 if mask:  # as the interpreter: nothing passed back where the adjoint is 0
                     expr = self.masked(*args)
@@ -266,6 +266,14 @@ class _Emitter(Shaped):
             lines = grouped(graph, lines, spans, laid, guards, names, self.optional, holds)
         self.checked_lines = [line for line in checked if line.strip()]  # ("": no line)
         return [line for line in lines if line.strip()], names
+
+    def unraised(self, op, var: str, args: list[str], comment: str) -> str | None:
+        """The checked copy's line for a value only masks read, where its fast line may
+        raise: NumPy's ``/`` of two numbers (Python floats: ``x / 0`` raises where an array's
+        gives inf) as ``np.divide``, whose value the mask drops where the adjoint is 0."""
+        if self.target != "numpy" or op.name != "div":
+            return None
+        return f"    {var} = np.divide({args[0]}, {args[1]})" + comment
 
     def masked(self, g: str, c: str, zero: str) -> str:
         """A masked contribution (``where(g, c, 0)`` marked :data:`MASK`) in the checked copy:
