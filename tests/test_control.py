@@ -463,3 +463,32 @@ def test_a_condition_is_decided_by_the_rules_eval_computes_values_with():
     as_if = evaluate(f"y = x * 100 if exp(x) >= {bound!r} else -x", {"x": x}).value
     as_where = evaluate(f"y = where(exp(x) >= {bound!r}, x * 100, -x)", {"x": x}).value
     assert as_if == as_where
+
+
+@pytest.mark.parametrize("after", ["out = h + t", "out = h * t"])
+def test_a_loops_variable_is_its_own_and_a_name_it_shadows_comes_back_after_it(
+    cli, tmp_path, after
+):
+    """`t = 5` before `for t in range(3)`: inside, t counts the steps; after, t is 5 again
+    (it was an input, unbound, and compile stopped with an internal error). The graph that
+    runs, the scan and the compiled loop module agree."""
+    from cgraph_cli.run.scan_code import compile_module
+
+    text = f"t = 5\nh = e\nfor t in range(3):\n    h = sqrt(h) + t\n{after}\n"
+    h = 2.0
+    for t in range(3):
+        h = h**0.5 + t
+    want = h + 5 if "+" in after else h * 5
+    assert evaluate(text, {"e": 2.0}).value == pytest.approx(want)
+    graph = parse(text)
+    assert grad(graph, {"e": 2.0}).value == pytest.approx(want)
+    assert grad(graph, {"e": 2.0}).value == pytest.approx(want)  # (the scan, from the 2nd call)
+    namespace: dict = {}
+    exec(compile_module(graph), namespace)
+    value, grads = namespace["grad"](e=2.0)
+    assert value == pytest.approx(want)
+    assert grads["e"] == pytest.approx(grad(text, {"e": 2.0}).gradients["e"])
+    source = tmp_path / "p.cg"
+    source.write_text(text)
+    result = cli("compile", str(source), "-o", str(tmp_path / "m.py"))
+    assert result.exit_code == 0, result.output

@@ -73,6 +73,8 @@ class Static:
             tuple[int, int, str]
         ] = []  # names set in the body to a value from before it: carried, or not
         for name, node in reader.scope.items():
+            if name == loop.var:  # the loop gives it its values: not carried
+                continue
             before = loop._before.get(name)
             if before is None and inputs.get(name, -1) >= loop.lo:
                 before = inputs[name]  # an input first read in the body, then assigned

@@ -104,7 +104,9 @@ class Reader:
         self.flow: Any = (
             None  # the static structure (cgraph_cli.core.ir_control.Static), once needed
         )
-        self.loops: list = []  # the loops being read, outermost first: [var, step, header]
+        # The loops being read, outermost first: [var, step, header, group, the var's value
+        # before the loop].
+        self.loops: list = []
         self.steps: dict[str, int] = {}  # a loop variable -> its step now (the run only)
         self.suffix = ""  # _step added to every name assigned in a loop's body (the run only)
         self.header: Any = None  # the loop header just read, for the driver
@@ -660,10 +662,11 @@ class Reader:
         name, bound, start, end = self.header
         self.header = None
         read = None if isinstance(bound, int) else self._read(bound[1][1], *bound[1][2:4])
+        prior = self.scope.get(name)  # what the name holds again after the loop
         if self.tracer is None:
             flow = self._flow()
             flow.begin_loop(self, name, bound, start, end, read)
-            self.loops.append([name, 0, (start, end), -1])
+            self.loops.append([name, 0, (start, end), -1, prior])
             # The variable, in the static graph: a placeholder named after it (not an input:
             # the loop gives it its values).
             var = self.scope[name] = self.b.const(0.0, start, end)
@@ -671,7 +674,7 @@ class Reader:
             return 1
         header = " ".join(self.text[start:end].rstrip(":").split())
         n = self.tracer.trip_count(self.b.graph, bound, read, self.text, header, (start, end))
-        self.loops.append([name, 0, (start, end), -1])
+        self.loops.append([name, 0, (start, end), -1, prior])
         return n
 
     def begin_step(self, step: int) -> None:
@@ -691,16 +694,20 @@ class Reader:
             )
 
     def end_loop(self) -> None:
+        """End the loop being read: its variable is the loop's own, so after it the name
+        holds what it held before (nothing: a name never assigned)."""
         loop = self.loops.pop()
-        name = loop[0]
+        name, prior = loop[0], loop[4]
         if self.tracer is None:
             self.flow.end_loop(self)
+        else:
+            self._close_step(loop)
+            self.steps.pop(name, None)
+            self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)
+        if prior is None:
             self.scope.pop(name, None)
-            return
-        self._close_step(loop)
-        self.steps.pop(name, None)
-        self.scope.pop(name, None)
-        self.suffix = "".join(f"_{lp[1] + 1}" for lp in self.loops)
+        else:
+            self.scope[name] = prior
 
     def _in_step(self, name: str, node: int) -> None:
         self.tracer.assigned(name, node)
