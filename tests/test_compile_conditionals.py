@@ -159,6 +159,17 @@ def test_a_gradient_no_result_reads_is_not_computed_outside_its_branch(text, tar
         assert _close(value, want.value) and _close(grads["x"], want.gradients["x"])
 
 
+def test_an_overflow_before_an_error_is_named_after_it_as_the_interpreter_names_it():
+    """`x * 1e308` overflows silently at 10, and `cos(inf)` then raises: the interpreter
+    names cos (it finds a value that is not finite at the end), and so does a Python
+    module's forward, whose error comes first too."""
+    text = "a = x * 1e308\ny = cos(a)"
+    with pytest.raises(CgraphError, match="cos"):
+        cg.evaluate(text, {"x": 10.0})
+    with pytest.raises(ArithmeticError, match=r"^line 2: cos\(a\)"):
+        _load(compile_module(parse(text)))["forward"](x=10.0)
+
+
 def test_huber_compiles_and_matches_grad_on_both_sides_of_its_kink(cli, tmp_path):
     out = tmp_path / "huber.py"
     made = cli("compile", "sample:huber", "-o", str(out))

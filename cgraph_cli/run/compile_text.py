@@ -174,7 +174,11 @@ def module_text(
                 *(['    out[" kinks"] = _kinks'] if em.kinks else []),
                 *([] if em.rows else finite_lines(em, "forward", "out", out)),
             ],
-            "" if em.rows else "forward",  # (an earlier value not finite is the one to name)
+            # NumPy's domain errors are values that are not finite, which the fast lines find
+            # at the end: the checked copy names the first, as the interpreter stops at it
+            # (Python's raise where the interpreter's do; an overflow of * or + is found at
+            # the end there, after an error that follows it, as in the interpreter).
+            "forward" if numpy and not em.rows or em.deferred_by.get("forward") else "",
         ),
         *(["    _POOLS.append(_pool)"] if em.work else []),
         f"    return out, {WATCHED[em.vector]}" if em.rows else "    return out",
