@@ -14,8 +14,9 @@ computing numbers (:mod:`.grad_graph`, :mod:`.jvp_graph`, the JavaScript target)
 from __future__ import annotations
 
 from ..core.interpret import Interpretation
-from ..core.ir import Graph, GraphBuilder
+from ..core.ir import GraphBuilder
 from ..core.ops import CONST, OPS
+from .simplify import cannot_fail
 
 
 class Recorder(Interpretation):
@@ -36,8 +37,8 @@ class Recorder(Interpretation):
         b = self.b
         if g.__class__ is not int or b.graph.ops[g] is CONST or c.__class__ is not int:
             return c  # the seed, or a number: never 0 here (0 passes nothing back)
-        if partial.__class__ is not int or _finite_where_forward(b.graph, partial, self.forward):
-            return c
+        if partial.__class__ is not int or cannot_fail(b.graph, partial, self.forward):
+            return c  # finite wherever the forward values are
         zero = b.const(0.0)
         if b.shape_of(c) != b.result_shape(_WHERE, (g, c, zero), self.mask):
             return c  # (c has the shape of g times the partial: never)
@@ -51,24 +52,6 @@ class Recorder(Interpretation):
 
     def shape(self, x) -> tuple[int, ...]:
         return self.b.shape_of(x) if x.__class__ is int else ()
-
-
-def _finite_where_forward(graph: Graph, node: int, forward: int) -> bool:
-    """Whether ``node`` is finite wherever the forward values (the nodes below ``forward``)
-    are: made of them, numbers and :data:`~cgraph_cli.passes.simplify.TOTAL` ops only (a
-    bounded look, as :func:`~cgraph_cli.passes.simplify.cannot_fail`'s)."""
-    from .simplify import TOTAL
-
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if n in seen or n < forward or graph.ops[n] is CONST:
-            continue
-        seen.add(n)
-        if len(seen) > 64 or graph.ops[n].name not in TOTAL:
-            return False
-        stack.extend(graph.args[n])
-    return True
 
 
 _WHERE = OPS["where"]

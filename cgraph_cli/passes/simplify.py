@@ -68,13 +68,15 @@ TOTAL = frozenset(
 _LOOK = 64  # nodes looked at, at most: past that a part counts as one that may fail
 
 
-def cannot_fail(g, node: int) -> bool:
+def cannot_fail(g, node: int, given: int = 0) -> bool:
     """Whether evaluating ``node`` cannot raise, whatever the (finite) inputs: it is made of
-    inputs, numbers and :data:`TOTAL` ops only (a bounded look, so never quadratic)."""
+    inputs, numbers and :data:`TOTAL` ops only (a bounded look, so never quadratic). The
+    nodes below ``given`` count as finite values given (a derivative program's forward
+    values): whether ``node`` is finite wherever they are."""
     stack, seen = [node], set()
     while stack:
         n = stack.pop()
-        if n in seen:
+        if n in seen or n < given:
             continue
         seen.add(n)
         if len(seen) > _LOOK:
