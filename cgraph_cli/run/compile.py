@@ -110,13 +110,11 @@ def compile_module(
     emitter.names = names if rows else None
     emitter.variables = input_variables(graph.inputs)
     emitter.statements = set(graph.names)
-    emitter.prechecked = {"forward", "grad"}  # (not the scalar module's: see _scalar_module)
     if target == "python" and gradient and not kinks and not has_selects(graph):
         from ..passes.derivatives import wrt_inputs
 
         plan = reverse_plan(graph, output, wrt_inputs(graph, wrt))
         if plan is not None:  # a program of numbers: its reverse pass from the float rules
-            emitter.prechecked = set()
             return _scalar_module(emitter, graph, output, plan, name)
     emitter.checking = not rows  # each body's checked copy written beside it
     try:

@@ -22,12 +22,12 @@ def checked_function(
     ``returned``: what it gives back when it runs to the end (``grad``'s value and
     gradients: where the checked copy, as the interpreter, passes nothing back through an
     adjoint of 0, it answers where the fast one met a partial that is not finite).
-    ``body`` checked already where ``fn`` is in ``em.prechecked`` (the emitter's checked
-    lines: see :meth:`~.compile_emit._Emitter.body`), else a check follows each assignment."""
+    ``body`` checked already where the emitter wrote its checked lines (``em.checking``:
+    see :meth:`~.compile_emit._Emitter.body`), else a check follows each assignment."""
     lines = []
     for line in body:
         lines.append(line)
-        if fn in em.prechecked:
+        if em.checking is True:
             continue
         head, sep, where = line.partition("  # line ")
         var, _, rest = head[4:].partition(" ")

@@ -72,12 +72,11 @@ class _Emitter(Shaped):
         self.checked_forward: list[str] | None = None
         self._comments: dict[tuple[int, int], str] = {}  # (graph's id, node): its comment
         self.checked_grad: list[str] | None = None
-        # body() also writes its checked copy's lines (each value checked, masks applied) into
-        # checked_lines ("masks": the masks applied alone, for a loop module's steps run again);
-        # the functions whose checked copies are those (no checks to insert).
+        # True: body() also writes its checked copy's lines (each value checked, masks
+        # applied) into checked_lines, which the checked copies are (no checks to insert);
+        # "masks": the masks applied alone (a loop module's steps back run again).
         self.checking: bool | str = False
         self.checked_lines: list[str] = []
-        self.prechecked: set[str] = set()
         self.variables: dict[str, str] = {}  # each input's variable: input_variables()
         # The program's statements by name (a derivative program names more): those run in
         # any case, whatever the conditionals choose (None: every named value).
