@@ -352,11 +352,17 @@ class _Module:
         return f"at line {first}"
 
     def _call(self, k: int, block: Block, kind: str, variants: int) -> str:
+        """The step function of block ``k`` of ``kind`` (``f`` forward, ``b`` back, ``l`` the
+        last step back) for the step ``_i`` (one per variant); back, where a step masks a
+        contribution, the masked one when the run goes again (``masked``)."""
+        fast = self._named(k, kind, variants)
         if kind in ("b", "l") and any(step.masked is not None for step in self.steps[k]):
-            fast = self._call(k, block, kind + "!", variants)
-            again = self._call(k, block, {"b": "m", "l": "n"}[kind] + "!", variants)
+            again = self._named(k, {"b": "m", "l": "n"}[kind], variants)
             return f"({again} if masked else {fast})"
-        kind = kind.rstrip("!")
+        return fast
+
+    @staticmethod
+    def _named(k: int, kind: str, variants: int) -> str:
         if variants == 1:
             return f"_b{k}_{kind}0"
         return (
